@@ -1,0 +1,1 @@
+"""Typed client and shared shapes for the place-data service."""
