@@ -1,0 +1,99 @@
+"""Failure modes, drawn from a seeded generator or scripted for the next matching requests."""
+
+from __future__ import annotations
+
+import random
+import threading
+from collections import deque
+from dataclasses import dataclass
+
+from placeflow.emulator.jobs import Fate
+from placeflow.emulator.settings import FaultConfig
+
+REQUEST_FAULTS = ("500", "503", "maintenance", "429", "drop_request", "drop_response", "slow")
+DOWNLOAD_FAULTS = ("truncate", "corrupt")
+JOB_FAULTS = ("fail", "stall")
+DOWNLOAD_ROUTE = "GET /files"
+JOB_ROUTE = "JOB"
+
+
+@dataclass
+class _Scripted:
+    route: str
+    kind: str
+    remaining: int
+
+
+class FaultPlan:
+    """Decides, per request, download or job, which failure (if any) the sandbox acts out.
+
+    Scripted faults (`inject`) come first, in order, for requests whose route matches (the route
+    template such as `POST /v1/jobs/enrich`, `GET /files` for downloads, `JOB` for job fates);
+    otherwise the configured rates are drawn from a generator seeded by `FaultConfig.seed`.
+    """
+
+    def __init__(self, config: FaultConfig) -> None:
+        self.config = config
+        self._rng = random.Random(config.seed)  # noqa: S311 - reproducible draws, not secrets
+        self._script: deque[_Scripted] = deque()
+        self._lock = threading.Lock()
+
+    def inject(self, route: str, kind: str, times: int = 1) -> None:
+        known = REQUEST_FAULTS + DOWNLOAD_FAULTS + JOB_FAULTS
+        if kind not in known:
+            raise ValueError(f"unknown fault {kind!r}; known: {', '.join(known)}")
+        with self._lock:
+            self._script.append(_Scripted(route, kind, times))
+
+    def _scripted(self, route: str) -> str | None:
+        for item in self._script:
+            if item.route == route and item.remaining > 0:
+                item.remaining -= 1
+                if item.remaining == 0:
+                    self._script.remove(item)
+                return item.kind
+        return None
+
+    def _draw(self, choices: tuple[tuple[str, float], ...]) -> str | None:
+        r = self._rng.random()
+        for kind, rate in choices:
+            if r < rate:
+                return kind
+            r -= rate
+        return None
+
+    def request_fault(self, route: str) -> str | None:
+        c = self.config
+        with self._lock:
+            return self._scripted(route) or self._draw(
+                (
+                    ("maintenance", c.maintenance_rate),
+                    ("503", c.error_503_rate),
+                    ("500", c.error_500_rate),
+                    ("429", c.extra_429_rate),
+                    ("drop_request", c.drop_request_rate),
+                    ("drop_response", c.drop_response_rate),
+                    ("slow", c.slow_rate),
+                )
+            )
+
+    def download_fault(self, first: bool) -> str | None:
+        """Truncation and corruption strike a file's first download only, so a retry heals."""
+        c = self.config
+        with self._lock:
+            scripted = self._scripted(DOWNLOAD_ROUTE)
+            if scripted or not first:
+                return scripted
+            return self._draw(
+                (("truncate", c.truncate_download_rate), ("corrupt", c.corrupt_download_rate))
+            )
+
+    def job_fate(self) -> Fate:
+        c = self.config
+        with self._lock:
+            fate = self._scripted(JOB_ROUTE) or self._draw(
+                (("fail", c.job_fail_rate), ("stall", c.job_stall_rate))
+            )
+        if fate == "fail":
+            return "fail"
+        return "stall" if fate == "stall" else "normal"

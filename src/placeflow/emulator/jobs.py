@@ -1,0 +1,212 @@
+"""Bulk jobs as a state machine on the sandbox's clock.
+
+queued -> running -> completed | failed, and queued/running -> cancelled on DELETE. Each key runs
+at most `max_running_jobs` at once; each running job processes `rows_per_second` rows. Progress is
+derived from the clock whenever it is looked at, so a job advances whether or not anyone polls,
+and `eta_seconds` is computed from the same schedule, so it tells the truth.
+"""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import json
+import math
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from placeflow.api.models import TERMINAL_JOB_STATUSES, JobKind
+from placeflow.emulator.responses import iso
+from placeflow.emulator.synth import SynthSettings, is_billable, render_job_lines
+
+Fate = Literal["normal", "fail", "stall"]
+STALL_FRACTION = 0.5
+"""A stalled job stops making progress once this share of its rows is processed."""
+
+
+@dataclass(frozen=True)
+class ResultFile:
+    body: bytes
+    sha256: str
+    rows: int
+    billable: int
+    succeeded: int
+    failed: int
+
+
+@dataclass
+class Job:
+    batch_id: str
+    key: str
+    kind: JobKind
+    pois: list[dict[str, Any]]
+    content_hash: str
+    created_at: float
+    fate: Fate = "normal"
+    status: str = "queued"
+    started_at: float | None = None
+    completed_at: float | None = None
+    processed: int = 0
+    held: int = 0
+    settled: bool = False
+    error: str | None = None
+    error_code: str | None = None
+    result: ResultFile | None = None
+    downloads: int = 0
+    total_items: int = 0
+    _lines: list[bytes] | None = field(default=None, repr=False)
+    _failed_upto: list[int] = field(default_factory=list, repr=False)
+    _billable_upto: list[int] = field(default_factory=list, repr=False)
+
+    def __post_init__(self) -> None:
+        self.total_items = len(self.pois)
+
+    @property
+    def total(self) -> int:
+        return self.total_items
+
+    @property
+    def terminal(self) -> bool:
+        return self.status in TERMINAL_JOB_STATUSES
+
+    def _rows(self, settings: SynthSettings) -> list[bytes]:
+        """Every row's result line, built once; per-row outcome counts come from the same lines."""
+        if self._lines is None:
+            stamp = iso(self.started_at if self.started_at is not None else self.created_at)
+            body, _ = render_job_lines(self.kind, self.pois, settings=settings, now=stamp)
+            self._lines = body.splitlines(keepends=True)
+            failed = billable = 0
+            self._failed_upto = [0]
+            self._billable_upto = [0]
+            for line in self._lines:
+                row = json.loads(line)
+                failed += not row["success"]
+                billable += is_billable(self.kind, row)
+                self._failed_upto.append(failed)
+                self._billable_upto.append(billable)
+        return self._lines
+
+    def failed_before(self, n: int, settings: SynthSettings) -> int:
+        """How many of the first `n` rows failed (for progress counts)."""
+        self._rows(settings)
+        return self._failed_upto[n]
+
+    def render(self, settings: SynthSettings) -> ResultFile:
+        """The result file of the processed rows (all of them unless cancelled early)."""
+        if self.result is None or self.result.rows != self.processed:
+            n = self.processed
+            lines = self._rows(settings)
+            gz = gzip.compress(b"".join(lines[:n]), compresslevel=5, mtime=0)
+            failed = self._failed_upto[n]
+            self.result = ResultFile(
+                body=gz,
+                sha256=hashlib.sha256(gz).hexdigest(),
+                rows=n,
+                billable=self._billable_upto[n],
+                succeeded=n - failed,
+                failed=failed,
+            )
+            if self.terminal:
+                self._lines = None  # the compressed file is all a finished job keeps
+                self.pois = []
+        return self.result
+
+
+@dataclass
+class JobScheduler:
+    """The jobs of one key, advanced together because they share running slots."""
+
+    rows_per_second: float | None
+    max_running: int
+    jobs: list[Job] = field(default_factory=list)
+    freed_at: float = -math.inf
+    """When a running slot last came free: a queued job starts no earlier."""
+
+    def _rate_finish(self, job: Job) -> float:
+        assert job.started_at is not None
+        if self.rows_per_second is None:
+            return job.started_at
+        return job.started_at + job.total / self.rows_per_second
+
+    def _processed_at(self, job: Job, t: float) -> int:
+        assert job.started_at is not None
+        if self.rows_per_second is None:
+            done = job.total
+        else:
+            done = min(job.total, math.floor((t - job.started_at) * self.rows_per_second))
+        if job.fate == "stall":
+            done = min(done, math.floor(job.total * STALL_FRACTION))
+        return max(0, done)
+
+    def _start(self, job: Job, at: float) -> None:
+        job.status = "running"
+        job.started_at = at
+        if job.fate == "fail":
+            job.status = "failed"
+            job.completed_at = at
+            job.error = "job failed: the upstream data provider was unavailable; resubmit the job"
+            job.error_code = "EXTERNAL_API_ERROR"
+
+    def advance(self, now: float) -> list[Job]:
+        """Move every job to `now`; returns the jobs that became terminal (to settle credits)."""
+        ended: list[Job] = []
+        while True:
+            running = [j for j in self.jobs if j.status == "running"]
+            for job in (j for j in self.jobs if j.status == "queued"):
+                if len(running) >= self.max_running:
+                    break
+                self._start(job, max(job.created_at, self.freed_at))
+                if job.status == "failed":
+                    ended.append(job)
+                    self.freed_at = max(self.freed_at, job.created_at)
+                    continue
+                running.append(job)
+            finishing = [(self._rate_finish(j), j) for j in running if j.fate != "stall"]
+            due = [(t, j) for t, j in finishing if t <= now]
+            if not due:
+                break
+            t, job = min(due, key=lambda pair: pair[0])
+            job.status = "completed"
+            job.processed = job.total
+            job.completed_at = t
+            self.freed_at = t
+            ended.append(job)
+        for job in self.jobs:
+            if job.status == "running":
+                job.processed = self._processed_at(job, now)
+        return ended
+
+    def eta(self, job: Job, now: float) -> float:
+        """Seconds until `job` completes on the current schedule (stalls are not foreseen)."""
+        if job.terminal:
+            return 0.0
+        if self.rows_per_second is None:
+            return 0.0
+        rate = self.rows_per_second
+        slots = sorted(
+            max(now, j.started_at + j.total / rate)
+            for j in self.jobs
+            if j.status == "running" and j.started_at is not None
+        )
+        slots += [now] * (self.max_running - len(slots))
+        for queued in (j for j in self.jobs if j.status == "queued"):
+            start = slots.pop(0)
+            finish = start + queued.total / rate
+            if queued is job:
+                return finish - now
+            slots.append(finish)
+            slots.sort()
+        assert job.started_at is not None
+        return max(0.0, job.started_at + job.total / rate - now)
+
+    def cancel(self, job: Job, now: float) -> bool:
+        """Cancel a queued or running job; processed rows stay billed and downloadable."""
+        if job.terminal:
+            return False
+        if job.status == "running":
+            job.processed = self._processed_at(job, now)
+        if job.status == "running":
+            self.freed_at = now
+        job.status = "cancelled"
+        job.completed_at = now
+        return True

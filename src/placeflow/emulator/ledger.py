@@ -1,0 +1,84 @@
+"""Credits of one key, kept as the service keeps them: holds, charges and releases, in a ledger."""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Literal
+
+EntryKind = Literal["hold", "charge", "release"]
+
+
+class InsufficientCredits(Exception):
+    def __init__(self, needed: int, available: int) -> None:
+        super().__init__(f"needs {needed} credits, {available} available")
+        self.needed = needed
+        self.available = available
+
+
+@dataclass(frozen=True)
+class LedgerEntry:
+    at: float
+    kind: EntryKind
+    credits: int
+    ref: str
+    """The batch_id or request_id the entry belongs to."""
+
+
+@dataclass
+class CreditAccount:
+    quota: int
+    charged: int = 0
+    held: int = 0
+    released: int = 0
+    held_total: int = 0
+    entries: list[LedgerEntry] = field(default_factory=list)
+
+    @property
+    def available(self) -> int:
+        return self.quota - self.charged - self.held
+
+    def require(self, credits: int) -> None:
+        if credits > self.available:
+            raise InsufficientCredits(credits, max(0, self.available))
+
+    def charge(self, credits: int, ref: str, at: float) -> None:
+        """Charge a synchronous request outright (the caller has checked `require`)."""
+        if credits:
+            self.charged += credits
+            self.entries.append(LedgerEntry(at, "charge", credits, ref))
+
+    def hold(self, credits: int, ref: str, at: float) -> None:
+        self.require(credits)
+        self.held += credits
+        self.held_total += credits
+        self.entries.append(LedgerEntry(at, "hold", credits, ref))
+
+    def settle(self, held: int, charge: int, ref: str, at: float) -> None:
+        """Turn `charge` of a hold into a charge and release the rest of it."""
+        charge = min(charge, held)
+        self.held -= held
+        self.charged += charge
+        self.released += held - charge
+        if charge:
+            self.entries.append(LedgerEntry(at, "charge", charge, ref))
+        if held - charge:
+            self.entries.append(LedgerEntry(at, "release", held - charge, ref))
+
+    def set_balance(self, available: int) -> None:
+        """Sandbox control: make `available` what is spendable now (credits running out)."""
+        self.quota = available + self.charged + self.held
+
+    def charges_by_ref(self) -> Counter[str]:
+        """How many charge entries each ref has: a settled job or request has exactly one."""
+        return Counter(e.ref for e in self.entries if e.kind == "charge")
+
+    def summary(self) -> dict[str, int]:
+        return {
+            "quota": self.quota,
+            "held": self.held,
+            "held_total": self.held_total,
+            "charged": self.charged,
+            "released": self.released,
+            "available": self.available,
+        }

@@ -1,0 +1,121 @@
+"""Replies and error bodies in the service's own shapes (the spec's Errors table)."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any, TypeVar
+
+from pydantic import BaseModel, ValidationError
+
+CHECKOUT_PATH = "/checkout"
+
+M = TypeVar("M", bound=BaseModel)
+
+
+def iso(ts: float) -> str:
+    """An ISO 8601 UTC timestamp with a Z, as the service writes them."""
+    return datetime.fromtimestamp(ts, UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+@dataclass
+class Reply:
+    status: int
+    body: Any
+    headers: dict[str, str] = field(default_factory=dict)
+    raw: bytes | None = None
+    """A body sent as is (result files) instead of JSON."""
+
+    def content(self) -> bytes:
+        if self.raw is not None:
+            return self.raw
+        return json.dumps(self.body, separators=(",", ":")).encode()
+
+
+class ServiceError(Exception):
+    """An error reply raised from anywhere in the backend and sent as it is."""
+
+    def __init__(self, status: int, body: Any, headers: dict[str, str] | None = None) -> None:
+        super().__init__(f"{status}: {body}")
+        self.reply = Reply(status, body, headers or {})
+
+
+def error_response(
+    status: int,
+    error: str,
+    error_code: str | None,
+    *,
+    request_id: str | None = None,
+    now: float | None = None,
+    detail: Any = None,
+    headers: dict[str, str] | None = None,
+) -> ServiceError:
+    """The places endpoints' ErrorResponse: success, error, error_code, request_id, timestamp."""
+    body = {
+        "success": False,
+        "error": error,
+        "error_code": error_code,
+        "request_id": request_id,
+        "validation_timestamp": iso(now) if now is not None else None,
+        "detail": detail,
+    }
+    return ServiceError(status, body, headers)
+
+
+def gateway_error(
+    status: int, error: str, *, headers: dict[str, str] | None = None, **extra: Any
+) -> ServiceError:
+    """The `{detail: {error, ...}}` shape of gateway-level errors (auth, 429, maintenance)."""
+    return ServiceError(status, {"detail": {"error": error, **extra}}, headers)
+
+
+def field_path(loc: tuple[int | str, ...]) -> str:
+    """('pois', 17, 'poi_name') -> 'pois[17].poi_name', the spec's way of naming a row's field."""
+    out = ""
+    for part in loc:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        else:
+            out += f".{part}" if out else str(part)
+    return out or "body"
+
+
+def bad_request(details: list[dict[str, str]], *, request_id: str, now: float) -> ServiceError:
+    """400 in the spec's first shape: VALIDATION_ERROR with a detail per offending field."""
+    n = len(details)
+    body = {
+        "success": False,
+        "error": f"invalid request: {n} field{'s' if n != 1 else ''} failed validation",
+        "error_code": "VALIDATION_ERROR",
+        "request_id": request_id,
+        "validation_timestamp": iso(now),
+        "detail": details,
+    }
+    return ServiceError(400, body)
+
+
+def parse_body(model: type[M], raw: bytes, *, request_id: str, now: float) -> M:
+    """Parse and validate a JSON body, or raise the 400 that names every bad field."""
+    try:
+        data = json.loads(raw or b"null")
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        detail = {
+            "field": "body",
+            "message": f"body is not valid JSON: {exc}",
+            "type": "json_invalid",
+        }
+        raise bad_request([detail], request_id=request_id, now=now) from None
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        details = [
+            {"field": field_path(tuple(e["loc"])), "message": e["msg"], "type": e["type"]}
+            for e in exc.errors(include_url=False)
+        ]
+        raise bad_request(details, request_id=request_id, now=now) from None
+
+
+def http_validation_error(loc: list[str | int], msg: str, type_: str, value: Any) -> ServiceError:
+    """422 HTTPValidationError: `{detail: [{loc, msg, type, input}]}`."""
+    return ServiceError(422, {"detail": [{"loc": loc, "msg": msg, "type": type_, "input": value}]})

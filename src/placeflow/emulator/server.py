@@ -1,0 +1,169 @@
+"""Running the sandbox: in-process as an httpx transport, or as a real server on loopback.
+
+The API and the result files are two origins, as with the real service and its object store:
+in-process they are `http://sandbox.test` and `http://files.sandbox.test`; served, two ports.
+"""
+
+from __future__ import annotations
+
+import threading
+import traceback
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+from urllib.parse import parse_qsl, urlsplit
+
+import httpx
+
+from placeflow.emulator.app import DROP, SandboxApp
+from placeflow.emulator.backend import SandboxBackend
+from placeflow.emulator.responses import Reply
+from placeflow.emulator.settings import SandboxConfig
+
+IN_PROCESS_API = "http://sandbox.test"
+IN_PROCESS_FILES = "http://files.sandbox.test"
+
+
+class Sandbox:
+    """A sandbox emulator of the place-data service: state, HTTP layer, and ways to reach it."""
+
+    def __init__(self, config: SandboxConfig | None = None) -> None:
+        self.config = config or SandboxConfig()
+        self.base_url = IN_PROCESS_API
+        self.files_url = IN_PROCESS_FILES
+        self.backend = SandboxBackend(self.config, base_url=self.base_url, files_url=self.files_url)
+        self.app = SandboxApp(self.backend)
+
+    def transport(self) -> SandboxTransport:
+        """A sync httpx transport that serves both origins in this process."""
+        return SandboxTransport(self)
+
+    @contextmanager
+    def serve(
+        self, host: str = "127.0.0.1", port: int = 0, files_port: int = 0
+    ) -> Iterator[ServedSandbox]:
+        """Serve over real HTTP on loopback until the block ends (port 0: any free port)."""
+        api = _server(self, host, port, files=False)
+        files = _server(self, host, files_port, files=True)
+        served = ServedSandbox(
+            base_url=f"http://{host}:{api.server_address[1]}",
+            files_url=f"http://{host}:{files.server_address[1]}",
+        )
+        self.base_url, self.files_url = served.base_url, served.files_url
+        self.backend.base_url, self.backend.files_url = served.base_url, served.files_url
+        threads = [
+            threading.Thread(target=s.serve_forever, daemon=True, name=f"sandbox-{i}")
+            for i, s in enumerate((api, files))
+        ]
+        for t in threads:
+            t.start()
+        try:
+            yield served
+        finally:
+            for s in (api, files):
+                s.shutdown()
+                s.server_close()
+
+    def stats(self) -> dict[str, Any]:
+        """What the sandbox itself observed (the same as GET /_sandbox/stats)."""
+        return self.backend.stats()
+
+    def inject(self, route: str, kind: str, times: int = 1) -> None:
+        """Act out `kind` on the next `times` requests to `route` (e.g. 'POST /v1/jobs/enrich')."""
+        self.backend.faults.inject(route, kind, times)
+
+    def reset(self) -> None:
+        self.backend.reset()
+
+
+@dataclass(frozen=True)
+class ServedSandbox:
+    base_url: str
+    files_url: str
+
+
+def _dispatch(
+    sandbox: Sandbox, files: bool, method: str, target: str, headers: dict[str, str], body: bytes
+) -> Reply:
+    parts = urlsplit(target)
+    try:
+        if files:
+            query = dict(parse_qsl(parts.query))
+            return sandbox.app.handle_files(method, parts.path, query, headers)
+        return sandbox.app.handle_api(method, parts.path, headers, body)
+    except Exception:
+        # A bug in the sandbox answers 500, as a real service would, and is kept for the stats:
+        # tests assert that the sandbox itself never failed.
+        sandbox.backend.record_internal_error(traceback.format_exc())
+        return Reply(
+            500,
+            {"success": False, "error": "internal server error", "error_code": "INTERNAL_ERROR"},
+        )
+
+
+class SandboxTransport(httpx.BaseTransport):
+    """Routes requests by origin to the sandbox's API or file handler, without sockets."""
+
+    def __init__(self, sandbox: Sandbox) -> None:
+        self.sandbox = sandbox
+
+    def handle_request(self, request: httpx.Request) -> httpx.Response:
+        origin = f"{request.url.scheme}://{request.url.netloc.decode()}"
+        if origin not in (self.sandbox.base_url, self.sandbox.files_url):
+            raise httpx.ConnectError(f"no sandbox origin at {origin}", request=request)
+        headers = {k.lower(): v for k, v in request.headers.items()}
+        target = request.url.raw_path.decode()
+        reply = _dispatch(
+            self.sandbox,
+            origin == self.sandbox.files_url,
+            request.method,
+            target,
+            headers,
+            request.read(),
+        )
+        if reply is DROP:
+            raise httpx.RemoteProtocolError(
+                "Server disconnected without sending a response.", request=request
+            )
+        content = reply.content()
+        out_headers = {
+            "content-type": "application/json",
+            **reply.headers,
+            "content-length": str(len(content)),
+        }
+        return httpx.Response(reply.status, headers=out_headers, content=content, request=request)
+
+
+def _server(sandbox: Sandbox, host: str, port: int, *, files: bool) -> ThreadingHTTPServer:
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+        server_version = "placeflow-sandbox"
+
+        def _handle(self) -> None:
+            length = int(self.headers.get("Content-Length") or 0)
+            body = self.rfile.read(length) if length else b""
+            headers = {k.lower(): v for k, v in self.headers.items()}
+            reply = _dispatch(sandbox, files, self.command, self.path, headers, body)
+            if reply is DROP:
+                self.close_connection = True
+                return
+            content = reply.content()
+            self.send_response(reply.status)
+            self.send_header("Content-Type", reply.headers.get("Content-Type", "application/json"))
+            for name, value in reply.headers.items():
+                if name != "Content-Type":
+                    self.send_header(name, value)
+            self.send_header("Content-Length", str(len(content)))
+            self.end_headers()
+            self.wfile.write(content)
+
+        do_GET = do_POST = do_DELETE = do_PUT = _handle
+
+        def log_message(self, format: str, *args: Any) -> None:
+            """Quiet: the sandbox reports through its stats, not stderr."""
+
+    server = ThreadingHTTPServer((host, port), Handler)
+    server.daemon_threads = True
+    return server

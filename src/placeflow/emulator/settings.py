@@ -1,0 +1,146 @@
+"""The sandbox's configuration: keys, pacing, faults and its clock. Plain values, no environment."""
+
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass, field, fields
+from typing import Any, Literal, Protocol
+
+Tier = Literal["free", "paid"]
+KeyStatus = Literal["active", "revoked", "suspended"]
+
+DEFAULT_API_KEY = "sk_sandbox_paid_0000000000000000"
+"""The one key a sandbox started without options accepts: paid tier, all entitlements."""
+DEFAULT_CREDITS = 1_000_000
+ENTITLEMENTS: tuple[str, ...] = ("validation", "enrichment", "research")
+
+TIER_LIMITS: dict[str, tuple[int, int]] = {"free": (5, 10), "paid": (10, 100)}
+"""Requests per second and per minute, per the spec's Limits table."""
+
+
+class Clock(Protocol):
+    def now(self) -> float:
+        """Seconds since the epoch."""
+        ...
+
+
+class SystemClock:
+    def now(self) -> float:
+        return time.time()
+
+
+class ManualClock:
+    """A clock that moves only when told to: jobs, holds and rate windows follow it exactly."""
+
+    def __init__(self, start: float = 1_790_000_000.0) -> None:
+        self._now = start
+        self._lock = threading.Lock()
+
+    def now(self) -> float:
+        with self._lock:
+            return self._now
+
+    def advance(self, seconds: float) -> None:
+        with self._lock:
+            self._now += max(0.0, seconds)
+
+    def sleep(self, seconds: float) -> None:
+        """Use as a client's `sleep` so that waiting moves sandbox time instead of real time."""
+        self.advance(seconds)
+
+
+@dataclass(frozen=True)
+class KeySpec:
+    key: str
+    tier: Tier = "paid"
+    credits: int = DEFAULT_CREDITS
+    entitlements: tuple[str, ...] = ENTITLEMENTS
+    status: KeyStatus = "active"
+    customer_name: str = "Sandbox Customer"
+
+    @property
+    def hint(self) -> str:
+        return self.key[-4:]
+
+
+def parse_key_spec(text: str) -> KeySpec:
+    """Parse `NAME:tier=free|paid:credits=N[:entitlements=a,b][:status=active]` (the CLI form)."""
+    name, *options = text.split(":")
+    if not name:
+        raise ValueError(f"key spec {text!r} has no key name before the first ':'")
+    values: dict[str, Any] = {}
+    for option in options:
+        opt, sep, value = option.partition("=")
+        if not sep:
+            raise ValueError(f"key option {option!r} is not of the form name=value")
+        if opt == "tier":
+            if value not in TIER_LIMITS:
+                raise ValueError(f"tier must be free or paid, not {value!r}")
+            values["tier"] = value
+        elif opt == "credits":
+            if not value.isdigit():
+                raise ValueError(f"credits must be a whole number >= 0, not {value!r}")
+            values["credits"] = int(value)
+        elif opt == "entitlements":
+            ents = tuple(e for e in value.split(",") if e)
+            unknown = sorted(set(ents) - set(ENTITLEMENTS))
+            if unknown:
+                raise ValueError(f"unknown entitlement(s) {unknown}; known: {ENTITLEMENTS}")
+            values["entitlements"] = ents
+        elif opt == "status":
+            if value not in ("active", "revoked", "suspended"):
+                raise ValueError(f"status must be active, revoked or suspended, not {value!r}")
+            values["status"] = value
+        else:
+            raise ValueError(f"unknown key option {opt!r} (tier, credits, entitlements, status)")
+    return KeySpec(key=name, **values)
+
+
+@dataclass(frozen=True)
+class FaultConfig:
+    """Failure modes, each a probability per matching request (0 = off), drawn from `seed`."""
+
+    seed: int = 0
+    error_500_rate: float = 0.0
+    error_503_rate: float = 0.0
+    maintenance_rate: float = 0.0
+    extra_429_rate: float = 0.0
+    drop_request_rate: float = 0.0
+    drop_response_rate: float = 0.0
+    slow_rate: float = 0.0
+    slow_seconds: float = 2.0
+    truncate_download_rate: float = 0.0
+    corrupt_download_rate: float = 0.0
+    job_fail_rate: float = 0.0
+    job_stall_rate: float = 0.0
+    retry_after_seconds: int = 1
+    """Retry-After sent with injected 429s and 503s."""
+    research_unavailable: bool = False
+    """Deep research answers with every row abstained and nothing billed."""
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> FaultConfig:
+        known = {f.name for f in fields(cls)}
+        unknown = sorted(set(data) - known)
+        if unknown:
+            raise ValueError(f"unknown fault setting(s) {unknown}; known: {sorted(known)}")
+        return cls(**data)
+
+
+@dataclass(frozen=True)
+class SandboxConfig:
+    keys: tuple[KeySpec, ...] = (KeySpec(key=DEFAULT_API_KEY),)
+    seed: int = 0
+    epoch: int = 0
+    fail_rate: float = 0.01
+    rows_per_second: float | None = None
+    """Rows each running job processes per second; None finishes a job at submission."""
+    max_running_jobs: int = 2
+    """Jobs of one key that run at once; the rest wait queued."""
+    rate_window_scale: float = 1.0
+    """Multiplies both rate-limit windows (0.05 makes the minute window 3 s) for fast tests."""
+    url_ttl_seconds: float = 900.0
+    idempotency_retention_seconds: float = 86_400.0
+    faults: FaultConfig = field(default_factory=FaultConfig)
+    clock: Clock | None = None

@@ -1,0 +1,386 @@
+"""Deterministic outcomes of the place endpoints for the sandbox: validate, enrich, bulk files.
+
+Every draw comes from one keyed hash of a place's fingerprint (blake2b, salted with the seed), so
+the same place, seed and epoch always give the same outcome and the client's `id` never changes
+it. Result lines are assembled from JSON fragments serialised once at import, which keeps a bulk
+file well above 100k rows/s; `validate_outcome` / `enrich_outcome` return those very lines parsed,
+so a single-place answer and a job file line can never disagree. Research cells: synth_research.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import struct
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import date
+from json.encoder import encode_basestring_ascii
+from operator import itemgetter
+from typing import Any, Literal
+
+from placeflow.api.models import (
+    CLOSURE_REASONS,
+    DEFAULT_ENRICH_ATTRIBUTES,
+    OPERATIONAL_STATUSES,
+    VALUE_ATTRIBUTES,
+    DeepResearchRequest,
+)
+from placeflow.emulator.synth_research import (
+    Place,
+    compact,
+    place_slug,
+    research_row,
+    summary_sentence,
+    value_json,
+)
+
+
+@dataclass(frozen=True)
+class SynthSettings:
+    seed: int = 0
+    epoch: int = 0
+    """A later epoch redraws about 5% more places, so a refresh sees places change."""
+    fail_rate: float = 0.01
+    """Share of rows that fail (success false, EXTERNAL_API_ERROR); failed rows are free."""
+
+
+@dataclass(frozen=True)
+class JobTally:
+    rows: int
+    succeeded: int
+    failed: int
+    billable: int
+
+
+# --- draws -------------------------------------------------------------------------------
+# One 32-byte blake2b per place (16 bytes cannot hold enrich's ~30 independent draws; 32 cost the
+# same single compression). Base digest: 0-1 epoch offset, 2 coordinate resolvability. Draw
+# digest (the base one unless the epoch moved the place on): 3-4 failure, 5 status, 6 closure
+# reason, 7 closure confidence, 8 existence confidence, 9-15 presence and confidence of each
+# VALUE_ATTRIBUTE, 16-22 their as_of, 23 hours pattern, 24-28 phone digits, 29 web variant,
+# 30-31 spare.
+_EPOCH_STEP = 3277
+"""An epoch moves on the places whose 16-bit offset crosses a multiple of 65536: 3277/65536 = 5%."""
+_UNRESOLVABLE_CUT = 8  # of 256: about 3% of coordinates-only places
+_CLOSED, _NOT_EXISTS = 1, 3  # indices into OPERATIONAL_STATUSES
+_NAN = float("nan")
+assert OPERATIONAL_STATUSES == ("open", "closed", "unknown", "not_exists")
+
+
+def _byte_table(weights: Sequence[int]) -> bytes:
+    """256 entries, index i repeated weights[i] times: a byte drawn uniformly picks i by weight."""
+    assert sum(weights) == 256
+    return bytes(i for i, w in enumerate(weights) for _ in range(w))
+
+
+_STATUS_OF = _byte_table((200, 26, 20, 10))  # open 78%, closed 10%, unknown 8%, not_exists 4%
+_REASON_OF = _byte_table((100, 52, 31, 26, 21, 26))  # in CLOSURE_REASONS order
+
+
+def _scale(lo: float, hi: float) -> list[float]:
+    return [round(lo + (hi - lo) * b / 255, 2) for b in range(256)]
+
+
+_EXISTENCE = [_scale(0.75, 0.99), _scale(0.6, 0.99), _scale(0.3, 0.85), _scale(0.0, 0.29)]
+_EXISTENCE_JSON = [[repr(v) for v in row] for row in _EXISTENCE]
+_OP_JSON: list[list[list[str]]] = [
+    [[compact({"status": "open", "closure_confidence": c, "closure_reason": None})
+      for c in _scale(0.0, 0.3)]],
+    [[compact({"status": "closed", "closure_confidence": c, "closure_reason": r})
+      for c in _scale(0.55, 0.99)] for r in CLOSURE_REASONS],
+    [[compact({"status": "unknown", "closure_confidence": c, "closure_reason": None})
+      for c in _scale(0.0, 0.3)]],
+    [[compact({"status": "not_exists", "closure_confidence": None, "closure_reason": None})]],
+]
+
+
+_IDENTITY = ("poi_name", "street", "city", "region", "postcode", "country", "address")
+_get_identity = itemgetter(*_IDENTITY, "latitude", "longitude")
+_pack_coordinates = struct.Struct("<dd").pack
+
+
+def place_fingerprint(poi: Mapping[str, Any]) -> bytes:
+    """A place's identity: name and address fields lower-cased and whitespace-folded, then the
+    coordinates as given (missing ones as NaN); never the client's `id`."""
+    try:
+        name, street, city, region, postcode, country, address, lat, lon = _get_identity(poi)
+    except KeyError:
+        name, street, city, region, postcode, country, address = map(poi.get, _IDENTITY)
+        lat, lon = poi.get("latitude"), poi.get("longitude")
+    text = (f"{name or ''}\0{street or ''}\0{city or ''}\0{region or ''}\0{postcode or ''}\0"
+            f"{country or ''}\0{address or ''}\0")
+    folded = " ".join(text.lower().split()).replace("\0 ", "\0").replace(" \0", "\0")
+    return folded.encode("utf-8", "surrogatepass") + _pack_coordinates(
+        _NAN if lat is None else lat, _NAN if lon is None else lon
+    )
+
+
+class _Dates(dict[int, str]):
+    """as_of dates by draw byte (0-364 days before `now`), computed on first use."""
+
+    def __init__(self, now: str) -> None:
+        super().__init__()
+        self.now = now
+
+    def __missing__(self, b: int) -> str:
+        today = date.fromisoformat(self.now[:10]).toordinal()
+        text = self[b] = date.fromordinal(today - (b * 365 >> 8)).isoformat()
+        return text
+
+
+class _Ctx:
+    """What every row of one call shares: the salt, the epoch, the cut-offs and the tails."""
+
+    def __init__(self, settings: SynthSettings, now: str, request_id: str | None) -> None:
+        self.salt = hashlib.blake2b(repr(settings.seed).encode(), digest_size=16).digest()
+        self.hasher = hashlib.blake2b(digest_size=32, salt=self.salt)  # copied: kwargs are slow
+        self.epoch_step = settings.epoch * _EPOCH_STEP
+        self.fail_cut = round(min(max(settings.fail_rate, 0.0), 1.0) * 65536)
+        self.dates = _Dates(now)
+        rid = compact(request_id)
+        failed = {"error": "upstream lookup failed", "error_code": "EXTERNAL_API_ERROR"}
+        unresolved = {"error": "coordinates could not be resolved to a location; add an address"
+                      " or city", "error_code": "VALIDATION_ERROR"}
+        nulls = {"attributes": None, "status": None, "operational_status": None,
+                 "place_summary": None, "enrichment_timestamp": now}
+        self.v_ok = "," + compact({"error": None, "error_code": None, "request_id": request_id,
+                                    "validation_timestamp": now})[1:]
+        self.v_fail = "," + compact({"existence_confidence": None, "operational_status": None,
+                                      **failed, "request_id": request_id,
+                                      "validation_timestamp": now})[1:]
+        self.e_ok = "," + compact({"enrichment_timestamp": now, "error": None,
+                                    "error_code": None})[1:-1] + f',"request_id":{rid}}}'
+        self.e_fail = "," + compact({**nulls, **failed, "request_id": request_id})[1:]
+        self.e_unresolved = "," + compact({**nulls, **unresolved, "request_id": request_id})[1:]
+
+    def digests(self, fp: bytes) -> tuple[bytes, bytes]:
+        """The place's base digest and its draw digest for this epoch."""
+        hasher = self.hasher.copy()
+        hasher.update(fp)
+        base = hasher.digest()
+        gen = (self.epoch_step + (base[0] << 8 | base[1])) >> 16
+        if not gen:
+            return base, base
+        person = gen.to_bytes(16, "little", signed=True)
+        return base, hashlib.blake2b(fp, digest_size=32, salt=self.salt, person=person).digest()
+
+
+def _id_json(value: Any) -> str:
+    if value is None:
+        return "null"
+    return encode_basestring_ascii(value) if isinstance(value, str) else compact(value)
+
+
+# --- validate ----------------------------------------------------------------------------
+
+
+def _status_fragments(h: bytes) -> tuple[int, str, str]:
+    """(status index, existence_confidence JSON, operational_status JSON) of a draw digest."""
+    st = _STATUS_OF[h[5]]
+    ops = _OP_JSON[st]
+    reasons = ops[_REASON_OF[h[6]]] if st == _CLOSED else ops[0]
+    return st, _EXISTENCE_JSON[st][h[8]], reasons[h[7]] if st != _NOT_EXISTS else reasons[0]
+
+
+def _validate_line(c: _Ctx, poi: Mapping[str, Any]) -> tuple[str, bool]:
+    _, h = c.digests(place_fingerprint(poi))
+    idj = _id_json(poi.get("id"))
+    if (h[3] << 8 | h[4]) < c.fail_cut:
+        return f'{{"success":false,"id":{idj}{c.v_fail}', False
+    _, ec, op = _status_fragments(h)
+    return (f'{{"success":true,"id":{idj},"existence_confidence":{ec},"operational_status":{op}'
+            f"{c.v_ok}"), True
+
+
+# --- enrich ------------------------------------------------------------------------------
+_NULL_SHARE = (0.20, 0.10, 0.15, 0.40, 0.55, 0.80, 0.50)  # in VALUE_ATTRIBUTES order
+
+
+def _presence(null_share: float) -> tuple[str | None, ...]:
+    """Confidence by draw byte: None (no value) for the null share, then high/medium/low 5:3:2."""
+    cut = round(null_share * 256)
+    levels = _byte_table((128, 77, 51))
+    names = ("high", "medium", "low")
+    return tuple(None if b < cut else names[levels[(b - cut) * 256 // (256 - cut)]]
+                 for b in range(256))
+
+
+_PRESENCE = [_presence(s) for s in _NULL_SHARE]
+_KEY = [f'"{a}":{{"value":' for a in VALUE_ATTRIBUTES]
+_NULL_ATTR = [f'{k}null,"as_of":null,"confidence":null}}' for k in _KEY]
+_NULL_CELL = [f'{k}null,"confidence":null,"status":"unconfirmed"}}' for k in _KEY]
+_CELL_TAIL = {c: f',"confidence":"{c}","status":"{"estimated" if c == "low" else "confirmed"}"}}'
+              for c in ("high", "medium", "low")}
+
+
+@dataclass(frozen=True)
+class _Plan:
+    attrs: tuple[int, ...]  # indices into VALUE_ATTRIBUTES, request order, no repeats
+    existence: bool
+    open_closed: bool
+    cell: bool
+
+
+def _plan(attributes: Sequence[str] | None, response_format: str | None) -> _Plan:
+    wanted = tuple(attributes) if attributes else DEFAULT_ENRICH_ATTRIBUTES
+    attrs = tuple(VALUE_ATTRIBUTES.index(a) for a in dict.fromkeys(wanted) if a in VALUE_ATTRIBUTES)
+    return _Plan(attrs, "existence" in wanted, "open_closed" in wanted, response_format == "cell")
+
+
+def _coordinates_only(poi: Mapping[str, Any]) -> bool:
+    g = poi.get
+    if g("latitude") is None or g("longitude") is None:
+        return False
+    return not any(str(g(k) or "").strip() for k in ("street", "city", "region", "postcode",
+                                                    "address"))
+
+
+def _enrich_line(c: _Ctx, poi: Mapping[str, Any], plan: _Plan) -> tuple[str, bool, bool]:
+    """(line, succeeded, billable) of one enrich row."""
+    base, h = c.digests(place_fingerprint(poi))
+    idj = _id_json(poi.get("id"))
+    if _coordinates_only(poi) and _unresolvable(poi, base):
+        return f'{{"success":false,"id":{idj}{c.e_unresolved}', False, False
+    if (h[3] << 8 | h[4]) < c.fail_cut:
+        return f'{{"success":false,"id":{idj}{c.e_fail}', False, False
+    st, ec, op = _status_fragments(h)
+    parts = []
+    any_value = False
+    country = str(poi.get("country") or "").upper()
+    slug = ""
+    for i in plan.attrs:
+        conf = None if st == _NOT_EXISTS else _PRESENCE[i][h[9 + i]]
+        if conf is None:
+            parts.append(_NULL_CELL[i] if plan.cell else _NULL_ATTR[i])
+            continue
+        any_value = True
+        if i >= 2 and not slug:
+            slug = place_slug(str(poi.get("poi_name") or ""), h)
+        value = value_json(i, h, country, slug)
+        if plan.cell:
+            parts.append(_KEY[i] + value + _CELL_TAIL[conf])
+        else:
+            date_ = c.dates[h[16 + i]]
+            parts.append(f'{_KEY[i]}{value},"as_of":"{date_}","confidence":"{conf}"}}')
+    status = f'{{"existence_confidence":{ec}}}' if plan.existence else "null"
+    summary = "null"
+    if poi.get("include_summary"):
+        reason = CLOSURE_REASONS[_REASON_OF[h[6]]] if st == _CLOSED else None
+        summary = encode_basestring_ascii(summary_sentence(poi, OPERATIONAL_STATUSES[st], reason))
+    line = (f'{{"success":true,"id":{idj},"attributes":{{{",".join(parts)}}},"status":{status},'
+            f'"operational_status":{op if plan.open_closed else "null"},"place_summary":{summary}'
+            f"{c.e_ok}")
+    return line, True, any_value or plan.existence or plan.open_closed
+
+
+def _unresolvable(poi: Mapping[str, Any], base: bytes) -> bool:
+    return (poi.get("latitude"), poi.get("longitude")) == (0, 0) or base[2] < _UNRESOLVABLE_CUT
+
+
+# --- public ------------------------------------------------------------------------------
+
+
+def validate_outcome(
+    poi: Mapping[str, Any], *, settings: SynthSettings, now: str, request_id: str | None = None
+) -> dict[str, Any]:
+    """The POIValidateResponse of one place, as a plain dict."""
+    line, _ = _validate_line(_Ctx(settings, now, request_id), poi)
+    result: dict[str, Any] = json.loads(line)
+    return result
+
+
+def enrich_outcome(
+    poi: Mapping[str, Any], *, settings: SynthSettings, now: str, request_id: str | None = None
+) -> dict[str, Any]:
+    """The POIEnrichResponse of one place (an unresolvable coordinates-only place fails with
+    VALIDATION_ERROR), as a plain dict."""
+    plan = _plan(poi.get("attributes"), poi.get("response_format"))
+    line, _, _ = _enrich_line(_Ctx(settings, now, request_id), poi, plan)
+    result: dict[str, Any] = json.loads(line)
+    return result
+
+
+def unresolvable_coordinates(poi: Mapping[str, Any], *, settings: SynthSettings) -> bool:
+    """True for a coordinates-only place the service cannot resolve: (0, 0) and about 3% of
+    the rest, whatever the epoch."""
+    if not _coordinates_only(poi):
+        return False
+    salt = hashlib.blake2b(repr(settings.seed).encode(), digest_size=16).digest()
+    base = hashlib.blake2b(place_fingerprint(poi), digest_size=32, salt=salt).digest()
+    return _unresolvable(poi, base)
+
+
+def is_billable(kind: Literal["validate", "enrich"], result: Mapping[str, Any]) -> bool:
+    """The bulk rule: a row is charged when it succeeded with a value or a non-null status."""
+    if not result.get("success"):
+        return False
+    if kind == "validate":
+        return (result.get("operational_status") is not None
+                or result.get("existence_confidence") is not None)
+    attributes = result.get("attributes") or {}
+    return (any(a is not None and a.get("value") is not None for a in attributes.values())
+            or result.get("status") is not None or result.get("operational_status") is not None)
+
+
+def render_job_lines(
+    kind: Literal["validate", "enrich"],
+    pois: Sequence[Mapping[str, Any]],
+    *,
+    settings: SynthSettings,
+    now: str,
+) -> tuple[bytes, JobTally]:
+    """A bulk job's uncompressed JSON Lines result: one compact line per place, input order."""
+    c = _Ctx(settings, now, None)
+    lines: list[str] = []
+    succeeded = billable = 0
+    if kind == "validate":
+        for poi in pois:
+            line, ok = _validate_line(c, poi)
+            lines.append(line)
+            succeeded += ok
+        billable = succeeded  # a validate success always carries an operational_status
+    elif kind == "enrich":
+        plans: dict[tuple[tuple[str, ...] | None, Any], _Plan] = {}
+        for poi in pois:
+            attrs, fmt = poi.get("attributes"), poi.get("response_format")
+            key = (tuple(attrs) if attrs else None, fmt)
+            plan = plans.get(key)
+            if plan is None:
+                plan = plans[key] = _plan(attrs, fmt)
+            line, ok, bill = _enrich_line(c, poi, plan)
+            lines.append(line)
+            succeeded += ok
+            billable += bill
+    else:
+        raise ValueError(f"job kind must be validate or enrich, not {kind!r}")
+    lines.append("")
+    tally = JobTally(len(pois), succeeded, len(pois) - succeeded, billable)
+    return "\n".join(lines).encode(), tally
+
+
+def research_estimate(request: DeepResearchRequest) -> int:
+    """Credits the up-front estimate names: processed places x (attributes + existence), plus
+    one per row for verify_identity."""
+    places = len(request.pois[: request.sample] if request.sample else request.pois)
+    per_row = len(request.attributes) + request.validate_existence + request.verify_identity
+    return places * per_row
+
+
+def research_rows(
+    request: DeepResearchRequest, *, settings: SynthSettings, agent_available: bool = True
+) -> tuple[list[dict[str, Any]], int]:
+    """DeepResearchRow dicts of the processed places (sample applied), and the credits billed."""
+    c = _Ctx(settings, "", None)
+    rows: list[dict[str, Any]] = []
+    credits = 0
+    for poi in request.pois[: request.sample] if request.sample else request.pois:
+        _, h = c.digests(place_fingerprint(poi.model_dump()))
+        st = _STATUS_OF[h[5]]
+        place = Place(poi, h, st != _NOT_EXISTS, _EXISTENCE[st][h[8]])
+        row, billed = research_row(
+            place, request, fail_rate=settings.fail_rate, agent_available=agent_available
+        )
+        rows.append(row)
+        credits += billed
+    return rows, credits
