@@ -1,0 +1,1 @@
+"""Pipeline stages: plain typed functions, each returning a summary; flows/ wires them."""
