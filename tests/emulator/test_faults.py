@@ -126,3 +126,31 @@ def test_control_endpoints_switch_faults_and_reset(sb: Harness) -> None:
     assert sb.http.post("/_sandbox/faults", json={"nonsense": 1}).status_code == 400
     sb.http.post("/_sandbox/reset")
     assert sb.http.get("/_sandbox/stats").json()["requests"] == {}
+
+
+def test_gate_holds_a_request_until_opened() -> None:
+    """A held request waits for the test; opened with drop it is never processed."""
+    import threading
+
+    from placeflow.emulator import KeySpec, Sandbox, SandboxConfig
+
+    sandbox = Sandbox(SandboxConfig(keys=(KeySpec(key=KEY),)))
+    gate = sandbox.hold("POST /v1/validate")
+    with sandbox.serve() as srv, httpx.Client(base_url=srv.base_url,
+                                              headers={"X-API-Key": KEY}) as api:
+        outcome: list[object] = []
+
+        def send() -> None:
+            try:
+                outcome.append(api.post("/v1/validate", json=place()).status_code)
+            except httpx.RemoteProtocolError as exc:
+                outcome.append(exc)
+
+        sender = threading.Thread(target=send)
+        sender.start()
+        assert gate.arrived.wait(10)
+        assert outcome == []
+        gate.open(drop=True)
+        sender.join(10)
+    assert isinstance(outcome[0], httpx.RemoteProtocolError)
+    assert sandbox.stats()["keys"][KEY]["credits"]["charged"] == 0

@@ -54,7 +54,13 @@ CLOSURE_REASONS: tuple[str, ...] = (
     "unspecified",
 )
 CONFIDENCE_LEVELS: tuple[str, ...] = ("high", "medium", "low")
-CELL_STATUSES: tuple[str, ...] = ("confirmed", "estimated", "unconfirmed", "cost_capped", "rejected")
+CELL_STATUSES: tuple[str, ...] = (
+    "confirmed",
+    "estimated",
+    "unconfirmed",
+    "cost_capped",
+    "rejected",
+)
 JOB_STATUSES: tuple[str, ...] = ("queued", "running", "completed", "failed", "cancelled")
 TERMINAL_JOB_STATUSES: frozenset[str] = frozenset({"completed", "failed", "cancelled"})
 JobKind = Literal["validate", "enrich"]

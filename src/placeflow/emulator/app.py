@@ -122,6 +122,11 @@ class SandboxApp:
         try:
             state = self.backend.resolve_key(headers.get("x-api-key"))
             self.backend.admit(state)
+            gate = self.backend.faults.take_gate(r.template)
+            if gate is not None:
+                gate.wait()
+                if gate.drop:
+                    return DROP
             fault = self.backend.faults.request_fault(r.template)
             if fault == "drop_request":
                 return DROP
@@ -168,6 +173,11 @@ class SandboxApp:
             self.backend.count(DOWNLOAD_ROUTE, 404)
             return Reply(404, {"error": "no such object", "error_code": "NOT_FOUND"})
         carried = "x-api-key" in headers or "authorization" in headers
+        gate = self.backend.faults.take_gate(DOWNLOAD_ROUTE)
+        if gate is not None:
+            gate.wait()
+            if gate.drop:
+                return DROP
         reply = self.backend.download(
             m["batch_id"], query.get("expires", ""), query.get("sig", ""), carried
         )

@@ -17,6 +17,28 @@ DOWNLOAD_ROUTE = "GET /files"
 JOB_ROUTE = "JOB"
 
 
+class Gate:
+    """Holds the next request to a route until a test opens it: the moment to kill a client.
+
+    `arrived` is set when the request is held; `open()` lets it through to be processed, and
+    `open(drop=True)` closes its connection unprocessed, as if it had never been sent.
+    """
+
+    def __init__(self, route: str) -> None:
+        self.route = route
+        self.arrived = threading.Event()
+        self._opened = threading.Event()
+        self.drop = False
+
+    def open(self, *, drop: bool = False) -> None:
+        self.drop = drop
+        self._opened.set()
+
+    def wait(self, timeout: float = 120.0) -> None:
+        self.arrived.set()
+        self._opened.wait(timeout)
+
+
 @dataclass
 class _Scripted:
     route: str
@@ -36,7 +58,19 @@ class FaultPlan:
         self.config = config
         self._rng = random.Random(config.seed)  # noqa: S311 - reproducible draws, not secrets
         self._script: deque[_Scripted] = deque()
+        self._gates: dict[str, Gate] = {}
         self._lock = threading.Lock()
+
+    def hold(self, route: str) -> Gate:
+        """Hold the next request to `route` (see `Gate`)."""
+        gate = Gate(route)
+        with self._lock:
+            self._gates[route] = gate
+        return gate
+
+    def take_gate(self, route: str) -> Gate | None:
+        with self._lock:
+            return self._gates.pop(route, None)
 
     def inject(self, route: str, kind: str, times: int = 1) -> None:
         known = REQUEST_FAULTS + DOWNLOAD_FAULTS + JOB_FAULTS

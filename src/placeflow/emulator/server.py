@@ -19,6 +19,7 @@ import httpx
 
 from placeflow.emulator.app import DROP, SandboxApp
 from placeflow.emulator.backend import SandboxBackend
+from placeflow.emulator.faults import Gate
 from placeflow.emulator.responses import Reply
 from placeflow.emulator.settings import SandboxConfig
 
@@ -73,6 +74,10 @@ class Sandbox:
     def inject(self, route: str, kind: str, times: int = 1) -> None:
         """Act out `kind` on the next `times` requests to `route` (e.g. 'POST /v1/jobs/enrich')."""
         self.backend.faults.inject(route, kind, times)
+
+    def hold(self, route: str) -> Gate:
+        """Hold the next request to `route` until the returned gate is opened."""
+        return self.backend.faults.hold(route)
 
     def reset(self) -> None:
         self.backend.reset()

@@ -2,9 +2,10 @@
 
 Every draw comes from one keyed hash of a place's fingerprint (blake2b, salted with the seed), so
 the same place, seed and epoch always give the same outcome and the client's `id` never changes
-it. Result lines are assembled from JSON fragments serialised once at import, which keeps a bulk
-file well above 100k rows/s; `validate_outcome` / `enrich_outcome` return those very lines parsed,
-so a single-place answer and a job file line can never disagree. Research cells: synth_research.
+it. Result lines are assembled from JSON fragments serialised once at import (no json.dumps per
+row), so a bulk file renders at around 10^5 rows/s; `validate_outcome` / `enrich_outcome` return
+those very lines parsed, so a single-place answer and a job file line can never disagree. The
+tables, the attribute values and the deep research rows live in synth_research.
 """
 
 from __future__ import annotations
@@ -27,6 +28,16 @@ from placeflow.api.models import (
     DeepResearchRequest,
 )
 from placeflow.emulator.synth_research import (
+    ATTR_CELL_TAIL,
+    ATTR_KEY,
+    ATTR_NULL,
+    ATTR_NULL_CELL,
+    ATTR_PRESENCE,
+    EXISTENCE,
+    EXISTENCE_JSON,
+    OP_JSON,
+    REASON_OF,
+    STATUS_OF,
     Place,
     compact,
     place_slug,
@@ -34,6 +45,7 @@ from placeflow.emulator.synth_research import (
     summary_sentence,
     value_json,
 )
+from placeflow.emulator.synth_research import research_estimate as research_estimate  # re-export
 
 
 @dataclass(frozen=True)
@@ -65,35 +77,6 @@ _EPOCH_STEP = 3277
 _UNRESOLVABLE_CUT = 8  # of 256: about 3% of coordinates-only places
 _CLOSED, _NOT_EXISTS = 1, 3  # indices into OPERATIONAL_STATUSES
 _NAN = float("nan")
-assert OPERATIONAL_STATUSES == ("open", "closed", "unknown", "not_exists")
-
-
-def _byte_table(weights: Sequence[int]) -> bytes:
-    """256 entries, index i repeated weights[i] times: a byte drawn uniformly picks i by weight."""
-    assert sum(weights) == 256
-    return bytes(i for i, w in enumerate(weights) for _ in range(w))
-
-
-_STATUS_OF = _byte_table((200, 26, 20, 10))  # open 78%, closed 10%, unknown 8%, not_exists 4%
-_REASON_OF = _byte_table((100, 52, 31, 26, 21, 26))  # in CLOSURE_REASONS order
-
-
-def _scale(lo: float, hi: float) -> list[float]:
-    return [round(lo + (hi - lo) * b / 255, 2) for b in range(256)]
-
-
-_EXISTENCE = [_scale(0.75, 0.99), _scale(0.6, 0.99), _scale(0.3, 0.85), _scale(0.0, 0.29)]
-_EXISTENCE_JSON = [[repr(v) for v in row] for row in _EXISTENCE]
-_OP_JSON: list[list[list[str]]] = [
-    [[compact({"status": "open", "closure_confidence": c, "closure_reason": None})
-      for c in _scale(0.0, 0.3)]],
-    [[compact({"status": "closed", "closure_confidence": c, "closure_reason": r})
-      for c in _scale(0.55, 0.99)] for r in CLOSURE_REASONS],
-    [[compact({"status": "unknown", "closure_confidence": c, "closure_reason": None})
-      for c in _scale(0.0, 0.3)]],
-    [[compact({"status": "not_exists", "closure_confidence": None, "closure_reason": None})]],
-]
-
 
 _IDENTITY = ("poi_name", "street", "city", "region", "postcode", "country", "address")
 _get_identity = itemgetter(*_IDENTITY, "latitude", "longitude")
@@ -110,14 +93,21 @@ def place_fingerprint(poi: Mapping[str, Any]) -> bytes:
         lat, lon = poi.get("latitude"), poi.get("longitude")
     text = (f"{name or ''}\0{street or ''}\0{city or ''}\0{region or ''}\0{postcode or ''}\0"
             f"{country or ''}\0{address or ''}\0")
-    folded = " ".join(text.lower().split()).replace("\0 ", "\0").replace(" \0", "\0")
+    folded = " ".join(text.lower().split())
+    if " \0" in folded or "\0 " in folded:  # a field with leading or trailing whitespace
+        folded = folded.replace("\0 ", "\0").replace(" \0", "\0")
     return folded.encode("utf-8", "surrogatepass") + _pack_coordinates(
         _NAN if lat is None else lat, _NAN if lon is None else lon
     )
 
 
+def _salt(seed: int) -> bytes:
+    return hashlib.blake2b(repr(seed).encode(), digest_size=16).digest()
+
+
 class _Dates(dict[int, str]):
-    """as_of dates by draw byte (0-364 days before `now`), computed on first use."""
+    """',"as_of":"<date>","confidence":"' by draw byte, the date 0-364 days before `now`,
+    computed on first use."""
 
     def __init__(self, now: str) -> None:
         super().__init__()
@@ -125,7 +115,8 @@ class _Dates(dict[int, str]):
 
     def __missing__(self, b: int) -> str:
         today = date.fromisoformat(self.now[:10]).toordinal()
-        text = self[b] = date.fromordinal(today - (b * 365 >> 8)).isoformat()
+        as_of = date.fromordinal(today - (b * 365 >> 8)).isoformat()
+        text = self[b] = f',"as_of":"{as_of}","confidence":"'
         return text
 
 
@@ -133,26 +124,23 @@ class _Ctx:
     """What every row of one call shares: the salt, the epoch, the cut-offs and the tails."""
 
     def __init__(self, settings: SynthSettings, now: str, request_id: str | None) -> None:
-        self.salt = hashlib.blake2b(repr(settings.seed).encode(), digest_size=16).digest()
+        self.salt = _salt(settings.seed)
         self.hasher = hashlib.blake2b(digest_size=32, salt=self.salt)  # copied: kwargs are slow
         self.epoch_step = settings.epoch * _EPOCH_STEP
         self.fail_cut = round(min(max(settings.fail_rate, 0.0), 1.0) * 65536)
         self.dates = _Dates(now)
-        rid = compact(request_id)
-        failed = {"error": "upstream lookup failed", "error_code": "EXTERNAL_API_ERROR"}
-        unresolved = {"error": "coordinates could not be resolved to a location; add an address"
-                      " or city", "error_code": "VALIDATION_ERROR"}
-        nulls = {"attributes": None, "status": None, "operational_status": None,
-                 "place_summary": None, "enrichment_timestamp": now}
-        self.v_ok = "," + compact({"error": None, "error_code": None, "request_id": request_id,
-                                    "validation_timestamp": now})[1:]
-        self.v_fail = "," + compact({"existence_confidence": None, "operational_status": None,
-                                      **failed, "request_id": request_id,
-                                      "validation_timestamp": now})[1:]
-        self.e_ok = "," + compact({"enrichment_timestamp": now, "error": None,
-                                    "error_code": None})[1:-1] + f',"request_id":{rid}}}'
-        self.e_fail = "," + compact({**nulls, **failed, "request_id": request_id})[1:]
-        self.e_unresolved = "," + compact({**nulls, **unresolved, "request_id": request_id})[1:]
+        rid, failed = request_id, ("upstream lookup failed", "EXTERNAL_API_ERROR")
+        unresolved = ("coordinates could not be resolved to a location; add an address or city",
+                      "VALIDATION_ERROR")
+        self.v_ok = _tail(error=None, error_code=None, request_id=rid, validation_timestamp=now)
+        self.v_fail = _tail(existence_confidence=None, operational_status=None, error=failed[0],
+                            error_code=failed[1], request_id=rid, validation_timestamp=now)
+        self.e_ok = _tail(enrichment_timestamp=now, error=None, error_code=None, request_id=rid)
+        self.e_fail, self.e_unresolved = (
+            _tail(attributes=None, status=None, operational_status=None, place_summary=None,
+                  enrichment_timestamp=now, error=error, error_code=code, request_id=rid)
+            for error, code in (failed, unresolved)
+        )
 
     def digests(self, fp: bytes) -> tuple[bytes, bytes]:
         """The place's base digest and its draw digest for this epoch."""
@@ -166,6 +154,11 @@ class _Ctx:
         return base, hashlib.blake2b(fp, digest_size=32, salt=self.salt, person=person).digest()
 
 
+def _tail(**fields: Any) -> str:
+    """The rest of a line from its first field after `id`: ',"a":1,"b":null}'."""
+    return "," + compact(fields)[1:]
+
+
 def _id_json(value: Any) -> str:
     if value is None:
         return "null"
@@ -177,10 +170,9 @@ def _id_json(value: Any) -> str:
 
 def _status_fragments(h: bytes) -> tuple[int, str, str]:
     """(status index, existence_confidence JSON, operational_status JSON) of a draw digest."""
-    st = _STATUS_OF[h[5]]
-    ops = _OP_JSON[st]
-    reasons = ops[_REASON_OF[h[6]]] if st == _CLOSED else ops[0]
-    return st, _EXISTENCE_JSON[st][h[8]], reasons[h[7]] if st != _NOT_EXISTS else reasons[0]
+    st = STATUS_OF[h[5]]
+    op = OP_JSON[st][REASON_OF[h[6]] if st == _CLOSED else 0][h[7]]
+    return st, EXISTENCE_JSON[st][h[8]], op
 
 
 def _validate_line(c: _Ctx, poi: Mapping[str, Any]) -> tuple[str, bool]:
@@ -194,29 +186,11 @@ def _validate_line(c: _Ctx, poi: Mapping[str, Any]) -> tuple[str, bool]:
 
 
 # --- enrich ------------------------------------------------------------------------------
-_NULL_SHARE = (0.20, 0.10, 0.15, 0.40, 0.55, 0.80, 0.50)  # in VALUE_ATTRIBUTES order
-
-
-def _presence(null_share: float) -> tuple[str | None, ...]:
-    """Confidence by draw byte: None (no value) for the null share, then high/medium/low 5:3:2."""
-    cut = round(null_share * 256)
-    levels = _byte_table((128, 77, 51))
-    names = ("high", "medium", "low")
-    return tuple(None if b < cut else names[levels[(b - cut) * 256 // (256 - cut)]]
-                 for b in range(256))
-
-
-_PRESENCE = [_presence(s) for s in _NULL_SHARE]
-_KEY = [f'"{a}":{{"value":' for a in VALUE_ATTRIBUTES]
-_NULL_ATTR = [f'{k}null,"as_of":null,"confidence":null}}' for k in _KEY]
-_NULL_CELL = [f'{k}null,"confidence":null,"status":"unconfirmed"}}' for k in _KEY]
-_CELL_TAIL = {c: f',"confidence":"{c}","status":"{"estimated" if c == "low" else "confirmed"}"}}'
-              for c in ("high", "medium", "low")}
-
-
 @dataclass(frozen=True)
 class _Plan:
-    attrs: tuple[int, ...]  # indices into VALUE_ATTRIBUTES, request order, no repeats
+    attrs: tuple[tuple[int, tuple[str | None, ...], str, str], ...]
+    """Per requested value attribute, in request order without repeats: its index in
+    VALUE_ATTRIBUTES, its confidence by draw byte, its key fragment and its null result."""
     existence: bool
     open_closed: bool
     cell: bool
@@ -224,49 +198,52 @@ class _Plan:
 
 def _plan(attributes: Sequence[str] | None, response_format: str | None) -> _Plan:
     wanted = tuple(attributes) if attributes else DEFAULT_ENRICH_ATTRIBUTES
-    attrs = tuple(VALUE_ATTRIBUTES.index(a) for a in dict.fromkeys(wanted) if a in VALUE_ATTRIBUTES)
-    return _Plan(attrs, "existence" in wanted, "open_closed" in wanted, response_format == "cell")
+    cell = response_format == "cell"
+    nulls = ATTR_NULL_CELL if cell else ATTR_NULL
+    indices = [VALUE_ATTRIBUTES.index(a) for a in dict.fromkeys(wanted) if a in VALUE_ATTRIBUTES]
+    attrs = tuple((i, ATTR_PRESENCE[i], ATTR_KEY[i], nulls[i]) for i in indices)
+    return _Plan(attrs, "existence" in wanted, "open_closed" in wanted, cell)
 
 
 def _coordinates_only(poi: Mapping[str, Any]) -> bool:
+    """Latitude and longitude given, and no street, city, region, postcode or address."""
     g = poi.get
     if g("latitude") is None or g("longitude") is None:
         return False
-    return not any(str(g(k) or "").strip() for k in ("street", "city", "region", "postcode",
-                                                    "address"))
+    where = f"{g('street') or ''}{g('city') or ''}{g('region') or ''}{g('postcode') or ''}"
+    return not (where + str(g("address") or "")).strip()
 
 
 def _enrich_line(c: _Ctx, poi: Mapping[str, Any], plan: _Plan) -> tuple[str, bool, bool]:
     """(line, succeeded, billable) of one enrich row."""
     base, h = c.digests(place_fingerprint(poi))
-    idj = _id_json(poi.get("id"))
-    if _coordinates_only(poi) and _unresolvable(poi, base):
+    g = poi.get
+    idj = _id_json(g("id"))
+    if _unresolvable(poi, base) and _coordinates_only(poi):
         return f'{{"success":false,"id":{idj}{c.e_unresolved}', False, False
     if (h[3] << 8 | h[4]) < c.fail_cut:
         return f'{{"success":false,"id":{idj}{c.e_fail}', False, False
     st, ec, op = _status_fragments(h)
     parts = []
-    any_value = False
-    country = str(poi.get("country") or "").upper()
-    slug = ""
-    for i in plan.attrs:
-        conf = None if st == _NOT_EXISTS else _PRESENCE[i][h[9 + i]]
+    any_value, cell, dates, slug, country = False, plan.cell, c.dates, "", g("country")
+    exists = st != _NOT_EXISTS  # nothing is found for a place that does not exist
+    for i, presence, key, null in plan.attrs:
+        conf = presence[h[9 + i]] if exists else None
         if conf is None:
-            parts.append(_NULL_CELL[i] if plan.cell else _NULL_ATTR[i])
+            parts.append(null)
             continue
         any_value = True
         if i >= 2 and not slug:
-            slug = place_slug(str(poi.get("poi_name") or ""), h)
+            slug = place_slug(str(g("poi_name") or ""), h)
         value = value_json(i, h, country, slug)
-        if plan.cell:
-            parts.append(_KEY[i] + value + _CELL_TAIL[conf])
+        if cell:
+            parts.append(key + value + ATTR_CELL_TAIL[conf])
         else:
-            date_ = c.dates[h[16 + i]]
-            parts.append(f'{_KEY[i]}{value},"as_of":"{date_}","confidence":"{conf}"}}')
+            parts.append(f'{key}{value}{dates[h[16 + i]]}{conf}"}}')
     status = f'{{"existence_confidence":{ec}}}' if plan.existence else "null"
     summary = "null"
-    if poi.get("include_summary"):
-        reason = CLOSURE_REASONS[_REASON_OF[h[6]]] if st == _CLOSED else None
+    if g("include_summary"):
+        reason = CLOSURE_REASONS[REASON_OF[h[6]]] if st == _CLOSED else None
         summary = encode_basestring_ascii(summary_sentence(poi, OPERATIONAL_STATUSES[st], reason))
     line = (f'{{"success":true,"id":{idj},"attributes":{{{",".join(parts)}}},"status":{status},'
             f'"operational_status":{op if plan.open_closed else "null"},"place_summary":{summary}'
@@ -275,10 +252,16 @@ def _enrich_line(c: _Ctx, poi: Mapping[str, Any], plan: _Plan) -> tuple[str, boo
 
 
 def _unresolvable(poi: Mapping[str, Any], base: bytes) -> bool:
-    return (poi.get("latitude"), poi.get("longitude")) == (0, 0) or base[2] < _UNRESOLVABLE_CUT
+    """Whether coordinates-only, this place would be unresolvable: (0, 0) and ~3% of places."""
+    return base[2] < _UNRESOLVABLE_CUT or (poi.get("latitude") == 0 and poi.get("longitude") == 0)
 
 
 # --- public ------------------------------------------------------------------------------
+
+
+def _parsed(line: str) -> dict[str, Any]:
+    result: dict[str, Any] = json.loads(line)
+    return result
 
 
 def validate_outcome(
@@ -286,8 +269,7 @@ def validate_outcome(
 ) -> dict[str, Any]:
     """The POIValidateResponse of one place, as a plain dict."""
     line, _ = _validate_line(_Ctx(settings, now, request_id), poi)
-    result: dict[str, Any] = json.loads(line)
-    return result
+    return _parsed(line)
 
 
 def enrich_outcome(
@@ -297,8 +279,7 @@ def enrich_outcome(
     VALIDATION_ERROR), as a plain dict."""
     plan = _plan(poi.get("attributes"), poi.get("response_format"))
     line, _, _ = _enrich_line(_Ctx(settings, now, request_id), poi, plan)
-    result: dict[str, Any] = json.loads(line)
-    return result
+    return _parsed(line)
 
 
 def unresolvable_coordinates(poi: Mapping[str, Any], *, settings: SynthSettings) -> bool:
@@ -306,9 +287,8 @@ def unresolvable_coordinates(poi: Mapping[str, Any], *, settings: SynthSettings)
     the rest, whatever the epoch."""
     if not _coordinates_only(poi):
         return False
-    salt = hashlib.blake2b(repr(settings.seed).encode(), digest_size=16).digest()
-    base = hashlib.blake2b(place_fingerprint(poi), digest_size=32, salt=salt).digest()
-    return _unresolvable(poi, base)
+    base = hashlib.blake2b(place_fingerprint(poi), digest_size=32, salt=_salt(settings.seed))
+    return _unresolvable(poi, base.digest())
 
 
 def is_billable(kind: Literal["validate", "enrich"], result: Mapping[str, Any]) -> bool:
@@ -359,14 +339,6 @@ def render_job_lines(
     return "\n".join(lines).encode(), tally
 
 
-def research_estimate(request: DeepResearchRequest) -> int:
-    """Credits the up-front estimate names: processed places x (attributes + existence), plus
-    one per row for verify_identity."""
-    places = len(request.pois[: request.sample] if request.sample else request.pois)
-    per_row = len(request.attributes) + request.validate_existence + request.verify_identity
-    return places * per_row
-
-
 def research_rows(
     request: DeepResearchRequest, *, settings: SynthSettings, agent_available: bool = True
 ) -> tuple[list[dict[str, Any]], int]:
@@ -376,8 +348,8 @@ def research_rows(
     credits = 0
     for poi in request.pois[: request.sample] if request.sample else request.pois:
         _, h = c.digests(place_fingerprint(poi.model_dump()))
-        st = _STATUS_OF[h[5]]
-        place = Place(poi, h, st != _NOT_EXISTS, _EXISTENCE[st][h[8]])
+        st = STATUS_OF[h[5]]
+        place = Place(poi, h, st != _NOT_EXISTS, EXISTENCE[st][h[8]], c.salt)
         row, billed = research_row(
             place, request, fail_rate=settings.fail_rate, agent_available=agent_available
         )

@@ -1,4 +1,5 @@
-"""Values of a place's attributes, and deep research rows, for the sandbox (used by synth).
+"""The tables behind synth's outcomes (statuses, attribute values, their JSON fragments), and
+deep research rows.
 
 Enrich and research share the value generators, so a research field named like an enrich
 attribute (phone, website, ...) finds the same value. Research fields are drawn from a hash of the
@@ -12,11 +13,13 @@ import hashlib
 import json
 import re
 import unicodedata
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from placeflow.api.models import (
+    CLOSURE_REASONS,
+    OPERATIONAL_STATUSES,
     VALUE_ATTRIBUTES,
     WEEKDAYS,
     DeepResearchFieldSpec,
@@ -30,7 +33,56 @@ def compact(obj: object) -> str:
     return json.dumps(obj, separators=(",", ":"))
 
 
+def byte_table(weights: Sequence[int]) -> bytes:
+    """256 entries, index i repeated weights[i] times: a byte drawn uniformly picks i by weight."""
+    assert sum(weights) == 256
+    return bytes(i for i, w in enumerate(weights) for _ in range(w))
+
+
+# --- operational status, by draw byte -----------------------------------------------------
+assert OPERATIONAL_STATUSES == ("open", "closed", "unknown", "not_exists")
+STATUS_OF = byte_table((200, 26, 20, 10))  # open 78%, closed 10%, unknown 8%, not_exists 4%
+REASON_OF = byte_table((100, 52, 31, 26, 21, 26))  # in CLOSURE_REASONS order
+
+
+def _scale(lo: float, hi: float) -> list[float]:
+    return [round(lo + (hi - lo) * b / 255, 2) for b in range(256)]
+
+
+EXISTENCE = [_scale(0.75, 0.99), _scale(0.6, 0.99), _scale(0.3, 0.85), _scale(0.0, 0.29)]
+EXISTENCE_JSON = [[repr(v) for v in row] for row in EXISTENCE]
+OP_JSON: list[list[list[str]]] = [
+    [[compact({"status": "open", "closure_confidence": c, "closure_reason": None})
+      for c in _scale(0.0, 0.3)]],
+    [[compact({"status": "closed", "closure_confidence": c, "closure_reason": r})
+      for c in _scale(0.55, 0.99)] for r in CLOSURE_REASONS],
+    [[compact({"status": "unknown", "closure_confidence": c, "closure_reason": None})
+      for c in _scale(0.0, 0.3)]],
+    [[compact({"status": "not_exists", "closure_confidence": None, "closure_reason": None})] * 256],
+]
+
+
 # --- attribute values (enrich and research) ------------------------------------------------
+_NULL_SHARE = (0.20, 0.10, 0.15, 0.40, 0.55, 0.80, 0.50)  # in VALUE_ATTRIBUTES order
+
+
+def _presence(null_share: float) -> tuple[str | None, ...]:
+    """Confidence by draw byte: None (no value) for the null share, then high/medium/low 5:3:2."""
+    cut = round(null_share * 256)
+    levels = byte_table((128, 77, 51))
+    names = ("high", "medium", "low")
+    return tuple(None if b < cut else names[levels[(b - cut) * 256 // (256 - cut)]]
+                 for b in range(256))
+
+
+ATTR_PRESENCE = [_presence(s) for s in _NULL_SHARE]
+ATTR_KEY = [f'"{a}":{{"value":' for a in VALUE_ATTRIBUTES]
+ATTR_NULL = [f'{k}null,"as_of":null,"confidence":null}}' for k in ATTR_KEY]
+ATTR_NULL_CELL = [f'{k}null,"confidence":null,"status":"unconfirmed"}}' for k in ATTR_KEY]
+ATTR_CELL_TAIL = {  # estimated always has low confidence
+    c: f',"confidence":"{c}","status":"{"estimated" if c == "low" else "confirmed"}"}}'
+    for c in ("high", "medium", "low")
+}
 _HOURS_PATTERNS = (  # monday..sunday; "a-b,c-d" is a split shift
     ("09:00-17:00",) * 5 + ("closed", "closed"),
     ("09:00-18:00",) * 5 + ("10:00-16:00", "closed"),
@@ -66,27 +118,31 @@ _COUNTRIES: dict[str, tuple[str, int, str]] = {  # calling code, national digits
     "AE": ("971", 9, "ae"), "IL": ("972", 9, "co.il"),
 }
 _DEFAULT_COUNTRY = "US"  # no country, or one not listed: +1 and .com
-_PHONE_WEB = {  # country -> (phone JSON up to the national number, its modulus and offset, tld)
-    cc: (f'{{"number":"+{code}', 8 * 10 ** (digits - 1), 2 * 10 ** (digits - 1), tld)
+_PHONE_WEB = {  # country, either case -> (phone JSON to the national number, its modulus and
+    # offset, tld)
+    case: (f'{{"number":"+{code}', 8 * 10 ** (digits - 1), 2 * 10 ** (digits - 1), tld)
     for cc, (code, digits, tld) in _COUNTRIES.items()
+    for case in (cc, cc.lower())
 }
-_NON_ALNUM = re.compile(r"[^a-z0-9]+")
+_NOT_SLUG = bytes(b for b in range(256) if not (48 <= b <= 57 or 97 <= b <= 122))
 
 
 def place_slug(name: str, h: bytes) -> str:
-    """The name as a web slug (accents dropped, letters and digits only)."""
-    s = name.lower()
-    if not s.isascii():
-        s = unicodedata.normalize("NFKD", s).encode("ascii", "ignore").decode()
-    return _NON_ALNUM.sub("", s)[:30] or f"place{h[24:27].hex()}"
+    """The name as a web slug: accents dropped, lower-case letters and digits only."""
+    raw = unicodedata.normalize("NFKD", name) if not name.isascii() else name
+    slug = raw.encode("ascii", "ignore").lower().translate(None, _NOT_SLUG)[:30].decode()
+    return slug or f"place{h[24:27].hex()}"
 
 
-def value_json(i: int, h: bytes, country: str, slug: str) -> str:
+def value_json(i: int, h: bytes, country: str | None, slug: str) -> str:
     """The compact JSON of VALUE_ATTRIBUTES[i]'s value for the place of draw digest `h`
-    (`country` upper-cased; `slug` from place_slug, needed from website on)."""
+    (`slug` from place_slug, needed from website on)."""
     if i == 0:
         return _HOURS_JSON[h[23] % len(_HOURS_JSON)]
-    phone, modulus, offset, tld = _PHONE_WEB.get(country) or _PHONE_WEB[_DEFAULT_COUNTRY]
+    web = _PHONE_WEB.get(country or "")
+    if web is None:
+        web = _PHONE_WEB.get(str(country).upper(), _PHONE_WEB[_DEFAULT_COUNTRY])
+    phone, modulus, offset, tld = web
     if i == 1:  # a national number whose first digit is 2-9
         return f'{phone}{int.from_bytes(h[24:29]) % modulus + offset}"}}'
     if i == 2:
@@ -134,6 +190,8 @@ class Place:
     digest: bytes
     exists: bool
     existence_confidence: float
+    salt: bytes
+    """The seed's salt, for draws that must not depend on the place's formatting."""
 
 
 def _cell(value: Any, confidence: str | None) -> dict[str, Any]:
@@ -171,7 +229,7 @@ def _value(spec: DeepResearchFieldSpec, place: Place, a: bytes) -> Any:
             return round(1 + (n % 41) / 10, 1)
         return 1 + n % 500
     if name in VALUE_ATTRIBUTES:
-        country = (place.poi.country or "").upper()
+        country = place.poi.country
         slug = place_slug(place.poi.poi_name, place.digest)
         value = json.loads(value_json(VALUE_ATTRIBUTES.index(name), place.digest, country, slug))
         first = next(iter(value.values()))
@@ -213,29 +271,54 @@ def _address(poi: DeepResearchPOI) -> str | None:
     return ", ".join(parts) or None
 
 
-def _identity(poi: DeepResearchPOI, r: bytes, agent_available: bool) -> dict[str, Any]:
-    """Name and address verdicts. Confirmed keeps the caller's own string (formatting
-    differences are not corrections); unresolved returns the caller's value untouched."""
-    name_verdict = "confirmed" if r[3] < 205 else "corrected" if r[3] < 236 else "unresolved"
-    address = _address(poi)
-    addr_verdict = "confirmed" if r[4] < 192 else "corrected" if r[4] < 218 else "unresolved"
+_ABBREVIATIONS = {"st": "street", "ave": "avenue", "rd": "road", "blvd": "boulevard",
+                  "dr": "drive", "ln": "lane", "n": "north", "s": "south", "e": "east", "w": "west"}
+_LEGAL_FORMS = frozenset({"inc", "ltd", "llc", "co", "corp", "gmbh", "plc"})
+
+
+def _identity_key(text: str | None) -> str:
+    """Text with the formatting differences that are no correction folded away: punctuation,
+    casing, and vs &, St vs Street, added or dropped Inc/Ltd/LLC."""
+    s = re.sub(r"['\u2019.]", "", (text or "").lower().replace("&", " and "))
+    words = re.sub(r"[^\w\s]", " ", s).split()
+    return " ".join(_ABBREVIATIONS.get(w, w) for w in words if w not in _LEGAL_FORMS)
+
+
+def _identity(place: Place, agent_available: bool) -> dict[str, Any]:
+    """Name and address verdicts, drawn from their formatting-free keys: formatting variants get
+    the same verdict, and confirmed keeps each caller's own string; unresolved returns the
+    caller's value untouched."""
+    poi, address = place.poi, _address(place.poi)
+    key = f"{_identity_key(poi.poi_name)}\0{_identity_key(address)}".encode()
+    i = hashlib.blake2b(key, digest_size=16, salt=place.salt).digest()
+    name_verdict = "confirmed" if i[0] < 205 else "corrected" if i[0] < 236 else "unresolved"
+    addr_verdict = "confirmed" if i[1] < 192 else "corrected" if i[1] < 218 else "unresolved"
     if not agent_available:
         name_verdict = addr_verdict = "unresolved"
     name_value = poi.poi_name
-    if name_verdict == "corrected":
-        name_value = f"{' '.join(poi.poi_name.split())} {_NAME_SUFFIX[r[6] % len(_NAME_SUFFIX)]}"
+    if name_verdict == "corrected":  # the business publishes a longer name
+        fresh = (s for s in _NAME_SUFFIX[i[2] % 3 :] if s.lower() not in name_value.lower())
+        suffix = next(fresh, "Group")
+        name_value = f"{' '.join(poi.poi_name.split())} {suffix}"
     addr_value = address
-    if address is None or (addr_verdict == "corrected" and not re.search(r"\d", address)):
+    number = re.search(r"\d+", address or "")
+    if address is None or (addr_verdict == "corrected" and number is None):
         addr_verdict = "unresolved"
-    elif addr_verdict == "corrected":
-        m = re.search(r"\d+", address)
-        assert m is not None
-        number = str(int(m.group()) + 1 + r[7] % 20)  # the business publishes another door
-        addr_value = address[: m.start()] + number + address[m.end() :]
+    elif addr_verdict == "corrected" and number is not None:  # another door number
+        door = str(int(number.group()) + 1 + i[3] % 20)
+        addr_value = address[: number.start()] + door + address[number.end() :]
     return {
         "name": {"value": name_value, "verdict": name_verdict, "original": poi.poi_name},
         "address": {"value": addr_value, "verdict": addr_verdict, "original": address},
     }
+
+
+def research_estimate(request: DeepResearchRequest) -> int:
+    """Credits the up-front estimate names: processed places x (attributes + existence), plus
+    one per row for verify_identity."""
+    places = len(request.pois[: request.sample] if request.sample else request.pois)
+    per_row = len(request.attributes) + request.validate_existence + request.verify_identity
+    return places * per_row
 
 
 def research_row(
@@ -248,7 +331,7 @@ def research_row(
     row: dict[str, Any] = {"id": poi.id, "poi_name": poi.poi_name}
     failed = agent_available and (r[0] << 8 | r[1]) < round(fail_rate * 65536)
     if request.verify_identity:
-        row["identity"] = None if failed else _identity(poi, r, agent_available)
+        row["identity"] = None if failed else _identity(place, agent_available)
     if failed:
         row.update(status="error", outcome=None, fields=None, error=ROW_ERROR)
         return row, 0

@@ -1,0 +1,100 @@
+"""Holding requests to the spec's limits before they are sent: a bad row is named, never sent."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, TypeVar
+
+from pydantic import BaseModel, ValidationError
+
+from placeflow.api.errors import FieldProblem, RequestRejected
+
+M = TypeVar("M", bound=BaseModel)
+Row = Mapping[str, Any] | BaseModel
+
+
+def _path(prefix: str, loc: Sequence[int | str]) -> str:
+    out = prefix
+    for part in loc:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        else:
+            out += f".{part}" if out else str(part)
+    return out or "body"
+
+
+def _as_data(row: object) -> object:
+    return row.model_dump() if isinstance(row, BaseModel) else row
+
+
+def check_one(
+    model: type[M], row: object, *, prefix: str = ""
+) -> tuple[M | None, list[FieldProblem]]:
+    """`row` validated as `model`, or None and the problems, each named by its field path."""
+    try:
+        return model.model_validate(_as_data(row)), []
+    except ValidationError as exc:
+        problems = [
+            FieldProblem(_path(prefix, tuple(e["loc"])), e["msg"], e["type"])
+            for e in exc.errors(include_url=False, include_input=False)
+        ]
+        return None, problems
+
+
+def check_rows(
+    model: type[M], rows: Iterable[Row], *, prefix: str = "pois"
+) -> tuple[list[M], list[FieldProblem]]:
+    """Every row validated as `model`: the valid ones, and the problems of the others.
+
+    The pipeline uses this to split rejects from a chunk before it plans any request.
+    """
+    valid: list[M] = []
+    problems: list[FieldProblem] = []
+    for index, row in enumerate(rows):
+        parsed, found = check_one(model, row, prefix=f"{prefix}[{index}]")
+        if parsed is None:
+            problems.extend(found)
+        else:
+            valid.append(parsed)
+    return valid, problems
+
+
+def require_one(model: type[M], row: object, *, endpoint: str) -> M:
+    """`row` as a valid `model`, or `RequestRejected` naming every bad field."""
+    parsed, problems = check_one(model, row)
+    if parsed is None:
+        raise RequestRejected(endpoint, problems)
+    return parsed
+
+
+def require_rows(
+    model: type[M], rows: Iterable[Row], *, endpoint: str, minimum: int, maximum: int
+) -> list[M]:
+    """All `rows` valid as `model` and their number within limits, or `RequestRejected`."""
+    items = list(rows)
+    valid, problems = check_rows(model, items)
+    if not minimum <= len(items) <= maximum:
+        problems.insert(
+            0,
+            FieldProblem(
+                "pois", f"needs {minimum} to {maximum} items, got {len(items)}", "too_many_or_few"
+            ),
+        )
+    if problems:
+        raise RequestRejected(endpoint, problems)
+    return valid
+
+
+def encode(payload: BaseModel | Mapping[str, Any]) -> bytes:
+    """The request body, serialised once so that every retry sends the identical bytes."""
+    data = (
+        payload.model_dump(mode="json", exclude_none=True)
+        if isinstance(payload, BaseModel)
+        else payload
+    )
+    return json.dumps(data, separators=(",", ":"), ensure_ascii=False).encode()
+
+
+def dump_rows(rows: Sequence[BaseModel]) -> list[dict[str, Any]]:
+    return [row.model_dump(mode="json", exclude_none=True) for row in rows]

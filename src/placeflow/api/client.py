@@ -1,0 +1,219 @@
+"""The typed client of the place and account endpoints: rate-limited, retrying, never paying twice.
+
+    with PlaceApiClient(base_url="https://api.example", api_key=key) as api:
+        job = api.submit_enrich_job(rows, idempotency_key=chunk_key)
+        status = JobPoller(api).wait(job)
+
+Every request waits for the shared `RateLimiter`, is retried only on a `TransientError`, and
+carries the key only to the base URL's origin. Result files are fetched by a second HTTP client
+that has no credentials at all (see `download.py`).
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import quote
+
+from pydantic import BaseModel
+
+from placeflow.api.checks import Row, dump_rows, encode, require_one, require_rows
+from placeflow.api.errors import FieldProblem, RequestRejected
+from placeflow.api.models import (
+    MAX_ENRICH_BATCH,
+    MAX_JOB_ROWS,
+    DeepResearchRequest,
+    DeepResearchResponse,
+    EnrichBatchRequest,
+    JobDeleteResponse,
+    JobKind,
+    JobStatus,
+    JobSubmitResponse,
+    POIEnrichBatchResponse,
+    POIEnrichRequest,
+    POIEnrichResponse,
+    POIValidateRequest,
+    POIValidateResponse,
+    PricingCard,
+    UsageResponse,
+)
+from placeflow.api.session import ApiSession, PossibleDoubleCharge
+
+__all__ = ["JobSubmission", "PlaceApiClient", "PossibleDoubleCharge"]
+
+PRICING_TTL = 300.0
+"""GET /v1/pricing is cacheable for five minutes."""
+
+
+@dataclass(frozen=True)
+class JobSubmission:
+    """A submitted bulk job, the Idempotency-Key that replays it, and whether it was a replay."""
+
+    job: JobSubmitResponse
+    idempotency_key: str
+    replayed: bool
+
+    @property
+    def batch_id(self) -> str:
+        return self.job.batch_id
+
+
+class PlaceApiClient(ApiSession):
+    """A thread-safe, synchronous client of the place-data service's place and account endpoints.
+
+    Nothing is read from the environment: pass the base URL, the key, the tier's `limits` (or a
+    `limiter` shared with other clients of the same key), timeouts and the retry policy. Pass an
+    httpx `transport` to mount a sandbox in-process, and `clock`/`sleep` to make waiting virtual.
+    """
+
+    # --- place endpoints -----------------------------------------------------------------
+
+    def validate(self, poi: Row, *, allow_double_charge: bool = False) -> POIValidateResponse:
+        """POST /v1/validate (1 credit). See `OutcomeUnknown` for `allow_double_charge`."""
+        request = require_one(POIValidateRequest, poi, endpoint="POST /v1/validate")
+        response = self._call(
+            "POST",
+            "/v1/validate",
+            body=encode(request),
+            safety="charged",
+            allow_double_charge=allow_double_charge,
+            possible_credits=1,
+        )
+        return self._parse(POIValidateResponse, response, "POST /v1/validate")
+
+    def enrich(self, poi: Row, *, allow_double_charge: bool = False) -> POIEnrichResponse:
+        """POST /v1/enrich (1 credit)."""
+        request = require_one(POIEnrichRequest, poi, endpoint="POST /v1/enrich")
+        response = self._call(
+            "POST",
+            "/v1/enrich",
+            body=encode(request),
+            safety="charged",
+            allow_double_charge=allow_double_charge,
+            possible_credits=1,
+        )
+        return self._parse(POIEnrichResponse, response, "POST /v1/enrich")
+
+    def enrich_batch(
+        self, pois: Sequence[Row], *, allow_double_charge: bool = False
+    ) -> POIEnrichBatchResponse:
+        """POST /v1/enrich-batch: 1 to 10 places, 1 credit each; results[i] answers pois[i]."""
+        endpoint = "POST /v1/enrich-batch"
+        rows = require_rows(
+            POIEnrichRequest, pois, endpoint=endpoint, minimum=1, maximum=MAX_ENRICH_BATCH
+        )
+        response = self._call(
+            "POST",
+            "/v1/enrich-batch",
+            body=encode(EnrichBatchRequest(pois=rows)),
+            safety="charged",
+            allow_double_charge=allow_double_charge,
+            possible_credits=len(rows),
+        )
+        return self._parse(POIEnrichBatchResponse, response, endpoint)
+
+    def deep_research(
+        self, request: DeepResearchRequest | Mapping[str, Any], *, allow_double_charge: bool = False
+    ) -> DeepResearchResponse:
+        """POST /v1/deep-research: per place per attribute, unanswered attributes billed too."""
+        endpoint = "POST /v1/deep-research"
+        parsed = require_one(DeepResearchRequest, request, endpoint=endpoint)
+        response = self._call(
+            "POST",
+            "/v1/deep-research",
+            body=encode(parsed),
+            safety="charged",
+            allow_double_charge=allow_double_charge,
+            possible_credits=research_credits(parsed),
+        )
+        return self._parse(DeepResearchResponse, response, endpoint)
+
+    # --- bulk jobs -----------------------------------------------------------------------
+
+    def submit_job(
+        self, kind: JobKind, pois: Sequence[Row], *, idempotency_key: str | None = None
+    ) -> JobSubmission:
+        """POST /v1/jobs/{kind} with 1 to 10,000 rows, always under an Idempotency-Key.
+
+        Give the key when the work has an identity (the pipeline derives it from the run and
+        the chunk's content) so that a resumed process replays instead of paying again; without
+        one, a fresh key is made and reused for every retry of this submission.
+        """
+        if kind not in ("validate", "enrich"):
+            raise ValueError(f"kind must be validate or enrich, not {kind!r}")
+        endpoint = f"POST /v1/jobs/{kind}"
+        model: type[BaseModel] = POIValidateRequest if kind == "validate" else POIEnrichRequest
+        rows = require_rows(model, pois, endpoint=endpoint, minimum=1, maximum=MAX_JOB_ROWS)
+        key = idempotency_key if idempotency_key is not None else f"pf-{uuid.uuid4().hex}"
+        check_idempotency_key(key, endpoint=endpoint)
+        response = self._call(
+            "POST",
+            f"/v1/jobs/{kind}",
+            body=encode({"pois": dump_rows(rows)}),
+            safety="keyed",
+            idempotency_key=key,
+        )
+        job = self._parse(JobSubmitResponse, response, endpoint)
+        replayed = response.headers.get("Idempotent-Replayed", "").lower() == "true"
+        return JobSubmission(job=job, idempotency_key=key, replayed=replayed)
+
+    def submit_validate_job(
+        self, pois: Sequence[Row], *, idempotency_key: str | None = None
+    ) -> JobSubmission:
+        return self.submit_job("validate", pois, idempotency_key=idempotency_key)
+
+    def submit_enrich_job(
+        self, pois: Sequence[Row], *, idempotency_key: str | None = None
+    ) -> JobSubmission:
+        return self.submit_job("enrich", pois, idempotency_key=idempotency_key)
+
+    def job_status(self, batch_id: str) -> JobStatus:
+        """GET /v1/jobs/{batch_id}: one poll (it counts against the rate limit like any request)."""
+        path = f"/v1/jobs/{quote(batch_id, safe='')}"
+        response = self._call("GET", path, safety="safe")
+        return self._parse(JobStatus, response, f"GET {path}")
+
+    def cancel_job(self, batch_id: str) -> JobDeleteResponse:
+        """DELETE /v1/jobs/{batch_id}: processed rows stay billed, the rest are not charged."""
+        path = f"/v1/jobs/{quote(batch_id, safe='')}"
+        response = self._call("DELETE", path, safety="safe")
+        return self._parse(JobDeleteResponse, response, f"DELETE {path}")
+
+    # --- account -------------------------------------------------------------------------
+
+    def usage(self) -> UsageResponse:
+        """GET /v1/usage: credits available now, net of in-flight holds."""
+        response = self._call("GET", "/v1/usage", safety="safe")
+        return self._parse(UsageResponse, response, "GET /v1/usage")
+
+    def pricing(self, *, refresh: bool = False) -> PricingCard:
+        """GET /v1/pricing (no key sent), cached for the five minutes the spec allows."""
+        with self._lock:
+            cached = self._pricing
+        if cached and not refresh and self.clock() - cached[0] < PRICING_TTL:
+            return cached[1]
+        response = self._call("GET", "/v1/pricing", safety="safe", authenticate=False)
+        card = self._parse(PricingCard, response, "GET /v1/pricing")
+        with self._lock:
+            self._pricing = (self.clock(), card)
+        return card
+
+
+def research_credits(request: DeepResearchRequest) -> int:
+    """The most a deep-research request can charge: per place per attribute, plus identity."""
+    if request.estimate_only:
+        return 0
+    places = min(len(request.pois), request.sample or len(request.pois))
+    per_place = len(request.attributes) + int(request.validate_existence)
+    return places * (per_place + int(request.verify_identity))
+
+
+def check_idempotency_key(key: str, *, endpoint: str) -> None:
+    """An Idempotency-Key must be 1 to 255 visible ASCII characters."""
+    if not 1 <= len(key) <= 255 or not all(33 <= ord(c) <= 126 for c in key):
+        problem = FieldProblem(
+            "Idempotency-Key", "must be 1 to 255 visible ASCII characters", "idempotency_key"
+        )
+        raise RequestRejected(endpoint, [problem])

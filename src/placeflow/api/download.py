@@ -1,0 +1,288 @@
+"""Fetching a job's result file and proving it is the one the service meant, before anyone reads it.
+
+The file is streamed to a temporary name while its sha256 and size are computed and its gzip
+stream is decompressed (never past a cap) to count lines. Only when size and sha256 match the
+job's ``results.files[]``, the gzip stream is complete and the line count equals the job's row
+count is it renamed into place. A short or corrupted download is fetched again (bounded); a
+refused or expired URL is replaced by polling the job once more. The download goes through the
+client's credential-free file client, so the API key never reaches the file host.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+import uuid
+import zlib
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+
+from placeflow.api.client import PlaceApiClient
+from placeflow.api.errors import (
+    DownloadError,
+    ResultTooLarge,
+    ResultUnavailable,
+    ResultVerificationError,
+)
+from placeflow.api.models import JobResultFile, JobStatus
+from placeflow.api.retry import parse_timestamp
+
+log = logging.getLogger("placeflow.api.download")
+
+DEFAULT_MAX_DECOMPRESSED = 2 * 1024**3
+"""2 GiB: far above 10,000 result lines, far below what a decompression bomb would produce."""
+EXPIRY_MARGIN = 10.0
+"""A URL expiring within this many seconds is replaced before use, not after a refusal."""
+_REFUSED = frozenset({401, 403, 404, 410})
+_CHUNK = 64 * 1024
+
+
+@dataclass(frozen=True)
+class VerifiedFile:
+    """A result file on disk whose sha256, size, gzip framing and line count were checked."""
+
+    batch_id: str
+    path: Path
+    sha256: str
+    size_bytes: int
+    lines: int
+
+
+@dataclass
+class _Fetched:
+    sha256: str
+    size: int
+    lines: int
+    complete: bool
+
+
+class _Refused(Exception):
+    def __init__(self, status: int) -> None:
+        super().__init__(status)
+        self.status = status
+
+
+class _Retryable(Exception):
+    pass
+
+
+class _GzipLines:
+    """Decompresses a gzip stream chunk by chunk, counting lines, refusing to grow past `cap`."""
+
+    def __init__(self, cap: int) -> None:
+        self.cap = cap
+        self.out = 0
+        self.lines = 0
+        self.last = b"\n"
+        self.ended = False
+        self.broken = False
+        self._d = zlib.decompressobj(wbits=31)
+
+    def feed(self, data: bytes) -> None:
+        while data and not self.broken:
+            if self._d.eof:  # a new gzip member follows the last one
+                self._d = zlib.decompressobj(wbits=31)
+            try:
+                chunk = self._d.decompress(data, _CHUNK)
+            except zlib.error:
+                self.broken = True
+                return
+            if chunk:
+                self.out += len(chunk)
+                if self.out > self.cap:
+                    raise _TooLarge
+                self.lines += chunk.count(b"\n")
+                self.last = chunk[-1:]
+            self.ended = self._d.eof
+            data = self._d.unused_data if self._d.eof else self._d.unconsumed_tail
+
+    @property
+    def complete(self) -> bool:
+        return self.ended and not self.broken
+
+    def line_count(self) -> int:
+        return self.lines + (1 if self.out and self.last != b"\n" else 0)
+
+
+class _TooLarge(Exception):
+    pass
+
+
+def download_result(
+    client: PlaceApiClient,
+    status: JobStatus,
+    dest_dir: Path,
+    *,
+    max_attempts: int = 3,
+    max_refreshes: int = 3,
+    max_decompressed_bytes: int = DEFAULT_MAX_DECOMPRESSED,
+) -> VerifiedFile:
+    """Download and verify the result file of a completed (or cancelled) job into `dest_dir`.
+
+    Returns the verified file, named ``{batch_id}.jsonl.gz``. Raises `ResultUnavailable`,
+    `ResultVerificationError` or `ResultTooLarge`; a partial file is never left behind.
+    """
+    if max_attempts < 1 or max_refreshes < 0:
+        raise ValueError("need max_attempts >= 1 and max_refreshes >= 0")
+    batch_id = status.batch_id
+    meta, expected_lines = _file_of(status)
+    dest_dir.mkdir(parents=True, exist_ok=True)
+    final = dest_dir / f"{batch_id}.jsonl.gz"
+    part = dest_dir / f".{batch_id}.{uuid.uuid4().hex}.part"
+    attempts = refreshes = 0
+    fetched: _Fetched | None = None
+    try:
+        while True:
+            expires = parse_timestamp(meta.expires_at)
+            if expires is not None and expires - client.wall_clock() < EXPIRY_MARGIN:
+                if refreshes >= max_refreshes:
+                    raise ResultUnavailable(
+                        f"job {batch_id}: result URL expired and {refreshes} fresh one(s) did "
+                        "not help; poll the job again later.",
+                        batch_id=batch_id,
+                    )
+                refreshes += 1
+                meta, expected_lines = _file_of(client.job_status(batch_id))
+                continue
+            attempts += 1
+            try:
+                fetched = _fetch(client, meta, part, max_decompressed_bytes)
+            except _Refused as refused:
+                attempts -= 1  # a refused URL is not a bad download: get a fresh URL instead
+                if refreshes >= max_refreshes:
+                    raise ResultUnavailable(
+                        f"job {batch_id}: result URL refused ({refused.status}) even after "
+                        f"{refreshes} fresh URL(s); poll the job again later.",
+                        batch_id=batch_id,
+                    ) from None
+                refreshes += 1
+                log.warning(
+                    "job %s: result URL refused (%s); polling for a fresh one",
+                    batch_id,
+                    refused.status,
+                )
+                meta, expected_lines = _file_of(client.job_status(batch_id))
+                continue
+            except _TooLarge:
+                raise ResultTooLarge(
+                    f"job {batch_id}: result file decompresses to more than "
+                    f"{max_decompressed_bytes} bytes; deleted unread. Raise "
+                    "max_decompressed_bytes only if the file is trusted.",
+                    batch_id=batch_id,
+                    limit=max_decompressed_bytes,
+                ) from None
+            except _Retryable as exc:
+                fetched = None
+                reason = str(exc)
+            else:
+                if fetched.size == meta.size_bytes and fetched.sha256 == meta.sha256.lower():
+                    break
+                reason = f"size {fetched.size} sha256 {fetched.sha256[:12]}…"
+            if attempts >= max_attempts and fetched is None:
+                raise ResultUnavailable(
+                    f"job {batch_id}: result file could not be fetched in {attempts} attempt(s) "
+                    f"({reason}); try again later.",
+                    batch_id=batch_id,
+                )
+            if attempts >= max_attempts:
+                raise _mismatch(batch_id, meta, expected_lines, fetched, attempts, reason)
+            log.warning(
+                "job %s: download attempt %d failed (%s); fetching again",
+                batch_id,
+                attempts,
+                reason,
+            )
+            client.sleep(client.retry.backoff(attempts, 0.5))
+        assert fetched is not None  # the loop only breaks on a matching download
+        if not fetched.complete or fetched.lines != expected_lines:
+            # The bytes are exactly what the service published: fetching again cannot help.
+            what = "gzip stream is incomplete" if not fetched.complete else "line count differs"
+            raise _mismatch(batch_id, meta, expected_lines, fetched, attempts, what)
+        os.replace(part, final)
+    finally:
+        part.unlink(missing_ok=True)
+    return VerifiedFile(batch_id, final, fetched.sha256, fetched.size, fetched.lines)
+
+
+def _file_of(status: JobStatus) -> tuple[JobResultFile, int]:
+    """The job's one result file and the number of lines it must have."""
+    results = status.results
+    if status.status not in ("completed", "cancelled") or results is None or not results.files:
+        raise ResultUnavailable(
+            f"job {status.batch_id} is {status.status} and has no result file; wait for it to "
+            "complete before downloading.",
+            batch_id=status.batch_id,
+        )
+    if len(results.files) != 1:
+        raise ResultUnavailable(
+            f"job {status.batch_id} has {len(results.files)} result files; the spec promises one.",
+            batch_id=status.batch_id,
+        )
+    expected = results.total_items
+    if status.status == "completed" and expected != status.total_items:
+        raise DownloadError(
+            f"job {status.batch_id} completed with {status.total_items} rows but its results "
+            f"claim {expected}; report this to the service.",
+            batch_id=status.batch_id,
+        )
+    return results.files[0], expected
+
+
+def _fetch(client: PlaceApiClient, meta: JobResultFile, part: Path, cap: int) -> _Fetched:
+    digest = hashlib.sha256()
+    size = 0
+    lines = _GzipLines(cap)
+    try:
+        with client.stream_file(meta.url) as response:
+            if response.status_code in _REFUSED:
+                raise _Refused(response.status_code)
+            if not response.is_success:
+                raise _Retryable(f"HTTP {response.status_code}")
+            with part.open("wb") as out:
+                for chunk in _raw_chunks(response):
+                    size += len(chunk)
+                    digest.update(chunk)
+                    out.write(chunk)
+                    lines.feed(chunk)
+                    if size > meta.size_bytes:
+                        break  # longer than published: stop reading a possibly endless stream
+    except httpx.TransportError as exc:
+        raise _Retryable(f"transfer broke off ({type(exc).__name__})") from None
+    return _Fetched(digest.hexdigest(), size, lines.line_count(), lines.complete)
+
+
+def _raw_chunks(response: httpx.Response) -> Iterator[bytes]:
+    """The body as sent (no Content-Encoding decoding), chunk by chunk."""
+    if response.is_stream_consumed:  # an in-process transport hands over a body already read
+        body = response.content
+        for start in range(0, len(body), _CHUNK):
+            yield body[start : start + _CHUNK]
+    else:
+        yield from response.iter_raw(_CHUNK)
+
+
+def _mismatch(
+    batch_id: str,
+    meta: JobResultFile,
+    expected_lines: int,
+    fetched: _Fetched | None,
+    attempts: int,
+    reason: str,
+) -> ResultVerificationError:
+    return ResultVerificationError(
+        f"job {batch_id}: result file failed verification after {attempts} attempt(s) "
+        f"({reason}; expected size {meta.size_bytes}, sha256 {meta.sha256[:12]}…, "
+        f"{expected_lines} lines). Poll the job again later; do not load this file.",
+        batch_id=batch_id,
+        expected_sha256=meta.sha256,
+        actual_sha256=fetched.sha256 if fetched else None,
+        expected_size=meta.size_bytes,
+        actual_size=fetched.size if fetched else None,
+        expected_lines=expected_lines,
+        actual_lines=fetched.lines if fetched else None,
+        attempts=attempts,
+    )

@@ -1,0 +1,274 @@
+"""The request machinery under `PlaceApiClient`: rate limit, send, classify, retry or raise.
+
+A request is retried only on a `TransientError`. A charged request (validate, enrich, research)
+whose attempt may have reached the service is retried only when the caller allows a double
+charge, and then the possible extra charge is recorded for the credit ledger.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Literal, Self, TypeVar
+
+import httpx
+from pydantic import BaseModel, ValidationError
+
+from placeflow import __version__
+from placeflow.api.errors import (
+    ConnectionLost,
+    OutcomeUnknown,
+    RateLimited,
+    ServerError,
+    ServiceUnavailable,
+    TransientError,
+    UnexpectedResponse,
+)
+from placeflow.api.failures import error_from_response, error_from_transport
+from placeflow.api.limiter import RateLimiter, RateLimits
+from placeflow.api.models import PricingCard
+from placeflow.api.retry import RetryPolicy
+from placeflow.api.transport import guard_no_credentials, key_only_to, origin
+from placeflow.redact import Secret
+
+log = logging.getLogger("placeflow.api")
+
+M = TypeVar("M", bound=BaseModel)
+Safety = Literal["safe", "keyed", "charged"]
+"""How a request may be retried: `safe` (GET, DELETE) and `keyed` (carries an Idempotency-Key)
+always; `charged` only when it surely was not processed, or the caller allows a double charge."""
+
+
+@dataclass(frozen=True)
+class PossibleDoubleCharge:
+    """A charged request was retried after an attempt that may have been processed (and billed)."""
+
+    endpoint: str
+    credits: int
+    attempt: int
+    reason: str
+    at: float
+    """Wall-clock time (epoch seconds) of the retry decision."""
+
+
+class ApiSession:
+    """What every request shares: the HTTP clients, the key, the rate limiter, the retry policy.
+
+    Nothing is read from the environment: pass the base URL, the key, the tier's `limits` (or a
+    `limiter` shared with other clients of the same key), timeouts and the retry policy. Pass an
+    httpx `transport` to mount a sandbox in-process, and `clock`/`sleep` to make waiting virtual.
+    """
+
+    def __init__(
+        self,
+        *,
+        base_url: str,
+        api_key: str,
+        limits: RateLimits | None = None,
+        limiter: RateLimiter | None = None,
+        timeout: float = 30.0,
+        retry: RetryPolicy = RetryPolicy(),  # noqa: B008 - frozen, so a shared default is safe
+        transport: httpx.BaseTransport | None = None,
+        clock: Callable[[], float] = time.monotonic,
+        wall_clock: Callable[[], float] = time.time,
+        sleep: Callable[[float], None] = time.sleep,
+        rand: Callable[[], float] = random.random,
+        on_possible_double_charge: Callable[[PossibleDoubleCharge], None] | None = None,
+    ) -> None:
+        if limits is not None and limiter is not None:
+            raise ValueError("pass limits or a shared limiter, not both")
+        self.base_url = base_url.rstrip("/")
+        self._origin = origin(self.base_url)
+        if self._origin[0] not in ("http", "https"):
+            raise ValueError(f"base_url must be http(s)://host[:port], not {base_url!r}")
+        self._key = Secret(api_key)
+        self.limiter = limiter or RateLimiter(limits, clock=clock, sleep=sleep)
+        self.retry = retry
+        self.clock = clock
+        self.wall_clock = wall_clock
+        self.sleep = sleep
+        self._rand = rand
+        self._on_possible_double_charge = on_possible_double_charge
+        self._lock = threading.Lock()
+        self._double_charges: list[PossibleDoubleCharge] = []
+        self._pricing: tuple[float, PricingCard] | None = None
+        agent = {"User-Agent": f"placeflow/{__version__}"}
+        http_timeout = httpx.Timeout(timeout, connect=min(timeout, 10.0))
+        self._http = httpx.Client(
+            base_url=self.base_url,
+            headers=agent,
+            timeout=http_timeout,
+            transport=transport,
+            follow_redirects=False,  # httpx would carry X-API-Key across a redirect
+            event_hooks={"request": [key_only_to(self._origin)]},
+        )
+        self.files = httpx.Client(
+            headers=agent,
+            timeout=http_timeout,
+            transport=transport,
+            follow_redirects=True,
+            event_hooks={"request": [guard_no_credentials]},
+        )
+        """The result-file client: no default headers, no key, refuses to send a credential."""
+
+    # --- lifecycle and display -----------------------------------------------------------
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(base_url={self.base_url!r}, api_key={self._key.hint!r})"
+
+    @property
+    def key_hint(self) -> str:
+        return self._key.hint
+
+    def close(self) -> None:
+        self._http.close()
+        self.files.close()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    @property
+    def possible_double_charges(self) -> list[PossibleDoubleCharge]:
+        """Every retry so far that may have been charged a second time, for the credit ledger."""
+        with self._lock:
+            return list(self._double_charges)
+
+    @property
+    def possible_extra_credits(self) -> int:
+        return sum(c.credits for c in self.possible_double_charges)
+
+    @contextmanager
+    def stream_file(self, url: str) -> Iterator[httpx.Response]:
+        """GET a result file with the credential-free client (no rate limit: not the API)."""
+        with self.files.stream("GET", url) as response:
+            yield response
+
+    def _call(
+        self,
+        method: str,
+        path: str,
+        *,
+        safety: Safety,
+        body: bytes | None = None,
+        idempotency_key: str | None = None,
+        allow_double_charge: bool = False,
+        possible_credits: int = 0,
+        authenticate: bool = True,
+    ) -> httpx.Response:
+        endpoint = f"{method} {path}"
+        headers = {"Accept": "application/json"}
+        if body is not None:
+            headers["Content-Type"] = "application/json"
+        if idempotency_key is not None:
+            headers["Idempotency-Key"] = idempotency_key
+        if authenticate:
+            headers["X-API-Key"] = self._key.reveal()
+        started = self.clock()
+        waited = 0.0
+        attempt = 0
+        while True:
+            attempt += 1
+            self.limiter.acquire()
+            try:
+                response = self._http.request(method, path, content=body, headers=headers)
+            except httpx.TransportError as exc:
+                error = error_from_transport(exc, endpoint=endpoint)
+                if not isinstance(error, TransientError):
+                    raise error from None  # the httpx error holds the request and its key
+            else:
+                if response.is_success:
+                    return response
+                error = error_from_response(
+                    response,
+                    endpoint=endpoint,
+                    now=self.wall_clock(),
+                    secrets=(self._key.reveal(),),
+                    idempotency_key=idempotency_key,
+                )
+                if not isinstance(error, TransientError):
+                    raise error
+            error.attempts = attempt
+            maybe_charged = safety == "charged" and _maybe_sent(error)
+            if maybe_charged and not allow_double_charge:
+                raise OutcomeUnknown(
+                    f"{endpoint}: no answer after the request may have been processed "
+                    f"({type(error).__name__}); up to {possible_credits} credit(s) may have been "
+                    "charged. Not retried, so as not to pay twice: check GET /v1/usage, or pass "
+                    "allow_double_charge=True to retry such requests.",
+                    endpoint=endpoint,
+                    possible_credits=possible_credits,
+                ) from error
+            delay = self.retry.delay(error, attempt, self._rand())
+            give_up = (
+                attempt >= self.retry.max_attempts
+                or (error.wait or 0.0) > self.retry.max_server_wait
+                or waited + delay > self.retry.budget
+            )
+            if give_up:
+                elapsed = self.clock() - started
+                error.add_note(f"gave up after {attempt} attempt(s) over {elapsed:.1f} s")
+                raise error
+            if maybe_charged:
+                self._record_double_charge(endpoint, possible_credits, attempt, error)
+            if isinstance(error, RateLimited | ServiceUnavailable):
+                self.limiter.defer(delay)  # the server asked everyone sharing the key to wait
+            log.warning(
+                "%s: %s; retry %d of %d in %.2f s",
+                endpoint,
+                type(error).__name__,
+                attempt,
+                self.retry.max_attempts - 1,
+                delay,
+            )
+            self.sleep(delay)
+            waited += delay
+
+    def _record_double_charge(
+        self, endpoint: str, credits: int, attempt: int, error: TransientError
+    ) -> None:
+        event = PossibleDoubleCharge(
+            endpoint=endpoint,
+            credits=credits,
+            attempt=attempt,
+            reason=type(error).__name__,
+            at=self.wall_clock(),
+        )
+        with self._lock:
+            self._double_charges.append(event)
+        log.warning(
+            "%s: retrying after %s may charge up to %d credit(s) twice",
+            endpoint,
+            event.reason,
+            credits,
+        )
+        if self._on_possible_double_charge is not None:
+            self._on_possible_double_charge(event)
+
+    def _parse(self, model: type[M], response: httpx.Response, endpoint: str) -> M:
+        try:
+            return model.model_validate_json(response.content)
+        except ValidationError as exc:
+            problems = "; ".join(
+                f"{'.'.join(str(p) for p in e['loc']) or 'body'}: {e['msg']}"
+                for e in exc.errors(include_url=False, include_input=False)[:5]
+            )
+            raise UnexpectedResponse(
+                f"{endpoint}: {response.status_code} response is not a {model.__name__} "
+                f"({problems}). The service changed or a proxy answered; report it.",
+                endpoint=endpoint,
+                status_code=response.status_code,
+            ) from None
+
+
+def _maybe_sent(error: TransientError) -> bool:
+    if isinstance(error, ConnectionLost | ServerError):
+        return error.maybe_sent
+    return False

@@ -1,0 +1,156 @@
+"""The poller's schedule: eta-driven, clamped, jittered, backing off, and cancelling on timeout."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import httpx
+import pytest
+
+from placeflow.api.errors import JobFailed, JobTimedOut
+from placeflow.api.poller import JobPoller
+from placeflow.api.retry import RetryPolicy
+
+from .conftest import JOB_SUBMITTED, FakeTime, Script, js, mock_client
+
+
+def status(batch_id: str, state: str, eta: int | None = 0, processed: int = 0) -> dict[str, Any]:
+    return {
+        "batch_id": batch_id,
+        "status": state,
+        "created_at": "2026-01-01T00:00:00Z",
+        "total_items": 100,
+        "eta_seconds": eta,
+        "progress": {"processed": processed, "succeeded": processed, "failed": 0},
+        "error": "upstream down" if state == "failed" else None,
+        "error_code": "EXTERNAL_API_ERROR" if state == "failed" else None,
+    }
+
+
+def poller(script: Script, time: FakeTime, **kwargs: Any) -> JobPoller:
+    options: dict[str, Any] = {"floor": 1.0, "ceiling": 30.0, "jitter": 0.0}
+    options.update(kwargs)
+    return JobPoller(mock_client(script, time), **options)
+
+
+def test_delay_follows_eta_within_floor_and_ceiling() -> None:
+    """The next poll is the eta, raised to the floor and cut to the ceiling."""
+    p = poller(Script([]), FakeTime())
+    assert p.next_delay(eta=12, previous=None) == 12.0
+    assert p.next_delay(eta=0, previous=None) == 1.0
+    assert p.next_delay(eta=3600, previous=None) == 30.0
+
+
+def test_jitter_adds_up_to_its_fraction() -> None:
+    """With jitter 0.2 and the random draw at its top, the wait grows by 20%."""
+    p = JobPoller(
+        mock_client(Script([]), FakeTime()), floor=1, ceiling=60, jitter=0.2, rand=lambda: 1.0
+    )
+    assert p.next_delay(eta=10, previous=None) == pytest.approx(12.0)
+
+
+def test_no_eta_or_no_progress_doubles_the_wait() -> None:
+    """Without an eta, or while a running job makes no progress, the wait doubles."""
+    p = poller(Script([]), FakeTime())
+    assert p.next_delay(eta=None, previous=4.0) == 8.0
+    assert p.next_delay(eta=1, previous=4.0, stalled=True) == 8.0
+
+
+def test_first_poll_waits_for_the_submission_eta_and_never_posts() -> None:
+    """A job submitted with eta 5 is polled once, five seconds later, with GET only."""
+    time = FakeTime()
+    script = Script([js(200, JOB_SUBMITTED), js(200, status("job_1", "completed"))])
+    p = poller(script, time)
+    submission = p.client.submit_enrich_job([{"poi_name": "A"}])
+    start = time.now
+    final = p.wait(submission)
+    assert final.status == "completed" and p.polls == 1
+    assert time.now - start == pytest.approx(5.0)
+    assert [r.method for r in script.requests] == ["POST", "GET"]
+
+
+def test_many_jobs_share_one_loop_in_due_order() -> None:
+    """Three jobs are polled in the order their etas fall due, each until it ends."""
+    time = FakeTime(0.0)
+    etas = {"a": 9, "b": 3, "c": 6}
+    order: list[str] = []
+
+    def answer(request: httpx.Request) -> httpx.Response:
+        batch_id = request.url.path.rsplit("/", 1)[1]
+        order.append(batch_id)
+        done = time.now >= etas[batch_id]
+        return js(200, status(batch_id, "completed" if done else "running", eta=etas[batch_id]))
+
+    p = poller(Script([answer]), time)
+    finals = p.follow(["a", "b", "c"])
+    assert set(finals) == {"a", "b", "c"}
+    assert order[:3] == ["a", "b", "c"]  # first round: all due now
+    assert order[3:] == ["b", "c", "a"]  # then each once, when its eta is up
+    assert p.polls == 6
+
+
+def test_failed_job_raises_job_failed_with_batch_id() -> None:
+    """wait() on a job that ends failed raises JobFailed with its batch_id and error_code."""
+    p = poller(Script([js(200, status("job_9", "failed"))]), FakeTime())
+    with pytest.raises(JobFailed) as info:
+        p.wait("job_9")
+    assert info.value.batch_id == "job_9" and info.value.error_code == "EXTERNAL_API_ERROR"
+    assert "new Idempotency-Key" in str(info.value)
+
+
+def test_timeout_cancels_unfinished_jobs_with_delete() -> None:
+    """Past the timeout the unfinished job is DELETEd and JobTimedOut says it was cancelled."""
+    time = FakeTime(0.0)
+    deleted = {"batch_id": "s", "status": "cancelled", "cancelled": True}
+
+    def answer(request: httpx.Request) -> httpx.Response:
+        batch_id = request.url.path.rsplit("/", 1)[1]
+        if request.method == "DELETE":
+            return js(200, deleted)
+        if batch_id == "done":
+            return js(200, status("done", "completed"))
+        return js(200, status("s", "running", eta=1, processed=50))
+
+    script = Script([answer])
+    p = poller(script, time, timeout=100.0)
+    with pytest.raises(JobTimedOut) as info:
+        p.follow(["s", "done"])
+    error = info.value
+    assert error.batch_ids == ("s",) and error.cancelled
+    assert set(error.finished) == {"done"}
+    assert "cancelled them with DELETE" in str(error)
+    assert [r.method for r in script.requests].count("DELETE") == 1
+    assert time.now == pytest.approx(100.0)
+    # A stalled job backs off: 1, 2, 4, ... so far fewer than 100 polls in 100 s.
+    assert p.polls <= 10
+
+
+def test_transient_poll_failure_is_rescheduled_not_fatal() -> None:
+    """A poll that fails even after the client's retries is tried again at the next due time."""
+    time = FakeTime()
+    script = Script(
+        [js(503, {"error": "x"}), js(503, {"error": "x"}), js(200, status("j", "completed"))]
+    )
+    p = JobPoller(mock_client(script, time, retry=RetryPolicy.none()), floor=1, jitter=0)
+    assert p.wait("j").status == "completed"
+    assert p.polls == 3
+
+
+def test_settings_are_checked() -> None:
+    """A floor above the ceiling, or a non-positive timeout, is refused."""
+    client = mock_client(Script([]), FakeTime())
+    with pytest.raises(ValueError, match="floor"):
+        JobPoller(client, floor=10, ceiling=5)
+    with pytest.raises(ValueError, match="timeout"):
+        JobPoller(client, timeout=0)
+
+
+def test_timeout_without_cancelling_says_the_jobs_still_run() -> None:
+    """With cancel_on_timeout=False nothing is DELETEd and JobTimedOut says so."""
+    script = Script([js(200, status("s", "running", eta=5, processed=10))])
+    p = poller(script, FakeTime(0.0), timeout=20.0, cancel_on_timeout=False)
+    with pytest.raises(JobTimedOut) as info:
+        p.wait("s")
+    assert not info.value.cancelled and info.value.not_cancelled == ("s",)
+    assert "DELETE any still running" in str(info.value)
+    assert {r.method for r in script.requests} == {"GET"}

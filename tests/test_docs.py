@@ -1,0 +1,43 @@
+"""The README's promises: its two commands, CI running the test one, every CLI command documented."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from placeflow.cli import build_parser
+
+ROOT = Path(__file__).resolve().parents[1]
+README = (ROOT / "README.md").read_text()
+
+
+def readme_commands() -> list[str]:
+    """The commands in the README's 'The two commands' block."""
+    section = README.split("## The two commands", 1)[1]
+    block = section.split("```bash", 1)[1].split("```", 1)[0]
+    return [line for line in block.splitlines() if line and not line.startswith("#")]
+
+
+def test_readme_has_exactly_two_commands() -> None:
+    """The README gives exactly two commands: the main job and the test suite."""
+    commands = readme_commands()
+    assert len(commands) == 2
+    assert commands[1].endswith("pytest")
+
+
+def test_ci_runs_the_readme_test_command() -> None:
+    """.ci/run runs the README's test command and nothing else."""
+    ci = (ROOT / ".ci" / "run").read_text().splitlines()
+    steps = [line for line in ci if line and not line.startswith(("#", "set ", "cd "))]
+    assert steps == [readme_commands()[1]]
+
+
+def test_every_cli_command_is_in_the_readme_and_has_help() -> None:
+    """Each `placeflow` subcommand has help text and appears in the README."""
+    parser = build_parser()
+    sub = next(a for a in parser._actions if a.dest == "command")
+    choices = getattr(sub, "choices", {})
+    assert choices
+    for name, command in choices.items():
+        assert command.description or command.format_help()
+        assert re.search(rf"placeflow {name}\b", README), f"`placeflow {name}` not in README"
