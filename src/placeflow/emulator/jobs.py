@@ -10,16 +10,18 @@ from __future__ import annotations
 
 import gzip
 import hashlib
-import json
 import math
+from itertools import accumulate
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from placeflow.api.models import TERMINAL_JOB_STATUSES, JobKind
 from placeflow.emulator.responses import iso
-from placeflow.emulator.synth import SynthSettings, is_billable, render_job_lines
+from placeflow.emulator.synth import SynthSettings, render_job_rows
 
 Fate = Literal["normal", "fail", "stall"]
+GZIP_LEVEL = 1
+"""Result files favour speed over size: the sandbox must not be what a benchmark measures."""
 STALL_FRACTION = 0.5
 """A stalled job stops making progress once this share of its rows is processed."""
 
@@ -54,7 +56,8 @@ class Job:
     result: ResultFile | None = None
     downloads: int = 0
     total_items: int = 0
-    _lines: list[bytes] | None = field(default=None, repr=False)
+    _body: bytes | None = field(default=None, repr=False)
+    _offsets: list[int] = field(default_factory=list, repr=False)
     _failed_upto: list[int] = field(default_factory=list, repr=False)
     _billable_upto: list[int] = field(default_factory=list, repr=False)
 
@@ -69,22 +72,17 @@ class Job:
     def terminal(self) -> bool:
         return self.status in TERMINAL_JOB_STATUSES
 
-    def _rows(self, settings: SynthSettings) -> list[bytes]:
-        """Every row's result line, built once; per-row outcome counts come from the same lines."""
-        if self._lines is None:
+    def _rows(self, settings: SynthSettings) -> bytes:
+        """All rows' result lines, built once, with running counts of bytes, failed, billable."""
+        if self._body is None:
             stamp = iso(self.started_at if self.started_at is not None else self.created_at)
-            body, _ = render_job_lines(self.kind, self.pois, settings=settings, now=stamp)
-            self._lines = body.splitlines(keepends=True)
-            failed = billable = 0
-            self._failed_upto = [0]
-            self._billable_upto = [0]
-            for line in self._lines:
-                row = json.loads(line)
-                failed += not row["success"]
-                billable += is_billable(self.kind, row)
-                self._failed_upto.append(failed)
-                self._billable_upto.append(billable)
-        return self._lines
+            rows = render_job_rows(self.kind, self.pois, settings=settings, now=stamp)
+            # The lines are ASCII (non-ASCII is \u-escaped), so characters count bytes.
+            self._body = ("\n".join(rows.lines) + "\n").encode("ascii") if rows.lines else b""
+            self._offsets = [0, *accumulate(len(line) + 1 for line in rows.lines)]
+            self._failed_upto = [0, *accumulate(1 - ok for ok in rows.succeeded)]
+            self._billable_upto = [0, *accumulate(rows.billable)]
+        return self._body
 
     def failed_before(self, n: int, settings: SynthSettings) -> int:
         """How many of the first `n` rows failed (for progress counts)."""
@@ -95,8 +93,8 @@ class Job:
         """The result file of the processed rows (all of them unless cancelled early)."""
         if self.result is None or self.result.rows != self.processed:
             n = self.processed
-            lines = self._rows(settings)
-            gz = gzip.compress(b"".join(lines[:n]), compresslevel=5, mtime=0)
+            body = self._rows(settings)
+            gz = gzip.compress(body[: self._offsets[n]], compresslevel=GZIP_LEVEL, mtime=0)
             failed = self._failed_upto[n]
             self.result = ResultFile(
                 body=gz,
@@ -107,7 +105,7 @@ class Job:
                 failed=failed,
             )
             if self.terminal:
-                self._lines = None  # the compressed file is all a finished job keeps
+                self._body = None  # the compressed file is all a finished job keeps
                 self.pois = []
         return self.result
 

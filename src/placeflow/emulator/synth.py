@@ -303,23 +303,33 @@ def is_billable(kind: Literal["validate", "enrich"], result: Mapping[str, Any]) 
             or result.get("status") is not None or result.get("operational_status") is not None)
 
 
-def render_job_lines(
+@dataclass(frozen=True)
+class RenderedRows:
+    """A job's result lines and, per row, whether it succeeded and is billable (1 or 0)."""
+
+    lines: list[str]
+    succeeded: bytes
+    billable: bytes
+
+
+def render_job_rows(
     kind: Literal["validate", "enrich"],
     pois: Sequence[Mapping[str, Any]],
     *,
     settings: SynthSettings,
     now: str,
-) -> tuple[bytes, JobTally]:
-    """A bulk job's uncompressed JSON Lines result: one compact line per place, input order."""
+) -> RenderedRows:
+    """Each place's result line (no newline), with per-row outcome flags, in input order."""
     c = _Ctx(settings, now, None)
     lines: list[str] = []
-    succeeded = billable = 0
+    ok_flags = bytearray()
+    bill_flags = bytearray()
     if kind == "validate":
         for poi in pois:
             line, ok = _validate_line(c, poi)
             lines.append(line)
-            succeeded += ok
-        billable = succeeded  # a validate success always carries an operational_status
+            ok_flags.append(ok)
+        bill_flags = ok_flags  # a validate success always carries an operational_status
     elif kind == "enrich":
         plans: dict[tuple[tuple[str, ...] | None, Any], _Plan] = {}
         for poi in pois:
@@ -330,13 +340,25 @@ def render_job_lines(
                 plan = plans[key] = _plan(attrs, fmt)
             line, ok, bill = _enrich_line(c, poi, plan)
             lines.append(line)
-            succeeded += ok
-            billable += bill
+            ok_flags.append(ok)
+            bill_flags.append(bill)
     else:
         raise ValueError(f"job kind must be validate or enrich, not {kind!r}")
-    lines.append("")
-    tally = JobTally(len(pois), succeeded, len(pois) - succeeded, billable)
-    return "\n".join(lines).encode(), tally
+    return RenderedRows(lines, bytes(ok_flags), bytes(bill_flags))
+
+
+def render_job_lines(
+    kind: Literal["validate", "enrich"],
+    pois: Sequence[Mapping[str, Any]],
+    *,
+    settings: SynthSettings,
+    now: str,
+) -> tuple[bytes, JobTally]:
+    """A bulk job's uncompressed JSON Lines result: one compact line per place, input order."""
+    rows = render_job_rows(kind, pois, settings=settings, now=now)
+    succeeded = sum(rows.succeeded)
+    tally = JobTally(len(pois), succeeded, len(pois) - succeeded, sum(rows.billable))
+    return ("\n".join(rows.lines) + ("\n" if rows.lines else "")).encode(), tally
 
 
 def research_rows(

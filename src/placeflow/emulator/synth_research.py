@@ -118,8 +118,8 @@ _COUNTRIES: dict[str, tuple[str, int, str]] = {  # calling code, national digits
     "AE": ("971", 9, "ae"), "IL": ("972", 9, "co.il"),
 }
 _DEFAULT_COUNTRY = "US"  # no country, or one not listed: +1 and .com
-_PHONE_WEB = {  # country, either case -> (phone JSON to the national number, its modulus and
-    # offset, tld)
+_PHONE_WEB = {  # country code in either case -> (phone JSON up to the national number,
+    # the national number's modulus and offset, web domain)
     case: (f'{{"number":"+{code}', 8 * 10 ** (digits - 1), 2 * 10 ** (digits - 1), tld)
     for cc, (code, digits, tld) in _COUNTRIES.items()
     for case in (cc, cc.lower())
