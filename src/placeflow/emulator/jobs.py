@@ -11,8 +11,8 @@ from __future__ import annotations
 import gzip
 import hashlib
 import math
-from itertools import accumulate
 from dataclasses import dataclass, field
+from itertools import accumulate
 from typing import Any, Literal
 
 from placeflow.api.models import TERMINAL_JOB_STATUSES, JobKind
