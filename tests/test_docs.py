@@ -1,4 +1,4 @@
-"""The README's promises: its two commands, CI running the test one, every CLI command documented."""
+"""The README's promises: its two commands, CI running the test one, every command documented."""
 
 from __future__ import annotations
 
@@ -41,3 +41,23 @@ def test_every_cli_command_is_in_the_readme_and_has_help() -> None:
     for name, command in choices.items():
         assert command.description or command.format_help()
         assert re.search(rf"placeflow {name}\b", README), f"`placeflow {name}` not in README"
+
+
+def test_every_warehouse_column_is_documented_in_the_readme() -> None:
+    """Each table and view of the warehouse, and each of its columns, appears in the README."""
+    from placeflow.warehouse import connect
+
+    con = connect(":memory:")
+    try:
+        columns = con.execute(
+            "select c.table_name, c.column_name from duckdb_columns() c"
+            " join (select table_name as name from duckdb_tables() where not internal"
+            "       union all select view_name from duckdb_views() where not internal) t"
+            " on t.name = c.table_name where c.table_name != 'schema_migrations'"
+        ).fetchall()
+    finally:
+        con.close()
+    assert columns
+    for table, column in columns:
+        assert f"### `{table}`" in README, f"table {table} not documented"
+        assert f"| `{column}` |" in README, f"column {table}.{column} not documented"

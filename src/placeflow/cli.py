@@ -7,12 +7,20 @@ import sys
 import threading
 from collections.abc import Sequence
 
+from placeflow import commands
+from placeflow.api.errors import PlaceflowError
 from placeflow.emulator import FaultConfig, Sandbox, SandboxConfig, parse_key_spec
 from placeflow.emulator.settings import DEFAULT_API_KEY, DEFAULT_CREDITS, KeySpec
+from placeflow.pipeline.read import InputError
+from placeflow.report import EXIT_FAILED, EXIT_OK, EXIT_USAGE
+from placeflow.warehouse import WarehouseBusy
 
-EXIT_OK = 0
-EXIT_FAILURE = 1
-EXIT_USAGE = 2
+EPILOG = (
+    "exit codes: 0 success; 1 the run failed or stopped part way (see its message; "
+    "`placeflow resume RUN_ID` finishes it); 2 bad arguments or unreadable input; "
+    "3 refused before spending (over --max-credits or the key's balance) or stopped "
+    "when credits ran out"
+)
 
 
 def _fault_settings(pairs: Sequence[str]) -> FaultConfig:
@@ -111,8 +119,10 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="placeflow",
         description="Bulk place-data ETL against the place-data service, with a sandbox emulator.",
+        epilog=EPILOG,
     )
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    commands.add_run_parsers(sub)
     _sandbox_parser(sub)
     return parser
 
@@ -123,11 +133,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if args.command == "sandbox":
             return _run_sandbox(args)
-    except ValueError as exc:
+        return commands.dispatch(args)
+    except (ValueError, InputError, LookupError) as exc:
         print(f"placeflow: {exc}", file=sys.stderr)
         return EXIT_USAGE
-    parser.error(f"unknown command {args.command!r}")
-    return EXIT_USAGE  # pragma: no cover - parser.error exits
+    except (PlaceflowError, WarehouseBusy) as exc:
+        print(f"placeflow: {exc}", file=sys.stderr)
+        return EXIT_FAILED
 
 
 if __name__ == "__main__":

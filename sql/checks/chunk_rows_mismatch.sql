@@ -1,0 +1,36 @@
+-- chunk_rows_mismatch: a chunk whose jobs.rows differs from the places planned in it, or
+-- planned places whose chunk has no jobs row.
+
+with
+
+chunks as (
+    select
+        run_id,
+        chunk_no,
+        rows
+    from jobs
+),
+
+planned_counts as (
+    select
+        run_id,
+        chunk_no,
+        count(*) as places
+    from run_places
+    group by run_id, chunk_no
+),
+
+final as (
+    select
+        coalesce(chunks.run_id, planned_counts.run_id) as run_id,
+        coalesce(chunks.chunk_no, planned_counts.chunk_no) as chunk_no,
+        chunks.rows,
+        planned_counts.places
+    from chunks
+    full outer join planned_counts
+        on chunks.run_id = planned_counts.run_id
+        and chunks.chunk_no = planned_counts.chunk_no
+    where chunks.rows is distinct from planned_counts.places
+)
+
+select * from final

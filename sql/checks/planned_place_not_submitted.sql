@@ -1,0 +1,30 @@
+-- planned_place_not_submitted: a place the run sends that no input row of the run was
+-- submitted for (money spent on a place nobody asked for).
+
+with
+
+planned as (
+    select
+        run_id,
+        place_key,
+        chunk_no
+    from run_places
+),
+
+submitted_rows as (
+    select
+        run_id,
+        place_key
+    from run_rows
+    where disposition = 'submitted'
+),
+
+final as (
+    select planned.*
+    from planned
+    anti join submitted_rows
+        on planned.run_id = submitted_rows.run_id
+        and planned.place_key = submitted_rows.place_key
+)
+
+select * from final

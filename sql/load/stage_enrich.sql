@@ -1,0 +1,136 @@
+-- stage_enrich: a verified enrich result file (gzipped JSON Lines, one POIEnrichResponse per
+-- line in chunk order), typed and flattened, each line beside the place expected there.
+-- Parameters: $path, $run_id, $chunk_no, $default_attributes (the spec's default list, used when
+-- a request named none). Unknown fields and attributes are ignored; enum-like fields stay text;
+-- an attribute missing from a line is null. Attributes come as EnrichedAttribute (value, as_of,
+-- confidence) or ResultCell (value, confidence, status): one shape holds both.
+
+with
+
+result_lines as (
+    select
+        *,
+        row_number() over () - 1 as line_no
+    from read_json(
+        $path,
+        format = 'newline_delimited',
+        records = true,
+        compression = 'gzip',
+        columns = {
+            success: 'boolean',
+            id: 'varchar',
+            attributes: 'struct(
+                opening_hours struct(value json, confidence varchar, as_of varchar, status varchar),
+                phone struct(value json, confidence varchar, as_of varchar, status varchar),
+                website struct(value json, confidence varchar, as_of varchar, status varchar),
+                facebook struct(value json, confidence varchar, as_of varchar, status varchar),
+                instagram struct(value json, confidence varchar, as_of varchar, status varchar),
+                tiktok struct(value json, confidence varchar, as_of varchar, status varchar),
+                email struct(value json, confidence varchar, as_of varchar, status varchar)
+            )',
+            status: 'struct(existence_confidence double)',
+            operational_status: 'struct(status varchar, closure_confidence double, closure_reason varchar)',
+            place_summary: 'varchar',
+            enrichment_timestamp: 'varchar',
+            error: 'varchar',
+            error_code: 'varchar',
+            request_id: 'varchar'
+        }
+    )
+),
+
+chunk_places as (
+    select
+        place_key,
+        position,
+        array_to_string(json_extract_string(request, '$.attributes[*]'), ',') as attributes_requested
+    from run_places
+    where run_id = $run_id and chunk_no = $chunk_no
+),
+
+flattened as (
+    select
+        line_no::integer as position,
+        id as place_key,
+        coalesce(success, false) as success,
+        status.existence_confidence as existence_confidence,
+        operational_status.status as operational_status,
+        operational_status.closure_confidence as closure_confidence,
+        operational_status.closure_reason as closure_reason,
+        place_summary,
+        attributes.opening_hours.value as opening_hours_value,
+        attributes.opening_hours.confidence as opening_hours_confidence,
+        try_cast(attributes.opening_hours.as_of as date) as opening_hours_as_of,
+        attributes.opening_hours.status as opening_hours_status,
+        attributes.phone.value as phone_value,
+        attributes.phone.confidence as phone_confidence,
+        try_cast(attributes.phone.as_of as date) as phone_as_of,
+        attributes.phone.status as phone_status,
+        attributes.website.value as website_value,
+        attributes.website.confidence as website_confidence,
+        try_cast(attributes.website.as_of as date) as website_as_of,
+        attributes.website.status as website_status,
+        attributes.facebook.value as facebook_value,
+        attributes.facebook.confidence as facebook_confidence,
+        try_cast(attributes.facebook.as_of as date) as facebook_as_of,
+        attributes.facebook.status as facebook_status,
+        attributes.instagram.value as instagram_value,
+        attributes.instagram.confidence as instagram_confidence,
+        try_cast(attributes.instagram.as_of as date) as instagram_as_of,
+        attributes.instagram.status as instagram_status,
+        attributes.tiktok.value as tiktok_value,
+        attributes.tiktok.confidence as tiktok_confidence,
+        try_cast(attributes.tiktok.as_of as date) as tiktok_as_of,
+        attributes.tiktok.status as tiktok_status,
+        attributes.email.value as email_value,
+        attributes.email.confidence as email_confidence,
+        try_cast(attributes.email.as_of as date) as email_as_of,
+        attributes.email.status as email_status,
+        coalesce(
+            attributes.phone.value ->> 'number',
+            case when json_type(attributes.phone.value) = 'VARCHAR' then attributes.phone.value ->> '$' end
+        ) as phone_number,
+        coalesce(
+            attributes.website.value ->> 'url',
+            case when json_type(attributes.website.value) = 'VARCHAR' then attributes.website.value ->> '$' end
+        ) as website_url,
+        attributes.facebook.value ->> 'url' as facebook_url,
+        attributes.facebook.value ->> 'handle' as facebook_handle,
+        attributes.instagram.value ->> 'url' as instagram_url,
+        attributes.instagram.value ->> 'handle' as instagram_handle,
+        attributes.tiktok.value ->> 'url' as tiktok_url,
+        attributes.tiktok.value ->> 'handle' as tiktok_handle,
+        coalesce(
+            attributes.email.value ->> 'email',
+            case when json_type(attributes.email.value) = 'VARCHAR' then attributes.email.value ->> '$' end
+        ) as email_address,
+        error,
+        error_code,
+        request_id,
+        try_cast(enrichment_timestamp as timestamptz) as enriched_at,
+        coalesce(success, false)
+            and (
+                attributes.opening_hours.value is not null
+                or attributes.phone.value is not null
+                or attributes.website.value is not null
+                or attributes.facebook.value is not null
+                or attributes.instagram.value is not null
+                or attributes.tiktok.value is not null
+                or attributes.email.value is not null
+                or status is not null
+                or operational_status is not null
+            ) as billable
+    from result_lines
+),
+
+final as (
+    select
+        flattened.*,
+        chunk_places.place_key as expected_key,
+        coalesce(nullif(chunk_places.attributes_requested, ''), $default_attributes)
+            as attributes_requested
+    from flattened
+    left join chunk_places on flattened.position = chunk_places.position
+)
+
+select * from final

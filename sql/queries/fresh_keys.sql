@@ -1,0 +1,61 @@
+-- fresh_keys: of the candidate places (the registered frame fresh_key_candidates), those whose
+-- newest successful outcome with the same signature was loaded after $cutoff, in candidate
+-- order. Failed outcomes are never fresh: a rerun retries them.
+-- Parameters: $signature, $cutoff (now minus the maximum age).
+
+with
+
+candidates as (
+    select
+        place_key,
+        row_number() over () as candidate_ord
+    from fresh_key_candidates
+),
+
+successful_outcomes as (
+    select
+        place_key,
+        run_id,
+        outcome_at
+    from place_outcomes
+    where success and signature = $signature
+),
+
+first_candidates as (
+    select
+        place_key,
+        min(candidate_ord) as candidate_ord
+    from candidates
+    group by place_key
+),
+
+newest as (
+    select
+        first_candidates.candidate_ord,
+        successful_outcomes.place_key,
+        successful_outcomes.run_id,
+        successful_outcomes.outcome_at
+    from successful_outcomes
+    inner join first_candidates on successful_outcomes.place_key = first_candidates.place_key
+    qualify row_number() over (
+        partition by successful_outcomes.place_key
+        order by successful_outcomes.outcome_at desc, successful_outcomes.run_id desc
+    ) = 1
+),
+
+final as (
+    select
+        candidate_ord,
+        place_key,
+        run_id,
+        outcome_at
+    from newest
+    where outcome_at > $cutoff
+)
+
+select
+    place_key,
+    run_id,
+    outcome_at
+from final
+order by candidate_ord

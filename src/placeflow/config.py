@@ -1,0 +1,58 @@
+"""The one place that reads the environment.
+
+`PLACEFLOW_API_KEY` and `PLACEFLOW_BASE_URL` select the real service; with no key, runs target
+the embedded sandbox. Everything else is passed explicitly from here into the library.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from placeflow.redact import Secret
+
+DEFAULT_BASE_URL = "https://api.placedata.example"
+"""Used only with a key and no PLACEFLOW_BASE_URL; set PLACEFLOW_BASE_URL to the real address."""
+
+PREFECT_DEFAULTS = {
+    # Offline, Prefect's analytics send fails noisily; nothing here should phone home.
+    "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
+    # Prefect 3.8.8's task-run recorder logs "Error flushing events" tracebacks at shutdown of
+    # the ephemeral server. Task states are still reported by the flow engine; what is lost is
+    # the server-side event history of task runs, which placeflow does not use.
+    "PREFECT_SERVER_SERVICES_TASK_RUN_RECORDER_ENABLED": "false",
+    "PREFECT_LOGGING_LEVEL": "WARNING",
+    # The ephemeral server takes about 8 s to start (20 s the first time in a new
+    # PREFECT_HOME); on a busy 2-core machine the default 20 s timeout is not enough.
+    "PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS": "180",
+}
+
+
+@dataclass(frozen=True)
+class Settings:
+    api_key: Secret | None
+    base_url: str | None
+    environment: Mapping[str, str] = field(default_factory=dict, repr=False)
+
+    @property
+    def uses_sandbox(self) -> bool:
+        return self.api_key is None
+
+
+def load_settings(env: Mapping[str, str] | None = None) -> Settings:
+    """Read PLACEFLOW_API_KEY and PLACEFLOW_BASE_URL (blank counts as unset)."""
+    env = os.environ if env is None else env
+    key = env.get("PLACEFLOW_API_KEY", "").strip()
+    base = env.get("PLACEFLOW_BASE_URL", "").strip()
+    return Settings(
+        api_key=Secret(key) if key else None,
+        base_url=base or (DEFAULT_BASE_URL if key else None),
+    )
+
+
+def apply_prefect_defaults(env: dict[str, str] | None = None) -> None:
+    """Set Prefect's offline-friendly defaults unless the user set them (before importing it)."""
+    target = os.environ if env is None else env
+    for name, value in PREFECT_DEFAULTS.items():
+        target.setdefault(name, value)

@@ -1,0 +1,159 @@
+"""Credits after a run: what the ledger expects, what the service's usage shows, the difference.
+
+The ledger records holds, charges and releases by the spec's rules as each chunk settles; the
+service's `current_usage` before and after gives the delta it actually booked. Both are
+reported side by side; a difference is shown, never hidden (another user of the same key, a
+charge the client could not rule out, or a disagreement worth raising with the provider).
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+import duckdb
+
+from placeflow.api.client import PlaceApiClient
+
+
+@dataclass(frozen=True)
+class RunSummary:
+    run_id: str
+    status: str
+    target: str
+    rows_read: int
+    rejected: int
+    duplicates: int
+    skipped_fresh: int
+    submitted: int
+    succeeded: int
+    failed: int
+    not_answered: int
+    credits_estimated: int
+    held: int
+    charged: int
+    released: int
+    usage_before: int | None
+    usage_after: int | None
+    usage_delta: int | None
+    ledger_vs_usage: int | None
+    possible_extra_credits: int
+    chunks: int
+    chunks_failed: int
+    seconds: float
+    message: str | None
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def ledger_totals(con: duckdb.DuckDBPyConnection, run_id: str) -> dict[str, int]:
+    rows = con.execute(
+        "select kind, coalesce(sum(credits), 0) from credit_ledger where run_id = ? group by kind",
+        [run_id],
+    ).fetchall()
+    totals = {"hold": 0, "charge": 0, "release": 0}
+    totals.update({str(kind): int(total) for kind, total in rows})
+    return totals
+
+
+def finish(
+    con: duckdb.DuckDBPyConnection,
+    api: PlaceApiClient | None,
+    run_id: str,
+    *,
+    now: datetime | None = None,
+) -> RunSummary:
+    """Close the run: outcome counts, usage after, reconciliation, final status and message."""
+    now = now or datetime.now(UTC)
+    outcomes = con.execute(
+        "select count(*) filter (where success), count(*) filter (where not success)"
+        " from (select success from validations where run_id = ?"
+        "       union all select success from enrichments where run_id = ?)",
+        [run_id, run_id],
+    ).fetchone()
+    succeeded, failed = (int(outcomes[0]), int(outcomes[1])) if outcomes else (0, 0)
+    chunk_states = dict(
+        con.execute(
+            "select status, count(*) from jobs where run_id = ? group by status", [run_id]
+        ).fetchall()
+    )
+    chunks_total = sum(int(v) for v in chunk_states.values())
+    bad = sum(int(chunk_states.get(s, 0)) for s in ("failed", "timed_out"))
+    unfinished = chunks_total - bad - int(chunk_states.get("loaded", 0))
+    run = con.execute(
+        "select usage_before, submitted, status, created_at, target, possible_extra_credits"
+        " from runs where run_id = ?",
+        [run_id],
+    ).fetchone()
+    assert run is not None
+    usage_before, submitted, status, created_at, target, extra = run
+    usage_after = (
+        api.usage().current_usage if api is not None and usage_before is not None else None
+    )
+    totals = ledger_totals(con, run_id)
+    delta = (
+        usage_after - usage_before if usage_after is not None and usage_before is not None else None
+    )
+    answered = succeeded + failed
+    if status == "refused":
+        final, message = "refused", None
+    elif unfinished:
+        final = "interrupted"
+        message = f"{unfinished} chunk(s) unfinished: `placeflow resume {run_id}` finishes them"
+    elif bad:
+        final = "completed_with_failures"
+        message = (
+            f"{bad} chunk(s) failed or timed out; their places were not answered and are"
+            " retried by the next run"
+        )
+    else:
+        final, message = "completed", None
+    if final != "refused":
+        con.execute(
+            "update runs set status = ?, finished_at = ?, succeeded = ?, failed = ?,"
+            " usage_after = ?, message = coalesce(?, message) where run_id = ?",
+            [
+                final if final != "completed_with_failures" else "completed",
+                now,
+                succeeded,
+                failed,
+                usage_after,
+                message,
+                run_id,
+            ],
+        )
+    counts = con.execute(
+        "select rows_read, rejected, duplicates, skipped_fresh, credits_estimated, message"
+        " from runs where run_id = ?",
+        [run_id],
+    ).fetchone()
+    assert counts is not None
+    started = created_at if created_at.tzinfo else created_at.replace(tzinfo=UTC)
+    return RunSummary(
+        run_id=run_id,
+        status=final,
+        target=str(target),
+        rows_read=int(counts[0]),
+        rejected=int(counts[1]),
+        duplicates=int(counts[2]),
+        skipped_fresh=int(counts[3]),
+        submitted=int(submitted),
+        succeeded=succeeded,
+        failed=failed,
+        not_answered=int(submitted) - answered,
+        credits_estimated=int(counts[4]),
+        held=totals["hold"],
+        charged=totals["charge"],
+        released=totals["release"],
+        usage_before=usage_before,
+        usage_after=usage_after,
+        usage_delta=delta,
+        ledger_vs_usage=None if delta is None else delta - totals["charge"],
+        possible_extra_credits=int(extra or 0),
+        chunks=chunks_total,
+        chunks_failed=bad,
+        seconds=round((now - started).total_seconds(), 3),
+        message=message or counts[5],
+    )

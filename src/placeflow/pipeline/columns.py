@@ -1,0 +1,146 @@
+"""Recognise which of a file's columns hold which place field (names, or explicit --map).
+
+Recognition compares names case-insensitively, ignoring spaces, underscores, hyphens and dots,
+and tries each field's synonyms in order of preference. A plain `address` column is the street
+line when the file also has a separate city or postcode column (the address is then clearly
+split into parts, as in the sample guides' `addr`); otherwise it is an unstructured address.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+
+PLACE_FIELDS = (
+    "poi_name",
+    "street",
+    "address",
+    "city",
+    "region",
+    "postcode",
+    "country",
+    "latitude",
+    "longitude",
+)
+MAPPABLE = (*PLACE_FIELDS, "id")
+
+SYNONYMS: dict[str, tuple[str, ...]] = {
+    "poi_name": (
+        "poiname",
+        "name",
+        "placename",
+        "storename",
+        "businessname",
+        "locationname",
+        "venuename",
+        "sitename",
+        "companyname",
+    ),
+    "id": ("id", "placeid", "poiid", "storeid", "locationid", "externalid", "sourceid", "recordid"),
+    "street": (
+        "street",
+        "addr",
+        "streetaddress",
+        "address1",
+        "addressline1",
+        "street1",
+        "streetline1",
+    ),
+    "address": ("fulladdress", "freeformaddress", "formattedaddress"),
+    "city": ("city", "town", "locality", "municipality", "cityname"),
+    "region": (
+        "region",
+        "state",
+        "province",
+        "stateprovince",
+        "stateorprovince",
+        "statecode",
+        "subdivision",
+        "subd",
+    ),
+    "postcode": ("postcode", "postalcode", "zip", "zipcode", "postal"),
+    "country": ("country", "countrycode", "countryname", "countryiso"),
+    "latitude": ("latitude", "lat"),
+    "longitude": ("longitude", "lon", "lng", "long"),
+}
+AMBIGUOUS_ADDRESS = "address"
+"""A bare `address` column: the street line or a full address, decided by the other columns."""
+
+_NOISE = re.compile(r"[\s_\-.\ufeff]+")
+
+
+class SourceProblem(Exception):
+    """A file cannot be read as places: the message says why and what to do (not which file)."""
+
+
+def canonical(column: str) -> str:
+    """The form names are compared in: lower case without spaces, underscores, hyphens, dots."""
+    return _NOISE.sub("", column).lower()
+
+
+def check_mapping(mapping: Mapping[str, str]) -> None:
+    """Every key of an explicit mapping must be a place field or `id`."""
+    unknown = sorted(set(mapping) - set(MAPPABLE))
+    if unknown:
+        raise SourceProblem(
+            f"--map names unknown field(s) {', '.join(map(repr, unknown))}; "
+            f"the fields are: {', '.join(MAPPABLE)}"
+        )
+    empty = sorted(k for k, v in mapping.items() if not v)
+    if empty:
+        raise SourceProblem(f"--map {empty[0]}= names no column; write --map {empty[0]}=COLUMN")
+
+
+def _describe(header: Sequence[str]) -> str:
+    if not header:
+        return "no columns"
+    shown = ", ".join(repr(c) for c in header[:20])
+    more = f" and {len(header) - 20} more" if len(header) > 20 else ""
+    return f"columns {shown}{more}"
+
+
+def _find_explicit(column: str, header: Sequence[str]) -> int | None:
+    if column in header:
+        return header.index(column)
+    loose = [i for i, c in enumerate(header) if canonical(c) == canonical(column)]
+    return loose[0] if len(loose) == 1 else None
+
+
+def resolve_columns(header: Sequence[str], mapping: Mapping[str, str]) -> dict[str, int]:
+    """Place field (or `id`) -> position of the column that holds it; explicit mapping wins."""
+    chosen: dict[str, int] = {}
+    for field, column in mapping.items():
+        position = _find_explicit(column, header)
+        if position is None:
+            raise SourceProblem(
+                f"--map {field}={column} names a column the file does not have; "
+                f"it has {_describe(header)}"
+            )
+        chosen[field] = position
+    names = [canonical(c) for c in header]
+    used = set(chosen.values())
+    for field in ("poi_name", "id", "street", "address", "city", "region", "postcode",
+                  "country", "latitude", "longitude"):  # fmt: skip
+        if field in chosen:
+            continue
+        for synonym in SYNONYMS[field]:
+            hits = [i for i, n in enumerate(names) if n == synonym and i not in used]
+            if hits:
+                chosen[field] = hits[0]
+                used.add(hits[0])
+                break
+    bare = [i for i, n in enumerate(names) if n == AMBIGUOUS_ADDRESS and i not in used]
+    if bare:
+        split = "city" in chosen or "postcode" in chosen
+        target = "street" if split and "street" not in chosen else "address"
+        if target not in chosen:
+            chosen[target] = bare[0]
+    if "poi_name" not in chosen:
+        hint = ""
+        if len(header) == 1 and any(s in header[0] for s in (";", "\t", "|")):
+            hint = " (the file may use ';', tab or '|' between values: save it comma-separated)"
+        raise SourceProblem(
+            f"no column looks like a place name; the file has {_describe(header)}{hint}. "
+            "Name the column with --map poi_name=COLUMN (if the first row is data, add a header)"
+        )
+    return chosen

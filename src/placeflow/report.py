@@ -1,0 +1,77 @@
+"""A run summary for people (text, markdown) and for machines (JSON)."""
+
+from __future__ import annotations
+
+import json
+
+from placeflow.credits import RunSummary
+
+EXIT_OK = 0
+EXIT_FAILED = 1
+"""The run stopped or some chunks failed: see the message; `placeflow resume` where it says."""
+EXIT_USAGE = 2
+"""Bad arguments or input files that cannot be read as places."""
+EXIT_REFUSED = 3
+"""Refused before spending (budget or credits), or stopped when credits ran out."""
+
+
+def exit_code_for(status: str) -> int:
+    return {"completed": EXIT_OK, "refused": EXIT_REFUSED}.get(status, EXIT_FAILED)
+
+
+def _n(value: int | None) -> str:
+    return "n/a" if value is None else f"{value:,}"
+
+
+def summary_rows(s: RunSummary) -> list[tuple[str, str]]:
+    delta = _n(s.usage_delta)
+    if s.ledger_vs_usage:
+        delta += f" (ledger charged {s.charged:,}; difference {s.ledger_vs_usage:+,})"
+    rows = [
+        ("rows read", _n(s.rows_read)),
+        ("rejected", _n(s.rejected)),
+        ("duplicates", _n(s.duplicates)),
+        ("skipped as fresh", _n(s.skipped_fresh)),
+        ("places submitted", _n(s.submitted)),
+        ("succeeded", _n(s.succeeded)),
+        ("failed", _n(s.failed)),
+        ("credits estimated (at most)", _n(s.credits_estimated)),
+        ("credits held", _n(s.held)),
+        ("credits charged", _n(s.charged)),
+        ("credits released", _n(s.released)),
+        ("usage delta (service)", delta),
+        ("time", f"{s.seconds:,.1f} s"),
+    ]
+    if s.not_answered:
+        rows.insert(7, ("not answered (retried next run)", _n(s.not_answered)))
+    if s.possible_extra_credits:
+        rows.append(("possible extra charges", _n(s.possible_extra_credits)))
+    return rows
+
+
+def text_summary(s: RunSummary) -> str:
+    head = f"run {s.run_id}: {s.status} against the {s.target}"
+    width = max(len(label) for label, _ in summary_rows(s))
+    lines = [head] + [f"  {label:<{width}}  {value}" for label, value in summary_rows(s)]
+    if s.message:
+        lines.append(f"  {s.message}")
+    return "\n".join(lines)
+
+
+def markdown_summary(s: RunSummary) -> str:
+    lines = [
+        f"# placeflow run `{s.run_id}`: {s.status}",
+        "",
+        f"Target: {s.target}",
+        "",
+        "| | |",
+        "|---|---:|",
+    ]
+    lines += [f"| {label} | {value} |" for label, value in summary_rows(s)]
+    if s.message:
+        lines += ["", s.message]
+    return "\n".join(lines) + "\n"
+
+
+def json_summary(s: RunSummary) -> str:
+    return json.dumps(s.as_dict(), sort_keys=True, default=str)

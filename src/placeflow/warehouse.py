@@ -1,0 +1,242 @@
+"""The DuckDB warehouse: one writer, versioned migrations, views, checks, frames in.
+
+Every statement lives in ``sql/``:
+
+    schema/NNN_name.sql   migrations, applied once each in version order, recorded in
+                          schema_migrations, each in its own transaction
+    views/*.sql           ``create or replace view``, re-applied on every writable connect
+    checks/*.sql          queries that return zero rows when all is well (one purpose each)
+    load/, queries/       statements the pipeline runs with parameters
+
+DuckDB lets one process open a database for writing; a second one gets `WarehouseBusy`.
+"""
+
+from __future__ import annotations
+
+import re
+import secrets
+from collections.abc import Iterator
+from contextlib import contextmanager, suppress
+from datetime import UTC, datetime
+from pathlib import Path
+
+import duckdb
+import polars as pl
+
+from placeflow.api.errors import PlaceflowError
+
+DEFAULT_DB = Path("data/placeflow.duckdb")
+MEMORY = ":memory:"
+
+_MIGRATION_FILE = re.compile(r"^(?P<version>\d{3})_(?P<name>[a-z0-9_]+)\.sql$")
+_IDENTIFIER = re.compile(r"^[a-z_][a-z0-9_]*$")
+_LOCK_PID = re.compile(r"\(PID (\d+)\)")
+
+_MIGRATIONS_TABLE = """
+create table if not exists schema_migrations (
+    version varchar primary key,
+    name varchar not null,
+    applied_at timestamptz not null
+);
+comment on table schema_migrations is 'Migrations of sql/schema/ applied to this database.';
+comment on column schema_migrations.version is 'The migration''s number, from its file name (001).';
+comment on column schema_migrations.name is 'The migration''s name, from its file name (init).';
+comment on column schema_migrations.applied_at is 'When the migration was applied.';
+"""
+
+
+class WarehouseBusy(PlaceflowError):
+    """Another process holds the database: DuckDB allows one writer at a time."""
+
+    def __init__(self, path: Path, detail: str) -> None:
+        found = _LOCK_PID.search(detail)
+        holder = f"process {found.group(1)}" if found else "another process"
+        super().__init__(
+            f"the warehouse {path} is in use by {holder} (DuckDB lets one process open a"
+            " database at a time). Wait for that run to finish, or stop it, then try again;"
+            " or point this command at another database file"
+        )
+        self.path = path
+        self.detail = detail
+
+
+class MigrationError(PlaceflowError):
+    """The database and the migrations in sql/schema/ do not fit together."""
+
+
+# --- sql/ ------------------------------------------------------------------------------------
+
+
+def sql_dir() -> Path:
+    """sql/ shipped inside the package (a wheel), else the repository checkout's sql/."""
+    here = Path(__file__).resolve().parent
+    for candidate in (here / "sql", here.parents[1] / "sql"):
+        if (candidate / "schema").is_dir():
+            return candidate
+    raise FileNotFoundError(f"placeflow's sql/ folder is missing (looked beside {here})")
+
+
+def sql_text(name: str) -> str:
+    """The text of ``sql/<name>.sql``, e.g. ``sql_text('checks/double_outcomes')``."""
+    relative = name if name.endswith(".sql") else f"{name}.sql"
+    if ".." in Path(relative).parts or Path(relative).is_absolute():
+        raise ValueError(f"not a name inside sql/: {name!r}")
+    return (sql_dir() / relative).read_text(encoding="utf-8")
+
+
+def _names(folder: str) -> list[str]:
+    return sorted(p.stem for p in (sql_dir() / folder).glob("*.sql"))
+
+
+# --- connect, migrate, views -----------------------------------------------------------------
+
+
+def connect(path: Path | str, *, read_only: bool = False) -> duckdb.DuckDBPyConnection:
+    """Open the warehouse; a writable one is created if needed, migrated and its views applied."""
+    in_memory = str(path) == MEMORY
+    target = Path(path)
+    if not in_memory:
+        if read_only and not target.exists():
+            raise FileNotFoundError(f"no warehouse at {target}: a run creates it")
+        if not read_only:
+            target.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        con = duckdb.connect(MEMORY if in_memory else str(target), read_only=read_only)
+    except duckdb.IOException as exc:
+        if "lock" in str(exc).lower():
+            raise WarehouseBusy(target, str(exc)) from exc
+        raise
+    if not read_only:
+        try:
+            migrate(con)
+            apply_views(con)
+        except BaseException:
+            con.close()
+            raise
+    return con
+
+
+def migrations() -> list[tuple[str, str]]:
+    """(version, name) of every migration file in sql/schema/, in version order."""
+    found = []
+    for path in (sql_dir() / "schema").glob("*.sql"):
+        match = _MIGRATION_FILE.match(path.name)
+        if match is None:
+            raise MigrationError(f"{path.name}: migration files are named NNN_name.sql")
+        found.append((match["version"], match["name"]))
+    versions = [v for v, _ in found]
+    if len(set(versions)) != len(versions):
+        raise MigrationError(f"two migration files share a version: {sorted(versions)}")
+    return sorted(found)
+
+
+def migrate(con: duckdb.DuckDBPyConnection) -> list[str]:
+    """Apply the migrations not yet applied, each in one transaction; return their versions."""
+    with transaction(con):
+        con.execute(_MIGRATIONS_TABLE)
+    rows = con.execute("select version from schema_migrations").fetchall()
+    applied = {str(r[0]) for r in rows}
+    known = migrations()
+    unknown = applied - {v for v, _ in known}
+    if unknown:
+        raise MigrationError(
+            f"this database has migration(s) {', '.join(sorted(unknown))} that this placeflow"
+            " does not know: it was written by a newer version; upgrade placeflow"
+        )
+    done = []
+    for version, name in known:
+        if version in applied:
+            continue
+        with transaction(con):
+            con.execute(sql_text(f"schema/{version}_{name}"))
+            con.execute(
+                "insert into schema_migrations (version, name, applied_at) values (?, ?, ?)",
+                [version, name, datetime.now(UTC)],
+            )
+        done.append(version)
+    return done
+
+
+def apply_views(con: duckdb.DuckDBPyConnection) -> list[str]:
+    """(Re)create every view of sql/views/, dependencies first whatever the file order."""
+    pending = _names("views")
+    created: list[str] = []
+    while pending:
+        failed: list[str] = []
+        last: duckdb.Error | None = None
+        for name in pending:
+            try:
+                with transaction(con):
+                    con.execute(sql_text(f"views/{name}"))
+            except duckdb.CatalogException as exc:  # it reads a view not created yet
+                failed.append(name)
+                last = exc
+            else:
+                created.append(name)
+        if len(failed) == len(pending):
+            raise MigrationError(f"views {', '.join(failed)} cannot be created: {last}")
+        pending = failed
+    return created
+
+
+# --- transactions, frames, checks ------------------------------------------------------------
+
+
+def in_transaction(con: duckdb.DuckDBPyConnection) -> bool:
+    """Whether an explicit transaction is open (autocommit gives each statement a new id)."""
+    first = con.execute("select txid_current()").fetchone()
+    second = con.execute("select txid_current()").fetchone()
+    return first == second
+
+
+@contextmanager
+def transaction(con: duckdb.DuckDBPyConnection) -> Iterator[None]:
+    """BEGIN, then COMMIT on success or ROLLBACK on any exception; inside an open transaction
+    it joins that one (the outermost block commits or rolls back everything)."""
+    if in_transaction(con):
+        yield
+        return
+    con.execute("begin transaction")
+    try:
+        yield
+    except BaseException:
+        with suppress(duckdb.Error):
+            con.execute("rollback")
+        raise
+    con.execute("commit")
+
+
+def insert_frame(con: duckdb.DuckDBPyConnection, table: str, frame: pl.DataFrame) -> int:
+    """Append a polars frame to `table`, columns matched by name (others get their defaults)."""
+    if not _IDENTIFIER.match(table):
+        raise ValueError(f"not a table name: {table!r}")
+    if frame.height == 0:
+        return 0
+    view = f"_placeflow_frame_{secrets.token_hex(4)}"
+    con.register(view, frame.to_arrow())
+    try:
+        con.execute(f'insert into "{table}" by name select * from {view}')  # noqa: S608 - checked names
+    finally:
+        con.unregister(view)
+    return frame.height
+
+
+def check_names() -> list[str]:
+    """The checks of sql/checks/, by file name."""
+    return _names("checks")
+
+
+def check_rows(con: duckdb.DuckDBPyConnection, name: str, run_id: str | None = None) -> int:
+    """How many rows one check returns (0 = pass), for one run or for all."""
+    body = sql_text(f"checks/{name}").strip().rstrip(";")
+    query = (
+        f"select count(*) from ({body}\n) as check_rows"  # noqa: S608 - our own files
+        " where cast($run_id as varchar) is null or check_rows.run_id = $run_id"
+    )
+    row = con.execute(query, {"run_id": run_id}).fetchone()
+    return int(row[0]) if row else 0
+
+
+def run_checks(con: duckdb.DuckDBPyConnection, run_id: str | None = None) -> dict[str, int]:
+    """Every check of sql/checks/: name -> rows returned (0 = pass)."""
+    return {name: check_rows(con, name, run_id) for name in check_names()}

@@ -1,0 +1,94 @@
+"""End-to-end fixtures: one Prefect test harness per session, a sandbox served on loopback,
+and the environment that points placeflow at it."""
+
+from __future__ import annotations
+
+import csv
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from placeflow.config import apply_prefect_defaults
+from placeflow.emulator import KeySpec, Sandbox, SandboxConfig, ServedSandbox
+
+apply_prefect_defaults()
+
+KEY = "sk_e2e_paid_key_7a7a"
+
+
+@pytest.fixture(scope="session")
+def prefect_api() -> Iterator[str]:
+    """One Prefect test harness for the whole session; yields its API URL for subprocesses."""
+    from prefect.settings import PREFECT_API_URL
+    from prefect.testing.utilities import prefect_test_harness
+
+    with prefect_test_harness(server_startup_timeout=120):
+        yield str(PREFECT_API_URL.value())
+
+
+class Served:
+    def __init__(self, sandbox: Sandbox, served: ServedSandbox) -> None:
+        self.sandbox = sandbox
+        self.base_url = served.base_url
+        self.files_url = served.files_url
+
+    def stats(self) -> dict[str, Any]:
+        return self.sandbox.stats()
+
+    def requests(self, route: str) -> int:
+        return sum(self.stats()["requests"].get(route, {}).values())
+
+    def credits(self) -> dict[str, int]:
+        return dict(self.stats()["keys"][KEY]["credits"])
+
+
+ServeSandbox = Callable[..., Served]
+
+
+@pytest.fixture
+def serve_sandbox(monkeypatch: pytest.MonkeyPatch) -> Iterator[ServeSandbox]:
+    """Start a sandbox on loopback and point PLACEFLOW_* at it (config overrides as kwargs)."""
+    stack: list[Any] = []
+    sandboxes: list[Sandbox] = []
+
+    def start(**overrides: Any) -> Served:
+        keys = overrides.pop("keys", (KeySpec(key=KEY, credits=1_000_000),))
+        sandbox = Sandbox(SandboxConfig(keys=keys, **overrides))
+        ctx = sandbox.serve()
+        served = ctx.__enter__()
+        stack.append(ctx)
+        sandboxes.append(sandbox)
+        monkeypatch.setenv("PLACEFLOW_API_KEY", KEY)
+        monkeypatch.setenv("PLACEFLOW_BASE_URL", served.base_url)
+        return Served(sandbox, served)
+
+    yield start
+    for ctx in reversed(stack):
+        ctx.__exit__(None, None, None)
+    for sandbox in sandboxes:
+        errors = sandbox.backend.internal_errors
+        assert not errors, f"the sandbox failed internally:\n{errors[-1]}"
+
+
+def write_csv(path: Path, rows: list[dict[str, Any]]) -> Path:
+    with path.open("w", newline="", encoding="utf-8") as f:
+        writer = csv.DictWriter(f, fieldnames=list(rows[0]))
+        writer.writeheader()
+        writer.writerows(rows)
+    return path
+
+
+def places(n: int, start: int = 0, city: str = "Springfield") -> list[dict[str, Any]]:
+    """Distinct, valid places as a user's CSV would have them."""
+    return [
+        {
+            "id": f"u{i}",
+            "name": f"Corner Shop {i}",
+            "address": f"{i} Elm Street",
+            "city": city,
+            "country": "USA",
+        }
+        for i in range(start, start + n)
+    ]
