@@ -1,5 +1,9 @@
 """SIGKILL a real `placeflow run` at each risky moment; running it again finishes the work
-without paying twice, as the sandbox's own ledger and counts show."""
+without paying twice, as the sandbox's own ledger and counts show.
+
+The killed run is always a `placeflow run` subprocess. The run that finishes it is the same
+command through the flow in this process (what the CLI calls, without paying a second Python
+start-up per case), and once `placeflow resume RUN_ID` as a subprocess."""
 
 from __future__ import annotations
 
@@ -50,6 +54,23 @@ def finish(cmd: list[str], env: dict[str, str]) -> dict[str, Any]:
     return summary
 
 
+def run_again(csv: Path, db: Path) -> dict[str, Any]:
+    """The same command as `command(csv, db)`, through the flow the CLI runs."""
+    from flows.place_refresh import place_refresh
+
+    state = place_refresh(inputs=[str(csv)], db=str(db), route="job", return_state=True)
+    summary = state.result(raise_on_failure=False)
+    assert isinstance(summary, dict) and state.is_completed(), summary
+    return summary
+
+
+def run_id_of(db: Path) -> str:
+    with duckdb.connect(str(db), read_only=True) as con:
+        rows = con.execute("select run_id from runs").fetchall()
+    assert len(rows) == 1
+    return str(rows[0][0])
+
+
 def assert_paid_once(stats: dict[str, Any], summary: dict[str, Any], db: Path) -> None:
     key = stats["keys"][KEY]
     assert stats["jobs"]["created"] == 1, "the resumed run re-attached instead of resubmitting"
@@ -92,7 +113,8 @@ def test_kill_and_run_again(
         assert gate.arrived.wait(120), f"the run never reached {route}"
         proc.kill()
     gate.open(drop=drop)
-    summary = finish(cmd, env)
+    summary = run_again(csv, db)
+    assert summary["run_id"] == run_id_of(db), "the unfinished run was resumed, not redone"
     assert_paid_once(sb.stats(), summary, db)
 
 
@@ -111,8 +133,7 @@ def test_kill_during_load_then_resume_by_id(
             assert time.monotonic() < deadline and proc.poll() is None
             time.sleep(0.001)
         proc.kill()
-    with duckdb.connect(str(db)) as con:
-        (run_id,) = con.execute("select run_id from runs").fetchone() or ("",)
+    run_id = run_id_of(db)
     resume = [sys.executable, "-m", "placeflow.cli", "resume", run_id, "--db", str(db), "--json"]
     summary = finish(resume, env)
     assert summary["run_id"] == run_id
