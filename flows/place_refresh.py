@@ -183,7 +183,7 @@ def place_refresh(
                     run_id=run_id,
                     kind=kind,
                     workdir=runner.workdir_for(db_path, run_id),
-                    poller=JobPoller(api, timeout=poll_timeout),
+                    poller=JobPoller(api, floor=1.0, timeout=poll_timeout),
                 )
                 exit_code = EXIT_OK
                 _ACTIVE[run_id] = ctx
