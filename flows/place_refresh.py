@@ -102,9 +102,9 @@ def settle_task(run_id: str, status: JobStatus) -> int:
 
 
 @task(name="account", cache_policy=NO_CACHE)
-def account_task(run_id: str) -> RunSummary:
+def account_task(run_id: str, started: datetime) -> RunSummary:
     ctx = _ACTIVE[run_id]
-    return finish(ctx.con, ctx.api, run_id)
+    return finish(ctx.con, ctx.api, run_id, started=started)
 
 
 def _execute(ctx: RunContext) -> None:
@@ -143,6 +143,7 @@ def place_refresh(
     Returns the run summary as a dict (also published as a markdown artifact); a run that
     did not complete returns a Failed state carrying the same dict, with its exit code.
     """
+    started = datetime.now(UTC)
     settings = load_settings()
     db_path = Path(db)
     try:
@@ -172,7 +173,7 @@ def place_refresh(
                         route,
                     )
                 except runner.BudgetRefused as exc:
-                    refused = finish(con, None, exc.run_id).as_dict()
+                    refused = finish(con, None, exc.run_id, started=started).as_dict()
                     return Failed(
                         message=str(exc),
                         data={**refused, "exit_code": EXIT_REFUSED, "message": str(exc)},
@@ -193,7 +194,7 @@ def place_refresh(
                     runner.interrupted(con, run_id, exc)
                     exit_code = EXIT_REFUSED
                 finally:
-                    summary = account_task(run_id)
+                    summary = account_task(run_id, started)
                     del _ACTIVE[run_id]
     except (InputError, WarehouseBusy, PlaceflowError, LookupError) as exc:
         code = EXIT_USAGE if isinstance(exc, InputError | LookupError) else EXIT_FAILED

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from placeflow.config import apply_prefect_defaults, load_settings
+from placeflow.pipeline.columns import MAPPABLE
 from placeflow.report import EXIT_FAILED, EXIT_OK, EXIT_USAGE
 
 if TYPE_CHECKING:
@@ -36,8 +37,8 @@ def _mapping(pairs: list[str]) -> dict[str, str]:
         field, sep, column = pair.partition("=")
         if not sep or not column:
             raise ValueError(f"--map takes FIELD=COLUMN, not {pair!r}")
-        if field not in FIELDS:
-            raise ValueError(f"--map field {field!r} is not one of {', '.join(FIELDS)}")
+        if field not in MAPPABLE:
+            raise ValueError(f"--map field {field!r} is not one of {', '.join(MAPPABLE)}")
         out[field] = column
     return out
 

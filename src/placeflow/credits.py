@@ -64,8 +64,12 @@ def finish(
     run_id: str,
     *,
     now: datetime | None = None,
+    started: datetime | None = None,
 ) -> RunSummary:
-    """Close the run: outcome counts, usage after, reconciliation, final status and message."""
+    """Close the run: outcome counts, usage after, reconciliation, final status and message.
+
+    `seconds` counts from `started` (when this invocation began), else from the run's opening.
+    """
     now = now or datetime.now(UTC)
     outcomes = con.execute(
         "select count(*) filter (where success), count(*) filter (where not success)"
@@ -130,7 +134,8 @@ def finish(
         [run_id],
     ).fetchone()
     assert counts is not None
-    started = created_at if created_at.tzinfo else created_at.replace(tzinfo=UTC)
+    if started is None:
+        started = created_at if created_at.tzinfo else created_at.replace(tzinfo=UTC)
     return RunSummary(
         run_id=run_id,
         status=final,

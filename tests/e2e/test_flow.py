@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Any
 
 import duckdb
+import httpx
 import pytest
 
 from placeflow.warehouse import run_checks
@@ -92,3 +93,42 @@ def test_budget_refusal_spends_nothing(tmp_path: Path, serve_sandbox: ServeSandb
     assert not [r for r in sb.stats()["requests"] if r.startswith("POST")]
     assert sb.credits()["charged"] == 0 and sb.credits()["held_total"] == 0
     assert query(db, "select status from runs") == [("refused",)]
+
+
+def test_failed_job_is_recorded_and_only_its_places_are_retried(
+    tmp_path: Path, serve_sandbox: ServeSandbox
+) -> None:
+    """A job the service fails is recorded with its error, charged nothing, and retried alone."""
+    sb = serve_sandbox()
+    a = write_csv(tmp_path / "a.csv", places(60))
+    db = tmp_path / "wh.duckdb"
+    sb.sandbox.inject("JOB", "fail")
+    state, first = run(inputs=[str(a)], db=str(db), route="job")
+    assert state == "FAILED" and first["exit_code"] == 1
+    assert first["chunks_failed"] == 1 and first["not_answered"] == 60
+    assert first["charged"] == 0 and sb.credits()["charged"] == 0
+    (status, error, code), = query(db, "select status, error, error_code from jobs")
+    assert status == "failed" and error and code == "EXTERNAL_API_ERROR"
+    state, second = run(inputs=[str(a)], db=str(db), route="job")
+    assert state == "COMPLETED" and second["submitted"] == 60
+    assert second["charged"] == sb.credits()["charged"] > 0
+    state, third = run(inputs=[str(a)], db=str(db), route="job")
+    failed_rows = second["failed"]
+    assert third["submitted"] == failed_rows, "only the places that failed are sent again"
+
+
+def test_summary_artifact_is_published(
+    tmp_path: Path, serve_sandbox: ServeSandbox, prefect_api: str
+) -> None:
+    """The flow publishes a markdown artifact with the run's counts and credits."""
+    serve_sandbox()
+    f = write_csv(tmp_path / "p.csv", places(5))
+    _, s = run(inputs=[str(f)], db=str(tmp_path / "wh.duckdb"))
+    # Prefect 3.8.8's client sends nulls its own server (with FastAPI 0.154) refuses for this
+    # filter, so the test asks the REST API directly.
+    body = {"artifacts": {"key": {"any_": ["place-refresh-summary"]}}, "limit": 50,
+            "offset": 0, "sort": "CREATED_DESC"}
+    reply = httpx.post(f"{prefect_api}/artifacts/filter", json=body, timeout=30)
+    assert reply.status_code == 200, reply.text
+    texts = [a["data"] for a in reply.json() if a["type"] == "markdown"]
+    assert any(s["run_id"] in t and "credits charged" in t for t in texts)

@@ -22,19 +22,11 @@ from placeflow.api.models import (
     JobKind,
     PricingCard,
 )
+from placeflow.pipeline.columns import PLACE_FIELDS
 
 Route = Literal["auto", "sync", "job"]
-REQUEST_FIELDS = (
-    "poi_name",
-    "street",
-    "address",
-    "city",
-    "region",
-    "postcode",
-    "country",
-    "latitude",
-    "longitude",
-)
+REQUEST_FIELDS = PLACE_FIELDS
+"""The place fields a request carries (besides its id, the place_key)."""
 JOB_MIN_REQUESTS = 3
 """A bulk job costs at least a submit, a status poll and a download."""
 

@@ -1,0 +1,54 @@
+"""The CLI's commands that need no Prefect: estimate, runs, and its argument errors."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from placeflow.cli import main
+
+
+@pytest.fixture(autouse=True)
+def _no_key(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("PLACEFLOW_API_KEY", raising=False)
+    monkeypatch.delenv("PLACEFLOW_BASE_URL", raising=False)
+
+
+SAMPLES = str(Path(__file__).resolve().parents[1] / "data" / "samples" / "*.csv")
+
+
+def test_estimate_counts_and_costs_without_spending(capsys: pytest.CaptureFixture[str],
+                                                    tmp_path: Path) -> None:
+    """`estimate` on the samples: 864 rows, 31 duplicates, 833 places, at most 833 credits."""
+    code = main(["estimate", SAMPLES, "--db", str(tmp_path / "none.duckdb"), "--json"])
+    out = json.loads(capsys.readouterr().out)
+    assert code == 0
+    assert (out["rows_read"], out["duplicates"], out["to_send"]) == (864, 31, 833)
+    assert out["credits_at_most"] == 833 and out["route"] == "job"
+    assert not (tmp_path / "none.duckdb").exists(), "estimate creates nothing"
+
+
+def test_runs_without_a_database(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    """`runs` on a missing database says there are no runs yet."""
+    assert main(["runs", "--db", str(tmp_path / "none.duckdb")]) == 0
+    assert "no runs yet" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["estimate", "nothing-here-*.csv"], "no such file"),
+        (["estimate", SAMPLES, "--map", "colour=x"], "--map field"),
+        (["estimate", SAMPLES, "--attributes", "fax"], "unknown attribute"),
+        (["estimate", SAMPLES, "--mode", "validate", "--attributes", "phone"], "enrich only"),
+    ],
+)
+def test_bad_arguments_are_exit_code_2_with_a_message(
+    capsys: pytest.CaptureFixture[str], argv: list[str], message: str
+) -> None:
+    """Bad arguments or inputs end with exit code 2 and a one-line reason, no traceback."""
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert message in err and "Traceback" not in err
