@@ -196,8 +196,9 @@ def place_refresh(
                 finally:
                     summary = account_task(run_id, started)
                     del _ACTIVE[run_id]
-    except (InputError, WarehouseBusy, PlaceflowError, LookupError) as exc:
-        code = EXIT_USAGE if isinstance(exc, InputError | LookupError) else EXIT_FAILED
+    except (InputError, WarehouseBusy, PlaceflowError, LookupError, ValueError) as exc:
+        usage = isinstance(exc, InputError | LookupError | ValueError)
+        code = EXIT_USAGE if usage else EXIT_FAILED
         return Failed(
             message=str(exc), data={"status": "failed", "message": str(exc), "exit_code": code}
         )

@@ -52,3 +52,13 @@ def test_bad_arguments_are_exit_code_2_with_a_message(
     assert main(argv) == 2
     err = capsys.readouterr().err
     assert message in err and "Traceback" not in err
+
+
+def test_a_key_without_a_base_url_is_refused(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """PLACEFLOW_API_KEY without PLACEFLOW_BASE_URL is a usage error; the key is not echoed."""
+    monkeypatch.setenv("PLACEFLOW_API_KEY", "sk_live_secret_value_9999")
+    assert main(["estimate", SAMPLES]) == 2
+    err = capsys.readouterr().err
+    assert "PLACEFLOW_BASE_URL" in err and "sk_live_secret_value" not in err

@@ -173,6 +173,7 @@ def _run(args: argparse.Namespace) -> int:
         if args.command == "run"
         else {"resume_run_id": args.run_id, "db": args.db}
     )
+    load_settings()  # a key without a base URL is refused here, before Prefect starts
     apply_prefect_defaults()
     from flows.place_refresh import place_refresh  # Prefect loads only for runs
 

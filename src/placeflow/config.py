@@ -12,9 +12,6 @@ from dataclasses import dataclass, field
 
 from placeflow.redact import Secret
 
-DEFAULT_BASE_URL = "https://api.placedata.example"
-"""Used only with a key and no PLACEFLOW_BASE_URL; set PLACEFLOW_BASE_URL to the real address."""
-
 PREFECT_DEFAULTS = {
     # Offline, Prefect's analytics send fails noisily; nothing here should phone home.
     "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
@@ -41,14 +38,20 @@ class Settings:
 
 
 def load_settings(env: Mapping[str, str] | None = None) -> Settings:
-    """Read PLACEFLOW_API_KEY and PLACEFLOW_BASE_URL (blank counts as unset)."""
+    """Read PLACEFLOW_API_KEY and PLACEFLOW_BASE_URL (blank counts as unset).
+
+    A key needs the service's base URL: the spec gives it only as {base_url}, so there is no
+    default to guess, and a key sent to a guessed host would be a leak.
+    """
     env = os.environ if env is None else env
     key = env.get("PLACEFLOW_API_KEY", "").strip()
     base = env.get("PLACEFLOW_BASE_URL", "").strip()
-    return Settings(
-        api_key=Secret(key) if key else None,
-        base_url=base or (DEFAULT_BASE_URL if key else None),
-    )
+    if key and not base:
+        raise ValueError(
+            "PLACEFLOW_API_KEY is set but PLACEFLOW_BASE_URL is not: set it to the"
+            " service's base URL (or unset the key to use the embedded sandbox)"
+        )
+    return Settings(api_key=Secret(key) if key else None, base_url=base or None)
 
 
 def apply_prefect_defaults(env: dict[str, str] | None = None) -> None:

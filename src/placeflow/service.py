@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import hashlib
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -21,22 +23,31 @@ class Target:
     label: str
     limits: RateLimits
 
-    def client(
-        self, *, limiter: RateLimiter | None = None, timeout: float = 30.0
-    ) -> PlaceApiClient:
-        if limiter is not None:
-            return PlaceApiClient(
-                base_url=self.base_url,
-                api_key=self.api_key.reveal(),
-                limiter=limiter,
-                timeout=timeout,
-            )
+    def client(self, *, timeout: float = 30.0) -> PlaceApiClient:
+        """A client whose limiter is shared with every other client of this key in the process."""
         return PlaceApiClient(
             base_url=self.base_url,
             api_key=self.api_key.reveal(),
-            limits=self.limits,
+            limiter=shared_limiter(self),
             timeout=timeout,
         )
+
+
+_LIMITERS: dict[str, RateLimiter] = {}
+_LIMITERS_LOCK = threading.Lock()
+
+
+def shared_limiter(target: Target) -> RateLimiter:
+    """One rate limiter per key and service per process: concurrent runs share the key's limits.
+
+    Registered under a digest of the key, so the registry holds no key in clear.
+    """
+    ident = hashlib.sha256(f"{target.base_url}|{target.api_key.reveal()}".encode()).hexdigest()
+    with _LIMITERS_LOCK:
+        limiter = _LIMITERS.get(ident)
+        if limiter is None:
+            limiter = _LIMITERS[ident] = RateLimiter(target.limits)
+        return limiter
 
 
 @contextmanager
