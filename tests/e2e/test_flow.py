@@ -107,7 +107,7 @@ def test_failed_job_is_recorded_and_only_its_places_are_retried(
     assert state == "FAILED" and first["exit_code"] == 1
     assert first["chunks_failed"] == 1 and first["not_answered"] == 60
     assert first["charged"] == 0 and sb.credits()["charged"] == 0
-    (status, error, code), = query(db, "select status, error, error_code from jobs")
+    ((status, error, code),) = query(db, "select status, error, error_code from jobs")
     assert status == "failed" and error and code == "EXTERNAL_API_ERROR"
     state, second = run(inputs=[str(a)], db=str(db), route="job")
     assert state == "COMPLETED" and second["submitted"] == 60
@@ -126,9 +126,100 @@ def test_summary_artifact_is_published(
     _, s = run(inputs=[str(f)], db=str(tmp_path / "wh.duckdb"))
     # Prefect 3.8.8's client sends nulls its own server (with FastAPI 0.154) refuses for this
     # filter, so the test asks the REST API directly.
-    body = {"artifacts": {"key": {"any_": ["place-refresh-summary"]}}, "limit": 50,
-            "offset": 0, "sort": "CREATED_DESC"}
+    body = {
+        "artifacts": {"key": {"any_": ["place-refresh-summary"]}},
+        "limit": 50,
+        "offset": 0,
+        "sort": "CREATED_DESC",
+    }
     reply = httpx.post(f"{prefect_api}/artifacts/filter", json=body, timeout=30)
     assert reply.status_code == 200, reply.text
     texts = [a["data"] for a in reply.json() if a["type"] == "markdown"]
     assert any(s["run_id"] in t and "credits charged" in t for t in texts)
+
+
+def test_refused_when_the_key_cannot_cover_the_holds(
+    tmp_path: Path, serve_sandbox: ServeSandbox
+) -> None:
+    """A key whose available credits cannot hold the run is refused before any POST."""
+    from placeflow.emulator import KeySpec
+
+    from .conftest import KEY
+
+    sb = serve_sandbox(keys=(KeySpec(key=KEY, credits=30),))
+    f = write_csv(tmp_path / "p.csv", places(50))
+    state, s = run(inputs=[str(f)], db=str(tmp_path / "wh.duckdb"), route="job")
+    assert state == "FAILED" and s["exit_code"] == 3
+    assert "30 available" in s["message"] and "add credits" in s["message"]
+    assert not [r for r in sb.stats()["requests"] if r.startswith("POST")]
+    assert sb.credits()["held_total"] == 0
+
+
+def test_the_key_appears_nowhere(
+    tmp_path: Path,
+    serve_sandbox: ServeSandbox,
+    capfd: pytest.CaptureFixture[str],
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """After a run with faults, the key's text is in no output, log, warehouse value or file."""
+    from .conftest import KEY
+
+    sb = serve_sandbox()
+    sb.sandbox.inject("POST /v1/jobs/enrich", "500")
+    sb.sandbox.inject("GET /files", "corrupt")
+    f = write_csv(tmp_path / "p.csv", places(40))
+    db = tmp_path / "wh.duckdb"
+    state, s = run(inputs=[str(f)], db=str(db), route="job")
+    assert state == "COMPLETED"
+    out, err = capfd.readouterr()
+    assert KEY not in out + err + caplog.text and KEY not in str(s)
+    assert sb.stats()["downloads"]["with_api_key"] == 0
+    with duckdb.connect(str(db), read_only=True) as con:
+        tables = [t for (t,) in con.execute("select table_name from duckdb_tables()").fetchall()]
+        for table in tables:
+            dump = con.execute(f'select * from "{table}"').fetchall()
+            assert KEY not in str(dump), f"the key is stored in {table}"
+    for path in tmp_path.rglob("*"):
+        if path.is_file() and path.suffix != ".duckdb":
+            data = path.read_bytes()
+            assert KEY.encode() not in data, f"the key is in {path}"
+            if path.suffix == ".gz":
+                import gzip
+
+                assert KEY.encode() not in gzip.decompress(data)
+    assert KEY.encode() not in db.read_bytes()
+
+
+def test_a_second_run_on_a_busy_database_refuses_clearly(
+    tmp_path: Path, serve_sandbox: ServeSandbox
+) -> None:
+    """While another process writes the warehouse, a run stops at once with a clear message."""
+    import subprocess
+    import sys
+
+    sb = serve_sandbox()
+    db = tmp_path / "wh.duckdb"
+    duckdb.connect(str(db)).close()
+    holder = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import duckdb, sys, time; c = duckdb.connect(sys.argv[1]);"
+            " print('locked', flush=True); time.sleep(60)",
+            str(db),
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "locked"
+        f = write_csv(tmp_path / "p.csv", places(5))
+        state, s = run(inputs=[str(f)], db=str(db))
+    finally:
+        holder.kill()
+        holder.wait()
+        if holder.stdout is not None:
+            holder.stdout.close()
+    assert state == "FAILED" and s["exit_code"] == 1
+    assert str(db) in s["message"]
+    assert sb.stats()["requests"] == {}, "nothing was sent"

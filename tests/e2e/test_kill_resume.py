@@ -49,7 +49,8 @@ def environment(base_url: str, prefect_api: str) -> dict[str, str]:
 def finish(cmd: list[str], env: dict[str, str]) -> dict[str, Any]:
     done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=180, cwd=ROOT)
     assert done.returncode == 0, done.stderr[-3000:]
-    assert "Traceback" not in done.stderr, done.stderr[-3000:]
+    for text in (done.stdout, done.stderr):
+        assert "Traceback" not in text and " ERROR " not in text, text[-3000:]
     summary: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
     return summary
 
