@@ -137,6 +137,7 @@ def place_refresh(
     route: str = "auto",
     resume_run_id: str | None = None,
     poll_timeout: float = 3600.0,
+    chunk_rows: int = 10_000,
 ) -> Any:
     """Validate or enrich places from files into DuckDB, spending the fewest credits.
 
@@ -144,9 +145,21 @@ def place_refresh(
     did not complete returns a Failed state carrying the same dict, with its exit code.
     """
     started = datetime.now(UTC)
-    settings = load_settings()
     db_path = Path(db)
     try:
+        settings = load_settings()
+        options = run_options(
+            mode=mode,
+            attributes=attributes,
+            include_summary=include_summary,
+            max_credits=max_credits,
+            max_age=max_age,
+            force=force,
+            mapping=mapping,
+            encoding=encoding,
+            route=route,
+            chunk_rows=chunk_rows,
+        )
         with (
             connect(db_path) as con,
             open_target(api_key=settings.api_key, base_url=settings.base_url) as target,
@@ -155,23 +168,7 @@ def place_refresh(
                 print(f"placeflow: no PLACEFLOW_API_KEY set; using the {target.label}")
             with target.client() as api:
                 try:
-                    run_id, kind = _open(
-                        con,
-                        api,
-                        target,
-                        db,
-                        inputs,
-                        resume_run_id,
-                        mode,
-                        attributes,
-                        include_summary,
-                        max_credits,
-                        max_age,
-                        force,
-                        mapping,
-                        encoding,
-                        route,
-                    )
+                    run_id, kind = _open(con, api, target, db, inputs, resume_run_id, options)
                 except runner.BudgetRefused as exc:
                     refused = finish(con, None, exc.run_id, started=started).as_dict()
                     return Failed(
@@ -220,31 +217,12 @@ def _open(
     db: str,
     inputs: list[str] | None,
     resume_run_id: str | None,
-    mode: str,
-    attributes: list[str] | None,
-    include_summary: bool,
-    max_credits: int | None,
-    max_age: float,
-    force: bool,
-    mapping: dict[str, str] | None,
-    encoding: str,
-    route: str,
+    options: RunOptions,
 ) -> tuple[str, JobKind]:
     """Resume the named (or an unfinished identical) run, or prepare and open a new one."""
     if resume_run_id:
         row = runner.load_run(con, resume_run_id)
         return row.run_id, row.options.mode
-    options = run_options(
-        mode=mode,
-        attributes=attributes,
-        include_summary=include_summary,
-        max_credits=max_credits,
-        max_age=max_age,
-        force=force,
-        mapping=mapping,
-        encoding=encoding,
-        route=route,
-    )
     same = runner.unfinished_run(con, runner.fingerprint(inputs or [], options))
     if same:
         return same, options.mode

@@ -81,6 +81,13 @@ def _common(p: argparse.ArgumentParser) -> None:
         default="auto",
         help="synchronous calls, bulk jobs, or whichever takes fewer requests (auto)",
     )
+    p.add_argument(
+        "--chunk-rows",
+        type=int,
+        default=10_000,
+        metavar="N",
+        help="places per bulk job, 1 to 10,000 (default 10,000)",
+    )
     p.add_argument("--json", action="store_true", help="print one machine-readable summary")
 
 
@@ -151,6 +158,7 @@ def _flow_params(args: argparse.Namespace) -> dict[str, Any]:
         mapping=mapping,
         encoding=args.encoding,
         route=args.route,
+        chunk_rows=args.chunk_rows,
     )  # checks them
     return {
         "inputs": list(args.inputs),
@@ -164,6 +172,7 @@ def _flow_params(args: argparse.Namespace) -> dict[str, Any]:
         "mapping": mapping,
         "encoding": args.encoding,
         "route": args.route,
+        "chunk_rows": args.chunk_rows,
     }
 
 

@@ -78,21 +78,23 @@ def finish(
         [run_id, run_id],
     ).fetchone()
     succeeded, failed = (int(outcomes[0]), int(outcomes[1])) if outcomes else (0, 0)
-    chunk_states = dict(
-        con.execute(
-            "select status, count(*) from jobs where run_id = ? group by status", [run_id]
-        ).fetchall()
-    )
-    chunks_total = sum(int(v) for v in chunk_states.values())
-    bad = sum(int(chunk_states.get(s, 0)) for s in ("failed", "timed_out"))
-    unfinished = chunks_total - bad - int(chunk_states.get("loaded", 0))
+    states = con.execute(
+        "select count(*),"
+        " count(*) filter (where status in ('failed', 'timed_out') or error_code is not null),"
+        " count(*) filter (where status = 'loaded' or status in ('failed', 'timed_out'))"
+        " from jobs where run_id = ?",
+        [run_id],
+    ).fetchone()
+    chunks_total, bad, ended = (int(v) for v in states) if states else (0, 0, 0)
+    # A chunk ends failed, timed out (then cancelled, its processed rows loaded) or loaded.
+    unfinished = chunks_total - ended
     run = con.execute(
-        "select usage_before, submitted, status, created_at, target, possible_extra_credits"
-        " from runs where run_id = ?",
+        "select usage_before, submitted, status, created_at, target, possible_extra_credits,"
+        " message from runs where run_id = ?",
         [run_id],
     ).fetchone()
     assert run is not None
-    usage_before, submitted, status, created_at, target, extra = run
+    usage_before, submitted, status, created_at, target, extra, stored = run
     usage_after = (
         api.usage().current_usage if api is not None and usage_before is not None else None
     )
@@ -105,7 +107,11 @@ def finish(
         final, message = "refused", None
     elif unfinished:
         final = "interrupted"
-        message = f"{unfinished} chunk(s) unfinished: `placeflow resume {run_id}` finishes them"
+        message = (
+            stored
+            if status == "interrupted" and stored
+            else f"{unfinished} chunk(s) unfinished: `placeflow resume {run_id}` finishes them"
+        )
     elif bad:
         final = "completed_with_failures"
         message = (

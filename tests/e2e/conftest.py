@@ -92,3 +92,25 @@ def places(n: int, start: int = 0, city: str = "Springfield") -> list[dict[str, 
         }
         for i in range(start, start + n)
     ]
+
+
+@pytest.fixture(scope="module")
+def serve_sandbox_module() -> Iterator[ServeSandbox]:
+    """Like `serve_sandbox`, for module-scoped fixtures (sets the environment itself)."""
+    mp = pytest.MonkeyPatch()
+    stack: list[Any] = []
+
+    def start(**overrides: Any) -> Served:
+        keys = overrides.pop("keys", (KeySpec(key=KEY, credits=1_000_000),))
+        sandbox = Sandbox(SandboxConfig(keys=keys, **overrides))
+        ctx = sandbox.serve()
+        served = ctx.__enter__()
+        stack.append(ctx)
+        mp.setenv("PLACEFLOW_API_KEY", KEY)
+        mp.setenv("PLACEFLOW_BASE_URL", served.base_url)
+        return Served(sandbox, served)
+
+    yield start
+    for ctx in reversed(stack):
+        ctx.__exit__(None, None, None)
+    mp.undo()

@@ -90,6 +90,7 @@ def run_options(
     mapping: dict[str, str] | None = None,
     encoding: str = "utf8",
     route: str = "auto",
+    chunk_rows: int = MAX_JOB_ROWS,
 ) -> RunOptions:
     """RunOptions from the CLI's and the flow's plain parameters (checked here, once)."""
     if mode not in ("validate", "enrich"):
@@ -106,6 +107,7 @@ def run_options(
         route=route,  # type: ignore[arg-type]  # checked above
         mapping=tuple(sorted((mapping or {}).items())),
         encoding=encoding,
+        chunk_rows=chunk_rows,
     )
 
 

@@ -1,0 +1,206 @@
+"""How far ahead of a one-request-per-place loop placeflow is, and how close to the limits.
+
+Builds its inputs from real place data (the airports of the `airportsdata` package when it is
+installed, and the sample restaurants), serves sandboxes on loopback from this process, runs the
+pipeline as a user does (`python -m placeflow.cli run FILE --db DB --json`, a subprocess whose
+wall time, CPU time and peak RSS are measured apart from the sandbox's), and writes
+bench/RESULTS.md. One Prefect server is started once for the whole benchmark and shared by
+every pipeline process. Measured, side by side:
+
+1. requests per 1,000 input rows, counted by the sandbox: the pipeline's job route, its sync
+   route, a naive one-request-per-place loop and an enrich-batch-of-10 loop;
+2. wall time of the job route against the least possible time at a realistic processing rate;
+3. local overhead at the sandbox's fastest setting against a bare DuckDB baseline;
+4. peak RSS of the pipeline process per input size;
+5. credits per unique valid place on a first run (unique and 30%-duplicates inputs) and on an
+   unchanged rerun.
+
+    python3 -m uv run --frozen python bench/pipeline_bench.py [--sizes 10000,100000,1000000]
+        [--real-rows 100000] [--rate 2000] [--quick] [--smoke]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import inputs  # noqa: E402  # bench helper, beside this script
+import measure  # noqa: E402
+import naive  # noqa: E402
+import report  # noqa: E402
+
+from placeflow.config import apply_prefect_defaults  # noqa: E402
+from placeflow.emulator import KeySpec, Sandbox, SandboxConfig  # noqa: E402
+
+KEY = "sk_bench_paid_key_6b6b"
+CHUNK_ROWS = 10_000
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--sizes", default="10000,100000,1000000",
+                   help="input sizes (rows) for local overhead and memory (comma-separated)")
+    p.add_argument("--real-rows", type=int, default=100_000,
+                   help="rows of the realistic-rate run (requests and wall time vs bound)")
+    p.add_argument("--rate", type=float, default=2_000.0,
+                   help="sandbox rows per second per running job in the realistic-rate run")
+    p.add_argument("--max-running", type=int, default=2, help="sandbox running-job cap")
+    p.add_argument("--sample", type=int, default=500,
+                   help="rows sent by the sync route and the naive loops (projected beyond)")
+    p.add_argument("--naive-scale", type=float, default=0.01,
+                   help="rate-window scale for the naive loops' sample (wall time is projected)")
+    p.add_argument("--dup-rows", type=int, default=100_000, help="rows of the duplicates input")
+    p.add_argument("--dup-share", type=float, default=0.30, help="share of duplicate rows")
+    p.add_argument("--quick", action="store_true",
+                   help="smaller run: sizes 10000,100000, real/dup rows 20000, sample 200")
+    p.add_argument("--smoke", action="store_true",
+                   help="tiny sizes and no Prefect-backed pipeline runs: proves the script works")
+    p.add_argument("--workdir", default=None, help="keep inputs and warehouses here")
+    p.add_argument("--out", default=str(Path(__file__).with_name("RESULTS.md")))
+    args = p.parse_args(argv)
+    if args.quick:
+        args.sizes, args.real_rows, args.dup_rows, args.sample = "10000,100000", 20_000, 20_000, 200
+    if args.smoke:
+        args.sizes, args.real_rows, args.dup_rows, args.sample = "300", 300, 300, 30
+    args.size_list = [int(s) for s in args.sizes.split(",") if s.strip()]
+    return args
+
+
+@contextmanager
+def prefect_server(enabled: bool) -> Iterator[tuple[str | None, float]]:
+    """One Prefect test server for every pipeline process of the benchmark: (API URL, start s)."""
+    if not enabled:
+        yield None, 0.0
+        return
+    apply_prefect_defaults()
+    from prefect.settings import PREFECT_API_URL
+    from prefect.testing.utilities import prefect_test_harness
+
+    t0 = time.perf_counter()
+    with prefect_test_harness(server_startup_timeout=180):
+        yield str(PREFECT_API_URL.value()), time.perf_counter() - t0
+
+
+@contextmanager
+def sandbox(**overrides: Any) -> Iterator[tuple[Sandbox, str]]:
+    sb = Sandbox(SandboxConfig(keys=(KeySpec(key=KEY, credits=10**10),), **overrides))
+    with sb.serve() as served:
+        yield sb, served.base_url
+    errors = sb.backend.internal_errors
+    if errors:
+        raise RuntimeError(f"the sandbox failed internally:\n{errors[-1]}")
+
+
+class Pipeline:
+    """Runs `placeflow run` as a subprocess against a served sandbox, measuring it."""
+
+    def __init__(self, prefect_api: str | None, work: Path) -> None:
+        self.prefect_api = prefect_api
+        self.work = work
+
+    def run(self, sb: Sandbox, base_url: str, csv: Path, db: Path, *extra: str) -> measure.Run:
+        env = dict(os.environ, PLACEFLOW_API_KEY=KEY, PLACEFLOW_BASE_URL=base_url)
+        if self.prefect_api:
+            env["PREFECT_API_URL"] = self.prefect_api
+        before = sb.stats()
+        cmd = [sys.executable, "-m", "placeflow.cli", "run", str(csv), "--db", str(db), "--json",
+               *extra]
+        child = measure.child(cmd, env=env, cwd=self.work)
+        return measure.Run(child, before, sb.stats(), KEY)
+
+
+def job_schedule_bound(places: int, rate: float, slots: int) -> tuple[int, float]:
+    """(jobs, least seconds): chunks of 10,000 run FIFO on `slots` slots at `rate` rows/s each."""
+    sizes = [min(CHUNK_ROWS, places - i) for i in range(0, places, CHUNK_ROWS)]
+    free = [0.0] * slots
+    for rows in sizes:
+        i = free.index(min(free))
+        free[i] += rows / rate
+    return len(sizes), max(free) if sizes else 0.0
+
+
+def scenario_realistic(args: argparse.Namespace, pool: inputs.Pool, pipe: Pipeline | None,
+                       work: Path) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    csv = inputs.write(inputs.unique_frame(pool, args.real_rows), work / "real.csv")
+    sample_csv = inputs.write(inputs.unique_frame(pool, args.sample, offset=args.real_rows),
+                              work / "sample.csv")
+    if pipe is not None:
+        with sandbox(rows_per_second=args.rate, max_running_jobs=args.max_running) as (sb, url):
+            out["job"] = pipe.run(sb, url, csv, work / "real.duckdb", "--route", "job")
+            out["job_rerun"] = pipe.run(sb, url, csv, work / "real.duckdb", "--route", "job")
+            out["sync"] = pipe.run(sb, url, sample_csv, work / "sync.duckdb", "--route", "sync")
+    for batch in (1, 10):
+        with sandbox(rate_window_scale=args.naive_scale) as (sb, url):
+            before = sb.stats()
+            loop = naive.run_loop(base_url=url, api_key=KEY, path=sample_csv, rows=args.sample,
+                                  batch=batch, window_scale=args.naive_scale)
+            out[f"naive{batch}"] = (loop, measure.delta(before, sb.stats(), KEY))
+    return out
+
+
+def scenario_credits(args: argparse.Namespace, pool: inputs.Pool, pipe: Pipeline,
+                     work: Path) -> dict[str, Any]:
+    frame, unique = inputs.with_duplicates(pool, args.dup_rows, args.dup_share)
+    csv = inputs.write(frame, work / "dups.csv")
+    with sandbox(rate_window_scale=0.001) as (sb, url):
+        first = pipe.run(sb, url, csv, work / "dups.duckdb", "--route", "job")
+        rerun = pipe.run(sb, url, csv, work / "dups.duckdb", "--route", "job")
+    return {"first": first, "rerun": rerun, "unique": unique, "rows": frame.height}
+
+
+def scenario_overhead(args: argparse.Namespace, pool: inputs.Pool, pipe: Pipeline,
+                      work: Path) -> list[dict[str, Any]]:
+    rows = []
+    for n in args.size_list:
+        csv = inputs.write(inputs.unique_frame(pool, n), work / f"u{n}.csv")
+        db = work / f"u{n}.duckdb"
+        with sandbox(rows_per_second=None, rate_window_scale=0.001) as (sb, url):
+            run = pipe.run(sb, url, csv, db, "--route", "job")
+        files = f"{work}/runs/{run.summary.get('run_id')}/chunk-*/*.jsonl.gz"
+        base = measure.baseline(csv, files, work / f"base{n}.duckdb", cwd=work)
+        rows.append({"rows": n, "run": run, "baseline": base})
+        csv.unlink()
+    return rows
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = parse_args(argv)
+    started = datetime.now(UTC)
+    command = report.command_line(argv if argv is not None else sys.argv[1:])
+    work = Path(args.workdir) if args.workdir else Path(tempfile.mkdtemp(prefix="pipeline_bench_"))
+    work.mkdir(parents=True, exist_ok=True)
+    pool = inputs.load_pool()
+    results: dict[str, Any] = {"pool": pool.source, "args": args}
+    t0 = time.perf_counter()
+    try:
+        with prefect_server(not args.smoke) as (prefect_api, prefect_start):
+            results["prefect_start"] = prefect_start
+            pipe = Pipeline(prefect_api, work) if not args.smoke else None
+            results["realistic"] = scenario_realistic(args, pool, pipe, work)
+            if pipe is not None:
+                results["credits"] = scenario_credits(args, pool, pipe, work)
+                results["overhead"] = scenario_overhead(args, pool, pipe, work)
+    finally:
+        if not args.workdir:
+            shutil.rmtree(work, ignore_errors=True)
+    results["total_seconds"] = time.perf_counter() - t0
+    text = report.render(results, command=command, started=started,
+                         machine=report.machine(), bound=job_schedule_bound)
+    Path(args.out).write_text(text)
+    sys.stdout.write(text)
+
+
+if __name__ == "__main__":
+    main()
