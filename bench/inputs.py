@@ -12,11 +12,12 @@ from __future__ import annotations
 
 import csv
 import random
-import re
 from dataclasses import dataclass
 from pathlib import Path
 
 import polars as pl
+
+from placeflow.pipeline.placekey import name_identity, street_identity, words
 
 SAMPLES = Path(__file__).resolve().parent.parent / "data" / "samples"
 COLUMNS = ("id", "name", "address", "city", "state", "country", "lat", "lon")
@@ -28,12 +29,8 @@ class Pool:
     source: str
 
 
-def _identity(name: str, address: str, city: str) -> str:
-    return re.sub(r"[^a-z0-9]+", " ", f"{name}|{address}|{city}".lower()).strip()
-
-
 def load_pool() -> Pool:
-    """The base places, one row per distinct place (by a rough identity), and where they came from."""
+    """The base places, one row per distinct place, and where they came from."""
     rows: list[dict[str, object]] = []
     sources = []
     try:
@@ -60,18 +57,23 @@ def load_pool() -> Pool:
                 )
                 n_samples += 1
     sources.append(f"data/samples ({n_samples:,} restaurants)")
-    seen: set[str] = set()
-    unique = []
-    for r in rows:
-        ident = _identity(str(r["name"]), str(r["address"]), str(r["city"]))
-        if ident not in seen:
-            seen.add(ident)
-            unique.append(r)
     frame = pl.DataFrame(
-        unique,
+        rows,
         schema={"name": pl.Utf8, "address": pl.Utf8, "city": pl.Utf8, "state": pl.Utf8,
                 "country": pl.Utf8, "lat": pl.Float64, "lon": pl.Float64},
     )
+    # One row per place as the pipeline identifies places (its own name and street rules), so
+    # that a "unique" input really has no duplicates (Fodor's and Zagat share restaurants).
+    ident = pl.DataFrame({
+        "n": name_identity(frame["name"]),
+        "a": street_identity(frame["address"].fill_null("")),
+        "c": words(frame["city"].fill_null("")),
+        "k": frame["country"],
+        "la": frame["lat"].round(4),
+        "lo": frame["lon"].round(4),
+    })
+    first = ident.with_row_index("i").unique(subset=ident.columns, keep="first")["i"].sort()
+    frame = frame.select(pl.all().gather(first))
     return Pool(frame, " + ".join(sources) + f"; {frame.height:,} distinct base places")
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -223,3 +224,91 @@ def test_a_second_run_on_a_busy_database_refuses_clearly(
     assert state == "FAILED" and s["exit_code"] == 1
     assert str(db) in s["message"]
     assert sb.stats()["requests"] == {}, "nothing was sent"
+
+
+def test_hostile_rows_are_rejected_or_kept_verbatim(
+    tmp_path: Path, serve_sandbox: ServeSandbox
+) -> None:
+    """Bad rows are rejected with reasons and never sent; odd but valid strings go verbatim."""
+    sb = serve_sandbox()
+    kept = [
+        "'; drop table runs; --",
+        '=HYPERLINK("http://evil.example","x")',
+        "Café 🍕 ☕",
+        "مطعم الشام",
+        "Robert'); DELETE FROM jobs;--",
+    ]
+    rows = [
+        {
+            "id": f"k{i}",
+            "name": name,
+            "address": f"{i} Main St",
+            "city": "Springfield",
+            "country": "US",
+            "lat": "",
+            "lon": "",
+        }
+        for i, name in enumerate(kept)
+    ]
+    rows += [
+        {
+            "id": "r1",
+            "name": "x" * 201,
+            "address": "1 A St",
+            "city": "C",
+            "country": "US",
+            "lat": "",
+            "lon": "",
+        },
+        {
+            "id": "r2",
+            "name": "Far North",
+            "address": "",
+            "city": "C",
+            "country": "US",
+            "lat": "95.5",
+            "lon": "10",
+        },
+        {
+            "id": "r3",
+            "name": "Nowhere",
+            "address": "",
+            "city": "C",
+            "country": "Atlantis",
+            "lat": "",
+            "lon": "",
+        },
+        {
+            "id": "r4",
+            "name": "N/A",
+            "address": "2 B St",
+            "city": "C",
+            "country": "US",
+            "lat": "",
+            "lon": "",
+        },
+        {
+            "id": "h1",
+            "name": "Half Given",
+            "address": "3 C St",
+            "city": "C",
+            "country": "US",
+            "lat": "40.1",
+            "lon": "",
+        },
+    ]
+    f = write_csv(tmp_path / "hostile.csv", rows)
+    db = tmp_path / "wh.duckdb"
+    state, s = run(inputs=[str(f)], db=str(db))
+    assert state == "COMPLETED" and s["rows_read"] == 10 and s["rejected"] == 4
+    assert s["submitted"] == 6
+    statuses = {code for counts in sb.stats()["requests"].values() for code in counts}
+    assert statuses == {"200"}, "no request for a bad row ever reached the service"
+    rejects = dict(query(db, "select source_id, reason from rejects order by source_id"))
+    assert "200" in rejects["r1"] and "95.5" in rejects["r2"]
+    assert "Atlantis" in rejects["r3"] and "poi_name" in rejects["r4"]
+    sent = [json.loads(r) for (r,) in query(db, "select request from run_places")]
+    assert sorted(p["poi_name"] for p in sent if p["poi_name"] != "Half Given") == sorted(kept)
+    (note,) = query(db, "select note from run_rows where source_id = 'h1'")[0]
+    assert "longitude" in note
+    assert query(db, "select count(*) from runs") == [(1,)]
