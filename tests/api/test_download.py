@@ -180,3 +180,13 @@ def test_file_host_down_is_unavailable_not_unverified(tmp_path: Path) -> None:
     with pytest.raises(ResultUnavailable, match="could not be fetched in 2 attempt"):
         fetch(script, status_of(GOOD), tmp_path, max_attempts=2)
     assert len(script.requests) == 2 and list(tmp_path.iterdir()) == []
+
+
+def test_a_batch_id_never_becomes_a_path() -> None:
+    """Whatever batch_id the server sends, the local file name stays inside the destination."""
+    from placeflow.api.download import local_name
+
+    assert local_name("job_0123456789abcdef01234567") == "job_0123456789abcdef01234567"
+    for hostile in ("../../etc/passwd", "/abs/path", "a/b", "..", "x" * 300, "name\x00.gz"):
+        name = local_name(hostile)
+        assert "/" not in name and ".." not in name and "\x00" not in name and len(name) <= 100

@@ -45,6 +45,7 @@ SCENARIOS = [
     pytest.param({"slow_rate": 0.4, "slow_seconds": 0.3}, id="slow-responses", marks=slow),
     pytest.param({"truncate_download_rate": 1.0}, id="truncated-downloads", marks=slow),
     pytest.param({"corrupt_download_rate": 1.0}, id="corrupted-downloads"),
+    pytest.param({"expire_url_rate": 1.0}, id="expired-urls", marks=slow),
     pytest.param({"job_fail_rate": 0.5}, id="failed-jobs", marks=slow),
     pytest.param(ALL_TOGETHER, id="all-together"),
 ]

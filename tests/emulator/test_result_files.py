@@ -82,3 +82,15 @@ def test_random_download_faults_strike_first_downloads_only(make_harness: MakeHa
     entry = file_entry(h, finished_job(h))
     assert len(fetch(h, str(entry["url"])).content) < int(str(entry["size_bytes"]))
     assert len(fetch(h, str(entry["url"])).content) == entry["size_bytes"]
+
+
+def test_expired_first_download_then_a_fresh_url_works(make_harness: MakeHarness) -> None:
+    """With expire_url_rate 1 a file's first download is refused as expired; the next is served."""
+    from placeflow.emulator import FaultConfig
+
+    h = make_harness(rows_per_second=1_000.0, faults=FaultConfig(expire_url_rate=1.0))
+    batch = finished_job(h)
+    refused = fetch(h, str(file_entry(h, batch)["url"]))
+    assert refused.status_code == 403 and refused.json()["error_code"] == "URL_EXPIRED"
+    assert fetch(h, str(file_entry(h, batch)["url"])).status_code == 200
+    assert h.stats()["downloads"]["expired"] == 1

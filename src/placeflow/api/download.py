@@ -13,6 +13,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import os
+import re
 import uuid
 import zlib
 from collections.abc import Iterator
@@ -112,6 +113,14 @@ class _TooLarge(Exception):
     pass
 
 
+def local_name(batch_id: str) -> str:
+    """A file name for a job's result that the server cannot steer: its batch_id when that is
+    plain (letters, digits, _ and -), else a digest of it. Never a path from the server."""
+    if re.fullmatch(r"[A-Za-z0-9_-]{1,100}", batch_id):
+        return batch_id
+    return "job-" + hashlib.sha256(batch_id.encode()).hexdigest()[:32]
+
+
 def download_result(
     client: PlaceApiClient,
     status: JobStatus,
@@ -131,8 +140,9 @@ def download_result(
     batch_id = status.batch_id
     meta, expected_lines = _file_of(status)
     dest_dir.mkdir(parents=True, exist_ok=True)
-    final = dest_dir / f"{batch_id}.jsonl.gz"
-    part = dest_dir / f".{batch_id}.{uuid.uuid4().hex}.part"
+    name = local_name(batch_id)
+    final = dest_dir / f"{name}.jsonl.gz"
+    part = dest_dir / f".{name}.{uuid.uuid4().hex}.part"
     attempts = refreshes = 0
     fetched: _Fetched | None = None
     try:

@@ -228,15 +228,15 @@ class SandboxBackend(CoreBackend):
                 return Reply(
                     403, {"error": "signature does not match", "error_code": "ACCESS_DENIED"}
                 )
-            if int(expires) / 1000 <= self.clock.now():
+            first = job.downloads == 0
+            job.downloads += 1
+            mangle = self.faults.download_fault(first)
+            if int(expires) / 1000 <= self.clock.now() or mangle == "expire":
                 self.downloads["refused"] += 1
                 self.downloads["expired"] += 1
                 return Reply(403, {"error": "request has expired", "error_code": "URL_EXPIRED"})
             assert job.result is not None
             body = job.result.body
-            first = job.downloads == 0
-            job.downloads += 1
-            mangle = self.faults.download_fault(first)
             if mangle == "truncate":
                 self.downloads["truncated"] += 1
                 body = body[: len(body) // 2]

@@ -11,7 +11,7 @@ from placeflow.emulator.jobs import Fate
 from placeflow.emulator.settings import FaultConfig
 
 REQUEST_FAULTS = ("500", "503", "maintenance", "429", "drop_request", "drop_response", "slow")
-DOWNLOAD_FAULTS = ("truncate", "corrupt")
+DOWNLOAD_FAULTS = ("truncate", "corrupt", "expire")
 JOB_FAULTS = ("fail", "stall")
 DOWNLOAD_ROUTE = "GET /files"
 JOB_ROUTE = "JOB"
@@ -112,14 +112,19 @@ class FaultPlan:
             )
 
     def download_fault(self, first: bool) -> str | None:
-        """Truncation and corruption strike a file's first download only, so a retry heals."""
+        """Truncation, corruption and expiry strike a file's first download only, so a retry
+        (with a fresh URL, for expiry) heals."""
         c = self.config
         with self._lock:
             scripted = self._scripted(DOWNLOAD_ROUTE)
             if scripted or not first:
                 return scripted
             return self._draw(
-                (("truncate", c.truncate_download_rate), ("corrupt", c.corrupt_download_rate))
+                (
+                    ("truncate", c.truncate_download_rate),
+                    ("corrupt", c.corrupt_download_rate),
+                    ("expire", c.expire_url_rate),
+                )
             )
 
     def job_fate(self) -> Fate:

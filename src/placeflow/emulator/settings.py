@@ -112,6 +112,8 @@ class FaultConfig:
     slow_seconds: float = 2.0
     truncate_download_rate: float = 0.0
     corrupt_download_rate: float = 0.0
+    expire_url_rate: float = 0.0
+    """A file's first download finds its URL expired (as if fetched too late)."""
     job_fail_rate: float = 0.0
     job_stall_rate: float = 0.0
     retry_after_seconds: int = 1
