@@ -1,0 +1,76 @@
+"""Two runs of one key in one process share its rate limits: the sandbox sees no 429."""
+
+from __future__ import annotations
+
+import threading
+from datetime import UTC, datetime
+from pathlib import Path
+
+from placeflow.api.limiter import RateLimits
+from placeflow.api.poller import JobPoller
+from placeflow.emulator import KeySpec, Sandbox, SandboxConfig
+from placeflow.pipeline import execute, runner
+from placeflow.pipeline.plan import run_options
+from placeflow.pipeline.prepare import prepare
+from placeflow.redact import Secret
+from placeflow.service import Target
+from placeflow.warehouse import connect
+
+from .conftest import KEY, places, write_csv
+
+
+def one_run(target: Target, csv: Path, db: Path, errors: list[BaseException]) -> None:
+    """A whole run on the library path (no Prefect), as a thread of this process."""
+    try:
+        with connect(db) as con, target.client() as api:
+            options = run_options(route="sync")
+            prepared = prepare(
+                [str(csv)], options, con=con, now=datetime.now(UTC), pricing=api.pricing()
+            )
+            run_id = runner.start(con, api, prepared, target=target.label, key_hint=api.key_hint)
+            ctx = execute.RunContext(
+                con=con,
+                api=api,
+                run_id=run_id,
+                kind="enrich",
+                workdir=runner.workdir_for(db, run_id),
+                poller=JobPoller(api, floor=0.1),
+            )
+            execute.execute_run(ctx)
+    except BaseException as exc:
+        errors.append(exc)
+
+
+def test_two_runs_in_one_process_share_the_key_limits(tmp_path: Path) -> None:
+    """Concurrent runs of one key stay within 10/s and 100/min together, with zero 429s."""
+    sandbox = Sandbox(SandboxConfig(keys=(KeySpec(key=KEY),), rate_window_scale=0.1))
+    with sandbox.serve() as srv:
+        target = Target(
+            base_url=srv.base_url,
+            api_key=Secret(KEY),
+            label="test sandbox",
+            limits=RateLimits.for_tier("paid", window_scale=0.1, min_slack=0.1),
+        )
+        errors: list[BaseException] = []
+        threads = [
+            threading.Thread(
+                target=one_run,
+                args=(
+                    target,
+                    write_csv(tmp_path / f"in{i}.csv", places(250, start=1000 * i)),
+                    tmp_path / f"wh{i}.duckdb",
+                    errors,
+                ),
+            )
+            for i in range(2)
+        ]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(120)
+    assert errors == []
+    stats = sandbox.stats()
+    key = stats["keys"][KEY]
+    assert sum(stats["requests"]["POST /v1/enrich-batch"].values()) == 50
+    assert key["rate_limited"] == 0 and key["peak_per_second"] <= 10
+    assert key["credits"]["charged"] > 0
