@@ -137,6 +137,9 @@ def test_summary_artifact_is_published(
     assert reply.status_code == 200, reply.text
     texts = [a["data"] for a in reply.json() if a["type"] == "markdown"]
     assert any(s["run_id"] in t and "credits charged" in t for t in texts)
+    from .conftest import KEY
+
+    assert not any(KEY in t for t in texts), "the key is in a Prefect artifact"
 
 
 def test_refused_when_the_key_cannot_cover_the_holds(
