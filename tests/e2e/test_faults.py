@@ -138,3 +138,23 @@ def test_credits_running_out_mid_run_leave_a_resumable_run(
     assert state == "COMPLETED" and done["run_id"] == s["run_id"]
     assert done["submitted"] == 60 and done["not_answered"] == 0
     assert_sound(db, sb.stats(), done, 60)
+
+
+@slow
+def test_a_job_still_queued_at_the_timeout_is_cancelled_with_nothing_charged(
+    tmp_path: Path, serve_sandbox: ServeSandbox
+) -> None:
+    """Behind a stalled job a queued one waits; at the timeout both are settled, paid once.
+
+    Cancelling the stalled job frees its slot, so the queued one may start and even finish
+    before its own DELETE arrives: whatever it processed is loaded, the rest retried."""
+    sb = serve_sandbox(rows_per_second=5_000.0, max_running_jobs=1)
+    sb.sandbox.inject("JOB", "stall")
+    f = write_csv(tmp_path / "p.csv", places(40))
+    db = tmp_path / "wh.duckdb"
+    state, s = run(inputs=[str(f)], db=str(db), route="job", chunk_rows=20, poll_timeout=4.0)
+    assert state == "FAILED" and s["chunks_failed"] >= 1 and s["not_answered"] >= 10
+    with duckdb.connect(str(db), read_only=True) as con:
+        rows = con.execute("select status, error_code from jobs order by chunk_no").fetchall()
+    assert rows[0] == ("loaded", "TIMED_OUT")
+    assert_sound(db, sb.stats(), s, 40)

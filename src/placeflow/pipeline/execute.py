@@ -164,22 +164,28 @@ def follow(ctx: RunContext) -> Iterator[JobStatus]:
         yield from ctx.poller.iter_follow(pending)
     except JobTimedOut as exc:
         for batch_id in exc.batch_ids:
-            chunk_no = _chunk_of(ctx, batch_id)
-            state = "cancelled" if batch_id not in exc.not_cancelled else "timed_out"
             _set(
                 ctx,
-                chunk_no,
+                _chunk_of(ctx, batch_id),
                 status="timed_out",
                 finished_at=ctx.now(),
-                error=f"not finished after {exc.timeout:g} s; {state} by placeflow",
+                error=f"not finished after {exc.timeout:g} s; cancelled by placeflow",
                 error_code="TIMED_OUT",
             )
-            ctx.note(f"chunk {chunk_no}: job {batch_id} timed out and was {state}")
         for batch_id in exc.batch_ids:
-            if batch_id in exc.not_cancelled:
+            # Cancelled, its processed rows stay billed and downloadable; or it ended on its
+            # own just before the DELETE. Either way: settle what it has.
+            status = ctx.api.job_status(batch_id)
+            if status.terminal:
+                yield status
                 continue
-            # A cancelled job keeps its processed rows billed and downloadable: fetch them.
-            yield ctx.api.job_status(batch_id)
+            _set(
+                ctx,
+                _chunk_of(ctx, batch_id),
+                error=f"not finished after {exc.timeout:g} s and could not be cancelled:"
+                f" DELETE /v1/jobs/{batch_id} before running again",
+            )
+            ctx.note(f"job {batch_id} timed out and could not be cancelled")
 
 
 def _chunk_of(ctx: RunContext, batch_id: str) -> int:
@@ -196,14 +202,17 @@ def settle(ctx: RunContext, status: JobStatus) -> LoadInfo | None:
     chunk_no = _chunk_of(ctx, status.batch_id)
     (chunk,) = [c for c in chunks(ctx) if c.chunk_no == chunk_no]
     if status.status == "failed" or not status.results or not status.results.files:
+        # Nothing to load: the job failed, or was cancelled before it processed a row. Either
+        # way the chunk has ended (a timed-out one stays marked so), its hold given back.
         with transaction(ctx.con):
             _set(
                 ctx,
                 chunk_no,
-                status="failed" if status.status == "failed" else status.status,
+                status="timed_out" if chunk.status == "timed_out" else "failed",
                 finished_at=ctx.now(),
-                error=status.error or "no result file",
-                error_code=status.error_code,
+                error=status.error or chunk_error(chunk, status),
+                error_code=status.error_code
+                or ("TIMED_OUT" if chunk.status == "timed_out" else "NO_RESULT"),
                 credits_charged=0,
                 credits_released=chunk.rows,
             )
@@ -217,14 +226,18 @@ def settle(ctx: RunContext, status: JobStatus) -> LoadInfo | None:
             )
         ctx.note(f"chunk {chunk_no}: job {status.batch_id} {status.status}: {status.error}")
         return None
-    if chunk.status not in ("timed_out",):
-        _set(
-            ctx,
-            chunk_no,
-            status="completed" if status.status == "completed" else "cancelled",
-            finished_at=ctx.now(),
-        )
+    if status.status == "completed":
+        # Also a job that finished on its own just as placeflow gave up waiting for it.
+        _set(ctx, chunk_no, status="completed", finished_at=ctx.now(), error=None, error_code=None)
+    elif chunk.status != "timed_out":
+        _set(ctx, chunk_no, status="cancelled", finished_at=ctx.now())
     return fetch_and_load(ctx, chunk_no, status)
+
+
+def chunk_error(chunk: Chunk, status: JobStatus) -> str:
+    if chunk.status == "timed_out":
+        return "timed out and cancelled by placeflow before any row was processed"
+    return f"job ended {status.status} without a result file"
 
 
 def fetch_and_load(ctx: RunContext, chunk_no: int, status: JobStatus) -> LoadInfo:
