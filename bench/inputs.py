@@ -37,12 +37,20 @@ def load_pool() -> Pool:
         import airportsdata  # type: ignore[import-untyped]  # optional, untyped
 
         airports = airportsdata.load()
-        sources.append(f"airportsdata {getattr(airportsdata, '__version__', '?')} "
-                       f"({len(airports):,} airports)")
-        for code, a in sorted(airports.items()):
+        sources.append(
+            f"airportsdata {getattr(airportsdata, '__version__', '?')} ({len(airports):,} airports)"
+        )
+        for _code, a in sorted(airports.items()):
             rows.append(
-                {"name": a["name"], "address": "", "city": a["city"], "state": a["subd"],
-                 "country": a["country"], "lat": a["lat"], "lon": a["lon"]}
+                {
+                    "name": a["name"],
+                    "address": "",
+                    "city": a["city"],
+                    "state": a["subd"],
+                    "country": a["country"],
+                    "lat": a["lat"],
+                    "lon": a["lon"],
+                }
             )
     except ImportError:
         sources.append("airportsdata not installed")
@@ -52,26 +60,42 @@ def load_pool() -> Pool:
             for r in csv.DictReader(f):
                 # The samples are US restaurants (see SOURCES.md); they have no country column.
                 rows.append(
-                    {"name": r["name"], "address": r["addr"], "city": r["city"], "state": "",
-                     "country": "US", "lat": None, "lon": None}
+                    {
+                        "name": r["name"],
+                        "address": r["addr"],
+                        "city": r["city"],
+                        "state": "",
+                        "country": "US",
+                        "lat": None,
+                        "lon": None,
+                    }
                 )
                 n_samples += 1
     sources.append(f"data/samples ({n_samples:,} restaurants)")
     frame = pl.DataFrame(
         rows,
-        schema={"name": pl.Utf8, "address": pl.Utf8, "city": pl.Utf8, "state": pl.Utf8,
-                "country": pl.Utf8, "lat": pl.Float64, "lon": pl.Float64},
+        schema={
+            "name": pl.Utf8,
+            "address": pl.Utf8,
+            "city": pl.Utf8,
+            "state": pl.Utf8,
+            "country": pl.Utf8,
+            "lat": pl.Float64,
+            "lon": pl.Float64,
+        },
     )
     # One row per place as the pipeline identifies places (its own name and street rules), so
     # that a "unique" input really has no duplicates (Fodor's and Zagat share restaurants).
-    ident = pl.DataFrame({
-        "n": name_identity(frame["name"]),
-        "a": street_identity(frame["address"].fill_null("")),
-        "c": words(frame["city"].fill_null("")),
-        "k": frame["country"],
-        "la": frame["lat"].round(4),
-        "lo": frame["lon"].round(4),
-    })
+    ident = pl.DataFrame(
+        {
+            "n": name_identity(frame["name"]),
+            "a": street_identity(frame["address"].fill_null("")),
+            "c": words(frame["city"].fill_null("")),
+            "k": frame["country"],
+            "la": frame["lat"].round(4),
+            "lo": frame["lon"].round(4),
+        }
+    )
     first = ident.with_row_index("i").unique(subset=ident.columns, keep="first")["i"].sort()
     frame = frame.select(pl.all().gather(first))
     return Pool(frame, " + ".join(sources) + f"; {frame.height:,} distinct base places")
@@ -84,8 +108,10 @@ def unique_frame(pool: Pool, n: int, offset: int = 0) -> pl.DataFrame:
     pos = idx % base.height
     copy = idx // base.height
     out = base.select(pl.all().gather(pos))
-    name = pl.when(copy == 0).then(pl.col("name")).otherwise(
-        pl.col("name") + pl.lit(" ") + (copy + 1).cast(pl.Utf8)
+    name = (
+        pl.when(copy == 0)
+        .then(pl.col("name"))
+        .otherwise(pl.col("name") + pl.lit(" ") + (copy + 1).cast(pl.Utf8))
     )
     return out.with_columns(name.alias("name"), ("r" + idx.cast(pl.Utf8)).alias("id")).select(
         COLUMNS

@@ -25,22 +25,36 @@ class Child:
     stderr: str
 
 
+WRAPPER = """
+import json, os, subprocess, sys, time
+out, cmd = sys.argv[1], sys.argv[2:]
+t0 = time.perf_counter()
+proc = subprocess.Popen(cmd)
+_, status, usage = os.wait4(proc.pid, 0)
+wall = time.perf_counter() - t0
+with open(out, "w") as f:
+    json.dump({"rc": os.waitstatus_to_exitcode(status), "wall": wall,
+               "cpu": usage.ru_utime + usage.ru_stime, "maxrss_kb": usage.ru_maxrss}, f)
+"""
+"""Runs the measured command from a small interpreter: a child forked from this (large) bench
+process would report this process's RSS at fork as its own peak (Linux carries the parent's
+high-water mark over fork and exec), so the measured child is forked from the small wrapper."""
+
+
 def child(cmd: list[str], *, env: dict[str, str] | None = None, cwd: Path | None = None) -> Child:
-    """Run `cmd` to the end; its own rusage (and its waited-for children's) from wait4."""
-    out_path = Path(cwd or ".") / f".child-{os.getpid()}-{time.monotonic_ns()}"
-    with open(f"{out_path}.out", "w+b") as out, open(f"{out_path}.err", "w+b") as err:
-        t0 = time.perf_counter()
-        proc = subprocess.Popen(cmd, env=env, cwd=cwd, stdout=out, stderr=err)
-        _, status, usage = os.wait4(proc.pid, 0)
-        wall = time.perf_counter() - t0
-        proc.returncode = os.waitstatus_to_exitcode(status)
+    """Run `cmd` to the end: its wall time, and its own rusage from wait4 (CPU, peak RSS)."""
+    base = Path(cwd or ".") / f".child-{os.getpid()}-{time.monotonic_ns()}"
+    paths = {k: Path(f"{base}.{k}") for k in ("out", "err", "json")}
+    with paths["out"].open("w+b") as out, paths["err"].open("w+b") as err:
+        wrapped = [sys.executable, "-c", WRAPPER, str(paths["json"]), *cmd]
+        subprocess.run(wrapped, env=env, cwd=cwd, stdout=out, stderr=err, check=True)
         out.seek(0)
         err.seek(0)
         stdout, stderr = out.read().decode(errors="replace"), err.read().decode(errors="replace")
-    for suffix in (".out", ".err"):
-        Path(f"{out_path}{suffix}").unlink()
-    return Child(proc.returncode, wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024,
-                 stdout, stderr)
+    m = json.loads(paths["json"].read_text())
+    for path in paths.values():
+        path.unlink()
+    return Child(m["rc"], m["wall"], m["cpu"], m["maxrss_kb"] / 1024, stdout, stderr)
 
 
 def delta(before: dict[str, Any], after: dict[str, Any], key: str) -> dict[str, Any]:
@@ -93,6 +107,7 @@ BASELINE = """
 import sys, duckdb
 csv, files, db = sys.argv[1:4]
 con = duckdb.connect(db)
+con.execute("set enable_progress_bar = false")
 con.execute("create table input as select * from read_csv(?, header = true)", [csv])
 con.execute(
     "create table results as select * from read_json(?, format = 'newline_delimited')", [files]
@@ -108,5 +123,5 @@ def baseline(csv: Path, files: str, db: Path, *, cwd: Path) -> dict[str, Any]:
     run = child([sys.executable, "-c", BASELINE, str(csv), files, str(db)], cwd=cwd)
     if run.rc != 0:
         raise RuntimeError(f"baseline failed:\n{run.stderr[-3000:]}")
-    n_in, n_out = (int(x) for x in run.stdout.split())
+    n_in, n_out = (int(x) for x in run.stdout.split()[-2:])
     return {"proc": run, "rows_in": n_in, "rows_out": n_out}

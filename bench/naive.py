@@ -28,8 +28,12 @@ def _places(path: Path, rows: int) -> list[dict[str, Any]]:
             if len(out) >= rows:
                 break
             place: dict[str, Any] = {"id": r["id"], "poi_name": r["name"].strip() or "?"}
-            for src, dst in (("address", "address"), ("city", "city"), ("state", "region"),
-                             ("country", "country")):
+            for src, dst in (
+                ("address", "address"),
+                ("city", "city"),
+                ("state", "region"),
+                ("country", "country"),
+            ):
                 if r.get(src, "").strip():
                     place[dst] = r[src].strip()
             if r.get("lat") and r.get("lon"):
@@ -62,5 +66,4 @@ def run_loop(
                     break
                 time.sleep(float(r.headers.get("Retry-After", "1")) * window_scale)
             ok += r.status_code == 200
-    return {"places": len(places), "requests": sent, "ok": ok,
-            "seconds": time.perf_counter() - t0}
+    return {"places": len(places), "requests": sent, "ok": ok, "seconds": time.perf_counter() - t0}

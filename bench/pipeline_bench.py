@@ -35,13 +35,13 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import inputs  # noqa: E402  # bench helper, beside this script
-import measure  # noqa: E402
-import naive  # noqa: E402
-import report  # noqa: E402
+import inputs  # bench helper, beside this script
+import measure
+import naive
+import report
 
-from placeflow.config import apply_prefect_defaults  # noqa: E402
-from placeflow.emulator import KeySpec, Sandbox, SandboxConfig  # noqa: E402
+from placeflow.config import apply_prefect_defaults
+from placeflow.emulator import KeySpec, Sandbox, SandboxConfig
 
 KEY = "sk_bench_paid_key_6b6b"
 CHUNK_ROWS = 10_000
@@ -49,23 +49,48 @@ CHUNK_ROWS = 10_000
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--sizes", default="10000,100000,1000000",
-                   help="input sizes (rows) for local overhead and memory (comma-separated)")
-    p.add_argument("--real-rows", type=int, default=100_000,
-                   help="rows of the realistic-rate run (requests and wall time vs bound)")
-    p.add_argument("--rate", type=float, default=2_000.0,
-                   help="sandbox rows per second per running job in the realistic-rate run")
+    p.add_argument(
+        "--sizes",
+        default="10000,100000,1000000",
+        help="input sizes (rows) for local overhead and memory (comma-separated)",
+    )
+    p.add_argument(
+        "--real-rows",
+        type=int,
+        default=100_000,
+        help="rows of the realistic-rate run (requests and wall time vs bound)",
+    )
+    p.add_argument(
+        "--rate",
+        type=float,
+        default=2_000.0,
+        help="sandbox rows per second per running job in the realistic-rate run",
+    )
     p.add_argument("--max-running", type=int, default=2, help="sandbox running-job cap")
-    p.add_argument("--sample", type=int, default=500,
-                   help="rows sent by the sync route and the naive loops (projected beyond)")
-    p.add_argument("--naive-scale", type=float, default=0.01,
-                   help="rate-window scale for the naive loops' sample (wall time is projected)")
+    p.add_argument(
+        "--sample",
+        type=int,
+        default=500,
+        help="rows sent by the sync route and the naive loops (projected beyond)",
+    )
+    p.add_argument(
+        "--naive-scale",
+        type=float,
+        default=0.01,
+        help="rate-window scale for the naive loops' sample (wall time is projected)",
+    )
     p.add_argument("--dup-rows", type=int, default=100_000, help="rows of the duplicates input")
     p.add_argument("--dup-share", type=float, default=0.30, help="share of duplicate rows")
-    p.add_argument("--quick", action="store_true",
-                   help="smaller run: sizes 10000,100000, real/dup rows 20000, sample 200")
-    p.add_argument("--smoke", action="store_true",
-                   help="tiny sizes and no Prefect-backed pipeline runs: proves the script works")
+    p.add_argument(
+        "--quick",
+        action="store_true",
+        help="smaller run: sizes 10000,100000, real/dup rows 20000, sample 200",
+    )
+    p.add_argument(
+        "--smoke",
+        action="store_true",
+        help="tiny sizes and no Prefect-backed pipeline runs: proves the script works",
+    )
     p.add_argument("--workdir", default=None, help="keep inputs and warehouses here")
     p.add_argument("--out", default=str(Path(__file__).with_name("RESULTS.md")))
     args = p.parse_args(argv)
@@ -114,8 +139,17 @@ class Pipeline:
         if self.prefect_api:
             env["PREFECT_API_URL"] = self.prefect_api
         before = sb.stats()
-        cmd = [sys.executable, "-m", "placeflow.cli", "run", str(csv), "--db", str(db), "--json",
-               *extra]
+        cmd = [
+            sys.executable,
+            "-m",
+            "placeflow.cli",
+            "run",
+            str(csv),
+            "--db",
+            str(db),
+            "--json",
+            *extra,
+        ]
         child = measure.child(cmd, env=env, cwd=self.work)
         return measure.Run(child, before, sb.stats(), KEY)
 
@@ -130,12 +164,14 @@ def job_schedule_bound(places: int, rate: float, slots: int) -> tuple[int, float
     return len(sizes), max(free) if sizes else 0.0
 
 
-def scenario_realistic(args: argparse.Namespace, pool: inputs.Pool, pipe: Pipeline | None,
-                       work: Path) -> dict[str, Any]:
+def scenario_realistic(
+    args: argparse.Namespace, pool: inputs.Pool, pipe: Pipeline | None, work: Path
+) -> dict[str, Any]:
     out: dict[str, Any] = {}
     csv = inputs.write(inputs.unique_frame(pool, args.real_rows), work / "real.csv")
-    sample_csv = inputs.write(inputs.unique_frame(pool, args.sample, offset=args.real_rows),
-                              work / "sample.csv")
+    sample_csv = inputs.write(
+        inputs.unique_frame(pool, args.sample, offset=args.real_rows), work / "sample.csv"
+    )
     if pipe is not None:
         with sandbox(rows_per_second=args.rate, max_running_jobs=args.max_running) as (sb, url):
             out["job"] = pipe.run(sb, url, csv, work / "real.duckdb", "--route", "job")
@@ -144,14 +180,21 @@ def scenario_realistic(args: argparse.Namespace, pool: inputs.Pool, pipe: Pipeli
     for batch in (1, 10):
         with sandbox(rate_window_scale=args.naive_scale) as (sb, url):
             before = sb.stats()
-            loop = naive.run_loop(base_url=url, api_key=KEY, path=sample_csv, rows=args.sample,
-                                  batch=batch, window_scale=args.naive_scale)
+            loop = naive.run_loop(
+                base_url=url,
+                api_key=KEY,
+                path=sample_csv,
+                rows=args.sample,
+                batch=batch,
+                window_scale=args.naive_scale,
+            )
             out[f"naive{batch}"] = (loop, measure.delta(before, sb.stats(), KEY))
     return out
 
 
-def scenario_credits(args: argparse.Namespace, pool: inputs.Pool, pipe: Pipeline,
-                     work: Path) -> dict[str, Any]:
+def scenario_credits(
+    args: argparse.Namespace, pool: inputs.Pool, pipe: Pipeline, work: Path
+) -> dict[str, Any]:
     frame, unique = inputs.with_duplicates(pool, args.dup_rows, args.dup_share)
     csv = inputs.write(frame, work / "dups.csv")
     with sandbox(rate_window_scale=0.001) as (sb, url):
@@ -160,8 +203,9 @@ def scenario_credits(args: argparse.Namespace, pool: inputs.Pool, pipe: Pipeline
     return {"first": first, "rerun": rerun, "unique": unique, "rows": frame.height}
 
 
-def scenario_overhead(args: argparse.Namespace, pool: inputs.Pool, pipe: Pipeline,
-                      work: Path) -> list[dict[str, Any]]:
+def scenario_overhead(
+    args: argparse.Namespace, pool: inputs.Pool, pipe: Pipeline, work: Path
+) -> list[dict[str, Any]]:
     rows = []
     for n in args.size_list:
         csv = inputs.write(inputs.unique_frame(pool, n), work / f"u{n}.csv")
@@ -196,8 +240,13 @@ def main(argv: list[str] | None = None) -> None:
         if not args.workdir:
             shutil.rmtree(work, ignore_errors=True)
     results["total_seconds"] = time.perf_counter() - t0
-    text = report.render(results, command=command, started=started,
-                         machine=report.machine(), bound=job_schedule_bound)
+    text = report.render(
+        results,
+        command=command,
+        started=started,
+        machine=report.machine(),
+        bound=job_schedule_bound,
+    )
     Path(args.out).write_text(text)
     sys.stdout.write(text)
 

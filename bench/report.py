@@ -30,8 +30,10 @@ def machine() -> str:
     except (OSError, ValueError, IndexError):
         pass
     libs = ", ".join(f"{m} {version(m)}" for m in ("duckdb", "polars", "prefect", "httpx"))
-    return (f"{platform.machine()}, {os.cpu_count()} cores{mem}, {platform.system()} "
-            f"{platform.release()}, Python {platform.python_version()}; {libs}")
+    return (
+        f"{platform.machine()}, {os.cpu_count()} cores{mem}, {platform.system()} "
+        f"{platform.release()}, Python {platform.python_version()}; {libs}"
+    )
 
 
 def limit_seconds(requests: int) -> float:
@@ -54,8 +56,14 @@ def _ok(ok: bool) -> str:
     return "**met**" if ok else "**missed**"
 
 
-def render(results: dict[str, Any], *, command: str, started: datetime, machine: str,
-           bound: Callable[[int, float, int], tuple[int, float]]) -> str:
+def render(
+    results: dict[str, Any],
+    *,
+    command: str,
+    started: datetime,
+    machine: str,
+    bound: Callable[[int, float, int], tuple[int, float]],
+) -> str:
     args = results["args"]
     real = results["realistic"]
     n = args.real_rows
@@ -66,7 +74,7 @@ def render(results: dict[str, Any], *, command: str, started: datetime, machine:
         f"- date: {started.isoformat(timespec='seconds')}",
         f"- machine: {machine}",
         f"- inputs: {results['pool']}; unique inputs cycle the pool with copies renamed "
-        f"(\"<name> 2\", ...); duplicates input: {args.dup_share:.0%} of rows repeat earlier "
+        f'("<name> 2", ...); duplicates input: {args.dup_share:.0%} of rows repeat earlier '
         "places (half exact copies, half upper-cased / re-spaced variants)",
         f"- every figure below was measured by this run (requests and credits are the "
         f"sandbox's own counts); the whole benchmark took {_t(results['total_seconds'])}, of "
@@ -84,13 +92,20 @@ def render(results: dict[str, Any], *, command: str, started: datetime, machine:
         lines += _credits(results)
         lines += _targets(results, bound)
     else:
-        lines += ["Pipeline runs were not made (`--smoke`): only the inputs, the sandbox and the "
-                  "naive loops were exercised.", ""]
+        lines += [
+            "Pipeline runs were not made (`--smoke`): only the inputs, the sandbox and the "
+            "naive loops were exercised.",
+            "",
+        ]
     return "\n".join(lines)
 
 
-def _requests(results: dict[str, Any], real: dict[str, Any], n: int,
-              bound: Callable[[int, float, int], tuple[int, float]]) -> list[str]:
+def _requests(
+    results: dict[str, Any],
+    real: dict[str, Any],
+    n: int,
+    bound: Callable[[int, float, int], tuple[int, float]],
+) -> list[str]:
     args = results["args"]
     out = [
         "## 1. Requests per 1,000 input rows",
@@ -130,8 +145,10 @@ def _requests(results: dict[str, Any], real: dict[str, Any], n: int,
             f"({sy.sandbox['api']:,} + {sy.sandbox['files']}) | {1000 * per:.2f} | - | "
             f"{_t(sy.proc.wall)} | {_t(limit_seconds(round(per * n)))} (projected) |"
         )
-    for batch, label in ((1, "naive loop, one place per request"),
-                         (10, "naive loop, enrich-batch of 10")):
+    for batch, label in (
+        (1, "naive loop, one place per request"),
+        (10, "naive loop, enrich-batch of 10"),
+    ):
         loop, sb = real[f"naive{batch}"]
         per = sb["total"] / loop["places"]
         out.append(
@@ -142,15 +159,19 @@ def _requests(results: dict[str, Any], real: dict[str, Any], n: int,
     out.append("")
     if "job" in real:
         routes = real["job"].sandbox["routes"]
-        out += ["Job route, requests by route: " +
-                ", ".join(f"`{r}` {c}" for r, c in sorted(routes.items())) +
-                f"; 429s: {real['job'].sandbox['rate_limited']}; peak per minute "
-                f"{real['job'].sandbox['peak_per_minute']}.", ""]
+        out += [
+            "Job route, requests by route: "
+            + ", ".join(f"`{r}` {c}" for r, c in sorted(routes.items()))
+            + f"; 429s: {real['job'].sandbox['rate_limited']}; peak per minute "
+            f"{real['job'].sandbox['peak_per_minute']}.",
+            "",
+        ]
     return out
 
 
-def _wall(args: Any, real: dict[str, Any], n: int,
-          bound: Callable[[int, float, int], tuple[int, float]]) -> list[str]:
+def _wall(
+    args: Any, real: dict[str, Any], n: int, bound: Callable[[int, float, int], tuple[int, float]]
+) -> list[str]:
     job = real["job"]
     jobs, least = bound(job.summary["submitted"], args.rate, args.max_running)
     flow = job.summary["seconds"]
@@ -161,20 +182,20 @@ def _wall(args: Any, real: dict[str, Any], n: int,
         f"{args.max_running} running at once at {args.rate:,.0f} rows/s each: the least possible"
         f" time is {least:.1f} s (the jobs' processing, back to back on {args.max_running} slots).",
         "",
-        "| measure | seconds | × bound |",
+        "| measure | seconds | x bound |",
         "|---|---:|---:|",
         f"| bound | {least:.1f} | 1.00 |",
         f"| pipeline, flow's own time (`seconds`) | {flow:.1f} | {flow / least:.2f} |",
         f"| pipeline process, wall (with start-up and Prefect) | {job.proc.wall:.1f} | "
         f"{job.proc.wall / least:.2f} |",
-        f"| start-up and Prefect overhead (wall − flow) | {job.proc.wall - flow:.1f} | - |",
+        f"| start-up and Prefect overhead (wall - flow) | {job.proc.wall - flow:.1f} | - |",
         "",
     ]
 
 
 def _overhead(rows: list[dict[str, Any]]) -> list[str]:
     out = [
-        "## 3–4. Local overhead and memory at the sandbox's fastest setting",
+        "## 3-4. Local overhead and memory at the sandbox's fastest setting",
         "",
         "Sandbox: jobs finish at submission, rate windows scaled by 0.001 (the pipeline's own "
         "client still keeps to 10/s and 100/min: its limiter is not configurable). Baseline: a "
@@ -184,7 +205,7 @@ def _overhead(rows: list[dict[str, Any]]) -> list[str]:
         "at 10/s and 100/min.",
         "",
         "| rows | pipeline wall | flow s | CPU s | peak RSS | API requests | rate floor | "
-        "baseline wall | baseline CPU s | baseline RSS | wall × | CPU × |",
+        "baseline wall | baseline CPU s | baseline RSS | wall x | CPU x |",
         "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for r in rows:
@@ -200,8 +221,11 @@ def _overhead(rows: list[dict[str, Any]]) -> list[str]:
     if len(rows) >= 2:
         a, b = rows[-2], rows[-1]
         growth = b["run"].proc.peak_rss_mb / a["run"].proc.peak_rss_mb
-        out += [f"Peak RSS grows {growth:.2f}× from {a['rows']:,} to {b['rows']:,} rows "
-                f"({b['rows'] / a['rows']:.0f}× the rows).", ""]
+        out += [
+            f"Peak RSS grows {growth:.2f}x from {a['rows']:,} to {b['rows']:,} rows "
+            f"({b['rows'] / a['rows']:.0f}x the rows).",
+            "",
+        ]
     return out
 
 
@@ -210,9 +234,11 @@ def _credit_row(label: str, rows: int, run: Any) -> str:
     sent, ok = s["submitted"], s["succeeded"]
     per_sent = f"{sb['charged'] / sent:.4f}" if sent else "-"
     per_ok = f"{sb['charged'] / ok:.4f}" if ok else "-"
-    return (f"| {label} | {rows:,} | {s['duplicates']:,} | {s['rejected']:,} | "
-            f"{s['skipped_fresh']:,} | {sent:,} | {ok:,} | {s['failed']:,} | {sb['charged']:,} | "
-            f"{per_sent} | {per_ok} | {len(sb['double_charged'])} |")
+    return (
+        f"| {label} | {rows:,} | {s['duplicates']:,} | {s['rejected']:,} | "
+        f"{s['skipped_fresh']:,} | {sent:,} | {ok:,} | {s['failed']:,} | {sb['charged']:,} | "
+        f"{per_sent} | {per_ok} | {len(sb['double_charged'])} |"
+    )
 
 
 def _credits(results: dict[str, Any]) -> list[str]:
@@ -229,8 +255,11 @@ def _credits(results: dict[str, Any]) -> list[str]:
         "| input | rows | duplicates | rejected | skipped fresh | places sent | succeeded | "
         "failed | credits charged | per place sent | per succeeded place | double-charged refs |",
         "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
-        _credit_row(f"{results['args'].dup_share:.0%} duplicates ({c['unique']:,} unique), first"
-                    " run", c["rows"], c["first"]),
+        _credit_row(
+            f"{results['args'].dup_share:.0%} duplicates ({c['unique']:,} unique), first run",
+            c["rows"],
+            c["first"],
+        ),
         _credit_row("same, unchanged rerun", c["rows"], c["rerun"]),
     ]
     for r in results["overhead"]:
@@ -239,21 +268,35 @@ def _credits(results: dict[str, Any]) -> list[str]:
     return out
 
 
-def _targets(results: dict[str, Any],
-             bound: Callable[[int, float, int], tuple[int, float]]) -> list[str]:
+def _targets(
+    results: dict[str, Any], bound: Callable[[int, float, int], tuple[int, float]]
+) -> list[str]:
     args, real, c = results["args"], results["realistic"], results["credits"]
     job = real["job"]
     jobs, least = bound(job.summary["submitted"], args.rate, args.max_running)
     minimum = MIN_PER_JOB * jobs + 2
     req_ratio = job.sandbox["total"] / minimum
     wall_ratio = job.summary["seconds"] / least
-    naive_best = min(limit_seconds(round(real[f"naive{b}"][1]["total"] / real[f"naive{b}"][0]
-                                         ["places"] * args.real_rows)) for b in (1, 10))
+    naive_best = min(
+        limit_seconds(
+            round(real[f"naive{b}"][1]["total"] / real[f"naive{b}"][0]["places"] * args.real_rows)
+        )
+        for b in (1, 10)
+    )
     big = results["overhead"][-1]
     cpu_ratio = big["run"].proc.cpu / big["baseline"]["proc"].cpu
     wall3 = big["run"].proc.wall / big["baseline"]["proc"].wall
     rss = big["run"].proc.peak_rss_mb
     first, rerun = c["first"], c["rerun"]
+    growth = "one size only: growth not measured"
+    if len(results["overhead"]) >= 2:
+        prev = results["overhead"][-2]
+        g = rss / prev["run"].proc.peak_rss_mb
+        k = big["rows"] / prev["rows"]
+        growth = (
+            f"{g:.2f}x the peak RSS of {prev['rows']:,} rows for {k:.0f}x the rows "
+            f"(target: well below linear): {_ok(g < k / 2)}"
+        )
     ok = first.summary["succeeded"]
     per_ok = first.sandbox["charged"] / ok if ok else float("nan")
     per_sent = first.sandbox["charged"] / max(1, first.summary["submitted"])
@@ -262,16 +305,16 @@ def _targets(results: dict[str, Any],
         "## Targets",
         "",
         f"- requests, job route at {n:,} rows: {job.sandbox['total']} against a minimum of "
-        f"{minimum} ({MIN_PER_JOB} per job × {jobs} + 2 usage calls) = {req_ratio:.2f}× "
-        f"(target ≤ 1.5×): {_ok(req_ratio <= 1.5)}",
+        f"{minimum} ({MIN_PER_JOB} per job x {jobs} + 2 usage calls) = {req_ratio:.2f}x "
+        f"(target ≤ 1.5x): {_ok(req_ratio <= 1.5)}",
         f"- wall, job route at {n:,} rows: flow {job.summary['seconds']:.1f} s against a bound "
-        f"of {least:.1f} s = {wall_ratio:.2f}× (target ≤ 1.2×): {_ok(wall_ratio <= 1.2)}; "
-        f"process wall {job.proc.wall / least:.2f}×; the faster naive loop needs at least "
+        f"of {least:.1f} s = {wall_ratio:.2f}x (target ≤ 1.2x): {_ok(wall_ratio <= 1.2)}; "
+        f"process wall {job.proc.wall / least:.2f}x; the faster naive loop needs at least "
         f"{_t(naive_best)} (projected): {_ok(job.proc.wall < naive_best / 10)} (well ahead)",
-        f"- local overhead at {big['rows']:,} rows: CPU {cpu_ratio:.2f}×, wall {wall3:.2f}× the "
-        f"DuckDB baseline (target ≤ 3×): CPU {_ok(cpu_ratio <= 3)}, wall {_ok(wall3 <= 3)}",
+        f"- local overhead at {big['rows']:,} rows: CPU {cpu_ratio:.2f}x, wall {wall3:.2f}x the "
+        f"DuckDB baseline (target ≤ 3x): CPU {_ok(cpu_ratio <= 3)}, wall {_ok(wall3 <= 3)}",
         f"- peak RSS at {big['rows']:,} rows: {rss:,.0f} MB (target < 1,536 MB): "
-        f"{_ok(rss < 1536)}",
+        f"{_ok(rss < 1536)}; {growth}",
         f"- credits per succeeded place, first run with duplicates: {per_ok:.4f} (target 1.00):"
         f" {_ok(abs(per_ok - 1) < 1e-9)}; per place sent {per_sent:.4f} (failed places are "
         "free)",
