@@ -17,18 +17,6 @@ if TYPE_CHECKING:
     from prefect.client.schemas.objects import State
 
 DEFAULT_DB = "data/placeflow.duckdb"
-FIELDS = (
-    "poi_name",
-    "street",
-    "address",
-    "city",
-    "region",
-    "postcode",
-    "country",
-    "latitude",
-    "longitude",
-    "id",
-)
 
 
 def _mapping(pairs: list[str]) -> dict[str, str]:

@@ -47,29 +47,58 @@ class Served:
 ServeSandbox = Callable[..., Served]
 
 
-@pytest.fixture
-def serve_sandbox(monkeypatch: pytest.MonkeyPatch) -> Iterator[ServeSandbox]:
-    """Start a sandbox on loopback and point PLACEFLOW_* at it (config overrides as kwargs)."""
-    stack: list[Any] = []
-    sandboxes: list[Sandbox] = []
+def _starter(
+    setenv: Callable[[str, str], None], started: list[tuple[Sandbox, Any]]
+) -> ServeSandbox:
+    """A function that serves a sandbox on loopback and points PLACEFLOW_* at it."""
 
     def start(**overrides: Any) -> Served:
         keys = overrides.pop("keys", (KeySpec(key=KEY, credits=1_000_000),))
         sandbox = Sandbox(SandboxConfig(keys=keys, **overrides))
         ctx = sandbox.serve()
         served = ctx.__enter__()
-        stack.append(ctx)
-        sandboxes.append(sandbox)
-        monkeypatch.setenv("PLACEFLOW_API_KEY", KEY)
-        monkeypatch.setenv("PLACEFLOW_BASE_URL", served.base_url)
+        started.append((sandbox, ctx))
+        setenv("PLACEFLOW_API_KEY", KEY)
+        setenv("PLACEFLOW_BASE_URL", served.base_url)
         return Served(sandbox, served)
 
-    yield start
-    for ctx in reversed(stack):
+    return start
+
+
+def _stop(started: list[tuple[Sandbox, Any]]) -> None:
+    for _, ctx in reversed(started):
         ctx.__exit__(None, None, None)
-    for sandbox in sandboxes:
+    for sandbox, _ in started:
         errors = sandbox.backend.internal_errors
         assert not errors, f"the sandbox failed internally:\n{errors[-1]}"
+
+
+@pytest.fixture
+def serve_sandbox(monkeypatch: pytest.MonkeyPatch) -> Iterator[ServeSandbox]:
+    """Start a sandbox on loopback and point PLACEFLOW_* at it (config overrides as kwargs)."""
+    started: list[tuple[Sandbox, Any]] = []
+    yield _starter(monkeypatch.setenv, started)
+    _stop(started)
+
+
+@pytest.fixture(scope="module")
+def serve_sandbox_module() -> Iterator[ServeSandbox]:
+    """Like `serve_sandbox`, for module-scoped fixtures."""
+    mp = pytest.MonkeyPatch()
+    started: list[tuple[Sandbox, Any]] = []
+    yield _starter(mp.setenv, started)
+    _stop(started)
+    mp.undo()
+
+
+def run_flow(**params: Any) -> tuple[str, dict[str, Any]]:
+    """Run place_refresh in this process: its final state's name and its summary dict."""
+    from flows.place_refresh import place_refresh
+
+    state = place_refresh(**params, return_state=True)
+    data = state.result(raise_on_failure=False)
+    assert isinstance(data, dict), data
+    return str(state.type.value), data
 
 
 def write_csv(path: Path, rows: list[dict[str, Any]]) -> Path:
@@ -92,25 +121,3 @@ def places(n: int, start: int = 0, city: str = "Springfield") -> list[dict[str, 
         }
         for i in range(start, start + n)
     ]
-
-
-@pytest.fixture(scope="module")
-def serve_sandbox_module() -> Iterator[ServeSandbox]:
-    """Like `serve_sandbox`, for module-scoped fixtures (sets the environment itself)."""
-    mp = pytest.MonkeyPatch()
-    stack: list[Any] = []
-
-    def start(**overrides: Any) -> Served:
-        keys = overrides.pop("keys", (KeySpec(key=KEY, credits=1_000_000),))
-        sandbox = Sandbox(SandboxConfig(keys=keys, **overrides))
-        ctx = sandbox.serve()
-        served = ctx.__enter__()
-        stack.append(ctx)
-        mp.setenv("PLACEFLOW_API_KEY", KEY)
-        mp.setenv("PLACEFLOW_BASE_URL", served.base_url)
-        return Served(sandbox, served)
-
-    yield start
-    for ctx in reversed(stack):
-        ctx.__exit__(None, None, None)
-    mp.undo()

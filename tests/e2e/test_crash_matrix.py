@@ -21,8 +21,10 @@ from .test_kill_resume import ROOT, command, environment
 
 pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("prefect_api")]
 
-OUTCOME = ("place_key, success, operational_status, existence_confidence, closure_reason,"
-           " phone_number, website_url, opening_hours_value::varchar, error_code")
+OUTCOME = (
+    "place_key, success, operational_status, existence_confidence, closure_reason,"
+    " phone_number, website_url, opening_hours_value::varchar, error_code"
+)
 
 
 def outcomes(db: Path) -> list[tuple[Any, ...]]:
@@ -33,16 +35,18 @@ def outcomes(db: Path) -> list[tuple[Any, ...]]:
 def finish_in_process(csv: Path, db: Path) -> dict[str, Any]:
     from flows.place_refresh import place_refresh
 
-    state = place_refresh(inputs=[str(csv)], db=str(db), route="job", chunk_rows=20,
-                          return_state=True)
+    state = place_refresh(
+        inputs=[str(csv)], db=str(db), route="job", chunk_rows=20, return_state=True
+    )
     summary = state.result(raise_on_failure=False)
     assert isinstance(summary, dict) and state.is_completed(), summary
     return summary
 
 
 @pytest.fixture(scope="module")
-def reference(tmp_path_factory: pytest.TempPathFactory,
-              serve_sandbox_module: ServeSandbox) -> list[tuple[Any, ...]]:
+def reference(
+    tmp_path_factory: pytest.TempPathFactory, serve_sandbox_module: ServeSandbox
+) -> list[tuple[Any, ...]]:
     """The outcomes of an uninterrupted run."""
     tmp = tmp_path_factory.mktemp("reference")
     csv = write_csv(tmp / "p.csv", places(100))
@@ -52,16 +56,24 @@ def reference(tmp_path_factory: pytest.TempPathFactory,
 
 
 @pytest.mark.parametrize("seed", range(int(__import__("os").environ.get("CRASH_SEEDS", "20"))))
-def test_killed_at_a_random_moment(tmp_path: Path, serve_sandbox: ServeSandbox,
-                                   prefect_api: str, reference: list[tuple[Any, ...]],
-                                   seed: int) -> None:
+def test_killed_at_a_random_moment(
+    tmp_path: Path,
+    serve_sandbox: ServeSandbox,
+    prefect_api: str,
+    reference: list[tuple[Any, ...]],
+    seed: int,
+) -> None:
     """Killed at a seeded random moment and run again: same outcomes, each job paid once."""
     sb = serve_sandbox(rows_per_second=100.0)
     csv, db = write_csv(tmp_path / "p.csv", places(100)), tmp_path / "wh.duckdb"
     delay = random.Random(seed).uniform(3.0, 14.0)
-    with subprocess.Popen([*command(csv, db), "--chunk-rows", "20"],
-                          env=environment(sb.base_url, prefect_api), cwd=ROOT,
-                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL) as proc:
+    with subprocess.Popen(
+        [*command(csv, db), "--chunk-rows", "20"],
+        env=environment(sb.base_url, prefect_api),
+        cwd=ROOT,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    ) as proc:
         deadline = time.monotonic() + delay
         while time.monotonic() < deadline and proc.poll() is None:
             time.sleep(0.01)

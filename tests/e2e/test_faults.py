@@ -17,7 +17,7 @@ import pytest
 from placeflow.emulator import FaultConfig, KeySpec
 from placeflow.warehouse import run_checks
 
-from .conftest import KEY, ServeSandbox, places, write_csv
+from .conftest import KEY, ServeSandbox, places, run_flow, write_csv
 
 pytestmark = pytest.mark.usefixtures("prefect_api")
 
@@ -51,15 +51,6 @@ SCENARIOS = [
 ]
 
 
-def run(**params: Any) -> tuple[str, dict[str, Any]]:
-    from flows.place_refresh import place_refresh
-
-    state = place_refresh(**params, return_state=True)
-    data = state.result(raise_on_failure=False)
-    assert isinstance(data, dict), data
-    return str(state.type.value), data
-
-
 def assert_sound(db: Path, stats: dict[str, Any], summary: dict[str, Any], rows: int) -> None:
     """Every row accounted for, nothing charged twice, ledger equal to the sandbox's charges."""
     key = stats["keys"][KEY]
@@ -82,7 +73,7 @@ def test_run_survives(tmp_path: Path, serve_sandbox: ServeSandbox, faults: dict[
     )
     f = write_csv(tmp_path / "p.csv", places(60))
     db = tmp_path / "wh.duckdb"
-    state, s = run(inputs=[str(f)], db=str(db), route="job", chunk_rows=20)
+    state, s = run_flow(inputs=[str(f)], db=str(db), route="job", chunk_rows=20)
     if s["chunks_failed"]:
         assert state == "FAILED" and s["exit_code"] == 1 and "retried" in s["message"]
     else:
@@ -99,7 +90,7 @@ def test_a_job_that_never_finishes_is_cancelled_and_reported(
     sb.sandbox.inject("JOB", "stall")
     f = write_csv(tmp_path / "p.csv", places(40))
     db = tmp_path / "wh.duckdb"
-    state, s = run(inputs=[str(f)], db=str(db), route="job", chunk_rows=20, poll_timeout=4.0)
+    state, s = run_flow(inputs=[str(f)], db=str(db), route="job", chunk_rows=20, poll_timeout=4.0)
     assert state == "FAILED" and s["exit_code"] == 1
     assert s["chunks_failed"] == 1 and s["not_answered"] == 10  # half of the stalled 20 rows
     assert sb.stats()["requests"]["DELETE /v1/jobs/{batch_id}"] == {"200": 1}
@@ -129,12 +120,12 @@ def test_credits_running_out_mid_run_leave_a_resumable_run(
 
     helper = threading.Thread(target=drain_after_first)
     helper.start()
-    state, s = run(inputs=[str(f)], db=str(db), route="job", chunk_rows=20)
+    state, s = run_flow(inputs=[str(f)], db=str(db), route="job", chunk_rows=20)
     helper.join(60)
     assert state == "FAILED" and s["exit_code"] == 3 and s["status"] == "interrupted"
     assert "credits ran out" in s["message"] and "placeflow resume" in s["message"]
     sb.sandbox.backend.set_available(KEY, 1_000)
-    state, done = run(resume_run_id=s["run_id"], db=str(db))
+    state, done = run_flow(resume_run_id=s["run_id"], db=str(db))
     assert state == "COMPLETED" and done["run_id"] == s["run_id"]
     assert done["submitted"] == 60 and done["not_answered"] == 0
     assert_sound(db, sb.stats(), done, 60)
@@ -152,7 +143,7 @@ def test_a_job_still_queued_at_the_timeout_is_cancelled_with_nothing_charged(
     sb.sandbox.inject("JOB", "stall")
     f = write_csv(tmp_path / "p.csv", places(40))
     db = tmp_path / "wh.duckdb"
-    state, s = run(inputs=[str(f)], db=str(db), route="job", chunk_rows=20, poll_timeout=4.0)
+    state, s = run_flow(inputs=[str(f)], db=str(db), route="job", chunk_rows=20, poll_timeout=4.0)
     assert state == "FAILED" and s["chunks_failed"] >= 1 and s["not_answered"] >= 10
     with duckdb.connect(str(db), read_only=True) as con:
         rows = con.execute("select status, error_code from jobs order by chunk_no").fetchall()

@@ -12,18 +12,9 @@ import pytest
 
 from placeflow.warehouse import run_checks
 
-from .conftest import ServeSandbox, places, write_csv
+from .conftest import ServeSandbox, places, run_flow, write_csv
 
 pytestmark = pytest.mark.usefixtures("prefect_api")
-
-
-def run(**params: Any) -> tuple[str, dict[str, Any]]:
-    from flows.place_refresh import place_refresh
-
-    state = place_refresh(**params, return_state=True)
-    data = state.result(raise_on_failure=False)
-    assert isinstance(data, dict), data
-    return str(state.type.value), data
 
 
 def query(db: Path, sql: str) -> list[tuple[Any, ...]]:
@@ -37,7 +28,7 @@ def test_job_route_multi_file_with_duplicates(tmp_path: Path, serve_sandbox: Ser
     a = write_csv(tmp_path / "a.csv", places(60))
     b = write_csv(tmp_path / "b.csv", places(40, start=40))  # 20 rows repeat a.csv's
     db = tmp_path / "wh.duckdb"
-    state, s = run(inputs=[str(a), str(b)], db=str(db), route="job")
+    state, s = run_flow(inputs=[str(a), str(b)], db=str(db), route="job")
     assert state == "COMPLETED" and s["status"] == "completed"
     assert (s["rows_read"], s["duplicates"], s["submitted"]) == (100, 20, 80)
     assert s["succeeded"] + s["failed"] == 80
@@ -60,7 +51,7 @@ def test_sync_route_for_small_work(tmp_path: Path, serve_sandbox: ServeSandbox) 
     """Twelve places go as two enrich-batch calls, charged per answered place, no job."""
     sb = serve_sandbox()
     f = write_csv(tmp_path / "small.csv", places(12))
-    state, s = run(inputs=[str(f)], db=str(tmp_path / "wh.duckdb"))
+    state, s = run_flow(inputs=[str(f)], db=str(tmp_path / "wh.duckdb"))
     assert state == "COMPLETED"
     stats = sb.stats()
     assert stats["requests"]["POST /v1/enrich-batch"] == {"200": 2}
@@ -73,10 +64,10 @@ def test_validate_mode_and_rerun_costs_nothing(tmp_path: Path, serve_sandbox: Se
     sb = serve_sandbox()
     f = write_csv(tmp_path / "p.csv", places(50))
     db = str(tmp_path / "wh.duckdb")
-    _, first = run(inputs=[str(f)], db=db, mode="validate")
+    _, first = run_flow(inputs=[str(f)], db=db, mode="validate")
     charged = sb.credits()["charged"]
     before = {route: sum(c.values()) for route, c in sb.stats()["requests"].items()}
-    state, second = run(inputs=[str(f)], db=db, mode="validate")
+    state, second = run_flow(inputs=[str(f)], db=db, mode="validate")
     after = {route: sum(c.values()) for route, c in sb.stats()["requests"].items()}
     assert state == "COMPLETED" and second["submitted"] == 0
     assert second["skipped_fresh"] == first["succeeded"]
@@ -88,7 +79,7 @@ def test_budget_refusal_spends_nothing(tmp_path: Path, serve_sandbox: ServeSandb
     sb = serve_sandbox()
     f = write_csv(tmp_path / "p.csv", places(50))
     db = tmp_path / "wh.duckdb"
-    state, s = run(inputs=[str(f)], db=str(db), max_credits=10)
+    state, s = run_flow(inputs=[str(f)], db=str(db), max_credits=10)
     assert state == "FAILED" and s["exit_code"] == 3 and s["status"] == "refused"
     assert "--max-credits" in s["message"]
     assert not [r for r in sb.stats()["requests"] if r.startswith("POST")]
@@ -104,16 +95,16 @@ def test_failed_job_is_recorded_and_only_its_places_are_retried(
     a = write_csv(tmp_path / "a.csv", places(60))
     db = tmp_path / "wh.duckdb"
     sb.sandbox.inject("JOB", "fail")
-    state, first = run(inputs=[str(a)], db=str(db), route="job")
+    state, first = run_flow(inputs=[str(a)], db=str(db), route="job")
     assert state == "FAILED" and first["exit_code"] == 1
     assert first["chunks_failed"] == 1 and first["not_answered"] == 60
     assert first["charged"] == 0 and sb.credits()["charged"] == 0
     ((status, error, code),) = query(db, "select status, error, error_code from jobs")
     assert status == "failed" and error and code == "EXTERNAL_API_ERROR"
-    state, second = run(inputs=[str(a)], db=str(db), route="job")
+    state, second = run_flow(inputs=[str(a)], db=str(db), route="job")
     assert state == "COMPLETED" and second["submitted"] == 60
     assert second["charged"] == sb.credits()["charged"] > 0
-    state, third = run(inputs=[str(a)], db=str(db), route="job")
+    state, third = run_flow(inputs=[str(a)], db=str(db), route="job")
     failed_rows = second["failed"]
     assert third["submitted"] == failed_rows, "only the places that failed are sent again"
 
@@ -124,7 +115,7 @@ def test_summary_artifact_is_published(
     """The flow publishes a markdown artifact with the run's counts and credits."""
     serve_sandbox()
     f = write_csv(tmp_path / "p.csv", places(5))
-    _, s = run(inputs=[str(f)], db=str(tmp_path / "wh.duckdb"))
+    _, s = run_flow(inputs=[str(f)], db=str(tmp_path / "wh.duckdb"))
     # Prefect 3.8.8's client sends nulls its own server (with FastAPI 0.154) refuses for this
     # filter, so the test asks the REST API directly.
     body = {
@@ -152,7 +143,7 @@ def test_refused_when_the_key_cannot_cover_the_holds(
 
     sb = serve_sandbox(keys=(KeySpec(key=KEY, credits=30),))
     f = write_csv(tmp_path / "p.csv", places(50))
-    state, s = run(inputs=[str(f)], db=str(tmp_path / "wh.duckdb"), route="job")
+    state, s = run_flow(inputs=[str(f)], db=str(tmp_path / "wh.duckdb"), route="job")
     assert state == "FAILED" and s["exit_code"] == 3
     assert "30 available" in s["message"] and "add credits" in s["message"]
     assert not [r for r in sb.stats()["requests"] if r.startswith("POST")]
@@ -173,7 +164,7 @@ def test_the_key_appears_nowhere(
     sb.sandbox.inject("GET /files", "corrupt")
     f = write_csv(tmp_path / "p.csv", places(40))
     db = tmp_path / "wh.duckdb"
-    state, s = run(inputs=[str(f)], db=str(db), route="job")
+    state, s = run_flow(inputs=[str(f)], db=str(db), route="job")
     assert state == "COMPLETED"
     out, err = capfd.readouterr()
     assert KEY not in out + err + caplog.text and KEY not in str(s)
@@ -218,7 +209,7 @@ def test_a_second_run_on_a_busy_database_refuses_clearly(
     try:
         assert holder.stdout is not None and holder.stdout.readline().strip() == "locked"
         f = write_csv(tmp_path / "p.csv", places(5))
-        state, s = run(inputs=[str(f)], db=str(db))
+        state, s = run_flow(inputs=[str(f)], db=str(db))
     finally:
         holder.kill()
         holder.wait()
@@ -302,7 +293,7 @@ def test_hostile_rows_are_rejected_or_kept_verbatim(
     ]
     f = write_csv(tmp_path / "hostile.csv", rows)
     db = tmp_path / "wh.duckdb"
-    state, s = run(inputs=[str(f)], db=str(db))
+    state, s = run_flow(inputs=[str(f)], db=str(db))
     assert state == "COMPLETED" and s["rows_read"] == 10 and s["rejected"] == 4
     assert s["submitted"] == 6
     statuses = {code for counts in sb.stats()["requests"].values() for code in counts}

@@ -76,14 +76,17 @@ def prepare(
     rows, read_info = read_inputs(
         inputs, mapping=dict(options.mapping) or None, encoding=options.encoding
     )
+    rows_read = rows.height
     places, rejects, _ = normalize(rows)
+    del rows  # each stage's input is let go once used: memory peaks here at a million rows
     deduped, _ = dedupe(places)
-    first = deduped.filter(pl.col("disposition") == "submitted")
+    del places
+    first = deduped.filter(pl.col("disposition") == "submitted").select("place_key")
     fresh = pl.DataFrame(schema={"place_key": pl.String})
     if con is not None and not options.force and first.height:
         fresh = fresh_keys(
             con,
-            first.select("place_key"),
+            first,
             signature=options.signature,
             max_age=timedelta(days=options.max_age_days),
             now=now,
@@ -113,7 +116,7 @@ def prepare(
         how="vertical_relaxed",
     ).sort("row_ord")
     counts = Counts(
-        rows_read=rows.height,
+        rows_read=rows_read,
         rejected=rejects.height,
         duplicates=deduped.filter(pl.col("disposition") == "duplicate").height,
         skipped_fresh=deduped.filter(pl.col("disposition") == "skipped_fresh").height,

@@ -18,7 +18,7 @@ import duckdb
 
 from placeflow.api.client import PlaceApiClient
 from placeflow.api.errors import InsufficientCredits
-from placeflow.pipeline.plan import RunOptions
+from placeflow.pipeline.plan import RunOptions, run_options
 from placeflow.pipeline.prepare import Prepared, options_json, record_plan
 from placeflow.pipeline.read import expand_inputs
 from placeflow.warehouse import transaction
@@ -190,16 +190,16 @@ def load_run(con: duckdb.DuckDBPyConnection, run_id: str) -> RunRow:
     if row is None:
         raise LookupError(f"no run {run_id} in this database: `placeflow runs` lists them")
     opts = json.loads(row[1])
-    options = RunOptions(
+    options = run_options(
         mode=opts["mode"],
-        attributes=tuple(opts["attributes"]) if opts["mode"] == "enrich" else (),
+        attributes=opts["attributes"] if opts["mode"] == "enrich" else (),
         include_summary=opts["include_summary"],
         max_credits=opts["max_credits"],
-        max_age_days=opts["max_age_days"],
+        max_age=opts["max_age_days"],
         force=opts["force"],
         route=opts["route"],
         chunk_rows=opts["chunk_rows"],
-        mapping=tuple(sorted(opts["mapping"].items())),
+        mapping=opts["mapping"],
         encoding=opts["encoding"],
     )
     return RunRow(run_id, str(row[0]), options, tuple(json.loads(row[2])))
