@@ -162,7 +162,9 @@ def place_refresh(
         )
         with (
             connect(db_path) as con,
-            open_target(api_key=settings.api_key, base_url=settings.base_url) as target,
+            open_target(
+                api_key=settings.api_key, base_url=settings.base_url, limits=settings.limits
+            ) as target,
         ):
             if settings.uses_sandbox:
                 print(f"placeflow: no PLACEFLOW_API_KEY set; using the {target.label}")

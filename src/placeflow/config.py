@@ -1,7 +1,9 @@
 """The one place that reads the environment.
 
 `PLACEFLOW_API_KEY` and `PLACEFLOW_BASE_URL` select the real service; with no key, runs target
-the embedded sandbox. Everything else is passed explicitly from here into the library.
+the embedded sandbox. `PLACEFLOW_TIER` (paid or free) sets the key's rate limits from the spec's
+table, and `PLACEFLOW_RATE_LIMITS` (``10/s,100/min``) replaces them for a key with limits of its
+own. Everything else is passed explicitly from here into the library.
 """
 
 from __future__ import annotations
@@ -10,6 +12,7 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from placeflow.api.limiter import TIER_WINDOWS, RateLimits
 from placeflow.redact import Secret
 
 PREFECT_DEFAULTS = {
@@ -30,6 +33,8 @@ PREFECT_DEFAULTS = {
 class Settings:
     api_key: Secret | None
     base_url: str | None
+    limits: RateLimits = field(default_factory=RateLimits)
+    """The key's rate limits, kept by one limiter shared by every request of the process."""
     environment: Mapping[str, str] = field(default_factory=dict, repr=False)
 
     @property
@@ -51,7 +56,15 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
             "PLACEFLOW_API_KEY is set but PLACEFLOW_BASE_URL is not: set it to the"
             " service's base URL (or unset the key to use the embedded sandbox)"
         )
-    return Settings(api_key=Secret(key) if key else None, base_url=base or None)
+    tier = env.get("PLACEFLOW_TIER", "").strip().lower() or "paid"
+    if tier not in TIER_WINDOWS:
+        raise ValueError(f"PLACEFLOW_TIER must be one of {', '.join(TIER_WINDOWS)}, not {tier!r}")
+    custom = env.get("PLACEFLOW_RATE_LIMITS", "").strip()
+    try:
+        limits = RateLimits.parse(custom) if custom else RateLimits.for_tier(tier)
+    except ValueError as exc:
+        raise ValueError(f"PLACEFLOW_RATE_LIMITS: {exc}") from None
+    return Settings(api_key=Secret(key) if key else None, base_url=base or None, limits=limits)
 
 
 def apply_prefect_defaults(env: dict[str, str] | None = None) -> None:

@@ -52,7 +52,8 @@ def shared_limiter(target: Target) -> RateLimiter:
 
 @contextmanager
 def embedded_sandbox(config: SandboxConfig | None = None) -> Iterator[Target]:
-    """Serve a sandbox on free loopback ports for the length of the block."""
+    """Serve a sandbox on free loopback ports for the length of the block (its one key is paid,
+    so the client keeps to the paid tier's limits)."""
     sandbox = Sandbox(config or SandboxConfig())
     with sandbox.serve() as served:
         yield Target(
@@ -65,9 +66,10 @@ def embedded_sandbox(config: SandboxConfig | None = None) -> Iterator[Target]:
 
 @contextmanager
 def open_target(
-    *, api_key: Secret | None, base_url: str | None, tier: str = "paid"
+    *, api_key: Secret | None, base_url: str | None, limits: RateLimits | None = None
 ) -> Iterator[Target]:
-    """The real service when a key is given, else an embedded sandbox."""
+    """The real service when a key is given (kept to `limits`, the paid tier's by default),
+    else an embedded sandbox."""
     if api_key is None:
         with embedded_sandbox() as target:
             yield target
@@ -75,5 +77,8 @@ def open_target(
     if not base_url:
         raise ValueError("a key needs a base URL: set PLACEFLOW_BASE_URL")
     yield Target(
-        base_url=base_url, api_key=api_key, label=base_url, limits=RateLimits.for_tier(tier)
+        base_url=base_url,
+        api_key=api_key,
+        label=base_url,
+        limits=limits or RateLimits.for_tier("paid"),
     )

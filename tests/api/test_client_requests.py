@@ -17,7 +17,17 @@ from placeflow.api.errors import (
 )
 from placeflow.api.limiter import RateLimiter, RateLimits
 
-from .conftest import BASE, KEY, VALIDATE_OK, FakeTime, Script, js, mock_client, poi
+from .conftest import (
+    BASE,
+    JOB_SUBMITTED,
+    KEY,
+    VALIDATE_OK,
+    FakeTime,
+    Script,
+    js,
+    mock_client,
+    poi,
+)
 
 PRICING = {"unit": "credits", "rates": [], "packs_url": "https://x/packs"}
 
@@ -87,6 +97,33 @@ def test_bad_row_is_named_and_never_sent() -> None:
     fields = [d.field for d in info.value.details]
     assert fields == ["pois[3].latitude", "pois[17].poi_name"]
     assert info.value.rows == [3, 17]
+    assert script.requests == []
+
+
+def test_encoded_job_body_is_checked_in_one_pass_and_sent_verbatim() -> None:
+    """A pre-encoded job body goes out byte for byte once it holds to the limits."""
+    body = b'{"pois":[{"id":"a","poi_name":"Cafe","street":null,"latitude":45.7,"longitude":4.8}]}'
+    script = Script([js(200, JOB_SUBMITTED)])
+    job = mock_client(script, FakeTime()).submit_job_body("validate", body, idempotency_key="k1")
+    assert job.batch_id == "job_1" and script.bodies() == [body]
+    assert script.requests[0].headers["Idempotency-Key"] == "k1"
+
+
+@pytest.mark.parametrize(
+    ("body", "fields"),
+    [
+        (b'{"pois":[{"poi_name":"A"},{"poi_name":""},{"poi_name":"C","latitude":91}]}',
+         ["pois[1].poi_name", "pois[2].latitude"]),
+        (b'{"pois":[]}', ["pois"]),
+        (b'{"pois":[{"poi_name":"A"}', ["body"]),
+    ],
+)  # fmt: skip
+def test_bad_encoded_job_body_is_named_and_never_sent(body: bytes, fields: list[str]) -> None:
+    """A bad row, an empty job or broken JSON in a pre-encoded body is refused unsent."""
+    script = Script([js(200, JOB_SUBMITTED)])
+    with pytest.raises(RequestRejected) as info:
+        mock_client(script, FakeTime()).submit_job_body("validate", body)
+    assert [d.field for d in info.value.details] == fields
     assert script.requests == []
 
 

@@ -8,7 +8,7 @@ import httpx
 import pytest
 
 from placeflow.api.errors import JobFailed, JobTimedOut
-from placeflow.api.poller import JobPoller
+from placeflow.api.poller import JobPoller, PendingJob
 from placeflow.api.retry import RetryPolicy
 
 from .conftest import JOB_SUBMITTED, FakeTime, Script, js, mock_client
@@ -41,12 +41,31 @@ def test_delay_follows_eta_within_floor_and_ceiling() -> None:
     assert p.next_delay(eta=3600, previous=None) == 30.0
 
 
-def test_jitter_adds_up_to_its_fraction() -> None:
-    """With jitter 0.2 and the random draw at its top, the wait grows by 20%."""
+def test_jitter_adds_up_to_its_fraction_and_never_more_than_its_cap() -> None:
+    """With jitter 0.2 and the random draw at its top, the wait grows by 20%, but by no more
+    than max_jitter seconds: a long job is not looked at seconds after it ended."""
     p = JobPoller(
-        mock_client(Script([]), FakeTime()), floor=1, ceiling=60, jitter=0.2, rand=lambda: 1.0
+        mock_client(Script([]), FakeTime()),
+        floor=1,
+        ceiling=60,
+        jitter=0.2,
+        max_jitter=0.5,
+        rand=lambda: 1.0,
     )
-    assert p.next_delay(eta=10, previous=None) == pytest.approx(12.0)
+    assert p.next_delay(eta=2, previous=None) == pytest.approx(2.4)
+    assert p.next_delay(eta=40, previous=None) == pytest.approx(40.5)
+
+
+def test_a_job_submitted_earlier_is_polled_at_its_remaining_eta() -> None:
+    """A PendingJob is polled when its remaining eta runs out, or at once if that is past."""
+    time = FakeTime()
+    script = Script([lambda r: js(200, status(r.url.path.rsplit("/", 1)[-1], "completed"))])
+    p = poller(script, time)
+    start = time.now
+    ended = list(p.iter_follow([PendingJob("job_1", 7.0), PendingJob("job_2", -3.0)]))
+    assert [s.batch_id for s in ended] == ["job_2", "job_1"] and p.polls == 2
+    assert time.now - start == pytest.approx(7.0)
+    assert [r.url.path for r in script.requests] == ["/v1/jobs/job_2", "/v1/jobs/job_1"]
 
 
 def test_no_eta_or_no_progress_doubles_the_wait() -> None:

@@ -86,6 +86,19 @@ def require_rows(
     return valid
 
 
+def require_json(model: type[M], body: bytes, *, endpoint: str) -> M:
+    """`body` (JSON text) parsed as a valid `model` in one pass, or `RequestRejected` naming
+    every bad field by its path (``pois[17].poi_name``)."""
+    try:
+        return model.model_validate_json(body)
+    except ValidationError as exc:
+        problems = [
+            FieldProblem(_path("", tuple(e["loc"])), e["msg"], e["type"])
+            for e in exc.errors(include_url=False, include_input=False)
+        ]
+        raise RequestRejected(endpoint, problems) from None
+
+
 def encode(payload: BaseModel | Mapping[str, Any]) -> bytes:
     """The request body, serialised once so that every retry sends the identical bytes."""
     data = (

@@ -19,7 +19,14 @@ from urllib.parse import quote
 
 from pydantic import BaseModel
 
-from placeflow.api.checks import Row, dump_rows, encode, require_one, require_rows
+from placeflow.api.checks import (
+    Row,
+    dump_rows,
+    encode,
+    require_json,
+    require_one,
+    require_rows,
+)
 from placeflow.api.errors import FieldProblem, RequestRejected
 from placeflow.api.models import (
     MAX_ENRICH_BATCH,
@@ -27,6 +34,7 @@ from placeflow.api.models import (
     DeepResearchRequest,
     DeepResearchResponse,
     EnrichBatchRequest,
+    EnrichJobSubmit,
     JobDeleteResponse,
     JobKind,
     JobStatus,
@@ -38,6 +46,7 @@ from placeflow.api.models import (
     POIValidateResponse,
     PricingCard,
     UsageResponse,
+    ValidateJobSubmit,
 )
 from placeflow.api.session import ApiSession, PossibleDoubleCharge
 
@@ -141,17 +150,34 @@ class PlaceApiClient(ApiSession):
         the chunk's content) so that a resumed process replays instead of paying again; without
         one, a fresh key is made and reused for every retry of this submission.
         """
-        if kind not in ("validate", "enrich"):
-            raise ValueError(f"kind must be validate or enrich, not {kind!r}")
-        endpoint = f"POST /v1/jobs/{kind}"
+        endpoint = _job_endpoint(kind)
         model: type[BaseModel] = POIValidateRequest if kind == "validate" else POIEnrichRequest
         rows = require_rows(model, pois, endpoint=endpoint, minimum=1, maximum=MAX_JOB_ROWS)
+        body = encode({"pois": dump_rows(rows)})
+        return self._submit(kind, body, idempotency_key=idempotency_key)
+
+    def submit_job_body(
+        self, kind: JobKind, body: bytes, *, idempotency_key: str | None = None
+    ) -> JobSubmission:
+        """POST /v1/jobs/{kind} with a body already encoded as ``{"pois": [...]}``.
+
+        For callers that store their requests as JSON (the pipeline does, so that a resumed
+        run sends the identical bytes): the body is held to the spec's limits as parsed JSON,
+        in one pass, and sent exactly as given. A bad row raises `RequestRejected` naming it
+        (``pois[17].poi_name``); nothing is sent.
+        """
+        endpoint = _job_endpoint(kind)
+        require_json(JOB_SUBMIT_MODELS[kind], body, endpoint=endpoint)
+        return self._submit(kind, body, idempotency_key=idempotency_key)
+
+    def _submit(self, kind: JobKind, body: bytes, *, idempotency_key: str | None) -> JobSubmission:
+        endpoint = _job_endpoint(kind)
         key = idempotency_key if idempotency_key is not None else f"pf-{uuid.uuid4().hex}"
         check_idempotency_key(key, endpoint=endpoint)
         response = self._call(
             "POST",
             f"/v1/jobs/{kind}",
-            body=encode({"pois": dump_rows(rows)}),
+            body=body,
             safety="keyed",
             idempotency_key=key,
         )
@@ -199,6 +225,18 @@ class PlaceApiClient(ApiSession):
         with self._lock:
             self._pricing = (self.clock(), card)
         return card
+
+
+JOB_SUBMIT_MODELS: dict[str, type[BaseModel]] = {
+    "validate": ValidateJobSubmit,
+    "enrich": EnrichJobSubmit,
+}
+
+
+def _job_endpoint(kind: str) -> str:
+    if kind not in JOB_SUBMIT_MODELS:
+        raise ValueError(f"kind must be validate or enrich, not {kind!r}")
+    return f"POST /v1/jobs/{kind}"
 
 
 def research_credits(request: DeepResearchRequest) -> int:

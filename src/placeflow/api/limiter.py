@@ -8,6 +8,7 @@ log, not a token bucket, so it can never burst above a window's count.
 
 from __future__ import annotations
 
+import re
 import threading
 import time
 from collections import deque
@@ -22,6 +23,8 @@ TIER_WINDOWS: dict[str, tuple[tuple[int, float], ...]] = {
     "paid": ((10, 1.0), (100, 60.0)),
 }
 """The spec's Limits table: (requests, seconds) per window, per tier."""
+_UNIT_SECONDS = {"s": 1.0, "sec": 1.0, "m": 60.0, "min": 60.0, "h": 3600.0}
+_WINDOW = re.compile(r"(?P<count>\d+)\s*/\s*(?P<every>\d+(?:\.\d+)?)?\s*(?P<unit>s|sec|m|min|h)")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -62,6 +65,22 @@ class RateLimits:
             raise ValueError("window_scale must be positive")
         windows = tuple((n, s * window_scale) for n, s in TIER_WINDOWS[tier])
         return cls(windows=windows, slack=slack, min_slack=min_slack)
+
+    @classmethod
+    def parse(cls, text: str) -> RateLimits:
+        """Windows written as the spec writes limits: ``10/s,100/min`` (also ``/h``, ``/5s``).
+
+        For keys whose limits differ from their tier's (the spec says keys carry their own)."""
+        windows = []
+        for part in (p.strip() for p in text.split(",")):
+            match = _WINDOW.fullmatch(part)
+            if not match:
+                raise ValueError(
+                    f"rate limit {part!r} is not COUNT/UNIT (e.g. 10/s, 100/min, 1000/5s)"
+                )
+            count, every, unit = match.group("count", "every", "unit")
+            windows.append((int(count), float(every or 1) * _UNIT_SECONDS[unit]))
+        return cls(windows=tuple(windows))
 
     def spacing(self, seconds: float) -> float:
         """A window's length plus its safety margin."""

@@ -21,8 +21,18 @@ from placeflow.api.models import TERMINAL_JOB_STATUSES, JobStatus, JobSubmitResp
 
 log = logging.getLogger("placeflow.api.poller")
 
-JobRef = str | JobSubmission | JobSubmitResponse
-"""A job to follow: its batch_id, or its submission (whose eta schedules the first poll)."""
+
+
+@dataclass(frozen=True)
+class PendingJob:
+    """A job submitted earlier: its batch_id and the seconds from now until it should be done."""
+
+    batch_id: str
+    eta_seconds: float | None = None
+
+
+JobRef = str | PendingJob | JobSubmission | JobSubmitResponse
+"""A job to follow: its batch_id, or what is known of its eta (which schedules the first poll)."""
 
 
 @dataclass(order=True)
@@ -43,8 +53,10 @@ class JobPoller:
     """Polls jobs until they end, spacing polls by each job's eta.
 
     `floor` and `ceiling` bound the wait between two polls of one job; `jitter` adds up to that
-    fraction of it at random so that many jobs do not poll in step; `timeout` bounds the whole
-    `follow` call. Clock, sleep and randomness default to the client's.
+    fraction of it (never more than `max_jitter` seconds) at random so that many jobs do not
+    poll in step, while a job is never looked at much later than its eta says it ends;
+    `timeout` bounds the whole `follow` call. Clock, sleep and randomness default to the
+    client's.
     """
 
     def __init__(
@@ -54,6 +66,7 @@ class JobPoller:
         floor: float = 2.0,
         ceiling: float = 60.0,
         jitter: float = 0.2,
+        max_jitter: float = 0.5,
         timeout: float = 3600.0,
         cancel_on_timeout: bool = True,
         clock: Callable[[], float] | None = None,
@@ -64,12 +77,15 @@ class JobPoller:
             raise ValueError("need 0 < floor <= ceiling")
         if not 0 <= jitter <= 1:
             raise ValueError("jitter is a fraction between 0 and 1")
+        if max_jitter < 0:
+            raise ValueError("max_jitter must not be negative")
         if timeout <= 0:
             raise ValueError("timeout must be positive")
         self.client = client
         self.floor = floor
         self.ceiling = ceiling
         self.jitter = jitter
+        self.max_jitter = max_jitter
         self.timeout = timeout
         self.cancel_on_timeout = cancel_on_timeout
         self._clock = clock or client.clock
@@ -79,7 +95,7 @@ class JobPoller:
         """GET /v1/jobs/{batch_id} requests made by this poller (DELETEs not included)."""
 
     def next_delay(
-        self, *, eta: int | None, previous: float | None, stalled: bool = False
+        self, *, eta: float | None, previous: float | None, stalled: bool = False
     ) -> float:
         """Seconds until the next poll of a job whose latest eta is `eta`.
 
@@ -90,7 +106,8 @@ class JobPoller:
         if stalled and previous is not None:
             base = max(base, previous * 2)
         delay = min(max(base, self.floor), self.ceiling)
-        return min(self.ceiling, delay * (1.0 + self.jitter * self._rand()))
+        spread = min(delay * self.jitter, self.max_jitter)
+        return min(self.ceiling, delay + spread * self._rand())
 
     def iter_follow(self, jobs: Iterable[JobRef]) -> Iterator[JobStatus]:
         """Yield each job's terminal status as it ends, in the order they end.
@@ -108,7 +125,7 @@ class JobPoller:
                 continue
             track = tracks[batch_id] = _Track()
             first = now
-            if eta is not None:
+            if eta is not None and eta > 0:  # an eta already past: poll at once
                 track.delay = self.next_delay(eta=eta, previous=None)
                 first += track.delay
             heapq.heappush(heap, _Due(min(first, deadline), seq, batch_id))
@@ -195,8 +212,10 @@ class JobPoller:
         )
 
 
-def _ref(ref: JobRef) -> tuple[str, int | None]:
+def _ref(ref: JobRef) -> tuple[str, float | None]:
     """A job's batch_id and, when it was just submitted and is not yet over, its eta."""
+    if isinstance(ref, PendingJob):
+        return ref.batch_id, ref.eta_seconds
     job = ref.job if isinstance(ref, JobSubmission) else ref
     if isinstance(job, JobSubmitResponse):
         return job.batch_id, None if job.status in TERMINAL_JOB_STATUSES else job.eta_seconds

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import hashlib
 import hmac
-import json
 from typing import Any
 
 from placeflow.api.models import EnrichJobSubmit, JobKind, ValidateJobSubmit
@@ -61,9 +60,8 @@ class SandboxBackend(CoreBackend):
         req = parse_body(model, raw, request_id=rid, now=now)
         if kind == "enrich":
             self.require_entitlement(state, "enrichment")
-        body_hash = hashlib.sha256(
-            json.dumps(json.loads(raw), sort_keys=True, separators=(",", ":")).encode()
-        ).hexdigest()
+        # The body as parsed, not as spelled: key order, spacing and aliases do not make it new.
+        body_hash = hashlib.sha256(req.model_dump_json().encode()).hexdigest()
         with self.lock:
             self._advance(state, now)
             record = state.idempotency.get(idem_key) if idem_key else None
@@ -80,7 +78,7 @@ class SandboxBackend(CoreBackend):
                     )
                 self.replays += 1
                 return Reply(200, record.response, {"Idempotent-Replayed": "true"})
-            pois = [p.model_dump() for p in req.pois]
+            pois = req.model_dump()["pois"]
             batch_id = self.next_id("job")
             try:
                 state.account.hold(len(pois), batch_id, now)

@@ -30,9 +30,10 @@ import duckdb
 from placeflow.api.client import PlaceApiClient
 from placeflow.api.download import download_result
 from placeflow.api.errors import InsufficientCredits, JobTimedOut
-from placeflow.api.models import JobKind, JobStatus
-from placeflow.api.poller import JobPoller
+from placeflow.api.models import TERMINAL_JOB_STATUSES, JobKind, JobStatus
+from placeflow.api.poller import JobPoller, PendingJob
 from placeflow.pipeline.load import LoadInfo, load_result
+from placeflow.pipeline.plan import chunk_body as plan_body
 from placeflow.warehouse import transaction
 
 log = logging.getLogger("placeflow.execute")
@@ -49,6 +50,9 @@ class RunContext:
     workdir: Path
     poller: JobPoller
     note: Callable[[str], None] = field(default=lambda message: log.info("%s", message))
+    due: dict[str, float] = field(default_factory=dict)
+    """When (on the client's clock) each job submitted by this process should be done: its
+    first poll waits until then. A resumed process knows none, and polls each job once now."""
 
     def now(self) -> datetime:
         return datetime.now(UTC)
@@ -86,6 +90,17 @@ def chunk_requests(ctx: RunContext, chunk_no: int) -> list[dict[str, Any]]:
     return [json.loads(r[0]) for r in rows]
 
 
+def chunk_body(ctx: RunContext, chunk_no: int) -> bytes:
+    """The exact body of a job chunk, joined by DuckDB from its stored requests in position
+    order: the bytes whose sha256 is the chunk's `content_sha256`."""
+    row = ctx.con.execute(
+        "select string_agg(request, ',' order by position) from run_places"
+        " where run_id = ? and chunk_no = ?",
+        [ctx.run_id, chunk_no],
+    ).fetchone()
+    return plan_body([row[0]] if row and row[0] is not None else [])
+
+
 def _set(ctx: RunContext, chunk_no: int, **values: Any) -> None:
     names = ", ".join(f"{name} = ?" for name in values)
     ctx.con.execute(
@@ -108,10 +123,13 @@ def _ledger(ctx: RunContext, chunk_no: int, ref: str, kind: str, credits: int, n
 def submit_chunk(ctx: RunContext, chunk: Chunk) -> str:
     """POST a planned chunk under its Idempotency-Key; store the batch_id and the hold at once."""
     assert chunk.idempotency_key is not None
-    submission = ctx.api.submit_job(
-        ctx.kind, chunk_requests(ctx, chunk.chunk_no), idempotency_key=chunk.idempotency_key
+    submission = ctx.api.submit_job_body(
+        ctx.kind, chunk_body(ctx, chunk.chunk_no), idempotency_key=chunk.idempotency_key
     )
     batch_id = submission.batch_id
+    job = submission.job
+    if job.status not in TERMINAL_JOB_STATUSES and job.eta_seconds is not None:
+        ctx.due[batch_id] = ctx.api.clock() + job.eta_seconds
     with transaction(ctx.con):
         _set(
             ctx,
@@ -157,7 +175,12 @@ def submit_all(ctx: RunContext) -> int:
 
 def follow(ctx: RunContext) -> Iterator[JobStatus]:
     """Poll every submitted job with one poller, yielding each terminal status as it ends."""
-    pending = [c.batch_id for c in chunks(ctx, "submitted") if c.batch_id]
+    now = ctx.api.clock()
+    pending = [
+        PendingJob(c.batch_id, ctx.due[c.batch_id] - now if c.batch_id in ctx.due else None)
+        for c in chunks(ctx, "submitted")
+        if c.batch_id
+    ]
     if not pending:
         return
     try:
