@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import resource
 import subprocess
 import sys
 import time
@@ -57,6 +58,12 @@ def child(cmd: list[str], *, env: dict[str, str] | None = None, cwd: Path | None
     return Child(m["rc"], m["wall"], m["cpu"], m["maxrss_kb"] / 1024, stdout, stderr)
 
 
+def own_cpu() -> float:
+    """CPU seconds (user + system) this process has used so far, all its threads."""
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
 def delta(before: dict[str, Any], after: dict[str, Any], key: str) -> dict[str, Any]:
     """Requests by route and credits charged between two `Sandbox.stats()` snapshots."""
     routes: Counter[str] = Counter()
@@ -89,6 +96,8 @@ class Run:
     before: dict[str, Any]
     after: dict[str, Any]
     key: str
+    sandbox_cpu: float = 0.0
+    """CPU seconds the benchmark process (the sandbox serving this run) spent meanwhile."""
     summary: dict[str, Any] = field(init=False)
     sandbox: dict[str, Any] = field(init=False)
 

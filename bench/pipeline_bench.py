@@ -45,6 +45,10 @@ from placeflow.emulator import KeySpec, Sandbox, SandboxConfig
 
 KEY = "sk_bench_paid_key_6b6b"
 CHUNK_ROWS = 10_000
+FAST_SCALE = 0.001
+"""The sandbox's rate windows at its fastest setting: a second lasts 1 ms, a minute 60 ms."""
+FAST_LIMITS = f"10/{FAST_SCALE:g}s,100/{60 * FAST_SCALE:g}s"
+"""The same windows for the client: the key's limits are not local overhead."""
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -134,11 +138,25 @@ class Pipeline:
         self.prefect_api = prefect_api
         self.work = work
 
-    def run(self, sb: Sandbox, base_url: str, csv: Path, db: Path, *extra: str) -> measure.Run:
+    def run(
+        self,
+        sb: Sandbox,
+        base_url: str,
+        csv: Path,
+        db: Path,
+        *extra: str,
+        limits: str | None = None,
+    ) -> measure.Run:
+        """`limits`: the key's rate limits for the client (PLACEFLOW_RATE_LIMITS), to match a
+        sandbox whose windows are scaled; the paid tier's when None."""
         env = dict(os.environ, PLACEFLOW_API_KEY=KEY, PLACEFLOW_BASE_URL=base_url)
+        env.pop("PLACEFLOW_RATE_LIMITS", None)
+        if limits:
+            env["PLACEFLOW_RATE_LIMITS"] = limits
         if self.prefect_api:
             env["PREFECT_API_URL"] = self.prefect_api
         before = sb.stats()
+        served_cpu = measure.own_cpu()  # this process only serves the sandbox meanwhile
         cmd = [
             sys.executable,
             "-m",
@@ -151,7 +169,7 @@ class Pipeline:
             *extra,
         ]
         child = measure.child(cmd, env=env, cwd=self.work)
-        return measure.Run(child, before, sb.stats(), KEY)
+        return measure.Run(child, before, sb.stats(), KEY, measure.own_cpu() - served_cpu)
 
 
 def job_schedule_bound(places: int, rate: float, slots: int) -> tuple[int, float]:
@@ -197,9 +215,9 @@ def scenario_credits(
 ) -> dict[str, Any]:
     frame, unique = inputs.with_duplicates(pool, args.dup_rows, args.dup_share)
     csv = inputs.write(frame, work / "dups.csv")
-    with sandbox(rate_window_scale=0.001) as (sb, url):
-        first = pipe.run(sb, url, csv, work / "dups.duckdb", "--route", "job")
-        rerun = pipe.run(sb, url, csv, work / "dups.duckdb", "--route", "job")
+    with sandbox(rate_window_scale=FAST_SCALE) as (sb, url):
+        first = pipe.run(sb, url, csv, work / "dups.duckdb", "--route", "job", limits=FAST_LIMITS)
+        rerun = pipe.run(sb, url, csv, work / "dups.duckdb", "--route", "job", limits=FAST_LIMITS)
     return {"first": first, "rerun": rerun, "unique": unique, "rows": frame.height}
 
 
@@ -210,8 +228,8 @@ def scenario_overhead(
     for n in args.size_list:
         csv = inputs.write(inputs.unique_frame(pool, n), work / f"u{n}.csv")
         db = work / f"u{n}.duckdb"
-        with sandbox(rows_per_second=None, rate_window_scale=0.001) as (sb, url):
-            run = pipe.run(sb, url, csv, db, "--route", "job")
+        with sandbox(rows_per_second=None, rate_window_scale=FAST_SCALE) as (sb, url):
+            run = pipe.run(sb, url, csv, db, "--route", "job", limits=FAST_LIMITS)
         files = f"{work}/runs/{run.summary.get('run_id')}/chunk-*/*.jsonl.gz"
         base = measure.baseline(csv, files, work / f"base{n}.duckdb", cwd=work)
         rows.append({"rows": n, "run": run, "baseline": base})

@@ -197,14 +197,16 @@ def _overhead(rows: list[dict[str, Any]]) -> list[str]:
     out = [
         "## 3-4. Local overhead and memory at the sandbox's fastest setting",
         "",
-        "Sandbox: jobs finish at submission, rate windows scaled by 0.001 (the pipeline's own "
-        "client still keeps to 10/s and 100/min: its limiter is not configurable). Baseline: a "
-        "bare `python -c` DuckDB process reading the same CSV into a table and the run's verified"
-        " result files (`runs/<run_id>/chunk-*/*.jsonl.gz`) into a table with `read_json(..., "
-        "format='newline_delimited')`. *Rate floor*: the least time the run's API requests take "
-        "at 10/s and 100/min.",
+        "Sandbox: jobs finish at submission, its rate windows scaled by 0.001, and the client "
+        "given the same windows (`PLACEFLOW_RATE_LIMITS=10/0.001s,100/0.06s`): the key's limits "
+        "are not local overhead. Baseline: a bare `python -c` DuckDB process reading the same "
+        "CSV into a table and the run's verified result files (`runs/<run_id>/chunk-*/*.jsonl.gz`)"
+        " into a table with `read_json(..., format='newline_delimited')`. *Sandbox CPU*: what the "
+        "sandbox (served by the benchmark process) spent meanwhile: parsing the submitted "
+        "places, synthesising, compressing and serving their results. The pipeline waits for it "
+        "on every request, so it is part of the pipeline's wall time but not of its CPU.",
         "",
-        "| rows | pipeline wall | flow s | CPU s | peak RSS | API requests | rate floor | "
+        "| rows | pipeline wall | flow s | CPU s | peak RSS | API requests | sandbox CPU s | "
         "baseline wall | baseline CPU s | baseline RSS | wall x | CPU x |",
         "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
@@ -213,7 +215,7 @@ def _overhead(rows: list[dict[str, Any]]) -> list[str]:
         out.append(
             f"| {r['rows']:,} | {run.proc.wall:.1f} s | {run.summary['seconds']:.1f} | "
             f"{run.proc.cpu:.1f} | {run.proc.peak_rss_mb:,.0f} MB | {run.sandbox['api']} | "
-            f"{limit_seconds(run.sandbox['api']):.0f} s | {base.wall:.1f} s | {base.cpu:.1f} | "
+            f"{run.sandbox_cpu:.1f} | {base.wall:.1f} s | {base.cpu:.1f} | "
             f"{base.peak_rss_mb:,.0f} MB | {run.proc.wall / base.wall:.2f} | "
             f"{run.proc.cpu / base.cpu:.2f} |"
         )
@@ -312,7 +314,9 @@ def _targets(
         f"process wall {job.proc.wall / least:.2f}x; the faster naive loop needs at least "
         f"{_t(naive_best)} (projected): {_ok(job.proc.wall < naive_best / 10)} (well ahead)",
         f"- local overhead at {big['rows']:,} rows: CPU {cpu_ratio:.2f}x, wall {wall3:.2f}x the "
-        f"DuckDB baseline (target ≤ 3x): CPU {_ok(cpu_ratio <= 3)}, wall {_ok(wall3 <= 3)}",
+        f"DuckDB baseline (target ≤ 3x): CPU {_ok(cpu_ratio <= 3)}, wall {_ok(wall3 <= 3)}; "
+        f"the sandbox spent {big['run'].sandbox_cpu:.1f} CPU s answering the run's requests, "
+        "time the pipeline waits through",
         f"- peak RSS at {big['rows']:,} rows: {rss:,.0f} MB (target < 1,536 MB): "
         f"{_ok(rss < 1536)}; {growth}",
         f"- credits per succeeded place, first run with duplicates: {per_ok:.4f} (target 1.00):"

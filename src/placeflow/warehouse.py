@@ -213,7 +213,8 @@ def insert_frame(con: duckdb.DuckDBPyConnection, table: str, frame: pl.DataFrame
     if frame.height == 0:
         return 0
     view = f"_placeflow_frame_{secrets.token_hex(4)}"
-    con.register(view, frame.to_arrow())
+    # Arrow's string views are polars' own layout: DuckDB reads the frame without a copy.
+    con.register(view, frame.to_arrow(compat_level=pl.CompatLevel.newest()))
     try:
         con.execute(f'insert into "{table}" by name select * from {view}')  # noqa: S608 - checked names
     finally:

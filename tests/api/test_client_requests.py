@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
+from typing import get_args
 
 import httpx
 import pytest
@@ -16,6 +17,7 @@ from placeflow.api.errors import (
     UnexpectedResponse,
 )
 from placeflow.api.limiter import RateLimiter, RateLimits
+from placeflow.api.models import ALLOWED_ENRICH_ATTRIBUTES, EnrichAttribute
 
 from .conftest import (
     BASE,
@@ -140,6 +142,11 @@ def test_unknown_enrich_attribute_is_refused() -> None:
     """An attribute outside the spec's list is refused before sending."""
     with pytest.raises(RequestRejected, match="attributes"):
         mock_client(Script([js(200, {})]), FakeTime()).enrich(poi(attributes=["fax"]))
+
+
+def test_attribute_vocabulary_is_the_spec_list() -> None:
+    """The request model's attribute type admits exactly the spec's nine attributes."""
+    assert get_args(EnrichAttribute) == ALLOWED_ENRICH_ATTRIBUTES
 
 
 def test_invalid_idempotency_key_is_refused_unsent() -> None:

@@ -29,7 +29,7 @@ LIMIT_CASES: list[tuple[str, dict[str, Any], str]] = [
     ("/v1/validate", {"latitude": 1, "longitude": -180.01}, "longitude"),
     ("/v1/enrich", {"attributes": []}, "attributes"),
     ("/v1/enrich", {"attributes": ["phone"] * 10}, "attributes"),
-    ("/v1/enrich", {"attributes": ["phone", "fax"]}, "attributes"),
+    ("/v1/enrich", {"attributes": ["phone", "fax"]}, "attributes[1]"),
     ("/v1/enrich", {"response_format": "table"}, "response_format"),
 ]
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import AliasChoices, BaseModel, ConfigDict, Field, field_validator
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field
 
 # --- vocabulary -------------------------------------------------------------------------
 
@@ -64,6 +64,18 @@ CELL_STATUSES: tuple[str, ...] = (
 JOB_STATUSES: tuple[str, ...] = ("queued", "running", "completed", "failed", "cancelled")
 TERMINAL_JOB_STATUSES: frozenset[str] = frozenset({"completed", "failed", "cancelled"})
 JobKind = Literal["validate", "enrich"]
+EnrichAttribute = Literal[
+    "opening_hours",
+    "phone",
+    "website",
+    "facebook",
+    "instagram",
+    "tiktok",
+    "email",
+    "existence",
+    "open_closed",
+]
+"""ALLOWED_ENRICH_ATTRIBUTES as a type (a test holds the two equal)."""
 
 MAX_ENRICH_BATCH = 10
 MAX_JOB_ROWS = 10_000
@@ -110,20 +122,11 @@ class POIEnrichRequest(_POIIdentity):
     city: str | None = None
     region: str | None = None
     postcode: str | None = None
-    attributes: list[str] | None = Field(default=None, min_length=1, max_length=9)
+    # A closed vocabulary checked in pydantic's core: a job of 10,000 rows is checked in one
+    # pass, with no Python call per row.
+    attributes: list[EnrichAttribute] | None = Field(default=None, min_length=1, max_length=9)
     include_summary: bool = False
     response_format: Literal["attributes", "cell"] = "attributes"
-
-    @field_validator("attributes")
-    @classmethod
-    def _known_attributes(cls, value: list[str] | None) -> list[str] | None:
-        if value is None:
-            return value
-        unknown = [a for a in value if a not in ALLOWED_ENRICH_ATTRIBUTES]
-        if unknown:
-            allowed = ", ".join(ALLOWED_ENRICH_ATTRIBUTES)
-            raise ValueError(f"unknown attribute(s) {unknown}; allowed: {allowed}")
-        return value
 
     def requested_attributes(self) -> tuple[str, ...]:
         """The attributes this request asks for, the spec's default when none are given."""

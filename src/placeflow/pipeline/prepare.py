@@ -134,23 +134,28 @@ def prepare(
     )
 
 
-def chunk_rows(prepared: Prepared, run_id: str, now: datetime) -> pl.DataFrame:
-    """One `jobs` row per chunk: content hash and Idempotency-Key, status planned."""
-    grouped = (
-        prepared.plan.sort("chunk_no", "position")
-        .group_by("chunk_no", maintain_order=True)
-        .agg(pl.col("request"), pl.col("route").first())
+def planned_chunks(prepared: Prepared, run_id: str, now: datetime) -> pl.DataFrame:
+    """One `jobs` row per chunk: content hash and Idempotency-Key, status planned.
+
+    The plan is in chunk and position order, so each chunk is a slice of it, hashed as the
+    exact body it will be sent as (one chunk's text in memory at a time).
+    """
+    sizes = prepared.plan.group_by("chunk_no", maintain_order=True).agg(
+        pl.len().alias("rows"), pl.col("route").first()
     )
     records = []
-    for chunk_no, requests, route in grouped.iter_rows():
-        digest = content_hash(requests)
+    offset = 0
+    for chunk_no, rows, route in sizes.iter_rows():  # one iteration per chunk, not per row
+        joined = prepared.plan.slice(offset, rows).select(pl.col("request").str.join(","))
+        digest = content_hash([joined.item()])
+        offset += rows
         records.append(
             {
                 "run_id": run_id,
                 "chunk_no": chunk_no,
                 "route": route,
                 "kind": prepared.options.mode,
-                "rows": len(requests),
+                "rows": rows,
                 "content_sha256": digest,
                 "idempotency_key": idempotency_key(run_id, chunk_no, digest)
                 if route == "job"
@@ -181,7 +186,7 @@ def record_plan(
         prepared.plan.select("place_key", "chunk_no", "position", "request").with_columns(with_run),
     )
     if prepared.plan.height:
-        insert_frame(con, "jobs", chunk_rows(prepared, run_id, now))
+        insert_frame(con, "jobs", planned_chunks(prepared, run_id, now))
 
 
 def options_json(options: RunOptions) -> str:
