@@ -1,5 +1,5 @@
--- double_outcomes: a place_key with more than one outcome in one run (a validation and an
--- enrichment; within one table the primary key forbids it).
+-- double_outcomes: a place_key with more than one outcome in one run (twice in one table, or a
+-- validation and an enrichment).
 
 with
 

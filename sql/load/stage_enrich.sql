@@ -42,10 +42,18 @@ result_lines as (
 chunk_places as (
     select
         place_key,
-        position,
-        array_to_string(json_extract_string(request, '$.attributes[*]'), ',') as attributes_requested
+        position
     from run_places
     where run_id = $run_id and chunk_no = $chunk_no
+),
+
+-- Every request of a run asks for the same attributes (the planner builds them from the run's
+-- options), so the chunk's first request speaks for all of its places.
+chunk_attributes as (
+    select
+        array_to_string(json_extract_string(request, '$.attributes[*]'), ',') as attributes_requested
+    from run_places
+    where run_id = $run_id and chunk_no = $chunk_no and position = 0
 ),
 
 flattened as (
@@ -127,10 +135,11 @@ final as (
     select
         flattened.*,
         chunk_places.place_key as expected_key,
-        coalesce(nullif(chunk_places.attributes_requested, ''), $default_attributes)
+        coalesce(nullif(chunk_attributes.attributes_requested, ''), $default_attributes)
             as attributes_requested
     from flattened
     left join chunk_places on flattened.position = chunk_places.position
+    left join chunk_attributes on true
 )
 
 select * from final

@@ -188,6 +188,11 @@ comment on column jobs.submitted_at is 'When the chunk was first sent.';
 comment on column jobs.finished_at is 'When the service reported the chunk finished (or it was given up).';
 comment on column jobs.loaded_at is 'When the chunk''s outcomes were loaded.';
 
+-- The outcome tables carry no primary-key index: a load replaces a chunk's rows in one
+-- transaction after checking every line against the place planned at its position, and an
+-- index over every outcome cost more than the load itself (checks/double_outcomes watches
+-- for a place answered twice in a run).
+
 -- validations --------------------------------------------------------------------------------
 
 create table validations (
@@ -205,8 +210,7 @@ create table validations (
     request_id varchar,
     validated_at timestamptz,
     billable boolean not null,
-    loaded_at timestamptz not null,
-    primary key (run_id, place_key)
+    loaded_at timestamptz not null
 );
 
 comment on table validations is 'One POIValidateResponse per place per run, flattened.';
@@ -282,8 +286,7 @@ create table enrichments (
     request_id varchar,
     enriched_at timestamptz,
     billable boolean not null,
-    loaded_at timestamptz not null,
-    primary key (run_id, place_key)
+    loaded_at timestamptz not null
 );
 
 comment on table enrichments is 'One POIEnrichResponse per place per run, flattened; each attribute as value, confidence, as_of and cell status.';

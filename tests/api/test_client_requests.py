@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import json
 import logging
 from typing import get_args
@@ -9,6 +10,7 @@ from typing import get_args
 import httpx
 import pytest
 
+from placeflow.api.checks import gc_paused
 from placeflow.api.client import PlaceApiClient
 from placeflow.api.errors import (
     PlaceflowError,
@@ -228,3 +230,21 @@ def test_key_is_refused_to_any_origin_but_the_base_url() -> None:
         with pytest.raises(PlaceflowError, match="refusing to send the API key"):
             client._http.get(url, headers={"X-API-Key": KEY})
     assert script.requests == []
+
+
+def test_gc_is_paused_only_for_the_block_and_left_as_found() -> None:
+    """The collector is off inside `gc_paused`, on again after it (even after an error), and
+    left off when the caller had turned it off."""
+    assert gc.isenabled()
+    with gc_paused():
+        assert not gc.isenabled()
+    with pytest.raises(RuntimeError), gc_paused():
+        raise RuntimeError("boom")
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        with gc_paused():
+            pass
+        assert not gc.isenabled()
+    finally:
+        gc.enable()

@@ -102,3 +102,10 @@ def test_unanswered_places_of_failed_chunks_are_not_missing(
     clean.execute("update jobs set rows_loaded = 1, error = 'partial result: 1 of 2 rows'"
                   " where run_id = 'r2'")
     assert check_rows(clean, "completed_run_missing_outcomes") == 0
+
+
+def test_a_place_answered_twice_in_one_table_is_a_double_outcome(
+        clean: duckdb.DuckDBPyConnection) -> None:
+    """The outcome tables carry no unique index: the check is what catches a repeated row."""
+    clean.execute("insert into enrichments select * from enrichments where place_key = 'A'")
+    assert check_rows(clean, "double_outcomes") == 1

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import gc
 import json
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
@@ -86,11 +88,28 @@ def require_rows(
     return valid
 
 
-def require_json(model: type[M], body: bytes, *, endpoint: str) -> M:
-    """`body` (JSON text) parsed as a valid `model` in one pass, or `RequestRejected` naming
-    every bad field by its path (``pois[17].poi_name``)."""
+@contextmanager
+def gc_paused() -> Iterator[None]:
+    """Pause the cyclic garbage collector while many short-lived, acyclic objects are built (the
+    models of a 10,000-row body): collections set off by their sheer number otherwise double
+    the cost. Reference counting still frees every one of them at once."""
+    if not gc.isenabled():
+        yield
+        return
+    gc.disable()
     try:
-        return model.model_validate_json(body)
+        yield
+    finally:
+        gc.enable()
+
+
+def require_json(model: type[BaseModel], body: bytes, *, endpoint: str) -> None:
+    """Check `body` (JSON text) against `model` in one pass, or raise `RequestRejected` naming
+    every bad field by its path (``pois[17].poi_name``). The parsed models are let go inside
+    the collector's pause, so it never has to look at them."""
+    try:
+        with gc_paused():
+            model.model_validate_json(body)
     except ValidationError as exc:
         problems = [
             FieldProblem(_path("", tuple(e["loc"])), e["msg"], e["type"])

@@ -11,6 +11,7 @@ import hashlib
 import hmac
 from typing import Any
 
+from placeflow.api.checks import gc_paused
 from placeflow.api.models import EnrichJobSubmit, JobKind, ValidateJobSubmit
 from placeflow.emulator.core import (
     MAX_IDEMPOTENCY_KEY,
@@ -57,11 +58,15 @@ class SandboxBackend(CoreBackend):
         model: type[ValidateJobSubmit | EnrichJobSubmit] = (
             ValidateJobSubmit if kind == "validate" else EnrichJobSubmit
         )
-        req = parse_body(model, raw, request_id=rid, now=now)
+        with gc_paused():  # 10,000 acyclic models, let go before the collector runs again
+            req = parse_body(model, raw, request_id=rid, now=now)
+            # The body as parsed, not as spelled: key order, spacing and aliases do not make
+            # it new work.
+            body_hash = hashlib.sha256(req.model_dump_json().encode()).hexdigest()
+            pois = req.model_dump()["pois"]
+            del req
         if kind == "enrich":
             self.require_entitlement(state, "enrichment")
-        # The body as parsed, not as spelled: key order, spacing and aliases do not make it new.
-        body_hash = hashlib.sha256(req.model_dump_json().encode()).hexdigest()
         with self.lock:
             self._advance(state, now)
             record = state.idempotency.get(idem_key) if idem_key else None
@@ -78,7 +83,6 @@ class SandboxBackend(CoreBackend):
                     )
                 self.replays += 1
                 return Reply(200, record.response, {"Idempotent-Replayed": "true"})
-            pois = req.model_dump()["pois"]
             batch_id = self.next_id("job")
             try:
                 state.account.hold(len(pois), batch_id, now)
