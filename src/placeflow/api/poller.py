@@ -22,7 +22,6 @@ from placeflow.api.models import TERMINAL_JOB_STATUSES, JobStatus, JobSubmitResp
 log = logging.getLogger("placeflow.api.poller")
 
 
-
 @dataclass(frozen=True)
 class PendingJob:
     """A job submitted earlier: its batch_id and the seconds from now until it should be done."""

@@ -140,13 +140,16 @@ def planned_chunks(prepared: Prepared, run_id: str, now: datetime) -> pl.DataFra
     The plan is in chunk and position order, so each chunk is a slice of it, hashed as the
     exact body it will be sent as (one chunk's text in memory at a time).
     """
-    sizes = prepared.plan.group_by("chunk_no", maintain_order=True).agg(
+    plan = prepared.plan  # as plan_chunks numbers it: chunk by chunk, positions in order
+    if not plan.get_column("chunk_no").is_sorted():
+        plan = plan.sort("chunk_no", "position")
+    sizes = plan.group_by("chunk_no", maintain_order=True).agg(
         pl.len().alias("rows"), pl.col("route").first()
     )
     records = []
     offset = 0
     for chunk_no, rows, route in sizes.iter_rows():  # one iteration per chunk, not per row
-        joined = prepared.plan.slice(offset, rows).select(pl.col("request").str.join(","))
+        joined = plan.slice(offset, rows).select(pl.col("request").str.join(","))
         digest = content_hash([joined.item()])
         offset += rows
         records.append(
