@@ -25,7 +25,7 @@ from placeflow.api.poller import JobPoller
 from placeflow.config import load_settings
 from placeflow.credits import RunSummary, finish
 from placeflow.pipeline import execute, runner
-from placeflow.pipeline.execute import Chunk, RunContext
+from placeflow.pipeline.chunkstate import Chunk, RunContext, chunks
 from placeflow.pipeline.plan import RunOptions, estimate, run_options
 from placeflow.pipeline.prepare import Prepared, prepare
 from placeflow.pipeline.read import InputError
@@ -110,11 +110,11 @@ def account_task(run_id: str, started: datetime) -> RunSummary:
 def _execute(ctx: RunContext) -> None:
     """The steps of `execute.execute_run`, each chunk as its own task run."""
     execute.resume_unloaded(ctx)
-    for chunk in execute.chunks(ctx, "planned", "submitted"):
+    for chunk in chunks(ctx, "planned", "submitted"):
         if chunk.route == "sync":
             sync_task(ctx.run_id, chunk)
     try:
-        for chunk in execute.chunks(ctx, "planned"):
+        for chunk in chunks(ctx, "planned"):
             if chunk.route == "job":
                 submit_task(ctx.run_id, chunk)
     finally:

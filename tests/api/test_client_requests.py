@@ -5,7 +5,6 @@ from __future__ import annotations
 import gc
 import json
 import logging
-from typing import get_args
 
 import httpx
 import pytest
@@ -19,7 +18,7 @@ from placeflow.api.errors import (
     UnexpectedResponse,
 )
 from placeflow.api.limiter import RateLimiter, RateLimits
-from placeflow.api.models import ALLOWED_ENRICH_ATTRIBUTES, EnrichAttribute
+from placeflow.api.models import ALLOWED_ENRICH_ATTRIBUTES
 
 from .conftest import (
     BASE,
@@ -147,8 +146,18 @@ def test_unknown_enrich_attribute_is_refused() -> None:
 
 
 def test_attribute_vocabulary_is_the_spec_list() -> None:
-    """The request model's attribute type admits exactly the spec's nine attributes."""
-    assert get_args(EnrichAttribute) == ALLOWED_ENRICH_ATTRIBUTES
+    """The request model admits exactly the spec's seven value attributes and the two answered
+    under status, and refuses anything else unsent."""
+    spec = ["opening_hours", "phone", "website", "facebook", "instagram", "tiktok", "email",
+            "existence", "open_closed"]  # fmt: skip
+    assert list(ALLOWED_ENRICH_ATTRIBUTES) == spec
+    script = Script([js(200, {"success": True})])
+    client = mock_client(script, FakeTime())
+    client.enrich(poi(attributes=spec))
+    with pytest.raises(RequestRejected) as info:
+        client.enrich(poi(attributes=["phone", "Phone"]))
+    assert [d.field for d in info.value.details] == ["attributes[1]"]
+    assert len(script.requests) == 1
 
 
 def test_invalid_idempotency_key_is_refused_unsent() -> None:

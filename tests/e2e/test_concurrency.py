@@ -10,6 +10,7 @@ from placeflow.api.limiter import RateLimits
 from placeflow.api.poller import JobPoller
 from placeflow.emulator import KeySpec, Sandbox, SandboxConfig
 from placeflow.pipeline import execute, runner
+from placeflow.pipeline.chunkstate import RunContext
 from placeflow.pipeline.plan import run_options
 from placeflow.pipeline.prepare import prepare
 from placeflow.redact import Secret
@@ -28,7 +29,7 @@ def one_run(target: Target, csv: Path, db: Path, errors: list[BaseException]) ->
                 [str(csv)], options, con=con, now=datetime.now(UTC), pricing=api.pricing()
             )
             run_id = runner.start(con, api, prepared, target=target.label, key_hint=api.key_hint)
-            ctx = execute.RunContext(
+            ctx = RunContext(
                 con=con,
                 api=api,
                 run_id=run_id,

@@ -7,27 +7,24 @@ ignored and enum-like fields are plain strings, so an unfamiliar value is kept, 
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, get_args
 
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field
 
 # --- vocabulary -------------------------------------------------------------------------
 
-VALUE_ATTRIBUTES: tuple[str, ...] = (
-    "opening_hours",
-    "phone",
-    "website",
-    "facebook",
-    "instagram",
-    "tiktok",
-    "email",
-)
+ValueAttribute = Literal[
+    "opening_hours", "phone", "website", "facebook", "instagram", "tiktok", "email"
+]
 """Enrich attributes that come back as values under `attributes`."""
-
-STATUS_ATTRIBUTES: tuple[str, ...] = ("existence", "open_closed")
+StatusAttribute = Literal["existence", "open_closed"]
 """Enrich attributes that come back under `status` / `operational_status`."""
+EnrichAttribute = Literal[ValueAttribute, StatusAttribute]
+"""What `attributes` may name: a closed vocabulary, checked in pydantic's core."""
 
-ALLOWED_ENRICH_ATTRIBUTES: tuple[str, ...] = VALUE_ATTRIBUTES + STATUS_ATTRIBUTES
+VALUE_ATTRIBUTES: tuple[str, ...] = get_args(ValueAttribute)
+STATUS_ATTRIBUTES: tuple[str, ...] = get_args(StatusAttribute)
+ALLOWED_ENRICH_ATTRIBUTES: tuple[str, ...] = get_args(EnrichAttribute)
 DEFAULT_ENRICH_ATTRIBUTES: tuple[str, ...] = (
     "opening_hours",
     "phone",
@@ -64,18 +61,6 @@ CELL_STATUSES: tuple[str, ...] = (
 JOB_STATUSES: tuple[str, ...] = ("queued", "running", "completed", "failed", "cancelled")
 TERMINAL_JOB_STATUSES: frozenset[str] = frozenset({"completed", "failed", "cancelled"})
 JobKind = Literal["validate", "enrich"]
-EnrichAttribute = Literal[
-    "opening_hours",
-    "phone",
-    "website",
-    "facebook",
-    "instagram",
-    "tiktok",
-    "email",
-    "existence",
-    "open_closed",
-]
-"""ALLOWED_ENRICH_ATTRIBUTES as a type (a test holds the two equal)."""
 
 MAX_ENRICH_BATCH = 10
 MAX_JOB_ROWS = 10_000

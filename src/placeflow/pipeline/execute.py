@@ -19,102 +19,28 @@ import gzip
 import hashlib
 import json
 import logging
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
-import duckdb
-
-from placeflow.api.client import PlaceApiClient
 from placeflow.api.download import download_result
 from placeflow.api.errors import InsufficientCredits, JobTimedOut
-from placeflow.api.models import TERMINAL_JOB_STATUSES, JobKind, JobStatus
-from placeflow.api.poller import JobPoller, PendingJob
+from placeflow.api.models import TERMINAL_JOB_STATUSES, JobStatus
+from placeflow.api.poller import PendingJob
+from placeflow.pipeline.chunkstate import (
+    Chunk,
+    RunContext,
+    chunk_body,
+    chunk_of,
+    chunk_requests,
+    chunks,
+    held_credits,
+    record_credits,
+    set_chunk,
+)
 from placeflow.pipeline.load import LoadInfo, load_result
-from placeflow.pipeline.plan import chunk_body as plan_body
 from placeflow.warehouse import transaction
 
 log = logging.getLogger("placeflow.execute")
-
-
-@dataclass
-class RunContext:
-    """What every step of one run needs: its database, its client and where files go."""
-
-    con: duckdb.DuckDBPyConnection
-    api: PlaceApiClient
-    run_id: str
-    kind: JobKind
-    workdir: Path
-    poller: JobPoller
-    note: Callable[[str], None] = field(default=lambda message: log.info("%s", message))
-    due: dict[str, float] = field(default_factory=dict)
-    """When (on the client's clock) each job submitted by this process should be done: its
-    first poll waits until then. A resumed process knows none, and polls each job once now."""
-
-    def now(self) -> datetime:
-        return datetime.now(UTC)
-
-
-@dataclass(frozen=True)
-class Chunk:
-    chunk_no: int
-    route: str
-    status: str
-    rows: int
-    idempotency_key: str | None
-    batch_id: str | None
-    result_path: str | None
-    result_sha256: str | None
-
-
-def chunks(ctx: RunContext, *statuses: str) -> list[Chunk]:
-    """The run's chunks in the given states (all when none given), in chunk order."""
-    rows = ctx.con.execute(
-        "select chunk_no, route, status, rows, idempotency_key, batch_id, result_path,"
-        " result_sha256 from jobs where run_id = ? and (len(?) = 0 or list_contains(?, status))"
-        " order by chunk_no",
-        [ctx.run_id, list(statuses), list(statuses)],
-    ).fetchall()
-    return [Chunk(*row) for row in rows]
-
-
-def chunk_requests(ctx: RunContext, chunk_no: int) -> list[dict[str, Any]]:
-    """The stored requests of a chunk, in position order (the body is rebuilt byte for byte)."""
-    rows = ctx.con.execute(
-        "select request from run_places where run_id = ? and chunk_no = ? order by position",
-        [ctx.run_id, chunk_no],
-    ).fetchall()
-    return [json.loads(r[0]) for r in rows]
-
-
-def chunk_body(ctx: RunContext, chunk_no: int) -> bytes:
-    """The exact body of a job chunk, joined by DuckDB from its stored requests in position
-    order: the bytes whose sha256 is the chunk's `content_sha256`."""
-    row = ctx.con.execute(
-        "select string_agg(request, ',' order by position) from run_places"
-        " where run_id = ? and chunk_no = ?",
-        [ctx.run_id, chunk_no],
-    ).fetchone()
-    return plan_body([row[0]] if row and row[0] is not None else [])
-
-
-def _set(ctx: RunContext, chunk_no: int, **values: Any) -> None:
-    names = ", ".join(f"{name} = ?" for name in values)
-    ctx.con.execute(
-        f"update jobs set {names} where run_id = ? and chunk_no = ?",  # noqa: S608 - names are ours
-        [*values.values(), ctx.run_id, chunk_no],
-    )
-
-
-def _ledger(ctx: RunContext, chunk_no: int, ref: str, kind: str, credits: int, note: str) -> None:
-    ctx.con.execute(
-        "insert into credit_ledger (run_id, chunk_no, ref, kind, credits, recorded_at, note)"
-        " values (?, ?, ?, ?, ?, ?, ?)",
-        [ctx.run_id, chunk_no, ref, kind, credits, ctx.now(), note],
-    )
 
 
 # --- bulk jobs ------------------------------------------------------------------------------
@@ -131,7 +57,7 @@ def submit_chunk(ctx: RunContext, chunk: Chunk) -> str:
     if job.status not in TERMINAL_JOB_STATUSES and job.eta_seconds is not None:
         ctx.due[batch_id] = ctx.api.clock() + job.eta_seconds
     with transaction(ctx.con):
-        _set(
+        set_chunk(
             ctx,
             chunk.chunk_no,
             batch_id=batch_id,
@@ -139,13 +65,8 @@ def submit_chunk(ctx: RunContext, chunk: Chunk) -> str:
             submitted_at=ctx.now(),
             credits_held=chunk.rows,
         )
-        held = ctx.con.execute(
-            "select count(*) from credit_ledger"
-            " where run_id = ? and chunk_no = ? and kind = 'hold'",
-            [ctx.run_id, chunk.chunk_no],
-        ).fetchone()
-        if not held or held[0] == 0:
-            _ledger(
+        if held_credits(ctx, chunk.chunk_no) == 0:  # once, however often the POST was retried
+            record_credits(
                 ctx,
                 chunk.chunk_no,
                 batch_id,
@@ -187,9 +108,9 @@ def follow(ctx: RunContext) -> Iterator[JobStatus]:
         yield from ctx.poller.iter_follow(pending)
     except JobTimedOut as exc:
         for batch_id in exc.batch_ids:
-            _set(
+            set_chunk(
                 ctx,
-                _chunk_of(ctx, batch_id),
+                chunk_of(ctx, batch_id),
                 status="timed_out",
                 finished_at=ctx.now(),
                 error=f"not finished after {exc.timeout:g} s; cancelled by placeflow",
@@ -202,33 +123,24 @@ def follow(ctx: RunContext) -> Iterator[JobStatus]:
             if status.terminal:
                 yield status
                 continue
-            _set(
+            set_chunk(
                 ctx,
-                _chunk_of(ctx, batch_id),
+                chunk_of(ctx, batch_id),
                 error=f"not finished after {exc.timeout:g} s and could not be cancelled:"
                 f" DELETE /v1/jobs/{batch_id} before running again",
             )
             ctx.note(f"job {batch_id} timed out and could not be cancelled")
 
 
-def _chunk_of(ctx: RunContext, batch_id: str) -> int:
-    row = ctx.con.execute(
-        "select chunk_no from jobs where run_id = ? and batch_id = ?", [ctx.run_id, batch_id]
-    ).fetchone()
-    if row is None:
-        raise LookupError(f"job {batch_id} is not part of run {ctx.run_id}")
-    return int(row[0])
-
-
 def settle(ctx: RunContext, status: JobStatus) -> LoadInfo | None:
     """Record a job's end; fetch, verify and load its results when it has any."""
-    chunk_no = _chunk_of(ctx, status.batch_id)
+    chunk_no = chunk_of(ctx, status.batch_id)
     (chunk,) = [c for c in chunks(ctx) if c.chunk_no == chunk_no]
     if status.status == "failed" or not status.results or not status.results.files:
         # Nothing to load: the job failed, or was cancelled before it processed a row. Either
         # way the chunk has ended (a timed-out one stays marked so), its hold given back.
         with transaction(ctx.con):
-            _set(
+            set_chunk(
                 ctx,
                 chunk_no,
                 status="timed_out" if chunk.status == "timed_out" else "failed",
@@ -239,7 +151,7 @@ def settle(ctx: RunContext, status: JobStatus) -> LoadInfo | None:
                 credits_charged=0,
                 credits_released=chunk.rows,
             )
-            _ledger(
+            record_credits(
                 ctx,
                 chunk_no,
                 status.batch_id,
@@ -251,9 +163,11 @@ def settle(ctx: RunContext, status: JobStatus) -> LoadInfo | None:
         return None
     if status.status == "completed":
         # Also a job that finished on its own just as placeflow gave up waiting for it.
-        _set(ctx, chunk_no, status="completed", finished_at=ctx.now(), error=None, error_code=None)
+        set_chunk(
+            ctx, chunk_no, status="completed", finished_at=ctx.now(), error=None, error_code=None
+        )
     elif chunk.status != "timed_out":
-        _set(ctx, chunk_no, status="cancelled", finished_at=ctx.now())
+        set_chunk(ctx, chunk_no, status="cancelled", finished_at=ctx.now())
     return fetch_and_load(ctx, chunk_no, status)
 
 
@@ -267,14 +181,14 @@ def fetch_and_load(ctx: RunContext, chunk_no: int, status: JobStatus) -> LoadInf
     """Download and verify a job's result file, then load it in one transaction."""
     dest = ctx.workdir / f"chunk-{chunk_no:05d}"
     verified = download_result(ctx.api, status, dest)
-    _set(
+    set_chunk(
         ctx,
         chunk_no,
         result_path=str(verified.path),
         result_sha256=verified.sha256,
         result_size=verified.size_bytes,
     )
-    held = _held(ctx, chunk_no)
+    held = held_credits(ctx, chunk_no)
     info = load_result(
         ctx.con,
         run_id=ctx.run_id,
@@ -293,15 +207,6 @@ def fetch_and_load(ctx: RunContext, chunk_no: int, status: JobStatus) -> LoadInf
     return info
 
 
-def _held(ctx: RunContext, chunk_no: int) -> int:
-    row = ctx.con.execute(
-        "select coalesce(sum(credits), 0) from credit_ledger"
-        " where run_id = ? and chunk_no = ? and kind = 'hold'",
-        [ctx.run_id, chunk_no],
-    ).fetchone()
-    return int(row[0]) if row else 0
-
-
 # --- synchronous batches ----------------------------------------------------------------------
 
 
@@ -311,7 +216,7 @@ def run_sync_chunk(ctx: RunContext, chunk: Chunk) -> LoadInfo:
     if uncertain:
         ctx.note(f"chunk {chunk.chunk_no}: a previous attempt may have been charged; sending again")
     else:
-        _set(ctx, chunk.chunk_no, status="submitted", submitted_at=ctx.now())
+        set_chunk(ctx, chunk.chunk_no, status="submitted", submitted_at=ctx.now())
     pois = chunk_requests(ctx, chunk.chunk_no)
     before = ctx.api.possible_extra_credits
     if ctx.kind == "enrich":
@@ -326,7 +231,7 @@ def run_sync_chunk(ctx: RunContext, chunk: Chunk) -> LoadInfo:
     data = gzip.compress(body, mtime=0)
     path.write_bytes(data)
     ref = results[0].get("request_id") or f"sync-{chunk.chunk_no}"
-    _set(
+    set_chunk(
         ctx,
         chunk.chunk_no,
         status="completed",
@@ -378,14 +283,14 @@ def resume_unloaded(ctx: RunContext) -> int:
                 kind=ctx.kind,
                 path=path,
                 billing="job" if chunk.route == "job" else "sync",
-                held=_held(ctx, chunk.chunk_no),
+                held=held_credits(ctx, chunk.chunk_no),
                 ref=ref,
                 partial=chunk.status == "cancelled",
             )
         elif chunk.route == "job" and chunk.batch_id:
             settle(ctx, ctx.api.job_status(chunk.batch_id))
         else:
-            _set(ctx, chunk.chunk_no, status="submitted")
+            set_chunk(ctx, chunk.chunk_no, status="submitted")
             continue
         resumed += 1
     return resumed

@@ -1,7 +1,7 @@
 """A run from start to summary: open or resume, check the budget, execute, account.
 
-Each function is one step the flow wraps as a task; `run_to_end` chains them for callers
-without Prefect. The warehouse is the state: a run found unfinished is resumed, never redone.
+The flow calls these in order around `execute` (whose `execute_run` carries out the chunks
+without Prefect). The warehouse is the state: a run found unfinished is resumed, never redone.
 """
 
 from __future__ import annotations
