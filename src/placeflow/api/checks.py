@@ -30,6 +30,14 @@ def _as_data(row: object) -> object:
     return row.model_dump() if isinstance(row, BaseModel) else row
 
 
+def _problems(exc: ValidationError, prefix: str = "") -> list[FieldProblem]:
+    """Each error of a failed validation, named by its field path."""
+    return [
+        FieldProblem(_path(prefix, tuple(e["loc"])), e["msg"], e["type"])
+        for e in exc.errors(include_url=False, include_input=False)
+    ]
+
+
 def check_one(
     model: type[M], row: object, *, prefix: str = ""
 ) -> tuple[M | None, list[FieldProblem]]:
@@ -37,11 +45,7 @@ def check_one(
     try:
         return model.model_validate(_as_data(row)), []
     except ValidationError as exc:
-        problems = [
-            FieldProblem(_path(prefix, tuple(e["loc"])), e["msg"], e["type"])
-            for e in exc.errors(include_url=False, include_input=False)
-        ]
-        return None, problems
+        return None, _problems(exc, prefix)
 
 
 def check_rows(
@@ -111,11 +115,7 @@ def require_json(model: type[BaseModel], body: bytes, *, endpoint: str) -> None:
         with gc_paused():
             model.model_validate_json(body)
     except ValidationError as exc:
-        problems = [
-            FieldProblem(_path("", tuple(e["loc"])), e["msg"], e["type"])
-            for e in exc.errors(include_url=False, include_input=False)
-        ]
-        raise RequestRejected(endpoint, problems) from None
+        raise RequestRejected(endpoint, _problems(exc)) from None
 
 
 def encode(payload: BaseModel | Mapping[str, Any]) -> bytes:
