@@ -5,7 +5,8 @@ else about it changes (injection-looking strings are data and stay verbatim). A 
 is a placeholder ("N/A", "null", "-", ...; see PLACEHOLDERS) becomes null. Countries become ISO
 alpha-2 (see `countries`); unknown ones are rejected, never guessed. Coordinates must be finite
 numbers in range; one given without the other drops both, and `note` says which was given.
-Every limit of the spec's POIValidateRequest (the stricter request model) is checked, so a row
+Lost ZIP zeros are restored and coordinates that cannot be in the row's country repaired or
+dropped (see `repair`), each noted. Every limit of the spec's POIValidateRequest (the stricter request model) is checked, so a row
 the service would refuse is never sent. A row with several problems gets one reject naming them
 all, joined by "; ", with `field` the first offending field ("row" for a record that could not
 be read cleanly: its reason is the read error alone). Every input row lands in exactly one of
@@ -24,6 +25,7 @@ import polars as pl
 from placeflow.pipeline.columnar import apply, parallel, patched, per_value
 from placeflow.pipeline.columns import PLACE_FIELDS
 from placeflow.pipeline.countries import country_lookup, to_alpha2
+from placeflow.pipeline.repair import repair
 
 LIMITS: dict[str, int] = {
     "poi_name": 200,
@@ -64,6 +66,9 @@ class NormalizeInfo:
     coordinates_nulled: int
     countries_mapped: int
     rejected_by_field: dict[str, int] = field(default_factory=dict)
+    postcodes_restored: int = 0
+    coordinates_repaired: int = 0
+    coordinates_dropped: int = 0
 
 
 def tidy(values: pl.Series) -> pl.Series:
@@ -212,6 +217,7 @@ def normalize(rows: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame, Normalize
         note.is_not_null().alias("_nulled"),
         (pl.col("_alpha2") != pl.col("_country")).fill_null(False).alias("_mapped"),
     )
+    places, fixes = repair(places)  # lost ZIP zeros, coordinates outside the row's country
     rejects = _rejects(work.filter(pl.col("_bad")), problems)  # few rows: all columns kept
     counts = places.select(pl.col("_nulled").sum(), pl.col("_mapped").sum())
     info = NormalizeInfo(
@@ -221,5 +227,8 @@ def normalize(rows: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame, Normalize
         coordinates_nulled=int(counts.item(0, 0)),
         countries_mapped=int(counts.item(0, 1)),
         rejected_by_field=dict(rejects.group_by("field").len().sort("field").iter_rows()),
+        postcodes_restored=fixes.postcodes_restored,
+        coordinates_repaired=fixes.coordinates_repaired,
+        coordinates_dropped=fixes.coordinates_dropped,
     )
     return places.select(*KEYS, *PLACE_FIELDS, "note"), rejects, info

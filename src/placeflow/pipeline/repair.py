@@ -1,0 +1,180 @@
+"""Repairs of the two data faults real place files carry most: lost ZIP zeros, bad coordinates.
+
+- **ZIP codes that lost their leading zeros** (a spreadsheet read "00901" as the number 901):
+  a 3- or 4-digit postcode (optionally with a ZIP+4 suffix) of a country that uses US ZIP codes
+  is padded back to 5 digits. Only where the country makes it certain; elsewhere postcodes of
+  any length are valid and stay as given.
+- **Coordinates that cannot be in the row's country**: a flipped sign (38.80, +90.73 for a
+  Missouri store) or swapped latitude and longitude. A coordinate is checked against the
+  0.5-degree cells in which its country has towns (GeoNames, see `data/SOURCES.md`). One that
+  lies within `NEAR_CELLS` of them is kept. One that does not is repaired when exactly the
+  flipped or swapped reading lies among its country's cells (`REPAIR_CELLS`); otherwise both
+  coordinates are dropped, since a coordinate known to be wrong is never sent. Rows without a
+  country, or of a country with no cells, are not judged.
+
+Every repair is written into the row's `note`, and counted.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+
+import polars as pl
+
+ZIP_COUNTRIES = ("US", "PR", "VI", "GU", "AS", "MP", "UM")
+"""Countries and territories that use US ZIP codes (five digits, leading zeros common)."""
+CELL_DEGREES = 0.5
+NEAR_CELLS = 3
+"""A coordinate within this many cells (about 165 km) of its country's towns is kept as given."""
+REPAIR_CELLS = 1
+"""A flipped or swapped reading must land this close (about 55 km) to the country's towns."""
+CELLS_FILE = Path(__file__).resolve().parent / "data" / "country_cells.parquet"
+_LOST_ZEROS = r"^\d{3,4}(?:-\d{4})?$"
+
+
+@dataclass(frozen=True)
+class RepairInfo:
+    postcodes_restored: int
+    coordinates_repaired: int
+    coordinates_dropped: int
+
+
+def _cell(value: pl.Expr) -> pl.Expr:
+    return (value / CELL_DEGREES).floor().cast(pl.Int32)
+
+
+@lru_cache(maxsize=4)
+def country_cells(reach: int) -> pl.DataFrame:
+    """(country, cell) pairs within `reach` cells of a cell where the country has a town."""
+    cells = pl.read_parquet(CELLS_FILE)
+    offsets = pl.DataFrame(
+        [(dy, dx) for dy in range(-reach, reach + 1) for dx in range(-reach, reach + 1)],
+        schema={"dy": pl.Int32, "dx": pl.Int32},
+        orient="row",
+    )
+    lon_cells = int(360 / CELL_DEGREES)
+    return (
+        cells.join(offsets, how="cross")
+        .select(
+            "country",
+            (pl.col("lat_cell").cast(pl.Int32) + pl.col("dy")).alias("lat_cell"),
+            # longitude wraps at the antimeridian
+            ((pl.col("lon_cell").cast(pl.Int32) + pl.col("dx") + lon_cells // 2) % lon_cells
+             - lon_cells // 2).alias("lon_cell"),  # fmt: skip
+        )
+        .unique()
+    )
+
+
+def _fits(frame: pl.DataFrame, lat: str, lon: str, reach: int, name: str) -> pl.DataFrame:
+    """`frame` with a Boolean column `name`: whether (lat, lon) lies among the country's cells."""
+    probe = frame.select(
+        "_i",
+        "country",
+        _cell(pl.col(lat)).alias("lat_cell"),
+        _cell(pl.col(lon)).alias("lon_cell"),
+    ).filter(pl.col("lat_cell").is_not_null() & pl.col("lon_cell").is_not_null())
+    hits = probe.join(country_cells(reach), on=["country", "lat_cell", "lon_cell"], how="semi")
+    return frame.with_columns(pl.col("_i").is_in(hits["_i"].implode()).alias(name))
+
+
+def _add_note(note: pl.Expr, text: pl.Expr) -> pl.Expr:
+    return pl.when(note.is_null()).then(text).otherwise(pl.concat_str(note, pl.lit("; "), text))
+
+
+def restore_postcodes(places: pl.DataFrame) -> tuple[pl.DataFrame, int]:
+    """Pad ZIP codes that lost their leading zeros, where the country uses ZIP codes."""
+    lost = (
+        pl.col("country").is_in(ZIP_COUNTRIES)
+        & pl.col("postcode").str.contains(_LOST_ZEROS)
+    ).fill_null(False)
+    count = int(places.select(lost.sum()).item())
+    if not count:
+        return places, 0
+    head = pl.col("postcode").str.split("-").list.first()
+    tail = pl.col("postcode").str.slice(head.str.len_chars())
+    fixed = head.str.zfill(5) + tail
+    return places.with_columns(
+        pl.when(lost).then(fixed).otherwise(pl.col("postcode")).alias("postcode"),
+        pl.when(lost)
+        .then(_add_note(pl.col("note"), pl.format("postcode {} restored to {} (leading zeros"
+                                                  " lost)", pl.col("postcode"), fixed)))
+        .otherwise(pl.col("note"))
+        .alias("note"),
+    ), count
+
+
+def check_coordinates(places: pl.DataFrame) -> tuple[pl.DataFrame, int, int]:
+    """Repair or drop coordinates that cannot lie in the row's country (module docstring)."""
+    judged = (
+        pl.col("country").is_not_null()
+        & pl.col("latitude").is_not_null()
+        & pl.col("longitude").is_not_null()
+    )
+    work = places.with_row_index("_i").filter(judged).select("_i", "country", "latitude",
+                                                              "longitude")  # fmt: skip
+    if work.height == 0:
+        return places, 0, 0
+    known = pl.read_parquet(CELLS_FILE, columns=["country"]).unique()
+    work = work.join(known, on="country", how="semi")
+    work = _fits(work, "latitude", "longitude", NEAR_CELLS, "_ok")
+    bad = work.filter(~pl.col("_ok"))
+    if bad.height == 0:
+        return places, 0, 0
+    readings = {
+        "longitude's sign flipped": (pl.col("latitude"), -pl.col("longitude")),
+        "latitude's sign flipped": (-pl.col("latitude"), pl.col("longitude")),
+        "both signs flipped": (-pl.col("latitude"), -pl.col("longitude")),
+        "latitude and longitude swapped": (pl.col("longitude"), pl.col("latitude")),
+    }
+    fix_lat: pl.Expr = pl.lit(None, pl.Float64)
+    fix_lon: pl.Expr = pl.lit(None, pl.Float64)
+    why: pl.Expr = pl.lit(None, pl.String)
+    for n, (label, (lat, lon)) in enumerate(readings.items()):
+        bad = bad.with_columns(lat.alias(f"_lat{n}"), lon.alias(f"_lon{n}"))
+        valid = (pl.col(f"_lat{n}").abs() <= 90) & (pl.col(f"_lon{n}").abs() <= 180)
+        bad = _fits(bad, f"_lat{n}", f"_lon{n}", REPAIR_CELLS, f"_fit{n}")
+        hit = pl.col(f"_fit{n}") & valid & why.is_null()
+        fix_lat = pl.when(hit).then(pl.col(f"_lat{n}")).otherwise(fix_lat)
+        fix_lon = pl.when(hit).then(pl.col(f"_lon{n}")).otherwise(fix_lon)
+        why = pl.when(hit).then(pl.lit(label)).otherwise(why)
+    verdict = bad.select("_i", fix_lat.alias("_fix_lat"), fix_lon.alias("_fix_lon"),
+                         why.alias("_why"))  # fmt: skip
+    repaired = verdict.filter(pl.col("_why").is_not_null()).height
+    dropped = verdict.height - repaired
+    given = pl.format("({}, {})", pl.col("latitude"), pl.col("longitude"))
+    text = (
+        pl.when(pl.col("_why").is_not_null())
+        .then(pl.format("coordinates {} repaired: {}", given, pl.col("_why")))
+        .otherwise(pl.format("coordinates {} cannot be in {}; not sent", given, pl.col("country")))
+    )
+    out = (
+        places.with_row_index("_i")
+        .join(verdict, on="_i", how="left")
+        .with_columns(
+            pl.when(pl.col("_i").is_in(verdict["_i"].implode()))
+            .then(_add_note(pl.col("note"), text))
+            .otherwise(pl.col("note"))
+            .alias("note"),
+            pl.when(pl.col("_i").is_in(verdict["_i"].implode()))
+            .then(pl.col("_fix_lat"))
+            .otherwise(pl.col("latitude"))
+            .alias("latitude"),
+            pl.when(pl.col("_i").is_in(verdict["_i"].implode()))
+            .then(pl.col("_fix_lon"))
+            .otherwise(pl.col("longitude"))
+            .alias("longitude"),
+        )
+        .sort("_i")
+        .drop("_i", "_fix_lat", "_fix_lon", "_why")
+    )
+    return out, repaired, dropped
+
+
+def repair(places: pl.DataFrame) -> tuple[pl.DataFrame, RepairInfo]:
+    """Both repairs, in order; the frame keeps its columns and rows."""
+    places, restored = restore_postcodes(places)
+    places, repaired, dropped = check_coordinates(places)
+    return places, RepairInfo(restored, repaired, dropped)
