@@ -107,3 +107,20 @@ def test_repair_keeps_every_row_and_column_in_order() -> None:
         5,
         0,
     )
+
+
+def test_hidden_characters_are_removed_and_nul_rejects_the_row() -> None:
+    """ESC and bidi overrides are removed with a note; a NUL byte rejects its row, with a reason."""
+    from placeflow.pipeline.normalize import normalize
+
+    rows = pl.DataFrame(
+        {"poi_name": ["Cafe\x1b[31m Red", "Evil\u202eyrddab", "Nul\x00here", "Fine"]}
+    )
+    places, rejects, info = normalize(rows)
+    assert places["poi_name"].to_list() == ["Cafe[31m Red", "Evilyrddab", "Fine"]
+    assert places["note"].to_list()[:2] == ["control or bidi-override characters removed"] * 2
+    assert places["note"][2] is None
+    assert rejects.select("source_row", "field", "reason").rows() == [
+        (3, "poi_name", "poi_name contains a NUL byte")
+    ]
+    assert info.rows == info.kept + info.rejected

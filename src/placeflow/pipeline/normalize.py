@@ -6,8 +6,9 @@ is a placeholder ("N/A", "null", "-", ...; see PLACEHOLDERS) becomes null. Count
 alpha-2 (see `countries`); unknown ones are rejected, never guessed. Coordinates must be finite
 numbers in range; one given without the other drops both, and `note` says which was given.
 Lost ZIP zeros are restored and coordinates that cannot be in the row's country repaired or
-dropped (see `repair`), each noted. Every limit of the spec's POIValidateRequest (the stricter request model) is checked, so a row
-the service would refuse is never sent. A row with several problems gets one reject naming them
+dropped (see `repair`), each noted. Control characters and bidi overrides are removed (noted);
+a NUL byte rejects its row. Every limit of the spec's POIValidateRequest (the stricter request
+model) is checked, so a row the service would refuse is never sent. A row with several problems gets one reject naming them
 all, joined by "; ", with `field` the first offending field ("row" for a record that could not
 be read cleanly: its reason is the read error alone). Every input row lands in exactly one of
 the two outputs. Problems are found with cheap whole-column tests; reasons are worded only for
@@ -46,6 +47,11 @@ QUOTE_AT_MOST = 60
 """Values quoted in a reason are cut to this many characters (a field can be megabytes)."""
 WHITESPACE_RUN = r"\s{2,}|[^\S ]"
 """Whitespace that is not already a single plain space."""
+HIDDEN = r"[\x01-\x08\x0e-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]"
+"""Control characters (ESC and the like) and bidi overrides/isolates: invisible, they can make a
+value read differently on screen than it is; removed, and the row's note says so."""
+NUL = "\x00"
+"""A NUL byte: a sign of a binary or broken file. The row is rejected, never sent."""
 
 
 def _whole(words: tuple[str, ...]) -> str:
@@ -72,9 +78,11 @@ class NormalizeInfo:
 
 
 def tidy(values: pl.Series) -> pl.Series:
-    """Trim, and fold every run of whitespace to one space."""
-    run = values.str.contains(WHITESPACE_RUN)
-    folded = patched(values, run, lambda e: e.str.replace_all(WHITESPACE_RUN, " "))
+    """Remove hidden characters (HIDDEN), trim, and fold every run of whitespace to one space."""
+    hidden = values.str.contains(HIDDEN)
+    visible = patched(values, hidden, lambda e: e.str.replace_all(HIDDEN, ""))
+    run = visible.str.contains(WHITESPACE_RUN)
+    folded = patched(visible, run, lambda e: e.str.replace_all(WHITESPACE_RUN, " "))
     return folded.str.strip_chars(" ")
 
 
@@ -110,7 +118,7 @@ def _clean_field(name: str, values: pl.Series) -> list[pl.Series]:
     def clean_text(v: pl.Series) -> pl.Series:
         return drop_placeholders(tidy(v), country=country)
 
-    out: list[pl.Series] = []
+    out: list[pl.Series] = [values.str.contains(HIDDEN).fill_null(False).rename(f"_hidden_{name}")]
     if name in RANGES:  # inner spaces make no number valid: trimming is enough
         clean = drop_placeholders(values.str.strip_chars())
         out.append(clean.cast(pl.Float64, strict=False).rename(f"_{name}_number"))
@@ -153,6 +161,14 @@ def _problems() -> list[tuple[str, pl.Expr, pl.Expr]]:
         .otherwise(pl.format("poi_name is missing ({} is a placeholder)", quoted(given_name)))
     )
     found = [("poi_name", col("_poi_name").is_null(), missing)]
+    for name in TEXT_FIELDS:
+        found.append(
+            (
+                name,
+                col(f"_{name}").str.contains(NUL, literal=True),
+                pl.lit(f"{name} contains a NUL byte"),
+            )
+        )
     for name in TEXT_FIELDS:
         if name in LIMITS:
             length = col(f"_{name}").str.len_chars()
@@ -204,10 +220,22 @@ def normalize(rows: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame, Normalize
     cleaned = [c for c in work.columns if c.startswith("_")]
     kept = work.select(*KEYS, "note", *cleaned).filter(~pl.col("_bad"))
     has_lat, has_lon = (pl.col(f"_{c}_number").is_not_null() for c in RANGES)
+    hidden = pl.any_horizontal(pl.col("^_hidden_.*$"))
     note = (
         pl.when(has_lat & ~has_lon).then(pl.lit("latitude given without longitude; both dropped"))
         .when(has_lon & ~has_lat).then(pl.lit("longitude given without latitude; both dropped"))
     )  # fmt: skip
+    note = (
+        pl.when(hidden)
+        .then(
+            pl.concat_str(
+                pl.lit("control or bidi-override characters removed"),
+                pl.concat_str(pl.lit("; "), note),
+                ignore_nulls=True,
+            )
+        )
+        .otherwise(note)
+    )
     places = kept.select(
         *KEYS,
         *[pl.col(f"_{f}").alias(f) for f in TEXT_FIELDS if f != "country"],

@@ -61,8 +61,10 @@ def country_cells(reach: int) -> pl.DataFrame:
             "country",
             (pl.col("lat_cell").cast(pl.Int32) + pl.col("dy")).alias("lat_cell"),
             # longitude wraps at the antimeridian
-            ((pl.col("lon_cell").cast(pl.Int32) + pl.col("dx") + lon_cells // 2) % lon_cells
-             - lon_cells // 2).alias("lon_cell"),  # fmt: skip
+            (
+                (pl.col("lon_cell").cast(pl.Int32) + pl.col("dx") + lon_cells // 2) % lon_cells
+                - lon_cells // 2
+            ).alias("lon_cell"),
         )
         .unique()
     )
@@ -87,8 +89,7 @@ def _add_note(note: pl.Expr, text: pl.Expr) -> pl.Expr:
 def restore_postcodes(places: pl.DataFrame) -> tuple[pl.DataFrame, int]:
     """Pad ZIP codes that lost their leading zeros, where the country uses ZIP codes."""
     lost = (
-        pl.col("country").is_in(ZIP_COUNTRIES)
-        & pl.col("postcode").str.contains(_LOST_ZEROS)
+        pl.col("country").is_in(ZIP_COUNTRIES) & pl.col("postcode").str.contains(_LOST_ZEROS)
     ).fill_null(False)
     count = int(places.select(lost.sum()).item())
     if not count:
@@ -99,8 +100,14 @@ def restore_postcodes(places: pl.DataFrame) -> tuple[pl.DataFrame, int]:
     return places.with_columns(
         pl.when(lost).then(fixed).otherwise(pl.col("postcode")).alias("postcode"),
         pl.when(lost)
-        .then(_add_note(pl.col("note"), pl.format("postcode {} restored to {} (leading zeros"
-                                                  " lost)", pl.col("postcode"), fixed)))
+        .then(
+            _add_note(
+                pl.col("note"),
+                pl.format(
+                    "postcode {} restored to {} (leading zeros lost)", pl.col("postcode"), fixed
+                ),
+            )
+        )
         .otherwise(pl.col("note"))
         .alias("note"),
     ), count
