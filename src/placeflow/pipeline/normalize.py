@@ -1,18 +1,18 @@
 """Normalise and check stage: tidy the read text, then split rows into sendable places and rejects.
 
-Text is trimmed and every run of whitespace (newlines included) folded to one space; nothing
-else about it changes (injection-looking strings are data and stay verbatim). A whole value that
-is a placeholder ("N/A", "null", "-", ...; see PLACEHOLDERS) becomes null. Countries become ISO
-alpha-2 (see `countries`); unknown ones are rejected, never guessed. Coordinates must be finite
-numbers in range; one given without the other drops both, and `note` says which was given.
-Lost ZIP zeros are restored and coordinates that cannot be in the row's country repaired or
-dropped (see `repair`), each noted. Control characters and bidi overrides are removed (noted);
-a NUL byte rejects its row. Every limit of the spec's POIValidateRequest (the stricter request
-model) is checked, so a row the service would refuse is never sent. A row with several problems gets one reject naming them
-all, joined by "; ", with `field` the first offending field ("row" for a record that could not
-be read cleanly: its reason is the read error alone). Every input row lands in exactly one of
-the two outputs. Problems are found with cheap whole-column tests; reasons are worded only for
-the rejected rows.
+Text is trimmed and every run of whitespace (newlines included) folded to one space; nothing else
+about it changes (injection-looking strings are data and stay verbatim). A whole value that is a
+placeholder ("N/A", "null", "-", ...; see PLACEHOLDERS) becomes null. Countries become ISO alpha-2
+(see `countries`); unknown ones are rejected, never guessed. Coordinates must be finite numbers in
+range; one given without the other drops both, and `note` says which was given. Lost ZIP zeros are
+restored and coordinates that cannot be in the row's country repaired or dropped (see `repair`),
+each noted. Control characters and bidi overrides are removed (noted); a NUL byte rejects its row.
+Every limit of the spec's POIValidateRequest (the stricter request model) is checked, so a row the
+service would refuse is never sent. A row with several problems gets one reject naming them all,
+joined by "; ", with `field` the first offending field ("row" for a record that could not be read
+cleanly: its reason is the read error alone). Every input row lands in exactly one of the two
+outputs. Problems are found with cheap whole-column tests; reasons are worded only for the rejected
+rows.
 """
 
 from __future__ import annotations
