@@ -16,6 +16,7 @@ from placeflow.api.errors import (
     RequestRejected,
     ServerError,
     UnexpectedResponse,
+    UsageUnknown,
 )
 from placeflow.api.limiter import RateLimiter, RateLimits
 from placeflow.api.models import ALLOWED_ENRICH_ATTRIBUTES
@@ -190,9 +191,11 @@ def test_repr_and_errors_never_show_the_key() -> None:
     script = Script([js(500, {"error": f"boom {KEY}"})])
     client = mock_client(script, FakeTime())
     assert KEY not in repr(client) and "…9f3a" in repr(client)
-    with pytest.raises(ServerError) as info:
+    with pytest.raises(UsageUnknown) as info:
         client.usage()
-    assert KEY not in str(info.value) and KEY not in "".join(info.value.__notes__)
+    cause = info.value.cause
+    assert isinstance(cause, ServerError)
+    assert KEY not in str(info.value) and KEY not in "".join(cause.__notes__)
 
 
 def test_retry_logs_do_not_contain_the_key(caplog: pytest.LogCaptureFixture) -> None:

@@ -66,7 +66,7 @@ def test_500_is_retried_with_capped_backoff_until_the_budget() -> None:
     time = FakeTime()
     policy = RetryPolicy(max_attempts=6, initial_backoff=1.0, max_backoff=4.0, jitter=0.0)
     with pytest.raises(ServerError) as info:
-        mock_client(script, time, retry=policy).usage()
+        mock_client(script, time, retry=policy).job_status("job_1")
     assert len(script.requests) == 6 and info.value.attempts == 6
     assert time.sleeps == [1.0, 2.0, 4.0, 4.0, 4.0]
     assert "gave up after 6 attempt(s)" in "".join(info.value.__notes__)
@@ -78,7 +78,7 @@ def test_total_wait_budget_ends_retries_early() -> None:
     time = FakeTime()
     policy = RetryPolicy(max_attempts=10, initial_backoff=1.0, jitter=0.0, budget=3.5)
     with pytest.raises(ServerError):
-        mock_client(script, time, retry=policy).usage()
+        mock_client(script, time, retry=policy).job_status("job_1")
     assert time.sleeps == [1.0, 2.0]
 
 
@@ -137,7 +137,7 @@ def test_timeouts_that_outlast_the_budget_raise_request_timed_out() -> None:
     """Only timeouts: the last RequestTimedOut is raised once attempts run out."""
     script = Script([httpx.ReadTimeout("slow")])
     with pytest.raises(RequestTimedOut):
-        mock_client(script, FakeTime(), retry=RetryPolicy(max_attempts=2)).usage()
+        mock_client(script, FakeTime(), retry=RetryPolicy(max_attempts=2)).job_status("job_1")
     assert len(script.requests) == 2
 
 
@@ -189,5 +189,5 @@ def test_rate_limited_exhaustion_raises_rate_limited_with_wait() -> None:
     """Persistent 429s end as RateLimited carrying the server's wait."""
     script = Script([js(429, LIMITED, {"Retry-After": "2"})])
     with pytest.raises(RateLimited) as info:
-        mock_client(script, FakeTime(), retry=RetryPolicy(max_attempts=3)).usage()
+        mock_client(script, FakeTime(), retry=RetryPolicy(max_attempts=3)).job_status("job_1")
     assert info.value.wait == 2.0 and info.value.attempts == 3

@@ -94,17 +94,19 @@ def test_mangled_download_is_fetched_again(make_rig: MakeRig, tmp_path: Path, fa
     assert downloads["with_api_key"] == 0
 
 
-def test_expired_url_is_replaced_without_touching_the_file_host(
+def test_expired_url_is_tried_once_then_replaced_and_used_at_once(
     make_rig: MakeRig, tmp_path: Path
 ) -> None:
-    """A status older than the URL's lifetime is refreshed by one poll before downloading."""
+    """A status older than the URL's lifetime: the URL is tried (refused), one poll, one good
+    download: two downloads for the file, as the sandbox counts them."""
     rig = make_rig(url_ttl_seconds=60.0)
     status = JobPoller(rig.client).wait(submit(rig, 10, "e0"))
     polls_before = rig.count("GET /v1/jobs/{batch_id}")
     rig.clock.advance(120)
     download_result(rig.client, status, tmp_path)
     assert rig.count("GET /v1/jobs/{batch_id}") == polls_before + 1
-    assert rig.stats()["downloads"]["refused"] == 0
+    downloads = rig.stats()["downloads"]
+    assert (downloads["total"], downloads["expired"], downloads["served"]) == (2, 1, 1)
 
 
 def test_refused_url_gets_a_fresh_one(make_rig: MakeRig, tmp_path: Path) -> None:

@@ -16,9 +16,17 @@ M = TypeVar("M", bound=BaseModel)
 Row = Mapping[str, Any] | BaseModel
 
 
-def _path(prefix: str, loc: Sequence[int | str]) -> str:
+def field_path(loc: Sequence[Any], prefix: str = "") -> str:
+    """The spec's name of a field: ``('pois', 17, 'poi_name')`` -> ``pois[17].poi_name``.
+
+    The one formatter of error locations, used by the client's checks, its reading of the
+    service's 422 bodies (a leading ``body`` is dropped) and the sandbox's 400 details.
+    """
+    parts = list(loc)
+    if parts and parts[0] == "body":
+        parts = parts[1:]
     out = prefix
-    for part in loc:
+    for part in parts:
         if isinstance(part, int):
             out += f"[{part}]"
         else:
@@ -33,7 +41,7 @@ def _as_data(row: object) -> object:
 def _problems(exc: ValidationError, prefix: str = "") -> list[FieldProblem]:
     """Each error of a failed validation, named by its field path."""
     return [
-        FieldProblem(_path(prefix, tuple(e["loc"])), e["msg"], e["type"])
+        FieldProblem(field_path(e["loc"], prefix), e["msg"], e["type"])
         for e in exc.errors(include_url=False, include_input=False)
     ]
 

@@ -27,7 +27,7 @@ from placeflow.api.checks import (
     require_one,
     require_rows,
 )
-from placeflow.api.errors import FieldProblem, RequestRejected
+from placeflow.api.errors import FieldProblem, RequestRejected, TransientError, UsageUnknown
 from placeflow.api.models import (
     MAX_ENRICH_BATCH,
     MAX_JOB_ROWS,
@@ -202,16 +202,35 @@ class PlaceApiClient(ApiSession):
         return self._parse(JobStatus, response, f"GET {path}")
 
     def cancel_job(self, batch_id: str) -> JobDeleteResponse:
-        """DELETE /v1/jobs/{batch_id}: processed rows stay billed, the rest are not charged."""
+        """DELETE /v1/jobs/{batch_id}: processed rows stay billed, the rest are not charged.
+
+        The spec does not show the answer's body, so any 2xx is a cancel the service accepted:
+        an empty body, or one without `cancelled`, parses (see `JobDeleteResponse.accepted`).
+        Poll the job afterwards for its final status and processed rows.
+        """
         path = f"/v1/jobs/{quote(batch_id, safe='')}"
         response = self._call("DELETE", path, safety="safe")
+        if not response.content.strip():
+            return JobDeleteResponse(batch_id=batch_id)
         return self._parse(JobDeleteResponse, response, f"DELETE {path}")
 
     # --- account -------------------------------------------------------------------------
 
     def usage(self) -> UsageResponse:
-        """GET /v1/usage: credits available now, net of in-flight holds."""
-        response = self._call("GET", "/v1/usage", safety="safe")
+        """GET /v1/usage: credits available now, net of in-flight holds.
+
+        An accounting call: retried with `accounting_retry` (minutes of patience, not the
+        request policy's seconds). When no figure comes within it, `UsageUnknown` is raised:
+        the caller records the usage as unknown instead of failing work already done.
+        """
+        try:
+            response = self._call("GET", "/v1/usage", safety="safe", retry=self.accounting_retry)
+        except TransientError as exc:
+            raise UsageUnknown(
+                f"GET /v1/usage: no usage figure after {exc.attempts} attempt(s) ({exc}); "
+                "record the usage as unknown and check it later.",
+                cause=exc,
+            ) from exc
         return self._parse(UsageResponse, response, "GET /v1/usage")
 
     def pricing(self, *, refresh: bool = False) -> PricingCard:

@@ -3,8 +3,10 @@
 The file is streamed to a temporary name while its sha256 and size are computed and its gzip
 stream is decompressed (never past a cap) to count lines. Only when size and sha256 match the
 job's ``results.files[]``, the gzip stream is complete and the line count equals the job's row
-count is it renamed into place. A short or corrupted download is fetched again (bounded); a
-refused or expired URL is replaced by polling the job once more. The download goes through the
+count is it renamed into place. A short or corrupted download is fetched again (bounded). A
+URL is always tried, whatever its `expires_at` says (a hint: lifetimes are not promised and
+clocks disagree); when the file host refuses it (403, expired) the job is polled once for a
+fresh URL, which is used at once. The download goes through the
 client's credential-free file client, so the API key never reaches the file host.
 """
 
@@ -31,13 +33,12 @@ from placeflow.api.errors import (
 )
 from placeflow.api.models import JobResultFile, JobStatus
 from placeflow.api.retry import parse_timestamp
+from placeflow.api.transport import UnsafeRedirect
 
 log = logging.getLogger("placeflow.api.download")
 
 DEFAULT_MAX_DECOMPRESSED = 2 * 1024**3
 """2 GiB: far above 10,000 result lines, far below what a decompression bomb would produce."""
-EXPIRY_MARGIN = 10.0
-"""A URL expiring within this many seconds is replaced before use, not after a refusal."""
 _REFUSED = frozenset({401, 403, 404, 410})
 _CHUNK = 64 * 1024
 
@@ -147,17 +148,9 @@ def download_result(
     fetched: _Fetched | None = None
     try:
         while True:
-            expires = parse_timestamp(meta.expires_at)
-            if expires is not None and expires - client.wall_clock() < EXPIRY_MARGIN:
-                if refreshes >= max_refreshes:
-                    raise ResultUnavailable(
-                        f"job {batch_id}: result URL expired and {refreshes} fresh one(s) did "
-                        "not help; poll the job again later.",
-                        batch_id=batch_id,
-                    )
-                refreshes += 1
-                meta, expected_lines = _file_of(client.job_status(batch_id))
-                continue
+            # `expires_at` is only a hint: the lifetime is not promised and the two clocks may
+            # disagree by more than it. The URL is always tried; only the origin's refusal
+            # means it is stale, and then a fresh one is fetched and used at once.
             attempts += 1
             try:
                 fetched = _fetch(client, meta, part, max_decompressed_bytes)
@@ -165,18 +158,23 @@ def download_result(
                 attempts -= 1  # a refused URL is not a bad download: get a fresh URL instead
                 if refreshes >= max_refreshes:
                     raise ResultUnavailable(
-                        f"job {batch_id}: result URL refused ({refused.status}) even after "
-                        f"{refreshes} fresh URL(s); poll the job again later.",
+                        f"job {batch_id}: result URL refused "
+                        f"({refused.status}{_hint(meta, client)}) even after {refreshes} fresh "
+                        "URL(s) used at once; the file host refuses this job's file. Poll the "
+                        "job again later.",
                         batch_id=batch_id,
                     ) from None
                 refreshes += 1
                 log.warning(
-                    "job %s: result URL refused (%s); polling for a fresh one",
+                    "job %s: result URL refused (%s%s); polling for a fresh one",
                     batch_id,
                     refused.status,
+                    _hint(meta, client),
                 )
                 meta, expected_lines = _file_of(client.job_status(batch_id))
                 continue
+            except UnsafeRedirect as exc:
+                raise ResultUnavailable(f"job {batch_id}: {exc}", batch_id=batch_id) from None
             except _TooLarge:
                 raise ResultTooLarge(
                     f"job {batch_id}: result file decompresses to more than "
@@ -216,6 +214,15 @@ def download_result(
     finally:
         part.unlink(missing_ok=True)
     return VerifiedFile(batch_id, final, fetched.sha256, fetched.size, fetched.lines)
+
+
+def _hint(meta: JobResultFile, client: PlaceApiClient) -> str:
+    """What `expires_at` said, for the log: by this machine's clock, which may be skewed."""
+    expires = parse_timestamp(meta.expires_at)
+    if expires is None:
+        return ""
+    left = expires - client.wall_clock()
+    return f"; expires_at {'in' if left >= 0 else 'past by'} {abs(left):.0f} s by this clock"
 
 
 def _file_of(status: JobStatus) -> tuple[JobResultFile, int]:

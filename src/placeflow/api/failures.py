@@ -8,6 +8,7 @@ from typing import Any
 
 import httpx
 
+from placeflow.api.checks import field_path
 from placeflow.api.errors import (
     ApiError,
     BadRequest,
@@ -27,6 +28,7 @@ from placeflow.api.errors import (
     Unprocessable,
     summarise_details,
 )
+from placeflow.api.models import cap_text
 from placeflow.api.retry import parse_retry_after, parse_timestamp
 from placeflow.redact import key_hint, redact_text
 
@@ -38,20 +40,8 @@ _NEEDED_KEYS = (
     "estimated_credits",
 )
 _AVAILABLE_KEYS = ("available", "available_credits", "remaining")
-
-
-def _field_path(loc: Sequence[Any]) -> str:
-    """``['body', 'pois', 17, 'poi_name']`` -> ``pois[17].poi_name``."""
-    parts = list(loc)
-    if parts and parts[0] == "body":
-        parts = parts[1:]
-    out = ""
-    for part in parts:
-        if isinstance(part, int):
-            out += f"[{part}]"
-        else:
-            out += f".{part}" if out else str(part)
-    return out or "body"
+MAX_ERROR_BODY = 20_000
+"""Characters of an error body kept on the error (an HTML page from a proxy, or worse)."""
 
 
 def parse_details(raw: Any) -> list[FieldProblem]:
@@ -72,7 +62,7 @@ def parse_details(raw: Any) -> list[FieldProblem]:
         field = item.get("field")
         if not isinstance(field, str):
             loc = item.get("loc")
-            field = _field_path(loc) if isinstance(loc, list) else "body"
+            field = field_path(loc) if isinstance(loc, list) else "body"
         message = item.get("message", item.get("msg", ""))
         out.append(FieldProblem(field, str(message), str(item.get("type", "value_error"))))
     return out
@@ -91,18 +81,21 @@ class _Body:
     """The parts of an error body the client uses, whichever of the spec's shapes it has."""
 
     def __init__(self, response: httpx.Response, secrets: Sequence[str]) -> None:
-        self.text = redact_text(response.text, secrets)
+        text = redact_text(response.text, secrets)
         try:
-            self.data: Any = json.loads(self.text) if self.text else None
+            self.data: Any = json.loads(text) if text else None
         except json.JSONDecodeError:
             self.data = None
+        if len(text) > MAX_ERROR_BODY:  # kept for the error's `body`: capped, not parsed
+            self.data = None
+        self.text = cap_text(text, MAX_ERROR_BODY)
         top = self.data if isinstance(self.data, dict) else {}
         detail = top.get("detail")
         inner = detail if isinstance(detail, dict) else {}
         self.sources: tuple[dict[str, Any], ...] = (top, inner)
         self.error = self._str("error") or self._str("message")
         if not self.error and isinstance(detail, str):
-            self.error = detail
+            self.error = cap_text(detail)
         self.error_code = self._str("error_code")
         self.request_id = self._str("request_id")
         self.details = parse_details(detail) if isinstance(detail, list) else []
@@ -114,7 +107,7 @@ class _Body:
         for source in self.sources:
             value = source.get(name)
             if isinstance(value, str) and value:
-                return value
+                return cap_text(value)
         return None
 
     def reason(self) -> str:
@@ -147,7 +140,8 @@ def error_from_response(
         wait = parse_retry_after(response.headers.get("Retry-After"), now=now)
         error = RateLimited(
             f"{endpoint}: rate limit exceeded (429), retry after {_secs(wait)}. If this keeps "
-            "happening, another process is using the key: lower the configured rate limits.",
+            "happening, the configured rate limits may be above the key's, or something else "
+            "may be using the key.",
             endpoint=endpoint,
             wait=wait,
         )

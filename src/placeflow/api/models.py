@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal, get_args
 
-from pydantic import AliasChoices, BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, AliasChoices, BaseModel, ConfigDict, Field
 
 # --- vocabulary -------------------------------------------------------------------------
 
@@ -158,6 +158,21 @@ class DeepResearchRequest(_Request):
 
 # --- responses (tolerant) ----------------------------------------------------------------
 
+MAX_SERVER_TEXT = 2_000
+"""Characters of a server-supplied message kept; the rest is cut and marked."""
+
+
+def cap_text(value: str, limit: int = MAX_SERVER_TEXT) -> str:
+    """`value` cut to `limit` characters, marked with how many were dropped: a service (or a
+    proxy) can send an error string of any size, and it is stored and shown."""
+    if len(value) <= limit:
+        return value
+    return f"{value[:limit]}… [truncated {len(value) - limit:,} characters]"
+
+
+CappedText = Annotated[str, AfterValidator(cap_text)]
+"""A server-supplied free-text string, capped at `MAX_SERVER_TEXT` characters."""
+
 
 class _Response(BaseModel):
     """Responses keep what they know and ignore the rest; enum-like fields stay strings."""
@@ -168,7 +183,7 @@ class _Response(BaseModel):
 class OperationalStatusBlock(_Response):
     status: str
     closure_confidence: float | None = None
-    closure_reason: str | None = None
+    closure_reason: CappedText | None = None
 
 
 class POIValidateResponse(_Response):
@@ -176,7 +191,7 @@ class POIValidateResponse(_Response):
     id: str | None = None
     existence_confidence: float | None = None
     operational_status: OperationalStatusBlock | None = None
-    error: str | None = None
+    error: CappedText | None = None
     error_code: str | None = None
     request_id: str | None = None
     validation_timestamp: str | None = None
@@ -202,9 +217,9 @@ class POIEnrichResponse(_Response):
     attributes: dict[str, AttributeResult | None] | None = None
     status: EnrichStatus | None = None
     operational_status: OperationalStatusBlock | None = None
-    place_summary: str | None = None
+    place_summary: CappedText | None = None
     enrichment_timestamp: str | None = None
-    error: str | None = None
+    error: CappedText | None = None
     error_code: str | None = None
     request_id: str | None = None
 
@@ -267,7 +282,7 @@ class JobStatus(_Response):
     eta_seconds: int | None = None
     eta_completion_at: str | None = None
     results: JobResults | None = None
-    error: str | None = None
+    error: CappedText | None = None
     error_code: str | None = None
 
     @property
@@ -276,12 +291,22 @@ class JobStatus(_Response):
 
 
 class JobDeleteResponse(_Response):
-    """The spec does not show DELETE's body; this is the sandbox's documented choice."""
+    """The answer to DELETE /v1/jobs/{batch_id}. The spec does not show its body, so nothing
+    in it is required: the sandbox sends batch_id, status, cancelled and message; another
+    service may send less, or nothing (a 2xx is the acceptance)."""
 
-    batch_id: str
-    status: str
-    cancelled: bool
-    message: str | None = None
+    batch_id: str | None = None
+    status: str | None = None
+    cancelled: bool | None = None
+    message: CappedText | None = None
+
+    @property
+    def accepted(self) -> bool:
+        """The cancel was accepted: not an explicit ``cancelled: false`` for a job that had
+        already ended (its status then names how it ended)."""
+        if self.cancelled is not None:
+            return self.cancelled or self.status == "cancelled"
+        return self.status is None or self.status not in ("completed", "failed")
 
 
 class UsageResponse(_Response):
@@ -323,7 +348,7 @@ class PricingRate(_Response):
     hold: int | None = None
     operator_owned: bool = False
     routes: list[str] | None = None
-    note: str | None = None
+    note: CappedText | None = None
 
 
 class PricingCard(_Response):
@@ -345,7 +370,7 @@ class ValidationDetail(_Response):
 
 class ErrorResponse(_Response):
     success: bool = False
-    error: str
+    error: CappedText
     error_code: str | None = None
     request_id: str | None = None
     validation_timestamp: str | None = None
@@ -365,7 +390,7 @@ class DeepResearchRow(_Response):
     status: str
     outcome: str | None = None
     fields: dict[str, ResultCell] | None = None
-    error: str | None = None
+    error: CappedText | None = None
 
 
 class DeepResearchMeta(_Response):
@@ -378,6 +403,6 @@ class DeepResearchResponse(_Response):
     rows: list[DeepResearchRow] = Field(default_factory=list)
     meta: DeepResearchMeta | None = None
     enrichment_timestamp: str | None = None
-    error: str | None = None
+    error: CappedText | None = None
     error_code: str | None = None
     request_id: str | None = None

@@ -199,7 +199,7 @@ class JobPoller:
                 log.error("could not cancel timed-out job %s: %s", batch_id, exc)
                 not_cancelled.append(batch_id)
                 continue
-            if not outcome.cancelled and outcome.status != "cancelled":
+            if not outcome.accepted:
                 log.warning("timed-out job %s was already %s", batch_id, outcome.status)
                 not_cancelled.append(batch_id)
         return JobTimedOut(

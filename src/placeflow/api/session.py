@@ -33,7 +33,15 @@ from placeflow.api.failures import error_from_response, error_from_transport
 from placeflow.api.limiter import RateLimiter, RateLimits
 from placeflow.api.models import PricingCard
 from placeflow.api.retry import RetryPolicy
-from placeflow.api.transport import guard_no_credentials, key_only_to, origin
+from placeflow.api.transport import (
+    MAX_REDIRECTS,
+    UnsafeRedirect,
+    check_redirect,
+    guard_no_credentials,
+    is_loopback_host,
+    key_only_to,
+    origin,
+)
 from placeflow.redact import Secret
 
 log = logging.getLogger("placeflow.api")
@@ -42,6 +50,10 @@ M = TypeVar("M", bound=BaseModel)
 Safety = Literal["safe", "keyed", "charged"]
 """How a request may be retried: `safe` (GET, DELETE) and `keyed` (carries an Idempotency-Key)
 always; `charged` only when it surely was not processed, or the caller allows a double charge."""
+
+ACCOUNTING_RETRY = RetryPolicy(max_attempts=40, initial_backoff=1.0, max_backoff=30.0, budget=900.0)
+"""The patience of accounting calls (GET /v1/usage): a burst of 5xx lasting minutes is waited
+out, not turned into a failed run; after it the figure is `UsageUnknown`."""
 
 
 @dataclass(frozen=True)
@@ -73,6 +85,8 @@ class ApiSession:
         limiter: RateLimiter | None = None,
         timeout: float = 30.0,
         retry: RetryPolicy = RetryPolicy(),  # noqa: B008 - frozen, so a shared default is safe
+        accounting_retry: RetryPolicy = ACCOUNTING_RETRY,
+        allow_insecure_http: bool = False,
         transport: httpx.BaseTransport | None = None,
         clock: Callable[[], float] = time.monotonic,
         wall_clock: Callable[[], float] = time.time,
@@ -86,9 +100,18 @@ class ApiSession:
         self._origin = origin(self.base_url)
         if self._origin[0] not in ("http", "https"):
             raise ValueError(f"base_url must be http(s)://host[:port], not {base_url!r}")
+        if self._origin[0] == "http" and not (
+            allow_insecure_http or is_loopback_host(self._origin[1])
+        ):
+            raise ValueError(
+                f"base_url {base_url!r} is plain http to a host that is not loopback: the key "
+                "would cross the network unencrypted. Use https, or pass "
+                "allow_insecure_http=True if this network is trusted."
+            )
         self._key = Secret(api_key)
         self.limiter = limiter or RateLimiter(limits, clock=clock, sleep=sleep)
         self.retry = retry
+        self.accounting_retry = accounting_retry
         self.clock = clock
         self.wall_clock = wall_clock
         self.sleep = sleep
@@ -111,7 +134,7 @@ class ApiSession:
             headers=agent,
             timeout=http_timeout,
             transport=transport,
-            follow_redirects=True,
+            follow_redirects=False,  # followed by `stream_file`, only where a download may go
             event_hooks={"request": [guard_no_credentials]},
         )
         """The result-file client: no default headers, no key, refuses to send a credential."""
@@ -147,9 +170,31 @@ class ApiSession:
 
     @contextmanager
     def stream_file(self, url: str) -> Iterator[httpx.Response]:
-        """GET a result file with the credential-free client (no rate limit: not the API)."""
-        with self.files.stream("GET", url) as response:
+        """GET a result file with the credential-free client (no rate limit: not the API).
+
+        Redirects are followed only from https to https on public hosts (a download that began
+        on loopback, the sandbox, may stay on loopback), at most `MAX_REDIRECTS` hops; any
+        other raises `UnsafeRedirect` before the new host is contacted.
+        """
+        current = httpx.URL(url)
+        loopback = is_loopback_host(current.host)
+        hops = 0
+        while True:
+            response = self.files.send(self.files.build_request("GET", current), stream=True)
+            if not response.is_redirect:
+                break
+            location = response.headers.get("Location", "")
+            response.close()
+            target = current.join(location)
+            hops += 1
+            if hops > MAX_REDIRECTS:
+                raise UnsafeRedirect(f"more than {MAX_REDIRECTS} redirects fetching a result file")
+            check_redirect(current, target, loopback_origin=loopback)
+            current = target
+        try:
             yield response
+        finally:
+            response.close()
 
     def _call(
         self,
@@ -162,6 +207,7 @@ class ApiSession:
         allow_double_charge: bool = False,
         possible_credits: int = 0,
         authenticate: bool = True,
+        retry: RetryPolicy | None = None,
     ) -> httpx.Response:
         endpoint = f"{method} {path}"
         headers = {"Accept": "application/json"}
@@ -171,6 +217,7 @@ class ApiSession:
             headers["Idempotency-Key"] = idempotency_key
         if authenticate:
             headers["X-API-Key"] = self._key.reveal()
+        policy = retry or self.retry
         started = self.clock()
         waited = 0.0
         attempt = 0
@@ -206,11 +253,11 @@ class ApiSession:
                     endpoint=endpoint,
                     possible_credits=possible_credits,
                 ) from error
-            delay = self.retry.delay(error, attempt, self._rand())
+            delay = policy.delay(error, attempt, self._rand())
             give_up = (
-                attempt >= self.retry.max_attempts
-                or (error.wait or 0.0) > self.retry.max_server_wait
-                or waited + delay > self.retry.budget
+                attempt >= policy.max_attempts
+                or (error.wait or 0.0) > policy.max_server_wait
+                or waited + delay > policy.budget
             )
             if give_up:
                 elapsed = self.clock() - started
@@ -225,7 +272,7 @@ class ApiSession:
                 endpoint,
                 type(error).__name__,
                 attempt,
-                self.retry.max_attempts - 1,
+                policy.max_attempts - 1,
                 delay,
             )
             self.sleep(delay)

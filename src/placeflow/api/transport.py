@@ -1,7 +1,10 @@
-"""Where a credential may go: only to the API's own origin, never to the result-file host."""
+"""Where a request may go: the key only to the API's own origin, never to the result-file host;
+a result-file download only through redirects from https to https on public hosts."""
 
 from __future__ import annotations
 
+import ipaddress
+import socket
 from collections.abc import Callable
 
 import httpx
@@ -45,4 +48,88 @@ def guard_no_credentials(request: httpx.Request) -> None:
         raise PlaceflowError(
             f"refusing to send {', '.join(carried)} to {request.url.host}: result files are "
             "fetched without credentials"
+        )
+
+
+# --- where a result file may be fetched from ---------------------------------------------
+
+MAX_REDIRECTS = 3
+"""Hops a result-file download may follow: a CDN or object store needs one, rarely two."""
+_LOCAL_NAMES = ("localhost",)
+
+
+def _ip(host: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:
+    try:
+        return ipaddress.ip_address(host.strip("[]"))
+    except ValueError:
+        return None
+
+
+def is_loopback_host(host: str) -> bool:
+    """127.0.0.0/8, ::1, ``localhost`` and any ``*.localhost`` name (reserved for loopback)."""
+    host = host.lower().rstrip(".")
+    ip = _ip(host)
+    if ip is not None:
+        return ip.is_loopback
+    return host in _LOCAL_NAMES or host.endswith(".localhost")
+
+
+def _public_ip(ip: ipaddress.IPv4Address | ipaddress.IPv6Address) -> bool:
+    return not (
+        ip.is_private
+        or ip.is_loopback
+        or ip.is_link_local
+        or ip.is_multicast
+        or ip.is_reserved
+        or ip.is_unspecified
+    )
+
+
+def is_public_host(host: str, *, resolve: Callable[[str], list[str]] | None = None) -> bool:
+    """Whether `host` (an address or a name, resolved) reaches only public addresses: never
+    loopback, private (10/8, 172.16/12, 192.168/16, fc00::/7), link-local (169.254/16, where
+    cloud metadata answers) or reserved ones. A name that does not resolve is not public."""
+    host = host.lower().rstrip(".")
+    ip = _ip(host)
+    if ip is not None:
+        return _public_ip(ip)
+    if is_loopback_host(host):
+        return False
+    try:
+        addresses = (resolve or _resolve)(host)
+    except OSError:
+        return False
+    parsed = [_ip(a) for a in addresses]
+    return bool(parsed) and all(p is not None and _public_ip(p) for p in parsed)
+
+
+def _resolve(host: str) -> list[str]:
+    return sorted({str(info[4][0]) for info in socket.getaddrinfo(host, None)})
+
+
+class UnsafeRedirect(PlaceflowError):
+    """A result-file host redirected somewhere a download must not go."""
+
+
+def check_redirect(
+    source: httpx.URL,
+    target: httpx.URL,
+    *,
+    loopback_origin: bool,
+    resolve: Callable[[str], list[str]] | None = None,
+) -> None:
+    """Refuse a redirect unless it is https to https and to a public host; a download that
+    began on loopback (the sandbox) may also move between loopback addresses."""
+    where = f"{target.scheme}://{target.host}"
+    if loopback_origin and is_loopback_host(target.host) and target.scheme in ("http", "https"):
+        return
+    if source.scheme != "https" or target.scheme != "https":
+        raise UnsafeRedirect(
+            f"refusing a redirect from {source.scheme}:// to {where}: result files follow "
+            "only https to https"
+        )
+    if not is_public_host(target.host, resolve=resolve):
+        raise UnsafeRedirect(
+            f"refusing a redirect to {where}: not a public host (loopback, private, "
+            "link-local or unresolvable)"
         )

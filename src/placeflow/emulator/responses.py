@@ -9,6 +9,8 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
+from placeflow.api.checks import field_path
+
 CHECKOUT_PATH = "/checkout"
 
 M = TypeVar("M", bound=BaseModel)
@@ -70,17 +72,6 @@ def gateway_error(
     return ServiceError(status, {"detail": {"error": error, **extra}}, headers)
 
 
-def field_path(loc: tuple[int | str, ...]) -> str:
-    """('pois', 17, 'poi_name') -> 'pois[17].poi_name', the spec's way of naming a row's field."""
-    out = ""
-    for part in loc:
-        if isinstance(part, int):
-            out += f"[{part}]"
-        else:
-            out += f".{part}" if out else str(part)
-    return out or "body"
-
-
 def bad_request(details: list[dict[str, str]], *, request_id: str, now: float) -> ServiceError:
     """400 in the spec's first shape: VALIDATION_ERROR with a detail per offending field."""
     n = len(details)
@@ -109,8 +100,7 @@ def parse_body(model: type[M], raw: bytes, *, request_id: str, now: float) -> M:
             }
             raise bad_request([detail], request_id=request_id, now=now) from None
         details = [
-            {"field": field_path(tuple(e["loc"])), "message": e["msg"], "type": e["type"]}
-            for e in errors
+            {"field": field_path(e["loc"]), "message": e["msg"], "type": e["type"]} for e in errors
         ]
         raise bad_request(details, request_id=request_id, now=now) from None
 

@@ -1,7 +1,8 @@
 """Running the sandbox: in-process as an httpx transport, or as a real server on loopback.
 
 The API and the result files are two origins, as with the real service and its object store:
-in-process they are `http://sandbox.test` and `http://files.sandbox.test`; served, two ports.
+in-process they are `http://sandbox.localhost` and `http://files.sandbox.localhost` (names
+reserved for loopback); served, two ports on 127.0.0.1.
 """
 
 from __future__ import annotations
@@ -23,8 +24,8 @@ from placeflow.emulator.faults import Gate
 from placeflow.emulator.responses import Reply
 from placeflow.emulator.settings import SandboxConfig
 
-IN_PROCESS_API = "http://sandbox.test"
-IN_PROCESS_FILES = "http://files.sandbox.test"
+IN_PROCESS_API = "http://sandbox.localhost"
+IN_PROCESS_FILES = "http://files.sandbox.localhost"
 
 
 class Sandbox:
