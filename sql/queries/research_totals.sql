@@ -1,0 +1,42 @@
+-- research_totals: per research run, requests by state, places answered and errored, and the
+-- credits charged and possibly charged per the ledger. Parameter: $run_id.
+
+with
+
+requests as (
+    select
+        state,
+        possible_extra_credits
+    from research_requests
+    where run_id = $run_id
+),
+
+answers as (
+    select
+        place_key,
+        row_status
+    from research_answers
+    where run_id = $run_id
+),
+
+ledger as (
+    select
+        kind,
+        credits
+    from research_ledger
+    where run_id = $run_id
+),
+
+final as (
+    select
+        (select count(*) from requests) as requests,
+        (select count(*) from requests where state = 'answered') as answered_requests,
+        (select count(*) from requests where state in ('planned', 'sent')) as open_requests,
+        (select count(*) from requests where state in ('lost', 'uncertain')) as doubtful_requests,
+        (select count(distinct place_key) from answers where row_status <> 'error') as answered,
+        (select count(distinct place_key) from answers where row_status = 'error') as errored,
+        (select coalesce(sum(credits), 0) from ledger where kind = 'charge') as charged,
+        (select coalesce(sum(credits), 0) from ledger where kind = 'possible') as possible
+)
+
+select * from final

@@ -1,0 +1,219 @@
+"""Load a deep-research answer: rows into `research_answers` (one per place per field), the
+credits it charged into `research_ledger`, the request marked answered, in one transaction.
+
+What an answer charged follows the spec: nothing when research was unavailable
+(stopped_reason agent_unavailable) or for a row that errored; else credits_per_field for every
+field that was researched (confirmed, estimated, or unconfirmed: abstentions are billed), plus
+the identity credit for a row that carries an identity block. Fields capped by cost or rejected
+are not billed.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+import duckdb
+import polars as pl
+
+from placeflow.api.models import DeepResearchResponse, DeepResearchRow
+from placeflow.api.retry import parse_timestamp
+from placeflow.research.plan import Rates, ResearchSpec
+from placeflow.warehouse import insert_frame, transaction
+
+BILLED_STATUSES = frozenset({"confirmed", "estimated", "unconfirmed"})
+UNAVAILABLE = "agent_unavailable"
+
+ANSWER_SCHEMA: dict[str, Any] = {
+    "run_id": pl.String,
+    "place_key": pl.String,
+    "request_no": pl.Int32,
+    "position": pl.Int32,
+    "field": pl.String,
+    "field_sha": pl.String,
+    "value": pl.String,
+    "confidence": pl.String,
+    "status": pl.String,
+    "row_status": pl.String,
+    "row_outcome": pl.String,
+    "error": pl.String,
+    "identity": pl.String,
+    "name_verdict": pl.String,
+    "address_verdict": pl.String,
+    "verified_name": pl.String,
+    "verified_address": pl.String,
+    "credits": pl.Int32,
+    "request_id": pl.String,
+    "researched_at": pl.Datetime("us", "UTC"),
+    "loaded_at": pl.Datetime("us", "UTC"),
+}
+
+
+class AnswerMismatch(ValueError):
+    """An answer whose rows do not match the places the request sent."""
+
+
+@dataclass(frozen=True)
+class Loaded:
+    charged: int
+    rows: int
+    errored: int
+    capped: int
+
+
+def row_credits(row: DeepResearchRow, spec: ResearchSpec, rates: Rates) -> int:
+    if row.status == "error" or not row.fields:
+        return 0
+    fields = sum(1 for c in row.fields.values() if c.status in BILLED_STATUSES)
+    identity = spec.verify_identity and row.identity is not None and fields > 0
+    return fields * rates.per_field + int(identity) * rates.per_identity
+
+
+def charged(response: DeepResearchResponse, spec: ResearchSpec, rates: Rates) -> int:
+    """What the answer charged, by the rules above."""
+    if response.meta is not None and response.meta.stopped_reason == UNAVAILABLE:
+        return 0
+    return sum(row_credits(r, spec, rates) for r in response.rows)
+
+
+def _verdict(identity: dict[str, Any] | None, part: str, key: str) -> str | None:
+    block = (identity or {}).get(part)
+    value = block.get(key) if isinstance(block, dict) else None
+    return None if value is None else str(value)
+
+
+def answer_frame(
+    *,
+    run_id: str,
+    request_no: int,
+    place_keys: Sequence[str],
+    response: DeepResearchResponse,
+    spec: ResearchSpec,
+    rates: Rates,
+    field_shas: dict[str, str],
+    now: datetime,
+) -> pl.DataFrame:
+    """The long-form rows of one answer (at most 10 places x 21 fields)."""
+    if len(response.rows) != len(place_keys):
+        raise AnswerMismatch(
+            f"request {request_no}: {len(response.rows)} rows answered {len(place_keys)} places"
+        )
+    names = [f.name for f in spec.fields] + (["existence"] if spec.validate_existence else [])
+    researched = parse_timestamp(response.enrichment_timestamp)
+    at = datetime.fromtimestamp(researched, now.tzinfo) if researched is not None else now
+    records: list[dict[str, Any]] = []
+    for position, (key, row) in enumerate(zip(place_keys, response.rows, strict=True)):
+        if row.id is not None and row.id != key:
+            raise AnswerMismatch(f"request {request_no}: row {position} is {row.id}, not {key}")
+        identity = row.identity
+        common = {
+            "place_key": key,
+            "position": position,
+            "row_status": row.status,
+            "row_outcome": row.outcome,
+            "error": row.error,
+            "identity": json.dumps(identity) if identity is not None else None,
+            "name_verdict": _verdict(identity, "name", "verdict"),
+            "address_verdict": _verdict(identity, "address", "verdict"),
+            "verified_name": _verdict(identity, "name", "value"),
+            "verified_address": _verdict(identity, "address", "value"),
+        }
+        identity_due = row_credits(row, spec, rates) > 0 and spec.verify_identity and identity
+        for name in names:
+            cell = (row.fields or {}).get(name)
+            status = "error" if row.status == "error" else cell.status if cell else "missing"
+            billed = rates.per_field if status in BILLED_STATUSES else 0
+            if billed and identity_due:
+                billed += rates.per_identity
+                identity_due = False
+            records.append(
+                {
+                    **common,
+                    "field": name,
+                    "field_sha": field_shas.get(name, ""),
+                    "value": json.dumps(cell.value) if cell and cell.value is not None else None,
+                    "confidence": cell.confidence if cell else None,
+                    "status": status,
+                    "credits": billed,
+                }
+            )
+    frame = pl.DataFrame(records, schema_overrides={"position": pl.Int32, "credits": pl.Int32})
+    return frame.with_columns(
+        pl.lit(run_id).alias("run_id"),
+        pl.lit(request_no, pl.Int32).alias("request_no"),
+        pl.lit(response.request_id, pl.String).alias("request_id"),
+        pl.lit(at).cast(pl.Datetime("us", "UTC")).alias("researched_at"),
+        pl.lit(now).cast(pl.Datetime("us", "UTC")).alias("loaded_at"),
+    ).select(list(ANSWER_SCHEMA))
+
+
+def load_answer(
+    con: duckdb.DuckDBPyConnection,
+    *,
+    run_id: str,
+    request_no: int,
+    place_keys: Sequence[str],
+    response: DeepResearchResponse,
+    spec: ResearchSpec,
+    rates: Rates,
+    field_shas: dict[str, str],
+    now: datetime,
+) -> Loaded:
+    """Answers, ledger and request state of one answered request, in one transaction."""
+    frame = answer_frame(
+        run_id=run_id,
+        request_no=request_no,
+        place_keys=place_keys,
+        response=response,
+        spec=spec,
+        rates=rates,
+        field_shas=field_shas,
+        now=now,
+    )
+    credits = charged(response, spec, rates)
+    meta = response.meta
+    errored = sum(1 for r in response.rows if r.status == "error")
+    capped = sum(1 for r in response.rows if r.status == "cost_capped")
+    with transaction(con):
+        con.execute(
+            "delete from research_answers where run_id = ? and request_no = ?",
+            [run_id, request_no],
+        )
+        con.execute(
+            "delete from research_ledger where run_id = ? and request_no = ? and kind = 'charge'"
+            " and ref = ?",
+            [run_id, request_no, response.request_id or ""],
+        )
+        insert_frame(con, "research_answers", frame)
+        if credits:
+            rows = len(response.rows) - errored
+            con.execute(
+                "insert into research_ledger values (?, ?, ?, 'charge', ?, ?, ?)",
+                [
+                    run_id,
+                    request_no,
+                    response.request_id or f"rq-{run_id}-{request_no}",
+                    credits,
+                    now,
+                    f"{rows} row(s) researched, {errored} errored (free), {capped} capped",
+                ],
+            )
+        con.execute(
+            "update research_requests set state = 'answered', request_id = ?,"
+            " stopped_reason = ?, estimated_credits = ?, credits_charged = ?,"
+            " answered_at = ?, error = null, error_code = null, response = null"
+            " where run_id = ? and request_no = ?",
+            [
+                response.request_id,
+                meta.stopped_reason if meta else None,
+                meta.estimated_credits if meta else None,
+                credits,
+                now,
+                run_id,
+                request_no,
+            ],
+        )
+    return Loaded(charged=credits, rows=len(response.rows), errored=errored, capped=capped)

@@ -1,0 +1,160 @@
+"""Plan a research run: requests of 10 places, the estimate from the rate card, the budget.
+
+Requests are built once, columnar, and stored with the run (`research_requests.body`), so a
+resumed run sends the same places and fields. The estimate is local: places x (fields +
+existence) x the rate card's `deep_research_field` credits, plus its `verify_identity` credits
+per row; the run checks it against the service's own `estimate_only` answer on a first request.
+Each request carries `max_credits` = the budget left, so none can take the run past it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import polars as pl
+
+from placeflow.api.models import (
+    MAX_RESEARCH_PLACES,
+    DeepResearchFieldSpec,
+    PricingCard,
+    UsageResponse,
+)
+from placeflow.pipeline.columns import PLACE_FIELDS
+
+FIELD_RATE = "deep_research_field"
+IDENTITY_RATE = "verify_identity"
+
+
+class RateCardError(ValueError):
+    """The rate card does not price deep research, or disagrees with the service's estimate."""
+
+
+@dataclass(frozen=True)
+class Rates:
+    """Credits per place per attribute, and per row for verify_identity."""
+
+    per_field: int
+    per_identity: int
+
+    @classmethod
+    def from_card(cls, card: PricingCard, usage: UsageResponse | None = None) -> Rates:
+        field = card.rate(FIELD_RATE)
+        identity = card.rate(IDENTITY_RATE)
+        per_field = field.credits if field and field.credits is not None else None
+        if per_field is None and usage is not None:
+            per_field = usage.credits_per_field
+        if per_field is None:
+            raise RateCardError(
+                f"GET /v1/pricing has no {FIELD_RATE} rate with credits: cannot estimate"
+            )
+        if usage is not None and usage.credits_per_field not in (None, per_field):
+            raise RateCardError(
+                f"the rate card says {per_field} credit(s) per field but GET /v1/usage says"
+                f" {usage.credits_per_field} for this key: refusing to guess"
+            )
+        per_identity = identity.credits if identity and identity.credits is not None else 1
+        return cls(per_field=per_field, per_identity=per_identity)
+
+
+@dataclass(frozen=True)
+class ResearchSpec:
+    """What every request of the run asks."""
+
+    fields: tuple[DeepResearchFieldSpec, ...]
+    verify_identity: bool = False
+    validate_existence: bool = False
+
+    def per_row(self, rates: Rates) -> int:
+        attributes = len(self.fields) + int(self.validate_existence)
+        return attributes * rates.per_field + int(self.verify_identity) * rates.per_identity
+
+    def fields_json(self) -> str:
+        return json.dumps([f.model_dump(mode="json") for f in self.fields], separators=(",", ":"))
+
+    def body_tail(self) -> str:
+        """The body after the pois array: attributes and the flags."""
+        return (
+            f',"attributes":{self.fields_json()}'
+            f',"validate_existence":{json.dumps(self.validate_existence)}'
+            f',"verify_identity":{json.dumps(self.verify_identity)}}}'
+        )
+
+
+def place_requests(unique: pl.DataFrame) -> pl.DataFrame:
+    """One DeepResearchPOI JSON per place (`id` = place_key), in the frame's order."""
+    fields = [pl.col("place_key").alias("id"), *(pl.col(f) for f in PLACE_FIELDS)]
+    return unique.select("place_key", pl.struct(fields).struct.json_encode().alias("request"))
+
+
+def plan_requests(places: pl.DataFrame, spec: ResearchSpec, rates: Rates) -> pl.DataFrame:
+    """Number the places into requests of 10: place_key, request_no, position, request per place,
+    and per request (on every row of it) the exact body, its sha256 and its most credits."""
+    index = pl.int_range(pl.len(), dtype=pl.Int64)
+    planned = place_requests(places).with_columns(
+        (index // MAX_RESEARCH_PLACES).cast(pl.Int32).alias("request_no"),
+        (index % MAX_RESEARCH_PLACES).cast(pl.Int32).alias("position"),
+    )
+    bodies = planned.group_by("request_no", maintain_order=True).agg(
+        pl.len().cast(pl.Int32).alias("places"),
+        (pl.lit('{"pois":[') + pl.col("request").str.join(",") + pl.lit("]" + spec.body_tail()))
+        .alias("body"),
+    )
+    bodies = bodies.with_columns(
+        pl.col("body")
+        .map_elements(lambda b: hashlib.sha256(b.encode()).hexdigest(), return_dtype=pl.String)
+        .alias("body_sha256"),  # one call per request (10 places), not per place
+        (pl.col("places") * spec.per_row(rates)).cast(pl.Int32).alias("credits_max"),
+    )
+    return planned.join(bodies, on="request_no", how="left", maintain_order="left")
+
+
+def requests_of(plan: pl.DataFrame) -> pl.DataFrame:
+    """One row per request of a plan."""
+    return plan.select("request_no", "places", "body", "body_sha256", "credits_max").unique(
+        "request_no", maintain_order=True
+    )
+
+
+@dataclass(frozen=True)
+class Estimate:
+    places: int
+    requests: int
+    credits: int
+    per_row: int
+    rates: Rates
+
+
+def estimate(places: int, spec: ResearchSpec, rates: Rates) -> Estimate:
+    """The most the run's requests can charge (the charge itself when no row fails)."""
+    requests = -(-places // MAX_RESEARCH_PLACES)
+    per_row = spec.per_row(rates)
+    return Estimate(places, requests, places * per_row, per_row, rates)
+
+
+def budget_refusal(estimated: int, *, max_credits: int | None, available: int | None) -> str | None:
+    """Why the run must not start (nothing is sent), or None."""
+    if max_credits is not None and estimated > max_credits:
+        return (
+            f"the research would cost up to {estimated:,} credits, over --max-credits"
+            f" {max_credits:,}: raise it, use --sample N, or research fewer places or fields"
+        )
+    if available is not None and estimated > available:
+        return (
+            f"the research would cost up to {estimated:,} credits but the key has"
+            f" {available:,} available: add credits or research fewer places"
+        )
+    return None
+
+
+def fingerprint(inputs: Sequence[str], spec: ResearchSpec, sample: int | None) -> str:
+    """The command's identity for resuming: inputs (path, size, mtime) and what is asked."""
+    from placeflow.pipeline.read import expand_inputs
+
+    files = [(str(p), p.stat().st_size, p.stat().st_mtime_ns) for p in expand_inputs(inputs)]
+    text = json.dumps(
+        [files, spec.fields_json(), spec.verify_identity, spec.validate_existence, sample]
+    )
+    return hashlib.sha256(text.encode()).hexdigest()

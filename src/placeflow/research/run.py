@@ -1,0 +1,417 @@
+"""`placeflow research`: read -> normalize -> dedupe -> fresh -> plan -> budget -> send -> load ->
+account, for caller-defined attributes of many places.
+
+One place is researched once and its answers fan out to every input row with its place_key
+(`run_rows`); a place with a fresh answer for every field of the same spec is skipped. Nothing
+is sent before the estimate (from the rate card) is within `--max-credits` and the key's balance,
+and the service's own `estimate_only` answer agrees with it. The same command resumes a run
+that stopped (crash, budget, credits, unavailable research) instead of planning it again.
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import polars as pl
+
+from placeflow.api.client import PlaceApiClient
+from placeflow.api.errors import InsufficientCredits, Unprocessable
+from placeflow.pipeline.dedupe import dedupe
+from placeflow.pipeline.normalize import normalize
+from placeflow.pipeline.read import read_inputs
+from placeflow.research.fields import field_signature, make_spec
+from placeflow.research.plan import (
+    Estimate,
+    Rates,
+    RateCardError,
+    ResearchSpec,
+    budget_refusal,
+    estimate,
+    fingerprint,
+    plan_requests,
+    requests_of,
+)
+from placeflow.research.send import Hook, SendContext, Stop, ledger_totals, send_all
+from placeflow.warehouse import connect, insert_frame, sql_text, transaction
+
+EXIT_OK, EXIT_FAILED, EXIT_REFUSED = 0, 1, 3
+
+
+@dataclass(frozen=True)
+class ResearchOptions:
+    spec: ResearchSpec
+    sample: int | None = None
+    max_credits: int | None = None
+    max_age_days: float = 30.0
+    force: bool = False
+    resend_uncertain: bool = False
+    exclusive_key: bool = True
+    estimate_only: bool = False
+
+
+@dataclass(frozen=True)
+class Prepared:
+    run_rows: pl.DataFrame
+    rejects: pl.DataFrame
+    plan: pl.DataFrame
+    rows_read: int
+    estimate: Estimate
+
+
+def field_shas(spec: ResearchSpec) -> dict[str, str]:
+    shas = {f.name: field_signature(f, verify_identity=spec.verify_identity) for f in spec.fields}
+    if spec.validate_existence:
+        shas["existence"] = field_signature(
+            make_spec("existence_", value_type="bool"), verify_identity=spec.verify_identity
+        )
+    return shas
+
+
+def fresh_places(
+    con: duckdb.DuckDBPyConnection, keys: pl.DataFrame, shas: Sequence[str], cutoff: datetime
+) -> pl.Series:
+    con.register("research_fresh_candidates", keys.select("place_key").to_arrow())
+    con.register("research_fresh_specs", pl.DataFrame({"field_sha": list(shas)}).to_arrow())
+    try:
+        rows = con.execute(sql_text("queries/research_fresh"), {"cutoff": cutoff}).fetchall()
+    finally:
+        con.unregister("research_fresh_candidates")
+        con.unregister("research_fresh_specs")
+    return pl.Series("place_key", [r[0] for r in rows], dtype=pl.String)
+
+
+def prepare(
+    inputs: Sequence[str],
+    options: ResearchOptions,
+    rates: Rates,
+    *,
+    con: duckdb.DuckDBPyConnection | None,
+    now: datetime,
+) -> Prepared:
+    """Everything up to the first request; nothing sent, nothing written."""
+    rows, _ = read_inputs(inputs)
+    places, rejects, _ = normalize(rows)
+    deduped, _ = dedupe(places)
+    submitted = pl.col("disposition") == "submitted"
+    if options.sample is not None:  # a first look: the rows up to the N-th place to research
+        firsts = deduped.filter(submitted).sort("row_ord").head(options.sample)
+        if firsts.height == options.sample:
+            last = int(firsts.get_column("row_ord").max())  # type: ignore[arg-type]
+            deduped = deduped.filter(pl.col("row_ord") <= last)
+            rejects = rejects.filter(pl.col("row_ord") <= last)
+    rows_read = deduped.height + rejects.height
+    if con is not None and not options.force:
+        cutoff = now - timedelta(days=options.max_age_days)
+        fresh = fresh_places(
+            con, deduped.filter(submitted), list(field_shas(options.spec).values()), cutoff
+        )
+        deduped = deduped.with_columns(
+            pl.when(submitted & pl.col("place_key").is_in(fresh.implode()))
+            .then(pl.lit("skipped_fresh"))
+            .otherwise(pl.col("disposition"))
+            .alias("disposition")
+        )
+    to_send = deduped.filter(submitted).sort("row_ord")
+    plan = plan_requests(to_send, options.spec, rates)
+    run_rows = pl.concat(
+        [
+            deduped.select(
+                "row_ord", "source_file", "source_row", "source_id", "place_key", "disposition",
+                pl.when(pl.col("disposition") == "duplicate")
+                .then(pl.lit("same place as row ") + pl.col("first_row_ord").cast(pl.String))
+                .alias("note"),
+            ),
+            rejects.select(
+                "row_ord", "source_file", "source_row", "source_id",
+                pl.lit(None, pl.String).alias("place_key"), pl.lit("rejected").alias("disposition"),
+                pl.col("reason").alias("note"),
+            ),
+        ],
+        how="vertical_relaxed",
+    ).sort("row_ord")  # fmt: skip
+    return Prepared(
+        run_rows, rejects, plan, rows_read, estimate(plan.height, options.spec, rates)
+    )
+
+
+def _record(
+    con: duckdb.DuckDBPyConnection,
+    prepared: Prepared,
+    run: dict[str, Any],
+) -> None:
+    run_id, now = run["run_id"], run["created_at"]
+    with_run = pl.lit(run_id).alias("run_id")
+    counts = prepared.run_rows.group_by("disposition").len()
+    by = dict(counts.iter_rows())
+    with transaction(con):
+        insert_frame(
+            con,
+            "research_runs",
+            pl.DataFrame(
+                [{**run, "rows_read": prepared.rows_read, "rejected": by.get("rejected", 0),
+                  "duplicates": by.get("duplicate", 0),
+                  "skipped_fresh": by.get("skipped_fresh", 0),
+                  "submitted": prepared.plan.height}]  # fmt: skip
+            ),
+        )
+        insert_frame(con, "run_rows", prepared.run_rows.with_columns(with_run))
+        insert_frame(
+            con,
+            "rejects",
+            prepared.rejects.select(
+                "row_ord", "source_file", "source_row", "source_id", "field", "reason", "raw"
+            ).with_columns(with_run),
+        )
+        insert_frame(
+            con,
+            "run_places",
+            prepared.plan.select(
+                "place_key", pl.col("request_no").alias("chunk_no"), "position", "request"
+            ).with_columns(with_run),
+        )
+        insert_frame(
+            con,
+            "research_requests",
+            requests_of(prepared.plan).with_columns(
+                with_run, pl.lit("planned").alias("state"), pl.lit(now).alias("planned_at")
+            ),
+        )
+
+
+def check_estimate(api: PlaceApiClient, prepared: Prepared) -> None:
+    """The service's estimate_only answer for the first request must equal the local one."""
+    if prepared.plan.height == 0:
+        return
+    first = requests_of(prepared.plan).row(0, named=True)
+    body = {**json.loads(first["body"]), "estimate_only": True}
+    response = api.deep_research(body)
+    said = response.meta.estimated_credits if response.meta else None
+    if said != first["credits_max"]:
+        raise RateCardError(
+            f"the rate card prices the first request at {first['credits_max']} credits but the"
+            f" service estimates {said}: refusing to spend on a wrong estimate"
+        )
+
+
+def research(
+    inputs: Sequence[str],
+    options: ResearchOptions,
+    *,
+    api: PlaceApiClient,
+    db: Path | str,
+    target: str,
+    hook: Hook | None = None,
+    sleep: Callable[[float], None] = time.sleep,
+    clock: Callable[[], datetime] = lambda: datetime.now(UTC),
+) -> dict[str, Any]:
+    """Run (or resume) the research; the summary has `exit_code` (0, 1 or 3)."""
+    started = clock()
+    spec = options.spec
+    rates = Rates.from_card(api.pricing())
+    if options.estimate_only:
+        existing = Path(db).exists() and str(db) != ":memory:"
+        con = connect(db, read_only=True) if existing else None
+        try:
+            prepared = prepare(inputs, options, rates, con=con, now=started)
+        finally:
+            if con is not None:
+                con.close()
+        return _estimate_summary(api, prepared, target)
+    print_ = fingerprint(inputs, spec, options.sample)
+    with connect(db) as con:
+        found = con.execute(
+            sql_text("queries/research_unfinished"), {"fingerprint": print_}
+        ).fetchone()
+        if found is None:
+            prepared = prepare(inputs, options, rates, con=con, now=started)
+            run_id = f"rr_{started:%Y%m%dT%H%M%S}_{secrets.token_hex(3)}"
+            run = {
+                "run_id": run_id, "created_at": started, "status": "planned",
+                "fields": spec.fields_json(), "verify_identity": spec.verify_identity,
+                "validate_existence": spec.validate_existence, "sample": options.sample,
+                "max_credits": options.max_credits, "fingerprint": print_,
+                "inputs": json.dumps(list(inputs)), "target": target,
+                "key_hint": api.key_hint[-4:] or None,
+                "credits_estimated": prepared.estimate.credits,
+                "credits_per_field": rates.per_field, "credits_per_identity": rates.per_identity,
+            }  # fmt: skip
+            _record(con, prepared, run)
+            fresh_run = True
+        else:
+            run_id, fresh_run = str(found[0]), False
+        return _go(con, api, run_id, options, rates, fresh_run, hook, sleep, clock, started)
+
+
+def _go(
+    con: duckdb.DuckDBPyConnection,
+    api: PlaceApiClient,
+    run_id: str,
+    options: ResearchOptions,
+    rates: Rates,
+    fresh_run: bool,
+    hook: Hook | None,
+    sleep: Callable[[float], None],
+    clock: Callable[[], datetime],
+    started: datetime,
+) -> dict[str, Any]:
+    charged, possible = ledger_totals(con, run_id)
+    left = con.execute(
+        "select coalesce(sum(credits_max), 0) from research_requests"
+        " where run_id = ? and state in ('planned', 'sent', 'received')",
+        [run_id],
+    ).fetchone()
+    to_spend = int(left[0]) if left else 0
+    budget = None if options.max_credits is None else options.max_credits - charged - possible
+    refusal = budget_refusal(to_spend, max_credits=budget, available=None)
+    usage_before: int | None = None
+    if refusal is None and to_spend:
+        usage = api.usage()
+        refusal = budget_refusal(to_spend, max_credits=None, available=usage.spendable)
+        usage_before = usage.current_usage
+    if refusal is None and fresh_run and to_spend:
+        try:
+            check_estimate(api, _plan_of(con, run_id))
+        except RateCardError as exc:
+            refusal = str(exc)
+        except Unprocessable as exc:
+            refusal = _policy_message(exc)
+    _set_run(con, run_id, max_credits=options.max_credits)
+    if refusal is not None:
+        _set_run(con, run_id, status="refused", message=refusal)
+        return summary(con, api, run_id, EXIT_REFUSED, clock(), started, account=False)
+    stored = con.execute(
+        "select usage_before from research_runs where run_id = ?", [run_id]
+    ).fetchone()
+    if stored is not None and stored[0] is not None:
+        usage_before = int(stored[0])
+    _set_run(con, run_id, status="running", usage_before=usage_before, message=None)
+    ctx = SendContext(
+        con=con, api=api, run_id=run_id, spec=options.spec, rates=rates,
+        field_shas=field_shas(options.spec), now=clock, sleep=sleep,
+        max_credits=options.max_credits, usage_before=usage_before,
+        exclusive_key=options.exclusive_key, resend_uncertain=options.resend_uncertain,
+        hook=hook,
+    )  # fmt: skip
+    code, status, message = EXIT_OK, "completed", None
+    try:
+        send_all(ctx)
+    except Stop as stop:
+        code, status, message = stop.exit_code, stop.status, str(stop)
+    except InsufficientCredits as exc:
+        code, status, message = EXIT_REFUSED, "interrupted", str(exc)
+    doubtful = con.execute(
+        "select count(*) from research_requests where run_id = ? and state in"
+        " ('lost', 'uncertain')",
+        [run_id],
+    ).fetchone()
+    if status == "completed" and doubtful and doubtful[0]:
+        code, status = EXIT_FAILED, "interrupted"
+        message = (
+            f"{doubtful[0]} request(s) lost or uncertain: their places have no answer;"
+            " rerun with --resend-uncertain to buy them again. " + "; ".join(ctx.notes)
+        )
+    _set_run(con, run_id, status=status, message=message)
+    return summary(con, api, run_id, code, clock(), started, account=usage_before is not None)
+
+
+def _policy_message(exc: Unprocessable) -> str:
+    from placeflow.research.send import _rejected_fields
+
+    rejected = _rejected_fields(exc)
+    why = "; ".join(f"{name}: {reason}" for name, reason in rejected.items()) or str(exc)
+    return f"the service refuses to research field(s) by policy ({why}); nothing was charged"
+
+
+def _plan_of(con: duckdb.DuckDBPyConnection, run_id: str) -> Prepared:
+    rows = con.execute(
+        "select request_no, places, body, body_sha256, credits_max from research_requests"
+        " where run_id = ? order by request_no limit 1",
+        [run_id],
+    ).fetchall()
+    names = ("request_no", "places", "body", "body_sha256", "credits_max")
+    plan = pl.DataFrame([dict(zip(names, r, strict=True)) for r in rows])
+    empty = pl.DataFrame()
+    dummy = Estimate(0, 0, 0, 0, Rates(1, 1))
+    return Prepared(empty, empty, plan, 0, dummy)
+
+
+def _set_run(con: duckdb.DuckDBPyConnection, run_id: str, **values: Any) -> None:
+    names = ", ".join(f"{k} = ?" for k in values)
+    con.execute(
+        f"update research_runs set {names} where run_id = ?",  # noqa: S608 - our names
+        [*values.values(), run_id],
+    )
+
+
+def summary(
+    con: duckdb.DuckDBPyConnection,
+    api: PlaceApiClient,
+    run_id: str,
+    code: int,
+    now: datetime,
+    started: datetime,
+    *,
+    account: bool,
+) -> dict[str, Any]:
+    """The run's summary, the shape `placeflow run` prints, with the research figures."""
+    usage_after = api.usage().current_usage if account else None
+    if usage_after is not None:
+        _set_run(con, run_id, usage_after=usage_after)
+    status = con.execute("select status from research_runs where run_id = ?", [run_id]).fetchone()
+    if status is not None and status[0] in ("completed", "refused"):
+        _set_run(con, run_id, finished_at=now)
+    run = con.execute(
+        "select status, target, rows_read, rejected, duplicates, skipped_fresh, submitted,"
+        " credits_estimated, usage_before, usage_after, message from research_runs"
+        " where run_id = ?",
+        [run_id],
+    ).fetchone()
+    assert run is not None
+    totals = con.execute(sql_text("queries/research_totals"), {"run_id": run_id}).fetchone()
+    assert totals is not None
+    requests, answered_requests, open_requests, doubtful, answered, errored, charged, possible = (
+        int(v) for v in totals
+    )
+    before, after = run[8], run[9]
+    delta = after - before if after is not None and before is not None else None
+    return {
+        "run_id": run_id, "status": run[0], "target": run[1], "rows_read": run[2],
+        "rejected": run[3], "duplicates": run[4], "skipped_fresh": run[5],
+        "submitted": run[6], "succeeded": answered, "failed": errored,
+        "not_answered": int(run[6]) - answered - errored,
+        "credits_estimated": run[7] or 0, "held": 0, "charged": charged, "released": 0,
+        "usage_before": before, "usage_after": after, "usage_delta": delta,
+        "ledger_vs_usage": None if delta is None else delta - charged,
+        "possible_extra_credits": possible, "chunks": requests,
+        "chunks_failed": open_requests + doubtful, "requests_answered": answered_requests,
+        "seconds": round((now - started).total_seconds(), 3), "message": run[10],
+        "exit_code": code,
+    }  # fmt: skip
+
+
+def _estimate_summary(api: PlaceApiClient, prepared: Prepared, target: str) -> dict[str, Any]:
+    code, message = EXIT_OK, None
+    try:
+        check_estimate(api, prepared)
+    except RateCardError as exc:
+        code, message = EXIT_REFUSED, str(exc)
+    except Unprocessable as exc:
+        code, message = EXIT_REFUSED, _policy_message(exc)
+    by = dict(prepared.run_rows.group_by("disposition").len().iter_rows())
+    e = prepared.estimate
+    return {
+        "status": "estimated" if code == EXIT_OK else "refused", "target": target,
+        "rows_read": prepared.rows_read, "rejected": by.get("rejected", 0),
+        "duplicates": by.get("duplicate", 0), "skipped_fresh": by.get("skipped_fresh", 0),
+        "to_send": e.places, "requests": e.requests, "credits_estimated": e.credits,
+        "credits_per_row": e.per_row, "credits_per_field": e.rates.per_field,
+        "credits_per_identity": e.rates.per_identity, "message": message, "exit_code": code,
+    }  # fmt: skip

@@ -1,0 +1,320 @@
+"""Send a research run's requests without ever paying twice for one.
+
+Deep research has no Idempotency-Key, so each request's state is written ahead:
+
+    planned ──(commit)──▶ sent ──POST──▶ received (raw answer committed) ──load──▶ answered
+
+A crash after `received` loads the stored answer on resume. A request left `sent` (a crash
+mid-POST, or an answer lost on the wire) is resolved by the key's usage, not by resending: the
+run knows what the key's current_usage should be just before the POST (`usage_expected`); when
+the key is used by this run alone, usage unchanged means the request was never billed (sent
+again), and a rise within what it could cost means it was billed but its answer lost (`lost`,
+the charge ledgered). Otherwise, or on a shared key, the possible credits are recorded and the
+request held `uncertain`; `resend_uncertain` sends lost and uncertain requests again.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+import duckdb
+
+from placeflow.api.client import PlaceApiClient
+from placeflow.api.errors import (
+    ApiError,
+    InsufficientCredits,
+    OutcomeUnknown,
+    PlaceflowError,
+    Unprocessable,
+)
+from placeflow.api.models import DeepResearchResponse
+from placeflow.research.load import UNAVAILABLE, load_answer
+from placeflow.research.plan import Rates, ResearchSpec
+from placeflow.warehouse import transaction
+
+Hook = Callable[[str, int], None]
+"""Called with a moment (sent, received, answered) and the count of requests sent so far."""
+
+
+class Stop(PlaceflowError):
+    """The run stops before sending more: `kind` is budget, credits, policy, unavailable or
+    failed; `exit_code` 3 for the first three (nothing more would be spent), else 1."""
+
+    def __init__(self, kind: str, message: str) -> None:
+        super().__init__(message)
+        self.kind = kind
+
+    @property
+    def exit_code(self) -> int:
+        return 3 if self.kind in ("budget", "credits", "policy") else 1
+
+    @property
+    def status(self) -> str:
+        return "refused" if self.kind == "policy" else "interrupted"
+
+
+@dataclass
+class SendContext:
+    con: duckdb.DuckDBPyConnection
+    api: PlaceApiClient
+    run_id: str
+    spec: ResearchSpec
+    rates: Rates
+    field_shas: dict[str, str]
+    now: Callable[[], datetime]
+    sleep: Callable[[float], None]
+    max_credits: int | None = None
+    usage_before: int | None = None
+    exclusive_key: bool = True
+    resend_uncertain: bool = False
+    hook: Hook | None = None
+    unavailable_retries: int = 4
+    unavailable_backoff: float = 2.0
+    sent: int = 0
+    notes: list[str] = field(default_factory=list)
+
+    def at(self, moment: str) -> None:
+        if self.hook is not None:
+            self.hook(moment, self.sent)
+
+
+def ledger_totals(con: duckdb.DuckDBPyConnection, run_id: str) -> tuple[int, int]:
+    row = con.execute(
+        "select coalesce(sum(credits) filter (where kind = 'charge'), 0),"
+        " coalesce(sum(credits) filter (where kind = 'possible'), 0)"
+        " from research_ledger where run_id = ?",
+        [run_id],
+    ).fetchone()
+    return (int(row[0]), int(row[1])) if row else (0, 0)
+
+
+def _set(ctx: SendContext, request_no: int, **values: Any) -> None:
+    names = ", ".join(f"{k} = ?" for k in values)
+    ctx.con.execute(
+        f"update research_requests set {names} where run_id = ? and request_no = ?",  # noqa: S608 - our names
+        [*values.values(), ctx.run_id, request_no],
+    )
+
+
+def _request(ctx: SendContext, request_no: int) -> tuple[str, int, str, int | None, int]:
+    row = ctx.con.execute(
+        "select body, credits_max, state, usage_expected, possible_extra_credits"
+        " from research_requests where run_id = ? and request_no = ?",
+        [ctx.run_id, request_no],
+    ).fetchone()
+    assert row is not None
+    return str(row[0]), int(row[1]), str(row[2]), row[3], int(row[4])
+
+
+def _place_keys(ctx: SendContext, request_no: int) -> list[str]:
+    rows = ctx.con.execute(
+        "select place_key from run_places where run_id = ? and chunk_no = ? order by position",
+        [ctx.run_id, request_no],
+    ).fetchall()
+    return [str(r[0]) for r in rows]
+
+
+def send_one(ctx: SendContext, request_no: int) -> str:
+    """Send one planned request and load its answer: answered, unavailable, or the state a
+    lost answer was resolved to. Raises `Stop` when the run must not go on."""
+    body, credits_max, _, _, _ = _request(ctx, request_no)
+    charged, possible = ledger_totals(ctx.con, ctx.run_id)
+    left = None if ctx.max_credits is None else ctx.max_credits - charged - possible
+    if left is not None and credits_max > left:
+        raise Stop(
+            "budget",
+            f"the budget has {max(left, 0):,} credit(s) left and the next request can cost"
+            f" {credits_max:,}: stopped before it; rerun with a higher --max-credits to go on",
+        )
+    expected = None if ctx.usage_before is None else ctx.usage_before + charged
+    with transaction(ctx.con):  # written ahead: a crash from here on is resolved, not resent
+        ctx.con.execute(
+            "update research_requests set state = 'sent', attempts = attempts + 1,"
+            " sent_at = ?, usage_expected = ?, max_credits_sent = ?"
+            " where run_id = ? and request_no = ?",
+            [ctx.now(), expected, left, ctx.run_id, request_no],
+        )
+    ctx.sent += 1
+    ctx.at("sent")
+    payload: dict[str, Any] = json.loads(body)
+    if left is not None:
+        payload["max_credits"] = left
+    try:
+        response = ctx.api.deep_research(payload)
+    except OutcomeUnknown:
+        return resolve_sent(ctx, request_no)
+    except InsufficientCredits as exc:
+        code = _error_name(exc) or "quota_exceeded"
+        _set(ctx, request_no, state="planned", error=str(exc), error_code=code)
+        kind = "budget" if code == "max_credits_exceeded" else "credits"
+        raise Stop(kind, f"request {request_no} refused, nothing charged: {exc}") from None
+    except Unprocessable as exc:
+        _set(ctx, request_no, state="planned", error=str(exc), error_code=exc.error_code)
+        rejected = _rejected_fields(exc)
+        if rejected:
+            why = "; ".join(f"{name}: {reason}" for name, reason in rejected.items())
+            raise Stop(
+                "policy",
+                f"the service refuses to research field(s) by policy ({why}); nothing was"
+                " charged. Drop or rename them and run again",
+            ) from None
+        raise Stop("failed", f"request {request_no} refused: {exc}") from None
+    except (ApiError, PlaceflowError) as exc:
+        _set(ctx, request_no, state="planned", error=str(exc), error_code=type(exc).__name__)
+        raise Stop("failed", f"request {request_no} not answered: {exc}") from None
+    with transaction(ctx.con):
+        _set(ctx, request_no, state="received", response=response.model_dump_json())
+    ctx.at("received")
+    return load_received(ctx, request_no)
+
+
+def load_received(ctx: SendContext, request_no: int) -> str:
+    """Load a stored answer (or put a request research was unavailable for back in the plan)."""
+    row = ctx.con.execute(
+        "select response from research_requests where run_id = ? and request_no = ?",
+        [ctx.run_id, request_no],
+    ).fetchone()
+    assert row is not None and row[0] is not None
+    response = DeepResearchResponse.model_validate_json(row[0])
+    if response.meta is not None and response.meta.stopped_reason == UNAVAILABLE:
+        with transaction(ctx.con):
+            _set(
+                ctx,
+                request_no,
+                state="planned",
+                response=None,
+                error="research unavailable (agent_unavailable); nothing billed",
+                error_code=UNAVAILABLE,
+            )
+        return "unavailable"
+    load_answer(
+        ctx.con,
+        run_id=ctx.run_id,
+        request_no=request_no,
+        place_keys=_place_keys(ctx, request_no),
+        response=response,
+        spec=ctx.spec,
+        rates=ctx.rates,
+        field_shas=ctx.field_shas,
+        now=ctx.now(),
+    )
+    ctx.at("answered")
+    return "answered"
+
+
+def resolve_sent(ctx: SendContext, request_no: int) -> str:
+    """Decide what became of a request sent without an answer, from the key's usage."""
+    _, credits_max, _, expected, _ = _request(ctx, request_no)
+    usage = ctx.api.usage().current_usage
+    delta = None if expected is None else usage - expected
+    ref = f"rq-{ctx.run_id}-{request_no}"
+    now = ctx.now()
+    with transaction(ctx.con):
+        if ctx.exclusive_key and delta == 0:
+            _set(
+                ctx,
+                request_no,
+                state="planned",
+                error="sent without an answer; the key's usage did not move: not billed",
+                error_code="OUTCOME_UNKNOWN",
+            )
+            return "planned"
+        if ctx.exclusive_key and delta is not None and 0 < delta <= credits_max:
+            ctx.con.execute(
+                "insert into research_ledger values (?, ?, ?, 'charge', ?, ?, ?)",
+                [ctx.run_id, request_no, ref, delta, now,
+                 "answer lost; billed per the key's usage delta"],
+            )  # fmt: skip
+            _set(
+                ctx,
+                request_no,
+                state="lost",
+                credits_charged=delta,
+                error=f"billed {delta} credit(s) per the key's usage, but the answer was lost;"
+                " --resend-uncertain buys it again",
+                error_code="OUTCOME_UNKNOWN",
+            )
+            ctx.notes.append(f"request {request_no}: answer lost after billing ({delta} credits)")
+            return "lost"
+        ctx.con.execute(
+            "insert into research_ledger values (?, ?, ?, 'possible', ?, ?, ?)",
+            [ctx.run_id, request_no, ref, credits_max, now,
+             "sent without an answer; the key's usage cannot tell whether it was billed"],
+        )  # fmt: skip
+        _set(
+            ctx,
+            request_no,
+            state="uncertain",
+            possible_extra_credits=credits_max,
+            error="may have been billed (usage cannot tell: the key is shared or moved"
+            " otherwise); not resent without --resend-uncertain",
+            error_code="OUTCOME_UNKNOWN",
+        )
+    ctx.notes.append(f"request {request_no}: uncertain, up to {credits_max} credits")
+    return "uncertain"
+
+
+def send_all(ctx: SendContext) -> None:
+    """Finish what a crash left, then send every planned request in order."""
+    for request_no, state in _states(ctx, "received", "sent"):
+        if state == "received":
+            load_received(ctx, request_no)
+        else:
+            resolve_sent(ctx, request_no)
+    if ctx.resend_uncertain:
+        with transaction(ctx.con):
+            ctx.con.execute(
+                "update research_requests set state = 'planned'"
+                " where run_id = ? and state in ('lost', 'uncertain')",
+                [ctx.run_id],
+            )
+    while True:
+        pending = _states(ctx, "planned")
+        if not pending:
+            return
+        request_no = pending[0][0]
+        tries = 0
+        while (result := send_one(ctx, request_no)) == "unavailable":
+            tries += 1
+            if tries > ctx.unavailable_retries:
+                raise Stop(
+                    "unavailable",
+                    "research is unavailable (agent_unavailable, nothing billed) after"
+                    f" {tries} tries: run the same command later to go on",
+                )
+            ctx.sleep(ctx.unavailable_backoff * 2 ** (tries - 1))
+        del result
+
+
+def _states(ctx: SendContext, *states: str) -> list[tuple[int, str]]:
+    marks = ", ".join("?" for _ in states)
+    rows = ctx.con.execute(
+        f"select request_no, state from research_requests where run_id = ? and state in ({marks})"  # noqa: S608
+        " order by request_no",
+        [ctx.run_id, *states],
+    ).fetchall()
+    return [(int(r[0]), str(r[1])) for r in rows]
+
+
+def _body(exc: ApiError) -> dict[str, Any]:
+    body = exc.body
+    if isinstance(body, dict) and isinstance(body.get("detail"), dict):
+        return {**body, **body["detail"]}
+    return body if isinstance(body, dict) else {}
+
+
+def _error_name(exc: ApiError) -> str | None:
+    value = _body(exc).get("error")
+    return str(value) if value else exc.error_code
+
+
+def _rejected_fields(exc: ApiError) -> dict[str, str]:
+    body = _body(exc)
+    rejected = body.get("rejected_fields")
+    if exc.error_code == "FIELD_REJECTED" or isinstance(rejected, dict):
+        return {str(k): str(v) for k, v in (rejected or {}).items()} or {"?": str(exc)}
+    return {}

@@ -1,0 +1,170 @@
+"""`placeflow research`: argparse wiring and the handler; the library does the work.
+
+Hook it into the CLI with `research_cli.add_parser(sub)` beside the other commands and, in
+dispatch, `if args.command == "research": return research_cli.handle(args)`. It also runs alone:
+`python -m placeflow.research_cli research INPUT... --field ...`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+from placeflow.config import load_settings, research_kill_at
+from placeflow.research.fields import FieldSpecError, build_specs
+from placeflow.research.plan import RateCardError, ResearchSpec
+from placeflow.research.run import ResearchOptions, research
+
+DEFAULT_DB = "data/placeflow.duckdb"
+EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+
+
+def add_parser(sub: Any) -> argparse.ArgumentParser:
+    p: argparse.ArgumentParser = sub.add_parser(
+        "research",
+        help="deep research: caller-defined attributes of many places, estimated and capped",
+        description="Research caller-defined attributes (POST /v1/deep-research) of the places"
+        " in the inputs: read, normalise, dedupe, skip places with fresh answers, estimate from"
+        " the rate card, refuse over --max-credits, send requests of 10 places with their state"
+        " written ahead (never paying twice), load the answers into research_answers. The same"
+        " command resumes a run that stopped.",
+        epilog="exit codes: 0 done; 1 stopped part way (rerun the same command); 2 bad"
+        " arguments or input; 3 refused before spending (budget, balance, field policy) or"
+        " stopped when the budget or credits ran out",
+    )
+    p.add_argument("inputs", nargs="+", metavar="INPUT", help="CSV or Parquet files, or globs")
+    p.add_argument(
+        "--field",
+        action="append",
+        default=[],
+        metavar="NAME[:TYPE[:A|B|...]]",
+        help="an attribute to research (repeatable); TYPE bool, enum, string or number",
+    )
+    p.add_argument(
+        "--describe",
+        action="append",
+        default=[],
+        metavar='NAME="..."',
+        help="a description of a field, at most 500 characters (repeatable)",
+    )
+    p.add_argument("--fields", metavar="FILE", help="attribute specs from a YAML or JSON file")
+    p.add_argument("--verify-identity", action="store_true", help="verify name and address first")
+    p.add_argument(
+        "--validate-existence", action="store_true", help="add an existence answer per place"
+    )
+    p.add_argument("--sample", type=int, metavar="N", help="research only the first N places")
+    p.add_argument(
+        "--max-credits", type=int, metavar="N", help="the run's budget; refused if over it"
+    )
+    p.add_argument("--estimate", action="store_true", help="print the estimate, spend nothing")
+    p.add_argument("--max-age", type=float, default=30.0, metavar="DAYS",
+                   help="answers younger than this are not bought again (default 30)")  # fmt: skip
+    p.add_argument("--force", action="store_true", help="research fresh places again")
+    p.add_argument(
+        "--resend-uncertain",
+        action="store_true",
+        help="send again requests that may have been billed without an answer",
+    )
+    p.add_argument(
+        "--shared-key",
+        action="store_true",
+        help="the key is used by others too: a lost answer is held uncertain, never"
+        " judged from the usage delta",
+    )
+    p.add_argument("--db", default=DEFAULT_DB, help=f"DuckDB warehouse (default {DEFAULT_DB})")
+    p.add_argument("--json", action="store_true", help="print one machine-readable summary")
+    return p
+
+
+def _kill_hook() -> Any:
+    at = research_kill_at()
+    if at is None:
+        return None
+    moment, count = at
+
+    def hook(now: str, sent: int) -> None:
+        if now == moment and sent == count:
+            os.kill(os.getpid(), signal.SIGKILL)
+
+    return hook
+
+
+def handle(args: argparse.Namespace) -> int:
+    from placeflow.service import open_target
+
+    try:
+        if args.sample is not None and args.sample < 1:
+            raise FieldSpecError("--sample takes N >= 1")
+        if args.max_credits is not None and args.max_credits < 0:
+            raise FieldSpecError("--max-credits takes N >= 0")
+        specs = build_specs(args.field, args.describe, args.fields)
+        options = ResearchOptions(
+            spec=ResearchSpec(specs, args.verify_identity, args.validate_existence),
+            sample=args.sample,
+            max_credits=args.max_credits,
+            max_age_days=args.max_age,
+            force=args.force,
+            resend_uncertain=args.resend_uncertain,
+            exclusive_key=not args.shared_key,
+            estimate_only=args.estimate,
+        )
+        settings = load_settings()
+        hook = _kill_hook()
+    except (FieldSpecError, ValueError) as exc:
+        print(f"placeflow research: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    try:
+        with open_target(
+            api_key=settings.api_key, base_url=settings.base_url, limits=settings.limits
+        ) as target, target.client() as api:
+            out = research(
+                args.inputs, options, api=api, db=args.db, target=target.label, hook=hook
+            )
+    except RateCardError as exc:
+        print(f"placeflow research: {exc}", file=sys.stderr)
+        return 3
+    except Exception as exc:  # noqa: BLE001 - the CLI's last word: a message, never a trace
+        from placeflow.api.errors import PlaceflowError
+        from placeflow.pipeline.read import InputError
+
+        if isinstance(exc, InputError | FileNotFoundError):
+            print(f"placeflow research: {exc}", file=sys.stderr)
+            return EXIT_USAGE
+        if isinstance(exc, PlaceflowError):
+            print(f"placeflow research: {exc}", file=sys.stderr)
+            return EXIT_FAILED
+        raise
+    return _print(out, as_json=args.json)
+
+
+def _print(out: dict[str, Any], *, as_json: bool) -> int:
+    code = int(out["exit_code"])
+    if as_json:
+        print(json.dumps(out, sort_keys=True, default=str))
+        return code
+    head = f"research {out.get('run_id', '(estimate)')}: {out['status']} against {out['target']}"
+    print(head)
+    for name, value in out.items():
+        if name not in ("run_id", "status", "target", "message", "exit_code") and value is not None:
+            shown = f"{value:,}" if isinstance(value, int) else str(value)
+            print(f"  {name.replace('_', ' '):<24} {shown}")
+    if out.get("message"):
+        print(f"  {out['message']}", file=sys.stderr if code else sys.stdout)
+    return code
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="placeflow")
+    sub = parser.add_subparsers(dest="command", required=True)
+    add_parser(sub)
+    args = parser.parse_args(argv)
+    return handle(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
