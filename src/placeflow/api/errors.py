@@ -327,3 +327,15 @@ class ResultTooLarge(DownloadError):
     def __init__(self, message: str, *, batch_id: str, limit: int) -> None:
         super().__init__(message, batch_id=batch_id)
         self.limit = limit
+
+
+class UsageUnknown(TransientError):
+    """GET /v1/usage gave no figure within the run's patience (the accounting retry budget).
+
+    Work already done stands: record the usage figure as unknown (and the ledger unbalanced
+    for now), never as a failure of the run. `cause` is the last error seen.
+    """
+
+    def __init__(self, message: str, *, endpoint: str = "GET /v1/usage", cause: Exception) -> None:
+        super().__init__(message, endpoint=endpoint)
+        self.cause = cause
