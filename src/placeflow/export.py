@@ -1,0 +1,284 @@
+"""Warehouse loads: the place tables to Parquet files or to PostgreSQL, incrementally.
+
+    export(db, "file:///lake", ["places_latest"])           -> ExportSummary
+    export(db, "postgresql://etl@db:5432/analytics", password=Secret(...))
+
+Each table of `TABLES` names its key and its incremental column (a timestamp expression): an
+export sends the rows whose incremental value lies above the destination's watermark for the
+table, up to the highest value present when it started; `full=True` sends every row. The
+warehouse records per destination (redacted: never a password) and table how far exports went
+(`export_state`, `export_log`), only after the destination committed:
+
+- Parquet (a directory or ``file://`` URL): see `exporters.parquet`; the destination's manifest
+  is its commit point and its own watermark, the warehouse mirrors it.
+- PostgreSQL (``postgresql://``): see `exporters.postgres`; one transaction per export, rows
+  merged by key, so an export replayed after a crash between commit and record changes nothing.
+"""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, Literal
+from urllib.parse import quote as url_quote
+from urllib.parse import unquote, urlsplit
+
+import duckdb
+
+from placeflow.api.errors import PlaceflowError
+from placeflow.exporters import Column, Step, TablePlan, quote, timestamp_literal
+from placeflow.redact import Secret, redact_text
+from placeflow.warehouse import connect, sql_text, transaction
+
+
+@dataclass(frozen=True)
+class TableSpec:
+    name: str
+    key: tuple[str, ...]
+    cursor: str
+    """SQL expression over the table's columns: when a row last changed (its watermark)."""
+
+
+TABLES: dict[str, TableSpec] = {spec.name: spec for spec in (
+    TableSpec("places_latest", ("place_key",), "outcome_at"),
+    TableSpec("place_changes", ("run_id", "place_key", "field"), "detected_at"),
+    TableSpec("place_history", ("place_key", "valid_from"), "coalesce(valid_to, valid_from)"),
+    TableSpec("runs", ("run_id",), "coalesce(finished_at, created_at)"),
+    TableSpec("credit_ledger", ("run_id", "ref", "kind"), "recorded_at"),
+)}
+"""Exportable tables: name -> key columns -> incremental column. Adding one is one line."""
+
+DEFAULT_TABLES = ("places_latest", "place_changes", "place_history")
+
+
+class ExportError(PlaceflowError):
+    """An export could not be completed; the destination is left as the last clean export."""
+
+
+@dataclass(frozen=True)
+class Destination:
+    kind: Literal["parquet", "postgresql"]
+    redacted: str
+    """The destination as recorded and printed: never a password."""
+    path: Path | None = None
+    password: Secret | None = field(default=None, repr=False)
+    _url: str = field(default="", repr=False)
+
+    def connection_uri(self) -> str:
+        """The libpq URI with the password: only ever handed to the driver."""
+        if self.password is None:
+            return self._url
+        parts = urlsplit(self._url)
+        user, _, host = parts.netloc.rpartition("@")
+        auth = f"{user}:{url_quote(self.password.reveal(), safe='')}@"
+        return parts._replace(netloc=auth + host).geturl()
+
+
+def parse_destination(dest: str, password: Secret | None = None) -> Destination:
+    """A directory, ``file://`` URL or ``postgresql://`` URL; a password in the URL wins over
+    `password` (PGPASSWORD, from config) and is taken out of everything recorded."""
+    parts = urlsplit(dest)
+    if parts.scheme in ("postgresql", "postgres"):
+        if not parts.hostname and "host=" not in parts.query:
+            raise ValueError("a postgresql:// destination needs a host")
+        if parts.password:
+            password = Secret(unquote(parts.password))
+        user = f"{parts.username}@" if parts.username else ""
+        host = parts.netloc.rpartition("@")[2]
+        query = "&".join(p for p in parts.query.split("&") if p and not p.startswith("password="))
+        url = parts._replace(scheme="postgresql", netloc=user + host, query=query,
+                             fragment="").geturl()
+        return Destination("postgresql", url, password=password, _url=url)
+    if parts.scheme == "file":
+        if parts.netloc not in ("", "localhost"):
+            raise ValueError(f"file:// destinations are local paths, not on {parts.netloc}")
+        path = Path(unquote(parts.path))
+    elif parts.scheme and len(parts.scheme) > 1:
+        raise ValueError(f"unsupported destination {parts.scheme}://: use a directory,"
+                         " file:// or postgresql://")
+    else:
+        path = Path(dest)
+    path = path.expanduser().resolve()
+    return Destination("parquet", path.as_uri(), path=path)
+
+
+@dataclass(frozen=True)
+class TableExport:
+    table: str
+    rows: int
+    watermark_from: datetime | None
+    watermark_to: datetime | None
+    files: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class ExportSummary:
+    export_id: str
+    destination: str
+    kind: str
+    full: bool
+    tables: tuple[TableExport, ...]
+    missing: tuple[str, ...]
+    """Tables asked for that this warehouse does not have (not exported)."""
+
+    @property
+    def rows(self) -> int:
+        return sum(t.rows for t in self.tables)
+
+    def as_dict(self) -> dict[str, Any]:
+        def iso(value: datetime | None) -> str | None:
+            return value.isoformat() if value else None
+
+        return {
+            "export_id": self.export_id, "destination": self.destination, "kind": self.kind,
+            "full": self.full, "rows": self.rows, "missing": list(self.missing),
+            "tables": [{"table": t.table, "rows": t.rows, "watermark_from": iso(t.watermark_from),
+                        "watermark_to": iso(t.watermark_to), "files": list(t.files)}
+                       for t in self.tables],
+        }
+
+
+def _noop(_: str) -> None:
+    return None
+
+
+def export(db: duckdb.DuckDBPyConnection | Path | str, dest: str,
+           tables: Sequence[str] | None = None, *, full: bool = False,
+           password: Secret | None = None, now: datetime | None = None,
+           step: Step = _noop) -> ExportSummary:
+    """Send what changed since the last export to `dest` (everything with `full`)."""
+    destination = parse_destination(dest, password)
+    unknown = [t for t in tables or () if t not in TABLES]
+    if unknown:
+        raise ValueError(f"cannot export {', '.join(unknown)}: placeflow exports"
+                         f" {', '.join(TABLES)}")
+    at = now or datetime.now(UTC)
+    export_id = f"exp_{at:%Y%m%dT%H%M%S}_{secrets.token_hex(3)}"
+    if isinstance(db, duckdb.DuckDBPyConnection):
+        return _export(db, destination, tables, full, at, export_id, step)
+    con = connect(db)
+    try:
+        return _export(con, destination, tables, full, at, export_id, step)
+    finally:
+        con.close()
+
+
+def _export(con: duckdb.DuckDBPyConnection, destination: Destination,
+            asked: Sequence[str] | None, full: bool, at: datetime, export_id: str,
+            step: Step) -> ExportSummary:
+    present = {str(r[0]) for r in con.execute(
+        "select table_name from duckdb_tables() where not temporary"
+        " union all select view_name from duckdb_views() where not temporary"
+    ).fetchall()}
+    wanted = list(asked) if asked else list(DEFAULT_TABLES)
+    specs = [TABLES[t] for t in wanted if t in present]
+    missing = tuple(t for t in wanted if t not in present)
+    if destination.kind == "parquet":
+        done = _to_parquet(con, destination, specs, full, at, export_id, step)
+    else:
+        done = _to_postgres(con, destination, specs, full, at, export_id, step)
+    return ExportSummary(export_id, destination.redacted, destination.kind, full, tuple(done),
+                         missing)
+
+
+def _watermarks(con: duckdb.DuckDBPyConnection, destination: str) -> dict[str, datetime]:
+    rows = con.execute("select table_name, watermark from export_state where destination = ?"
+                       " and watermark is not null", [destination]).fetchall()
+    return {str(name): value for name, value in rows}
+
+
+def plan_table(con: duckdb.DuckDBPyConnection, spec: TableSpec,
+               lower: datetime | None) -> TablePlan:
+    """The rows of `spec` above `lower` (all with None): count and highest cursor value."""
+    described = con.execute(f"describe {quote(spec.name)}").fetchall()
+    columns = tuple(Column(str(r[0]), str(r[1])) for r in described)
+    query = sql_text("queries/export_plan").format(
+        table=quote(spec.name), cursor=spec.cursor,
+        lower="true" if lower is None else f"cursor_value > {timestamp_literal(lower)}",
+    )
+    try:
+        row = con.execute(query).fetchone()
+    except duckdb.Error as exc:
+        raise ExportError(f"cannot read {spec.name} for export: {exc}") from exc
+    rows, upper = (int(row[0]), row[1]) if row else (0, None)
+    return TablePlan(spec.name, spec.key, spec.cursor, columns, lower,
+                     upper if upper is not None else lower, rows)
+
+
+def _to_parquet(con: duckdb.DuckDBPyConnection, destination: Destination,
+                specs: list[TableSpec], full: bool, at: datetime, export_id: str,
+                step: Step) -> list[TableExport]:
+    from placeflow.exporters import parquet
+
+    root = destination.path
+    assert root is not None
+    root.mkdir(parents=True, exist_ok=True)
+    manifest = parquet.read_manifest(root)
+    done = []
+    for spec in specs:
+        # The manifest travels with the files: its watermark is the destination's own record.
+        lower = None if full else parquet.table_watermark(manifest, spec.name)
+        with transaction(con):  # one snapshot for the count and the rows written
+            plan = plan_table(con, spec, lower)
+            seq = parquet.next_seq(manifest, spec.name)
+            written = parquet.write_table(con, root, plan, seq=seq, day=f"{at:%Y-%m-%d}",
+                                          step=step)
+        manifest = parquet.commit_table(root, manifest, plan, written, full=full,
+                                        exported_at=at, step=step)
+        files = (written.path,) if written else ()
+        _record(con, destination.redacted, export_id, full, at, [(plan, files)])
+        done.append(TableExport(spec.name, plan.rows, plan.lower, plan.upper, files))
+    return done
+
+
+def _to_postgres(con: duckdb.DuckDBPyConnection, destination: Destination,
+                 specs: list[TableSpec], full: bool, at: datetime, export_id: str,
+                 step: Step) -> list[TableExport]:
+    import adbc_driver_manager
+    from adbc_driver_postgresql import dbapi  # type: ignore[import-untyped]  # no py.typed
+
+    from placeflow.exporters import postgres
+
+    secrets_ = [destination.password.reveal()] if destination.password else []
+    recorded = {} if full else _watermarks(con, destination.redacted)
+    plans: list[tuple[TablePlan, tuple[str, ...]]] = []
+    try:
+        with dbapi.connect(destination.connection_uri()) as pg, pg.cursor() as cur, \
+                transaction(con):
+            for spec in specs:
+                # A table dropped at the destination is sent whole again.
+                lower = recorded.get(spec.name) if postgres.table_exists(cur, spec.name) else None
+                plan = plan_table(con, spec, lower)
+                postgres.load_table(cur, con, plan, step=step)
+                plans.append((plan, ()))
+            step("postgres:before-commit")
+            pg.commit()
+    except adbc_driver_manager.Error as exc:
+        message = redact_text(str(exc), secrets_)
+        raise ExportError(f"export to {destination.redacted} failed: {message}") from None
+    step("postgres:committed")
+    _record(con, destination.redacted, export_id, full, at, plans)
+    return [TableExport(p.name, p.rows, p.lower, p.upper) for p, _ in plans]
+
+
+def _record(con: duckdb.DuckDBPyConnection, destination: str, export_id: str, full: bool,
+            at: datetime, done: list[tuple[TablePlan, tuple[str, ...]]]) -> None:
+    """Advance the warehouse's watermarks (after the destination committed)."""
+    import json
+
+    with transaction(con):
+        for plan, files in done:
+            if plan.upper is not None:
+                con.execute(sql_text("queries/export_advance"), {
+                    "destination": destination, "table_name": plan.name,
+                    "watermark": plan.upper, "exports": 1 if plan.rows else 0,
+                    "rows": plan.rows, "export_id": export_id, "exported_at": at,
+                })
+            con.execute(
+                "insert or replace into export_log values (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                [export_id, destination, plan.name, full, plan.lower, plan.upper, plan.rows,
+                 json.dumps(list(files)) if files else None, at],
+            )

@@ -1,0 +1,96 @@
+"""`placeflow export`: argparse wiring for warehouse loads (hooked into the CLI by `add_parser`).
+
+    placeflow export --db PATH --to DEST [--tables places_latest,place_changes,...] [--full]
+                     [--json]
+
+Exit codes: 0 exported (tables asked for but absent from the warehouse are named, not fatal);
+1 the export failed (the destination is left as the last clean export; run it again);
+2 bad arguments (unknown table, unusable destination, no warehouse at --db).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+from placeflow.api.errors import PlaceflowError
+from placeflow.config import postgres_password
+from placeflow.export import DEFAULT_TABLES, TABLES, ExportSummary, export
+from placeflow.warehouse import DEFAULT_DB
+
+
+def add_parser(sub: Any) -> argparse.ArgumentParser:
+    """Add the `export` sub-command to a subparsers object; its handler is `main`."""
+    p: argparse.ArgumentParser = sub.add_parser(
+        "export",
+        help="load the place tables into Parquet files or PostgreSQL (incremental)",
+        description=(
+            "Send the place tables to a warehouse: Parquet files under a directory or file://"
+            " URL, or a postgresql:// URL (password from the URL or PGPASSWORD). Only what"
+            " changed since the last export to the same destination is sent."
+        ),
+    )
+    p.add_argument("--db", default=str(DEFAULT_DB), help=f"the warehouse (default {DEFAULT_DB})")
+    p.add_argument("--to", required=True, dest="to", metavar="DEST",
+                   help="a directory, file:///path or postgresql://user@host:port/db")
+    p.add_argument("--tables", default=None,
+                   help=f"comma-separated, of {', '.join(TABLES)}"
+                        f" (default {','.join(DEFAULT_TABLES)})")
+    p.add_argument("--full", action="store_true",
+                   help="send every row again, not only what changed")
+    p.add_argument("--json", action="store_true", help="print one JSON summary")
+    p.set_defaults(handler=main)
+    return p
+
+
+def main(args: argparse.Namespace) -> int:
+    """Run one export from parsed arguments; print its summary; return the exit code."""
+    from pathlib import Path
+
+    tables = [t.strip() for t in args.tables.split(",") if t.strip()] if args.tables else None
+    if not Path(args.db).exists():
+        return _fail(args, 2, f"no warehouse at {args.db}: a run creates it")
+    try:
+        summary = export(args.db, args.to, tables, full=args.full, password=postgres_password())
+    except ValueError as exc:
+        return _fail(args, 2, str(exc))
+    except PlaceflowError as exc:
+        return _fail(args, 1, str(exc))
+    _print(summary, as_json=args.json)
+    return 0
+
+
+def _fail(args: argparse.Namespace, code: int, message: str) -> int:
+    if args.json:
+        print(json.dumps({"exit_code": code, "error": message}))
+    else:
+        print(f"placeflow export: {message}", file=sys.stderr)
+    return code
+
+
+def _print(summary: ExportSummary, *, as_json: bool) -> None:
+    if as_json:
+        print(json.dumps({**summary.as_dict(), "exit_code": 0}, sort_keys=True))
+        return
+    mode = "full" if summary.full else "incremental"
+    print(f"export {summary.export_id} to {summary.destination} ({mode}):"
+          f" {summary.rows} rows")
+    for t in summary.tables:
+        files = f" in {', '.join(t.files)}" if t.files else ""
+        print(f"  {t.table}: {t.rows} rows{files}")
+    if summary.missing:
+        print(f"  not in this warehouse (not exported): {', '.join(summary.missing)}")
+
+
+def run(argv: list[str] | None = None) -> int:
+    """`python -m placeflow.export_cli export ...` until the CLI carries the sub-command."""
+    parser = argparse.ArgumentParser(prog="placeflow")
+    add_parser(parser.add_subparsers(dest="command", required=True))
+    args = parser.parse_args(argv)
+    return int(args.handler(args))
+
+
+if __name__ == "__main__":
+    sys.exit(run())
