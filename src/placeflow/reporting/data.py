@@ -1,0 +1,101 @@
+"""What a run report shows, aggregated in DuckDB by sql/queries/report_*.sql.
+
+Every figure is computed in the warehouse; Python receives only aggregates and bounded
+samples (the map's points, the first jobs, the first changes), whatever the run's size.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import duckdb
+
+from placeflow.warehouse import sql_text
+
+MAP_POINTS = 5_000
+"""Most places drawn on the map (a repeatable sample when the run has more)."""
+TOP_REASONS = 8
+"""Reject reasons shown one by one; the rest are summed as 'other reasons'."""
+JOB_LIMIT = 400
+"""Most chunks drawn on the timeline and the per-job credits (the first ones)."""
+CHANGES_LIMIT = 25
+"""Changes listed in the refresh section's table."""
+
+Row = dict[str, Any]
+
+
+@dataclass(frozen=True)
+class ReportData:
+    """The aggregates of one run, ready to draw."""
+
+    run: Row
+    rejects: list[Row]
+    outcomes: list[Row]
+    confidence: list[Row]
+    verdicts: list[Row]
+    jobs: list[Row]
+    points: list[Row]
+    changes: list[Row] = field(default_factory=list)
+    first_changes: list[Row] = field(default_factory=list)
+
+    @property
+    def countries(self) -> list[str]:
+        """The countries of the run's places, most places first ('' when the input had none)."""
+        totals: dict[str, int] = {}
+        for row in self.outcomes:
+            totals[row["country"]] = totals.get(row["country"], 0) + int(row["places"])
+        return sorted(totals, key=lambda c: (-totals[c], c))
+
+    @property
+    def located(self) -> int:
+        """How many of the run's places have coordinates (the map draws a sample of them)."""
+        return int(self.points[0]["located"]) if self.points else 0
+
+
+def query(con: duckdb.DuckDBPyConnection, name: str, **params: Any) -> list[Row]:
+    """The rows of sql/queries/<name>.sql as dicts, with named parameters."""
+    cur = con.execute(sql_text(f"queries/{name}"), params)
+    names = [d[0] for d in cur.description or ()]
+    return [dict(zip(names, row, strict=True)) for row in cur.fetchall()]
+
+
+def has_table(con: duckdb.DuckDBPyConnection, table: str) -> bool:
+    """Whether the warehouse has the table (a newer migration may add it)."""
+    found = con.execute(
+        "select count(*) from duckdb_tables() where table_name = ? and schema_name = 'main'",
+        [table],
+    ).fetchone()
+    return bool(found and found[0])
+
+
+def collect(
+    con: duckdb.DuckDBPyConnection,
+    run_id: str,
+    *,
+    map_points: int = MAP_POINTS,
+    top_reasons: int = TOP_REASONS,
+    job_limit: int = JOB_LIMIT,
+    changes_limit: int = CHANGES_LIMIT,
+) -> ReportData:
+    """Aggregate one run for its report; LookupError when the warehouse has no such run."""
+    run = query(con, "report_run", run_id=run_id)
+    if not run:
+        raise LookupError(f"no run {run_id} in this database: `placeflow runs` lists them")
+    changes: list[Row] = []
+    first_changes: list[Row] = []
+    if has_table(con, "place_changes"):
+        changes = query(con, "report_changes", run_id=run_id)
+        if changes:
+            first_changes = query(con, "report_changes_first", run_id=run_id, limit=changes_limit)
+    return ReportData(
+        run=run[0],
+        rejects=query(con, "report_rejects", run_id=run_id, top=top_reasons),
+        outcomes=query(con, "report_outcomes", run_id=run_id),
+        confidence=query(con, "report_confidence", run_id=run_id),
+        verdicts=query(con, "report_verdicts", run_id=run_id),
+        jobs=query(con, "report_jobs", run_id=run_id, limit=job_limit),
+        points=query(con, "report_map", run_id=run_id, points=map_points),
+        changes=changes,
+        first_changes=first_changes,
+    )
