@@ -1,0 +1,5 @@
+"""Fuzzy matching: the probabilistic second dedupe pass after the exact place_key (Splink)."""
+
+from placeflow.pipeline.match.engine import DEFAULT_THRESHOLD, RULE, MatchInfo, fuzzy_match
+
+__all__ = ["DEFAULT_THRESHOLD", "RULE", "MatchInfo", "fuzzy_match"]

@@ -1,0 +1,177 @@
+"""Comparison features of the fuzzy matching pass, computed column-wise with polars.
+
+From the normalised place fields (and `phone`, `website` when the frame has them):
+
+- name_core: the place_key name identity of the name with accents stripped (café = cafe), street
+  words spelled out (st = street), and branch suffixes dropped: a parenthesised part, anything
+  after " - " / " – " / " @ ", "#12", "store 12", "no. 12". name_sorted: its distinct words
+  sorted (word order ignored); name_tokens: those words as a list; name_token: the first word.
+- street_number: the first house number (digits with at most one letter) of the street line
+  (`street`, else `address`) once suite clauses ("suite 200", "#200", "unit 3b") are removed;
+  street_name: the rest of the line, abbreviations spelled out, without number or suite.
+- postcode: upper case without spaces; a US ZIP+4 cut to 5 digits and a ZIP that lost its
+  leading zeros (3-4 digits, country US or unknown) padded back to 5.
+- city: words, accents stripped. country: as given (alpha-2). latitude, longitude: as given.
+- phone: its digits, the last 10 (null when fewer than 7). website: the host, without www.
+- block keys (`b_*`): the blocking columns; a key shared by more than MAX_BLOCK places is nulled,
+  so every blocking rule yields at most MAX_BLOCK - 1 candidates per place (pairs stay linear).
+"""
+
+from __future__ import annotations
+
+import polars as pl
+
+from placeflow.pipeline.columnar import apply, per_value
+from placeflow.pipeline.placekey import STREET_WORDS, name_identity, words
+
+MAX_BLOCK = 40
+"""Largest block a blocking key may form; bigger blocks (a chain in one city) are left to the
+other rules (postcode + number, phone, nearby cell), which tell its branches apart."""
+CELL_DEGREES = 0.02
+"""Side of the coordinate cell blocked on (about 2 km north-south)."""
+BLOCKS = ("b_post_num", "b_post_tok", "b_city_tok", "b_city_num", "b_cell_tok", "b_phone")
+FEATURES = (
+    "name_core",
+    "name_sorted",
+    "name_tokens",
+    "street_number",
+    "street_name",
+    "postcode",
+    "city",
+    "country",
+    "latitude",
+    "longitude",
+    "phone",
+    "website",
+)
+
+_BRANCH = (
+    r"\s*\([^)]*\)",  # "(downtown)"
+    r"\s+[-\u2013\u2014@|/]\s+.*$",  # " - airport", " @ union square"
+    r"\s*#\s*\d+\w*",  # "#1234"
+    r"(?i)\s+(?:store|branch|location|unit|no\.?)\s*\d+\w*\b",  # "store 12", "no. 3"
+)
+_SUITE = r"(?:^|\s)(?:suite|unit|apartment|room|rm|floor|fl|building|space|box)\s+\S+"
+_NUMBER = r"(?:^|\s)(\d{1,6}[a-z]?)(?:\s|$)"
+_WEB_PREFIX = r"^(?:[a-z][a-z0-9+.-]*://)?(?:www\d?\.)?"
+
+
+def _ascii_fold(e: pl.Expr) -> pl.Expr:
+    """Accents stripped: compatibility decomposition, then the combining marks dropped."""
+    return e.str.normalize("NFKD").str.replace_all(r"\p{M}+", "")
+
+
+def _spell(e: pl.Expr) -> pl.Expr:
+    """Street abbreviations spelled out (two passes: a match uses up its surrounding space)."""
+    short = [f" {w} " for w in STREET_WORDS]
+    long = [f" {w} " for w in STREET_WORDS.values()]
+    padded = pl.lit(" ") + e + pl.lit(" ")
+    return padded.str.replace_many(short, long).str.replace_many(short, long).str.strip_chars(" ")
+
+
+def _text(places: pl.DataFrame, name: str) -> pl.Series:
+    if name not in places.columns:
+        return pl.Series(name, [None] * places.height, pl.String)
+    return places.get_column(name).cast(pl.String)
+
+
+def _names(raw: pl.Series) -> pl.Series:
+    stripped = apply(raw, lambda e: _ascii_fold(e).str.replace_all("\u2019", "'"))
+    for pattern in _BRANCH:
+        cut = stripped.str.replace_all(pattern, "")
+        stripped = cut.zip_with((cut.str.strip_chars() != "").fill_null(False), stripped)
+    return apply(name_identity(stripped), _spell).rename("name_core")
+
+
+def _street_line(places: pl.DataFrame) -> pl.Series:
+    line = pl.coalesce(pl.col("street"), pl.col("address"))
+    frame = pl.DataFrame({"street": _text(places, "street"), "address": _text(places, "address")})
+    raw = frame.select(line.alias("line")).to_series()
+    raw = apply(raw, lambda e: _ascii_fold(e).str.replace_all(r"#\s*", " suite "))
+    return apply(words(raw), _spell)
+
+
+def _postcode(places: pl.DataFrame) -> pl.Series:
+    frame = pl.DataFrame({"p": _text(places, "postcode"), "c": _text(places, "country")})
+    code = pl.col("p").str.replace_all(r"\s", "").str.to_uppercase()
+    us = pl.col("c").is_null() | (pl.col("c") == "US")
+    zip_plus4 = code.str.contains(r"^\d{5}-?\d{4}$")
+    short_zip = code.str.contains(r"^\d{3,4}$")
+    fixed = (
+        pl.when(us & zip_plus4).then(code.str.slice(0, 5))
+        .when(us & short_zip).then(code.str.zfill(5))
+        .otherwise(code)
+    )  # fmt: skip
+    return frame.select(pl.when(fixed != "").then(fixed).alias("postcode")).to_series()
+
+
+def features(places: pl.DataFrame) -> pl.DataFrame:
+    """One row per input place (same order) with `match_id` (its position) and the features."""
+    name = _names(_text(places, "poi_name"))
+    line = _street_line(places)
+    city = per_value(_text(places, "city"), lambda v: apply(words(v), _ascii_fold))
+    number = line.str.replace_all(_SUITE, " ").str.extract(_NUMBER, 1)
+    street_rest = line.str.replace_all(_SUITE, " ").str.replace(_NUMBER, " ").str.strip_chars()
+    phone = _text(places, "phone").str.replace_all(r"\D", "")
+    host = _text(places, "website").str.to_lowercase().str.strip_chars()
+    host = host.str.replace(_WEB_PREFIX, "").str.replace(r"[/:?#].*$", "")
+
+    def coordinate(col: str) -> pl.Series:
+        if col not in places.columns:
+            return pl.Series(col, [None] * places.height, pl.Float64)
+        return places.get_column(col).cast(pl.Float64)
+
+    frame = pl.DataFrame(
+        {
+            "match_id": pl.int_range(places.height, dtype=pl.Int64, eager=True),
+            "name_core": name,
+            "street_number": number,
+            "street_name": street_rest,
+            "postcode": _postcode(places),
+            "city": city,
+            "country": _text(places, "country").str.to_uppercase(),
+            "latitude": coordinate("latitude"),
+            "longitude": coordinate("longitude"),
+            "phone": phone,
+            "website": host,
+        }
+    )
+    empty_to_null = [
+        pl.when(pl.col(c) != "").then(pl.col(c)).alias(c)
+        for c in ("name_core", "street_number", "street_name", "city", "website")
+    ]
+    tokens = pl.col("name_core").str.split(" ").list.unique().list.sort()
+    frame = frame.with_columns(*empty_to_null).with_columns(
+        pl.when(pl.col("phone").str.len_chars() >= 7)
+        .then(pl.col("phone").str.slice(-10))
+        .alias("phone"),
+        tokens.alias("name_tokens"),
+        tokens.list.join(" ").alias("name_sorted"),
+        pl.col("name_core").str.split(" ").list.first().alias("name_token"),
+        (pl.col("latitude") / CELL_DEGREES).floor().cast(pl.Int64).alias("_cy"),
+        (pl.col("longitude") / CELL_DEGREES).floor().cast(pl.Int64).alias("_cx"),
+    )
+    return frame.with_columns(_blocks()).drop("_cy", "_cx", "name_token")
+
+
+def _key(*parts: pl.Expr) -> pl.Expr:
+    """Parts joined by "|"; null when any part is null."""
+    return pl.concat_str([p.cast(pl.String) for p in parts], separator="|")
+
+
+def _blocks() -> list[pl.Expr]:
+    """The blocking keys, each nulled where its block holds more than MAX_BLOCK places."""
+    c = pl.col
+    keys = {
+        "b_post_num": _key(c("postcode"), c("street_number")),
+        "b_post_tok": _key(c("postcode"), c("name_token")),
+        "b_city_tok": _key(c("country").fill_null(""), c("city"), c("name_token")),
+        "b_city_num": _key(c("country").fill_null(""), c("city"), c("street_number")),
+        "b_cell_tok": _key(c("_cy"), c("_cx"), c("name_token")),
+        "b_phone": c("phone"),
+    }
+    capped = []
+    for name, key in keys.items():
+        size = pl.len().over(key)
+        capped.append(pl.when(key.is_not_null() & (size <= MAX_BLOCK)).then(key).alias(name))
+    return capped
