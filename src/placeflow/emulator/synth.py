@@ -91,10 +91,8 @@ def place_fingerprint(poi: Mapping[str, Any]) -> bytes:
     except KeyError:
         name, street, city, region, postcode, country, address = map(poi.get, _IDENTITY)
         lat, lon = poi.get("latitude"), poi.get("longitude")
-    text = (
-        f"{name or ''}\0{street or ''}\0{city or ''}\0{region or ''}\0{postcode or ''}\0"
-        f"{country or ''}\0{address or ''}\0"
-    )
+    text = (f"{name or ''}\0{street or ''}\0{city or ''}\0{region or ''}\0{postcode or ''}\0"
+            f"{country or ''}\0{address or ''}\0")
     folded = " ".join(text.lower().split())
     if " \0" in folded or "\0 " in folded:  # a field with leading or trailing whitespace
         folded = folded.replace("\0 ", "\0").replace(" \0", "\0")
@@ -132,31 +130,15 @@ class _Ctx:
         self.fail_cut = round(min(max(settings.fail_rate, 0.0), 1.0) * 65536)
         self.dates = _Dates(now)
         rid, failed = request_id, ("upstream lookup failed", "EXTERNAL_API_ERROR")
-        unresolved = (
-            "coordinates could not be resolved to a location; add an address or city",
-            "VALIDATION_ERROR",
-        )
+        unresolved = ("coordinates could not be resolved to a location; add an address or city",
+                      "VALIDATION_ERROR")
         self.v_ok = _tail(error=None, error_code=None, request_id=rid, validation_timestamp=now)
-        self.v_fail = _tail(
-            existence_confidence=None,
-            operational_status=None,
-            error=failed[0],
-            error_code=failed[1],
-            request_id=rid,
-            validation_timestamp=now,
-        )
+        self.v_fail = _tail(existence_confidence=None, operational_status=None, error=failed[0],
+                            error_code=failed[1], request_id=rid, validation_timestamp=now)
         self.e_ok = _tail(enrichment_timestamp=now, error=None, error_code=None, request_id=rid)
         self.e_fail, self.e_unresolved = (
-            _tail(
-                attributes=None,
-                status=None,
-                operational_status=None,
-                place_summary=None,
-                enrichment_timestamp=now,
-                error=error,
-                error_code=code,
-                request_id=rid,
-            )
+            _tail(attributes=None, status=None, operational_status=None, place_summary=None,
+                  enrichment_timestamp=now, error=error, error_code=code, request_id=rid)
             for error, code in (failed, unresolved)
         )
 
@@ -199,9 +181,8 @@ def _validate_line(c: _Ctx, poi: Mapping[str, Any]) -> tuple[str, bool]:
     if (h[3] << 8 | h[4]) < c.fail_cut:
         return f'{{"success":false,"id":{idj}{c.v_fail}', False
     _, ec, op = _status_fragments(h)
-    return (
-        f'{{"success":true,"id":{idj},"existence_confidence":{ec},"operational_status":{op}{c.v_ok}'
-    ), True
+    return (f'{{"success":true,"id":{idj},"existence_confidence":{ec},"operational_status":{op}'
+            f"{c.v_ok}"), True
 
 
 # --- enrich ------------------------------------------------------------------------------
@@ -264,11 +245,9 @@ def _enrich_line(c: _Ctx, poi: Mapping[str, Any], plan: _Plan) -> tuple[str, boo
     if g("include_summary"):
         reason = CLOSURE_REASONS[REASON_OF[h[6]]] if st == _CLOSED else None
         summary = encode_basestring_ascii(summary_sentence(poi, OPERATIONAL_STATUSES[st], reason))
-    line = (
-        f'{{"success":true,"id":{idj},"attributes":{{{",".join(parts)}}},"status":{status},'
-        f'"operational_status":{op if plan.open_closed else "null"},"place_summary":{summary}'
-        f"{c.e_ok}"
-    )
+    line = (f'{{"success":true,"id":{idj},"attributes":{{{",".join(parts)}}},"status":{status},'
+            f'"operational_status":{op if plan.open_closed else "null"},"place_summary":{summary}'
+            f"{c.e_ok}")
     return line, True, any_value or plan.existence or plan.open_closed
 
 
@@ -317,16 +296,11 @@ def is_billable(kind: Literal["validate", "enrich"], result: Mapping[str, Any]) 
     if not result.get("success"):
         return False
     if kind == "validate":
-        return (
-            result.get("operational_status") is not None
-            or result.get("existence_confidence") is not None
-        )
+        return (result.get("operational_status") is not None
+                or result.get("existence_confidence") is not None)
     attributes = result.get("attributes") or {}
-    return (
-        any(a is not None and a.get("value") is not None for a in attributes.values())
-        or result.get("status") is not None
-        or result.get("operational_status") is not None
-    )
+    return (any(a is not None and a.get("value") is not None for a in attributes.values())
+            or result.get("status") is not None or result.get("operational_status") is not None)
 
 
 @dataclass(frozen=True)
