@@ -17,6 +17,7 @@ import argparse
 import json
 import sys
 from pathlib import Path
+from typing import Any
 
 import duckdb
 
@@ -38,6 +39,18 @@ WEBSITE_PRIORS = {True: (0.9, 0.001), False: (0.1, 0.999)}
 PRIOR = 1e-5
 """Probability that two random places match, kept fixed: with one row per exact key, a place
 has a duplicate in a small share of inputs, among millions of possible pairs."""
+
+
+NAME_DIFFERENT_FLOOR = 0.001
+"""Least m of "names differ": kept low, since two businesses of one hotel share its address and
+phone (the Fodor's guide lists several), so only the name tells them apart."""
+
+
+def _names_differ(comparison: dict[str, Any], level: dict[str, Any]) -> bool:
+    label = str(level["label_for_charts"])
+    return comparison["output_column_name"] == "name" and (
+        label.startswith("All other") or "name_sorted >= 0.75" in label
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -64,7 +77,8 @@ def main(argv: list[str] | None = None) -> int:
             if comparison["output_column_name"] == "website":
                 exact = level["label_for_charts"].startswith("Exact")
                 level["m_probability"], level["u_probability"] = WEBSITE_PRIORS[exact]
-            level["m_probability"] = max(level.get("m_probability") or 0.0, M_FLOOR)
+            floor = NAME_DIFFERENT_FLOOR if _names_differ(comparison, level) else M_FLOOR
+            level["m_probability"] = max(level.get("m_probability") or 0.0, floor)
             level["u_probability"] = max(level.get("u_probability") or 0.0, U_FLOOR)
     model["probability_two_random_records_match"] = PRIOR
     model.pop("linker_uid", None)

@@ -24,7 +24,7 @@ from splink import DuckDBAPI, Linker
 from splink.clustering import cluster_pairwise_predictions_at_threshold
 
 from placeflow.pipeline.match.features import features
-from placeflow.pipeline.match.model import FAR_KM, settings
+from placeflow.pipeline.match.model import FAR_KM, NAMES_ALIKE, settings
 
 DEFAULT_THRESHOLD = 0.99
 """Match probability a pair needs to be merged (precision first; see bench/RESULTS.md)."""
@@ -65,7 +65,8 @@ def _scored_edges(feats: pl.DataFrame, threshold: float) -> tuple[pl.DataFrame, 
         scored = linker.inference.predict(
             threshold_match_probability=threshold, warning_mode="never"
         )
-        sql = f"select match_id_l, match_id_r, match_probability from {scored.physical_name}"  # noqa: S608
+        columns = "match_id_l, match_id_r, match_probability"
+        sql = f"select {columns} from {scored.physical_name} where {NAMES_ALIKE}"  # noqa: S608
         edges = con.sql(sql).pl()
         return edges, candidates
     finally:

@@ -29,7 +29,8 @@ MAX_BLOCK = 40
 other rules (postcode + number, phone, nearby cell), which tell its branches apart."""
 CELL_DEGREES = 0.02
 """Side of the coordinate cell blocked on (about 2 km north-south)."""
-BLOCKS = ("b_post_num", "b_post_tok", "b_city_tok", "b_city_num", "b_cell_tok", "b_phone")
+BLOCKS = ("b_post_num", "b_post_tok", "b_city_tok", "b_city_last", "b_city_num", "b_cell_tok",
+          "b_cell", "b_phone")  # fmt: skip
 FEATURES = (
     "name_core",
     "name_sorted",
@@ -148,10 +149,11 @@ def features(places: pl.DataFrame) -> pl.DataFrame:
         tokens.alias("name_tokens"),
         tokens.list.join(" ").alias("name_sorted"),
         pl.col("name_core").str.split(" ").list.first().alias("name_token"),
+        pl.col("name_core").str.split(" ").list.last().alias("name_last"),
         (pl.col("latitude") / CELL_DEGREES).floor().cast(pl.Int64).alias("_cy"),
         (pl.col("longitude") / CELL_DEGREES).floor().cast(pl.Int64).alias("_cx"),
     )
-    return frame.with_columns(_blocks()).drop("_cy", "_cx", "name_token")
+    return frame.with_columns(_blocks()).drop("_cy", "_cx", "name_token", "name_last")
 
 
 def _key(*parts: pl.Expr) -> pl.Expr:
@@ -167,7 +169,9 @@ def _blocks() -> list[pl.Expr]:
         "b_post_tok": _key(c("postcode"), c("name_token")),
         "b_city_tok": _key(c("country").fill_null(""), c("city"), c("name_token")),
         "b_city_num": _key(c("country").fill_null(""), c("city"), c("street_number")),
+        "b_city_last": _key(c("country").fill_null(""), c("city"), c("name_last")),
         "b_cell_tok": _key(c("_cy"), c("_cx"), c("name_token")),
+        "b_cell": _key(c("_cy"), c("_cx")),
         "b_phone": c("phone"),
     }
     capped = []

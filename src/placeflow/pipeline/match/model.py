@@ -49,6 +49,14 @@ HARD_RULES = (
     f"(l.latitude is null or r.latitude is null or {_NEAR})",
 )
 """What may never be merged, as SQL over a pair (l, r): each rule must hold."""
+NAMES_ALIKE = (
+    "(name_core_l is null or name_core_r is null or name_sorted_l = name_sorted_r"
+    " or jaro_winkler_similarity(name_core_l, name_core_r) >= 0.88"
+    " or len(list_intersect(name_tokens_l, name_tokens_r))"
+    " = least(len(name_tokens_l), len(name_tokens_r)))"
+)
+"""A scored pair is merged only when the names are alike: two businesses of one hotel share its
+street, number and phone, and only their names tell them apart."""
 
 
 def blocking_rules() -> list[CustomRule]:
@@ -149,4 +157,4 @@ def settings() -> dict[str, Any]:
     return copied
 
 
-__all__ = ["FAR_KM", "HARD_RULES", "MODEL_PATH", "blocking_rules", "comparisons", "settings"]
+__all__ = ["FAR_KM", "HARD_RULES", "NAMES_ALIKE", "MODEL_PATH", "blocking_rules", "comparisons", "settings"]
