@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from placeflow.api.limiter import TIER_WINDOWS, RateLimits
+from placeflow.errors import ConfigError
 from placeflow.redact import Secret
 
 PREFECT_DEFAULTS = {
@@ -52,18 +53,18 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
     key = env.get("PLACEFLOW_API_KEY", "").strip()
     base = env.get("PLACEFLOW_BASE_URL", "").strip()
     if key and not base:
-        raise ValueError(
+        raise ConfigError(
             "PLACEFLOW_API_KEY is set but PLACEFLOW_BASE_URL is not: set it to the"
             " service's base URL (or unset the key to use the embedded sandbox)"
         )
     tier = env.get("PLACEFLOW_TIER", "").strip().lower() or "paid"
     if tier not in TIER_WINDOWS:
-        raise ValueError(f"PLACEFLOW_TIER must be one of {', '.join(TIER_WINDOWS)}, not {tier!r}")
+        raise ConfigError(f"PLACEFLOW_TIER must be one of {', '.join(TIER_WINDOWS)}, not {tier!r}")
     custom = env.get("PLACEFLOW_RATE_LIMITS", "").strip()
     try:
         limits = RateLimits.parse(custom) if custom else RateLimits.for_tier(tier)
     except ValueError as exc:
-        raise ValueError(f"PLACEFLOW_RATE_LIMITS: {exc}") from None
+        raise ConfigError(f"PLACEFLOW_RATE_LIMITS: {exc}") from None
     return Settings(api_key=Secret(key) if key else None, base_url=base or None, limits=limits)
 
 
@@ -79,3 +80,16 @@ def postgres_password(env: Mapping[str, str] | None = None) -> Secret | None:
     env = os.environ if env is None else env
     value = env.get("PGPASSWORD", "")
     return Secret(value) if value else None
+
+
+def research_kill_at(env: Mapping[str, str] | None = None) -> tuple[str, int] | None:
+    """Test hook: PLACEFLOW_RESEARCH_KILL_AT=MOMENT:N makes `placeflow research` SIGKILL itself
+    at MOMENT (sent, received, answered) of its N-th request; unset in normal use."""
+    env = os.environ if env is None else env
+    text = env.get("PLACEFLOW_RESEARCH_KILL_AT", "").strip()
+    if not text:
+        return None
+    moment, _, count = text.partition(":")
+    if moment not in ("sent", "received", "answered") or not count.isdigit():
+        raise ValueError("PLACEFLOW_RESEARCH_KILL_AT takes sent|received|answered:N")
+    return moment, int(count)

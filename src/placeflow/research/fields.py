@@ -130,7 +130,10 @@ def build_specs(
         name, sep, text = pair.partition("=")
         if not sep:
             raise FieldSpecError(f'--describe takes NAME="text", not {pair!r}')
-        descriptions[name.strip()] = text.strip()
+        text = text.strip()
+        if len(text) >= 2 and text[0] == text[-1] and text[0] in "\"'":
+            text = text[1:-1]  # NAME="..." passed through a shell that kept the quotes
+        descriptions[name.strip()] = text
     names = [s.name for s in specs]
     unknown = sorted(set(descriptions) - set(names))
     if unknown:

@@ -192,7 +192,7 @@ def check_estimate(api: PlaceApiClient, prepared: Prepared) -> None:
         return
     first = requests_of(prepared.plan).row(0, named=True)
     body = {**json.loads(first["body"]), "estimate_only": True}
-    response = api.deep_research(body)
+    response = api.deep_research(body, allow_double_charge=True)  # estimate_only is free
     said = response.meta.estimated_credits if response.meta else None
     if said != first["credits_max"]:
         raise RateCardError(
@@ -271,6 +271,12 @@ def _go(
     to_spend = int(left[0]) if left else 0
     budget = None if options.max_credits is None else options.max_credits - charged - possible
     refusal = budget_refusal(to_spend, max_credits=budget, available=None)
+    if refusal is not None and charged + possible:
+        refusal = (
+            f"the rest of the research would cost up to {to_spend:,} credits, over the budget"
+            f" left ({budget:,} of --max-credits {options.max_credits:,} after {charged + possible:,}"
+            " charged or possibly charged): raise --max-credits to go on"
+        )
     usage_before: int | None = None
     if refusal is None and to_spend:
         usage = api.usage()
