@@ -1,6 +1,8 @@
 -- fresh_keys: of the candidate places (the registered frame fresh_key_candidates), those whose
--- newest successful outcome with the same signature was loaded after $cutoff, in candidate
--- order. Failed outcomes are never fresh: a rerun retries them.
+-- newest successful outcome answering the request was loaded after $cutoff, in candidate order.
+-- An outcome answers any request it covers (signature_answers): the same signature, an
+-- enrichment with existence and open_closed for a validation, an enrichment for an enrichment
+-- of a subset of its attributes. Failed outcomes are never fresh: a rerun retries them.
 -- Parameters: $signature, $cutoff (now minus the maximum age).
 
 with
@@ -18,7 +20,7 @@ successful_outcomes as (
         run_id,
         outcome_at
     from place_outcomes
-    where success and signature = $signature
+    where success and signature_answers(signature, $signature)
 ),
 
 first_candidates as (

@@ -94,5 +94,5 @@ def record_all_changes(con: duckdb.DuckDBPyConnection, *, now: datetime) -> list
 
 
 def _count(con: duckdb.DuckDBPyConnection, sql: str, run_id: str) -> int:
-    row = con.execute(sql, [run_id]).fetchone()
-    return int(row[0]) if row else 0
+    rows = con.execute(sql, [run_id]).fetchall()  # fetched to the end: no result left open
+    return int(rows[0][0]) if rows else 0
