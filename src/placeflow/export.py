@@ -200,10 +200,10 @@ def plan_table(con: duckdb.DuckDBPyConnection, spec: TableSpec,
         lower="true" if lower is None else f"cursor_value > {timestamp_literal(lower)}",
     )
     try:
-        row = con.execute(query).fetchone()
+        ((count, upper),) = con.execute(query).fetchall()
     except duckdb.Error as exc:
         raise ExportError(f"cannot read {spec.name} for export: {exc}") from exc
-    rows, upper = (int(row[0]), row[1]) if row else (0, None)
+    rows = int(count)
     return TablePlan(spec.name, spec.key, spec.cursor, columns, lower,
                      upper if upper is not None else lower, rows)
 
