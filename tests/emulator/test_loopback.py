@@ -52,6 +52,7 @@ def test_job_lifecycle_over_http_on_two_origins() -> None:
         "expired": 0,
         "truncated": 0,
         "corrupted": 0,
+        "refused_forever": 0,
     }
     assert stats["requests"]["POST /v1/jobs/enrich"] == {"200": 1}
 

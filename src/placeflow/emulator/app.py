@@ -17,7 +17,14 @@ from typing import Any
 from placeflow.emulator.backend import KeyState, SandboxBackend
 from placeflow.emulator.faults import DOWNLOAD_ROUTE
 from placeflow.emulator.research import deep_research
-from placeflow.emulator.responses import Reply, ServiceError, error_response, gateway_error, iso
+from placeflow.emulator.responses import (
+    Reply,
+    ServiceError,
+    error_response,
+    gateway_error,
+    iso,
+    with_unknown_fields,
+)
 from placeflow.emulator.settings import FaultConfig, KeySpec, ManualClock, parse_key_spec
 
 DROP = Reply(0, None)
@@ -135,7 +142,13 @@ class SandboxApp:
             elif fault is not None and fault != "drop_response":
                 raise self._fault_error(fault, r.template)
             reply = r.handler(state, body, params, headers)
-            return DROP if fault == "drop_response" else reply
+            if fault == "drop_response":
+                return DROP
+            if self.backend.faults.config.unknown_fields:
+                return Reply(
+                    reply.status, with_unknown_fields(reply.body), reply.headers, reply.raw
+                )
+            return reply
         except ServiceError as exc:
             return exc.reply
 
@@ -153,6 +166,11 @@ class SandboxApp:
                 message="scheduled maintenance; retry after resume_at",
                 resume_at=iso(now + wait),
             )
+        if fault == "503_html":
+            page = b"<html><head><title>503 Service Temporarily Unavailable</title></head>"
+            page += b"<body><center><h1>503 Service Temporarily Unavailable</h1></center></body>"
+            headers = {**retry, "Content-Type": "text/html"}
+            return ServiceError(503, None, headers, raw=page + b"</html>\n")
         if fault == "503":
             error = (
                 "operational_status_unavailable"
@@ -192,6 +210,11 @@ class SandboxApp:
             data: Any = json.loads(body) if body else {}
             if method == "GET" and path == "/_sandbox/stats":
                 return Reply(200, b.stats())
+            if method == "GET" and path == "/_sandbox/ledger":
+                return Reply(200, b.ledger())
+            if method == "POST" and path == "/_sandbox/refuse_file":
+                b.refuse_file(str(data["batch_id"]))
+                return Reply(200, {"refused": data["batch_id"]})
             if method == "POST" and path == "/_sandbox/reset":
                 b.reset()
                 return Reply(200, {"reset": True})

@@ -18,6 +18,7 @@ from placeflow.emulator.core import (
     CoreBackend,
     IdempotencyRecord,
     KeyState,
+    row_identity,
 )
 from placeflow.emulator.jobs import Job
 from placeflow.emulator.ledger import InsufficientCredits
@@ -26,7 +27,6 @@ from placeflow.emulator.responses import (
     ServiceError,
     error_response,
     http_validation_error,
-    iso,
     parse_body,
 )
 
@@ -84,6 +84,7 @@ class SandboxBackend(CoreBackend):
                 self.replays += 1
                 return Reply(200, record.response, {"Idempotent-Replayed": "true"})
             batch_id = self.next_id("job")
+            fate, refuse_file = self.faults.job_fate()
             try:
                 state.account.hold(len(pois), batch_id, now)
             except InsufficientCredits as exc:
@@ -95,8 +96,10 @@ class SandboxBackend(CoreBackend):
                 pois=pois,
                 content_hash=body_hash,
                 created_at=now,
-                fate=self.faults.job_fate(),
+                fate=fate,
                 held=len(pois),
+                refuse_file=refuse_file or batch_id in self.faults.config.refuse_file_batches,
+                row_ids=[row_identity(kind, p) for p in pois],
             )
             if state.submitted[body_hash]:
                 self.duplicate_submissions += 1
@@ -108,7 +111,7 @@ class SandboxBackend(CoreBackend):
                 "batch_id": batch_id,
                 "type": kind,
                 "status": job.status,
-                "created_at": iso(job.created_at),
+                "created_at": self.stamp(job.created_at),
                 "total_items": job.total,
                 **self._eta(state, job, now),
             }
@@ -117,13 +120,17 @@ class SandboxBackend(CoreBackend):
         return Reply(200, response)
 
     def _replayable(self, record: IdempotencyRecord, now: float) -> bool:
-        retained = now - record.created_at < self.config.idempotency_retention_seconds
+        retention = self.faults.config.idempotency_retention_seconds
+        if retention is None:
+            retention = self.config.idempotency_retention_seconds
+        retained = now - record.created_at < retention
         job = self.jobs.get(record.batch_id)
         return retained and job is not None and job.status != "cancelled"
 
     def _eta(self, state: KeyState, job: Job, now: float) -> dict[str, Any]:
-        eta = state.scheduler.eta(job, now)
-        return {"eta_seconds": int(-(-eta // 1)), "eta_completion_at": iso(now + eta)}
+        """The job's eta, told truly unless `eta_factor` makes it wrong by that factor."""
+        eta = state.scheduler.eta(job, now) * self.faults.config.eta_factor
+        return {"eta_seconds": int(-(-eta // 1)), "eta_completion_at": self.stamp(now + eta)}
 
     def find_job(self, state: KeyState, batch_id: str) -> Job:
         if not (batch_id.startswith("job_") and len(batch_id) == 28):
@@ -147,10 +154,23 @@ class SandboxBackend(CoreBackend):
             job = self.find_job(state, batch_id)
             return Reply(200, self._status_body(state, job, now))
 
+    def _finalizing(self, job: Job, now: float) -> bool:
+        """Shown as `finalizing` (a status the spec never names): processed, not yet completed."""
+        wait = self.faults.config.finalizing_seconds
+        return (
+            wait > 0
+            and job.status == "completed"
+            and job.completed_at is not None
+            and now < job.completed_at + wait
+        )
+
     def _status_body(self, state: KeyState, job: Job, now: float) -> dict[str, Any]:
         failed = 0
         results = None
-        if job.terminal and job.processed:
+        finalizing = self._finalizing(job, now)
+        if finalizing:
+            failed = job.failed_before(job.processed, self.settings)
+        elif job.terminal and job.processed:
             rf = job.render(self.settings)
             failed = rf.failed
             expires = now + self.config.url_ttl_seconds
@@ -162,7 +182,7 @@ class SandboxBackend(CoreBackend):
                         "url": self.presign(job.batch_id, expires),
                         "size_bytes": len(rf.body),
                         "sha256": rf.sha256,
-                        "expires_at": iso(expires),
+                        "expires_at": self.stamp(expires),
                     }
                 ],
             }
@@ -171,11 +191,15 @@ class SandboxBackend(CoreBackend):
         body: dict[str, Any] = {
             "batch_id": job.batch_id,
             "type": job.kind,
-            "status": job.status,
-            "created_at": iso(job.created_at),
+            "status": "finalizing" if finalizing else job.status,
+            "created_at": self.stamp(job.created_at),
             "total_items": job.total,
-            "started_at": iso(job.started_at) if job.started_at is not None else None,
-            "completed_at": iso(job.completed_at) if job.completed_at is not None else None,
+            "started_at": self.stamp(job.started_at) if job.started_at is not None else None,
+            "completed_at": (
+                self.stamp(job.completed_at)
+                if job.completed_at is not None and not finalizing
+                else None
+            ),
             "progress": {
                 "processed": job.processed,
                 "succeeded": job.processed - failed,
@@ -210,6 +234,11 @@ class SandboxBackend(CoreBackend):
             }
         return Reply(200, body)
 
+    def refuse_file(self, batch_id: str) -> None:
+        """Make the file origin refuse this job's result file (403) from now on."""
+        with self.lock:
+            self.jobs[batch_id].refuse_file = True
+
     # --- result files -----------------------------------------------------------------
 
     def presign(self, batch_id: str, expires: float) -> str:
@@ -232,6 +261,10 @@ class SandboxBackend(CoreBackend):
                 )
             first = job.downloads == 0
             job.downloads += 1
+            if job.refuse_file:
+                self.downloads["refused"] += 1
+                self.downloads["refused_forever"] += 1
+                return Reply(403, {"error": "access denied", "error_code": "ACCESS_DENIED"})
             mangle = self.faults.download_fault(first)
             if int(expires) / 1000 <= self.clock.now() or mangle == "expire":
                 self.downloads["refused"] += 1

@@ -44,6 +44,16 @@ from placeflow.emulator.settings import (
 MAX_IDEMPOTENCY_KEY = 255
 
 
+def row_identity(kind: str, poi: dict[str, Any]) -> str:
+    """A row's identity in the ledger of rows billed: its kind and `id`, or, without an id,
+    a digest of its identity fields."""
+    rid = poi.get("id")
+    if rid is None:
+        fields = {k: poi.get(k) for k in ("poi_name", "address", "street", "city", "country")}
+        rid = "#" + hashlib.sha256(repr(sorted(fields.items())).encode()).hexdigest()[:16]
+    return f"{kind}:{rid}"
+
+
 @dataclass
 class IdempotencyRecord:
     body_hash: str
@@ -81,14 +91,12 @@ class CoreBackend:
         """Forget all jobs, charges and counts; keys start again from their configured credits."""
         with self.lock:
             now = self.clock.now()
-            self.settings = synth.SynthSettings(
-                seed=self.config.seed, epoch=self.config.epoch, fail_rate=self.config.fail_rate
-            )
+            self.faults = FaultPlan(self.config.faults)
+            self.settings = self._synth_settings(self.config.faults)
             self.keys: dict[str, KeyState] = {}
             for spec in self.config.keys:
                 self.add_key(spec, now=now)
             self.jobs: dict[str, Job] = {}
-            self.faults = FaultPlan(self.config.faults)
             self.request_counts: dict[str, Counter[str]] = {}
             self.downloads: Counter[str] = Counter()
             self.duplicate_submissions = 0
@@ -109,9 +117,23 @@ class CoreBackend:
                 created_at=self.clock.now() if now is None else now,
             )
 
+    def _synth_settings(self, faults: FaultConfig) -> synth.SynthSettings:
+        return synth.SynthSettings(
+            seed=self.config.seed,
+            epoch=self.config.epoch,
+            fail_rate=self.config.fail_rate,
+            null_status_rate=faults.null_status_rate,
+            bill_null_status=faults.bill_null_status,
+        )
+
     def set_faults(self, config: FaultConfig) -> None:
         with self.lock:
             self.faults = FaultPlan(config)
+            self.settings = self._synth_settings(config)
+
+    def stamp(self, t: float) -> str:
+        """A timestamp as the service writes it: by its own clock, skewed if so configured."""
+        return iso(t + self.faults.config.clock_skew_seconds)
 
     def set_available(self, key: str, available: int) -> None:
         """Make a key's spendable balance `available` now (credits running out mid-run)."""
@@ -196,6 +218,7 @@ class CoreBackend:
             )
             if result["success"]:
                 state.account.charge(1, rid, now)
+                state.account.bill_rows([row_identity("validate", req.model_dump())])
         return Reply(200, result)
 
     def enrich(self, state: KeyState, raw: bytes) -> Reply:
@@ -216,6 +239,7 @@ class CoreBackend:
             result = synth.enrich_outcome(poi, settings=self.settings, now=iso(now), request_id=rid)
             if result["success"]:
                 state.account.charge(1, rid, now)
+                state.account.bill_rows([row_identity("enrich", poi)])
         return Reply(200, result)
 
     def enrich_batch(self, state: KeyState, raw: bytes) -> Reply:
@@ -224,14 +248,15 @@ class CoreBackend:
         self.require_entitlement(state, "enrichment")
         with self.lock:
             self._require(state, len(req.pois), rid)
+            pois = [p.model_dump() for p in req.pois]
             results = [
-                synth.enrich_outcome(
-                    p.model_dump(), settings=self.settings, now=iso(now), request_id=rid
-                )
-                for p in req.pois
+                synth.enrich_outcome(p, settings=self.settings, now=iso(now), request_id=rid)
+                for p in pois
             ]
             ok = sum(1 for r in results if r["success"])
             state.account.charge(ok, rid, now)
+            billed = zip(pois, results, strict=True)
+            state.account.bill_rows(row_identity("enrich", p) for p, r in billed if r["success"])
         stats = {"total": len(results), "successful": ok, "failed": len(results) - ok}
         body = {
             "success": True,
@@ -253,6 +278,8 @@ class CoreBackend:
         if job.processed:
             billable = job.render(self.settings).billable
         state.account.settle(job.held, billable, job.batch_id, job.completed_at or job.created_at)
+        if billable:
+            state.account.bill_rows(job.billed_rows(self.settings))
         job.settled = True
 
     # --- account ----------------------------------------------------------------------
@@ -269,7 +296,7 @@ class CoreBackend:
                 "customer_id": "cus_"
                 + hashlib.sha256(spec.customer_name.encode()).hexdigest()[:16],
                 "key_hint": spec.hint,
-                "key_created_at": iso(state.created_at),
+                "key_created_at": self.stamp(state.created_at),
                 "customer_name": spec.customer_name,
                 "quota_limit": acct.quota,
                 "current_usage": used,
@@ -283,10 +310,10 @@ class CoreBackend:
                 "credits_per_place": 1,
                 "open_invoices": [],
                 "percentage_used": round(100.0 * used / acct.quota, 4) if acct.quota else 100.0,
-                "reset_date": iso(now)[:8] + "01",
+                "reset_date": self.stamp(now)[:8] + "01",
                 "period": "monthly",
                 "status": spec.status,
-                "validation_timestamp": iso(now),
+                "validation_timestamp": self.stamp(now),
             }
         return Reply(200, body)
 
@@ -294,6 +321,24 @@ class CoreBackend:
         return Reply(200, pricing_card(self.base_url), {"Cache-Control": "public, max-age=300"})
 
     # --- inspection -------------------------------------------------------------------
+
+    def ledger(self) -> dict[str, Any]:
+        """What each key was billed, per request or job (its ref) and per row billed more than
+        once: GET /_sandbox/ledger."""
+        with self.lock:
+            now = self.clock.now()
+            for state in self.keys.values():
+                self._advance(state, now)
+            return {
+                s.spec.hint: {
+                    "credits_by_ref": s.account.credits_by_ref(),
+                    "rows_billed": sum(s.account.rows_billed.values()),
+                    "rows_billed_twice": {
+                        row: s.account.rows_billed[row] for row in s.account.rows_billed_twice()
+                    },
+                }
+                for s in self.keys.values()
+            }
 
     def stats(self) -> dict[str, Any]:
         with self.lock:
@@ -310,6 +355,13 @@ class CoreBackend:
                         "double_charged_refs": sorted(
                             ref for ref, n in s.account.charges_by_ref().items() if n > 1
                         ),
+                        "billed": {
+                            "refs": len(s.account.charges_by_ref()),
+                            "rows": sum(s.account.rows_billed.values()),
+                            "distinct_rows": len(s.account.rows_billed),
+                            "rows_billed_twice": len(twice := s.account.rows_billed_twice()),
+                            "rows_billed_twice_sample": twice[:20],
+                        },
                         "peak_per_second": s.limiter.peak_per_second,
                         "peak_per_minute": s.limiter.peak_per_minute,
                         "rate_limited": s.limiter.rejected,
@@ -326,6 +378,7 @@ class CoreBackend:
                         "expired",
                         "truncated",
                         "corrupted",
+                        "refused_forever",
                     )
                 },
                 "duplicate_submissions": self.duplicate_submissions,

@@ -10,11 +10,22 @@ from dataclasses import dataclass
 from placeflow.emulator.jobs import Fate
 from placeflow.emulator.settings import FaultConfig
 
-REQUEST_FAULTS = ("500", "503", "maintenance", "429", "drop_request", "drop_response", "slow")
+REQUEST_FAULTS = (
+    "500",
+    "503",
+    "503_html",
+    "maintenance",
+    "429",
+    "drop_request",
+    "drop_response",
+    "slow",
+)
 DOWNLOAD_FAULTS = ("truncate", "corrupt", "expire")
-JOB_FAULTS = ("fail", "stall")
+JOB_FAULTS = ("fail", "stall", "fail_midway", "refuse_file")
 DOWNLOAD_ROUTE = "GET /files"
 JOB_ROUTE = "JOB"
+SYNC_ROUTES = frozenset({"POST /v1/validate", "POST /v1/enrich", "POST /v1/enrich-batch"})
+"""The synchronous, charged place routes: no Idempotency-Key, so a lost answer is money."""
 
 
 class Gate:
@@ -99,10 +110,11 @@ class FaultPlan:
     def request_fault(self, route: str) -> str | None:
         c = self.config
         with self._lock:
-            return self._scripted(route) or self._draw(
+            fault = self._scripted(route) or self._draw(
                 (
                     ("maintenance", c.maintenance_rate),
                     ("503", c.error_503_rate),
+                    ("503_html", c.html_503_rate),
                     ("500", c.error_500_rate),
                     ("429", c.extra_429_rate),
                     ("drop_request", c.drop_request_rate),
@@ -110,6 +122,9 @@ class FaultPlan:
                     ("slow", c.slow_rate),
                 )
             )
+            if fault is None and route in SYNC_ROUTES and c.sync_reset_after_rate:
+                fault = self._draw((("drop_response", c.sync_reset_after_rate),))
+            return fault
 
     def download_fault(self, first: bool) -> str | None:
         """Truncation, corruption and expiry strike a file's first download only, so a retry
@@ -127,12 +142,23 @@ class FaultPlan:
                 )
             )
 
-    def job_fate(self) -> Fate:
+    def job_fate(self) -> tuple[Fate, bool]:
+        """A new job's fate, and whether the file origin will refuse its result file forever."""
         c = self.config
         with self._lock:
-            fate = self._scripted(JOB_ROUTE) or self._draw(
-                (("fail", c.job_fail_rate), ("stall", c.job_stall_rate))
+            scripted = self._scripted(JOB_ROUTE)
+            refuse = scripted == "refuse_file"
+            fate = None if refuse else scripted
+            fate = fate or self._draw(
+                (
+                    ("fail", c.job_fail_rate),
+                    ("stall", c.job_stall_rate),
+                    ("fail_midway", c.job_fail_midway_rate),
+                )
             )
-        if fate == "fail":
-            return "fail"
-        return "stall" if fate == "stall" else "normal"
+            if not refuse and c.refuse_file_rate:
+                refuse = self._draw((("refuse_file", c.refuse_file_rate),)) is not None
+        return _FATES.get(fate or "normal", "normal"), refuse
+
+
+_FATES: dict[str, Fate] = {f: f for f in ("normal", "fail", "stall", "fail_midway")}

@@ -19,11 +19,13 @@ from placeflow.api.models import TERMINAL_JOB_STATUSES, JobKind
 from placeflow.emulator.responses import iso
 from placeflow.emulator.synth import SynthSettings, render_job_rows
 
-Fate = Literal["normal", "fail", "stall"]
+Fate = Literal["normal", "fail", "stall", "fail_midway"]
 GZIP_LEVEL = 1
 """Result files favour speed over size: the sandbox must not be what a benchmark measures."""
 STALL_FRACTION = 0.5
-"""A stalled job stops making progress once this share of its rows is processed."""
+"""A stalled job stops making progress once this share of its rows is processed; a job that
+fails midway fails there."""
+MIDWAY_ERROR = "job failed part way: the upstream data provider became unavailable"
 
 
 @dataclass(frozen=True)
@@ -56,10 +58,15 @@ class Job:
     result: ResultFile | None = None
     downloads: int = 0
     total_items: int = 0
+    refuse_file: bool = False
+    """The file origin refuses this job's result file (403) forever."""
+    row_ids: list[str] = field(default_factory=list, repr=False)
+    """Each row's identity, for the ledger of rows billed (see `CreditAccount.bill_rows`)."""
     _body: bytes | None = field(default=None, repr=False)
     _offsets: list[int] = field(default_factory=list, repr=False)
     _failed_upto: list[int] = field(default_factory=list, repr=False)
     _billable_upto: list[int] = field(default_factory=list, repr=False)
+    _bill_flags: bytes = field(default=b"", repr=False)
 
     def __post_init__(self) -> None:
         self.total_items = len(self.pois)
@@ -82,7 +89,15 @@ class Job:
             self._offsets = [0, *accumulate(len(line) + 1 for line in rows.lines)]
             self._failed_upto = [0, *accumulate(1 - ok for ok in rows.succeeded)]
             self._billable_upto = [0, *accumulate(rows.billable)]
+            self._bill_flags = rows.billable
         return self._body
+
+    def billed_rows(self, settings: SynthSettings) -> list[str]:
+        """The identities of the processed rows that are billed."""
+        if not self._bill_flags and self.pois:
+            self._rows(settings)
+        flags = self._bill_flags[: self.processed]
+        return [rid for rid, bill in zip(self.row_ids, flags, strict=False) if bill]
 
     def failed_before(self, n: int, settings: SynthSettings) -> int:
         """How many of the first `n` rows failed (for progress counts)."""
@@ -124,7 +139,7 @@ class JobScheduler:
         assert job.started_at is not None
         if self.rows_per_second is None:
             return job.started_at
-        return job.started_at + job.total / self.rows_per_second
+        return job.started_at + _rows_run(job) / self.rows_per_second
 
     def _processed_at(self, job: Job, t: float) -> int:
         assert job.started_at is not None
@@ -132,7 +147,7 @@ class JobScheduler:
             done = job.total
         else:
             done = min(job.total, math.floor((t - job.started_at) * self.rows_per_second))
-        if job.fate == "stall":
+        if job.fate in ("stall", "fail_midway"):
             done = min(done, math.floor(job.total * STALL_FRACTION))
         return max(0, done)
 
@@ -165,7 +180,10 @@ class JobScheduler:
                 break
             t, job = min(due, key=lambda pair: pair[0])
             job.status = "completed"
-            job.processed = job.total
+            job.processed = _rows_run(job)
+            if job.fate == "fail_midway":
+                job.status = "failed"
+                job.error, job.error_code = MIDWAY_ERROR, "EXTERNAL_API_ERROR"
             job.completed_at = t
             self.freed_at = t
             ended.append(job)
@@ -182,7 +200,7 @@ class JobScheduler:
             return 0.0
         rate = self.rows_per_second
         slots = sorted(
-            max(now, j.started_at + j.total / rate)
+            max(now, j.started_at + _rows_run(j) / rate)
             for j in self.jobs
             if j.status == "running" and j.started_at is not None
         )
@@ -208,3 +226,10 @@ class JobScheduler:
         job.status = "cancelled"
         job.completed_at = now
         return True
+
+
+def _rows_run(job: Job) -> int:
+    """The rows a job processes before it ends: all, or half for one that fails midway."""
+    if job.fate == "fail_midway":
+        return math.floor(job.total * STALL_FRACTION)
+    return job.total

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -33,6 +34,8 @@ class CreditAccount:
     released: int = 0
     held_total: int = 0
     entries: list[LedgerEntry] = field(default_factory=list)
+    rows_billed: Counter[str] = field(default_factory=Counter)
+    """How many times each row (by its identity: kind and id) was billed, by any route."""
 
     @property
     def available(self) -> int:
@@ -68,6 +71,22 @@ class CreditAccount:
     def set_balance(self, available: int) -> None:
         """Sandbox control: make `available` what is spendable now (credits running out)."""
         self.quota = available + self.charged + self.held
+
+    def bill_rows(self, row_ids: Iterable[str]) -> None:
+        """Record the rows a charge paid for (a sync call's successful places, a job's billable
+        rows): a row billed twice, by any route, shows in `rows_billed_twice`."""
+        self.rows_billed.update(row_ids)
+
+    def rows_billed_twice(self) -> list[str]:
+        return sorted(row for row, n in self.rows_billed.items() if n > 1)
+
+    def credits_by_ref(self) -> dict[str, int]:
+        """Credits charged per request or job (its request_id or batch_id)."""
+        out: Counter[str] = Counter()
+        for e in self.entries:
+            if e.kind == "charge":
+                out[e.ref] += e.credits
+        return dict(out)
 
     def charges_by_ref(self) -> Counter[str]:
         """How many charge entries each ref has: a settled job or request has exactly one."""

@@ -38,9 +38,16 @@ class Reply:
 class ServiceError(Exception):
     """An error reply raised from anywhere in the backend and sent as it is."""
 
-    def __init__(self, status: int, body: Any, headers: dict[str, str] | None = None) -> None:
+    def __init__(
+        self,
+        status: int,
+        body: Any,
+        headers: dict[str, str] | None = None,
+        *,
+        raw: bytes | None = None,
+    ) -> None:
         super().__init__(f"{status}: {body}")
-        self.reply = Reply(status, body, headers or {})
+        self.reply = Reply(status, body, headers or {}, raw)
 
 
 def error_response(
@@ -108,3 +115,31 @@ def parse_body(model: type[M], raw: bytes, *, request_id: str, now: float) -> M:
 def http_validation_error(loc: list[str | int], msg: str, type_: str, value: Any) -> ServiceError:
     """422 HTTPValidationError: `{detail: [{loc, msg, type, input}]}`."""
     return ServiceError(422, {"detail": [{"loc": loc, "msg": msg, "type": type_, "input": value}]})
+
+
+_EXTRA = {"x_region": "eu-west-3", "x_trace": {"sampled": False, "hops": ["edge", "api"]}}
+_NESTED = ("progress", "results", "detail", "stats", "meta")
+_ODD_ENUMS = {"period": "rolling_30_days"}
+
+
+def with_unknown_fields(body: Any) -> Any:
+    """`body` with fields the spec never names added (at the top and in nested objects) and
+    enum-like values it never lists where a client keeps them as strings (usage `period`)."""
+    if not isinstance(body, dict):
+        return body
+    out: dict[str, Any] = {**body, **_EXTRA}
+    for name in _NESTED:
+        inner = out.get(name)
+        if isinstance(inner, dict):
+            out[name] = {**inner, "x_note": "unknown to the spec", **_files_extra(inner)}
+    for name, value in _ODD_ENUMS.items():
+        if name in out:
+            out[name] = value
+    return out
+
+
+def _files_extra(inner: dict[str, Any]) -> dict[str, Any]:
+    files = inner.get("files")
+    if not isinstance(files, list):
+        return {}
+    return {"files": [{**f, "storage_class": "STANDARD_IA"} for f in files if isinstance(f, dict)]}

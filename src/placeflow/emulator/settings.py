@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field, fields
 from typing import Any, Literal, Protocol
 
@@ -120,6 +121,38 @@ class FaultConfig:
     """Retry-After sent with injected 429s and 503s."""
     research_unavailable: bool = False
     """Deep research answers with every row abstained and nothing billed."""
+    # --- the other readings of the spec (docs/spec-readings.md), all off by default --------
+    clock_skew_seconds: float = 0.0
+    """Every timestamp the service writes (created_at, expires_at, eta_completion_at, ...) is
+    shifted by this many seconds: the service's clock runs ahead (or behind, negative)."""
+    eta_factor: float = 1.0
+    """eta_seconds and eta_completion_at report the true eta times this: 3 pessimistic,
+    1/3 optimistic (a service whose eta ignores its load)."""
+    finalizing_seconds: float = 0.0
+    """A job whose rows are all processed shows status `finalizing` (a status the spec never
+    names) for this long before `completed`, without results."""
+    null_status_rate: float = 0.0
+    """Share of successful enrich rows whose `status` object comes back with every value null
+    (and no operational_status): the rows the spec's billing rule is ambiguous about."""
+    bill_null_status: bool = True
+    """Whether a bulk enrich row with only an all-null `status` is billed ("non-null status"
+    read as the object, True) or not (read as its values, False)."""
+    refuse_file_rate: float = 0.0
+    """Share of jobs whose result file the file origin refuses (403) forever."""
+    refuse_file_batches: tuple[str, ...] = ()
+    """batch_ids whose result file is refused (403) forever."""
+    idempotency_retention_seconds: float | None = None
+    """How long an Idempotency-Key is remembered (overrides SandboxConfig's; the spec only
+    says "retry promptly"): after it, a replay creates a second job."""
+    sync_reset_after_rate: float = 0.0
+    """Synchronous place calls (validate, enrich, enrich-batch) processed and billed, then the
+    connection dropped before the answer: the answer is lost, the charge is not."""
+    html_503_rate: float = 0.0
+    """503 answered with an HTML page (a proxy's), not the service's JSON error body."""
+    unknown_fields: bool = False
+    """Responses carry fields and enum values the spec never names."""
+    job_fail_midway_rate: float = 0.0
+    """Jobs that fail half way: processed rows billed and published, the rest never run."""
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> FaultConfig:
@@ -127,7 +160,44 @@ class FaultConfig:
         unknown = sorted(set(data) - known)
         if unknown:
             raise ValueError(f"unknown fault setting(s) {unknown}; known: {sorted(known)}")
-        return cls(**data)
+        return cls(**{name: _coerce(name, value) for name, value in data.items()})
+
+    @classmethod
+    def from_pairs(cls, pairs: Sequence[str]) -> FaultConfig:
+        """The CLI form, `name=value` each (``eta_factor=3``, ``unknown_fields=true``,
+        ``refuse_file_batches=job_a,job_b``), each value read as its setting's type."""
+        values: dict[str, str] = {}
+        for pair in pairs:
+            name, sep, value = pair.partition("=")
+            if not sep:
+                raise ValueError(f"--fault takes name=value, not {pair!r}")
+            values[name.strip()] = value.strip()
+        return cls.from_dict(values)
+
+
+_TRUE = ("1", "true", "yes", "on")
+_FALSE = ("0", "false", "no", "off", "")
+
+
+def _coerce(name: str, value: Any) -> Any:
+    """`value` as FaultConfig's setting `name` types it (strings from the CLI or JSON)."""
+    default = getattr(FaultConfig(), name)
+    if name == "idempotency_retention_seconds":
+        return None if value in (None, "", "none") else float(value)
+    if isinstance(default, bool):
+        if isinstance(value, str):
+            if value.lower() not in _TRUE + _FALSE:
+                raise ValueError(f"{name} is true or false, not {value!r}")
+            return value.lower() in _TRUE
+        return bool(value)
+    if isinstance(default, int):
+        return int(float(value))
+    if isinstance(default, float):
+        return float(value)
+    if isinstance(default, tuple):
+        items = value.split(",") if isinstance(value, str) else value
+        return tuple(str(v).strip() for v in items if str(v).strip())
+    return value
 
 
 @dataclass(frozen=True)

@@ -55,6 +55,10 @@ class SynthSettings:
     """A later epoch redraws about 5% more places, so a refresh sees places change."""
     fail_rate: float = 0.01
     """Share of rows that fail (success false, EXTERNAL_API_ERROR); failed rows are free."""
+    null_status_rate: float = 0.0
+    """Share of successful enrich rows whose status object has every value null."""
+    bill_null_status: bool = True
+    """Whether a bulk enrich row whose only non-null part is an all-null status is billed."""
 
 
 @dataclass(frozen=True)
@@ -128,6 +132,8 @@ class _Ctx:
         self.hasher = hashlib.blake2b(digest_size=32, salt=self.salt)  # copied: kwargs are slow
         self.epoch_step = settings.epoch * _EPOCH_STEP
         self.fail_cut = round(min(max(settings.fail_rate, 0.0), 1.0) * 65536)
+        self.null_cut = round(min(max(settings.null_status_rate, 0.0), 1.0) * 256)
+        self.bill_null = settings.bill_null_status
         self.dates = _Dates(now)
         rid, failed = request_id, ("upstream lookup failed", "EXTERNAL_API_ERROR")
         unresolved = ("coordinates could not be resolved to a location; add an address or city",
@@ -224,6 +230,9 @@ def _enrich_line(c: _Ctx, poi: Mapping[str, Any], plan: _Plan) -> tuple[str, boo
     if (h[3] << 8 | h[4]) < c.fail_cut:
         return f'{{"success":false,"id":{idj}{c.e_fail}', False, False
     st, ec, op = _status_fragments(h)
+    null_status = h[30] < c.null_cut  # a status object present, every value in it null
+    if null_status:
+        ec, op = "null", "null"
     parts = []
     any_value, cell, dates, slug, country = False, plan.cell, c.dates, "", g("country")
     exists = st != _NOT_EXISTS  # nothing is found for a place that does not exist
@@ -248,6 +257,8 @@ def _enrich_line(c: _Ctx, poi: Mapping[str, Any], plan: _Plan) -> tuple[str, boo
     line = (f'{{"success":true,"id":{idj},"attributes":{{{",".join(parts)}}},"status":{status},'
             f'"operational_status":{op if plan.open_closed else "null"},"place_summary":{summary}'
             f"{c.e_ok}")
+    if null_status:
+        return line, True, any_value or (plan.existence and c.bill_null)
     return line, True, any_value or plan.existence or plan.open_closed
 
 
