@@ -51,6 +51,8 @@ _RC: dict[Any, Any] = {
     "axes.titleweight": "bold",
 }
 _PROLOGUE = re.compile(r"^.*?(?=<svg)", re.DOTALL)
+WIDTH = 10.5
+"""Figure width in inches: drawn at about its own size in the page's 1,040-pixel column."""
 
 
 @contextmanager
@@ -85,7 +87,7 @@ def funnel(run: Row) -> str:
         ("succeeded", run["succeeded"], "#2e7d32"),
         ("failed", run["failed"], "#6a1b9a"),
     ]
-    with _chart("funnel", 7.5, 2.6) as (fig, out):
+    with _chart("funnel", WIDTH, 2.6) as (fig, out):
         ax = fig.subplots()
         values = [int(v or 0) for _, v, _ in steps]
         bars = ax.barh([s[0] for s in steps], values, color=[s[2] for s in steps])
@@ -106,7 +108,7 @@ def reject_reasons(rejects: list[Row], total: int) -> str:
     if other > 0:
         labels.append("other reasons")
         values.append(other)
-    with _chart("rejects", 7.5, 0.45 + 0.28 * len(values)) as (fig, out):
+    with _chart("rejects", WIDTH, 0.45 + 0.28 * len(values)) as (fig, out):
         ax = fig.subplots()
         bars = ax.barh(labels, values, color="#c62828")
         _label_bars(ax, bars, values)
@@ -131,7 +133,7 @@ def status_mix(outcomes: list[Row], countries: list[str], *, most: int = 12) -> 
     rest = [c for c in countries if c not in shown]
     blank = "all places" if len(shown) == 1 else "no country"
     rows = [c or blank for c in shown] + (["other countries"] if rest else [])
-    with _chart("status", 7.5, 0.9 + 0.3 * len(rows)) as (fig, out):
+    with _chart("status", WIDTH, 0.9 + 0.3 * len(rows)) as (fig, out):
         ax = fig.subplots()
         left = [0] * len(rows)
         for i, status in enumerate(statuses):
@@ -155,7 +157,7 @@ def status_mix(outcomes: list[Row], countries: list[str], *, most: int = 12) -> 
 def confidence(bins: list[Row]) -> str:
     """Histogram of existence confidence in bins of 0.05."""
     counts = {int(r["bin"]): int(r["places"]) for r in bins}
-    with _chart("confidence", 7.5, 2.3) as (fig, out):
+    with _chart("confidence", WIDTH, 2.3) as (fig, out):
         ax = fig.subplots()
         ax.bar(
             [b / 20 for b in range(20)],
@@ -182,7 +184,7 @@ def verdicts(rows: list[Row]) -> str:
         {v for vs in subjects.values() for v in vs},
         key=lambda v: (list(VERDICT_COLOURS).index(v) if v in VERDICT_COLOURS else 99, v),
     )
-    with _chart("verdicts", 7.5, 1.0 + 0.32 * len(order)) as (fig, out):
+    with _chart("verdicts", WIDTH, 1.0 + 0.32 * len(order)) as (fig, out):
         ax = fig.subplots()
         left = [0.0] * len(order)
         for i, name in enumerate(names):
@@ -215,7 +217,7 @@ def credits(run: Row) -> str:
         ("usage delta (service)", run["usage_delta"], "#ef6c00"),
     ]
     shown = [(n, int(v), c) for n, v, c in steps if v is not None]
-    with _chart("credits", 7.5, 2.0) as (fig, out):
+    with _chart("credits", WIDTH, 2.0) as (fig, out):
         ax = fig.subplots()
         values = [v for _, v, _ in shown]
         bars = ax.barh([n for n, _, _ in shown], values, color=[c for _, _, c in shown])
@@ -231,7 +233,7 @@ def credits_per_job(jobs: list[Row]) -> str:
     chunks = [int(j["chunk_no"]) for j in jobs]
     charged = [int(j["charged"]) for j in jobs]
     released = [int(j["released"]) for j in jobs]
-    with _chart("job-credits", 7.5, 2.3) as (fig, out):
+    with _chart("job-credits", WIDTH, 2.3) as (fig, out):
         ax = fig.subplots()
         ax.bar(chunks, charged, color=ACCENT, label="charged", width=0.8)
         ax.bar(chunks, released, bottom=charged, color="#26a69a", label="released", width=0.8)
@@ -249,8 +251,8 @@ def timeline(jobs: list[Row]) -> str:
         ("submitted_s", "finished_s", "on the service", ACCENT),
         ("finished_s", "loaded_s", "fetched and loaded", "#2e7d32"),
     ]
-    height = min(1.2 + 0.16 * len(jobs), 9.0)
-    with _chart("timeline", 7.5, height) as (fig, out):
+    height = min(1.4 + 0.2 * len(jobs), 9.0)
+    with _chart("timeline", WIDTH, height) as (fig, out):
         ax = fig.subplots()
         for label_, (start, end, label, colour) in enumerate(phases):
             spans = [
@@ -267,8 +269,12 @@ def timeline(jobs: list[Row]) -> str:
                 height=0.7,
                 zorder=label_ + 2,
             )
-        ax.yaxis.set_major_locator(MaxNLocator(integer=True))
-        ax.invert_yaxis()
+        numbers = [int(j["chunk_no"]) for j in jobs]
+        if len(numbers) <= 20:
+            ax.set_yticks(numbers)
+        else:
+            ax.yaxis.set_major_locator(MaxNLocator(integer=True))
+        ax.set_ylim(max(numbers) + 0.6, min(numbers) - 0.6)
         ax.set_xlabel("seconds since the run opened")
         ax.set_ylabel("chunk")
         ax.legend(ncols=3, loc="lower center", bbox_to_anchor=(0.5, 1.0), frameon=False, fontsize=8)
@@ -279,7 +285,7 @@ def changes(rows: list[Row]) -> str:
     """Detected changes by kind."""
     kinds = [r["kind"] for r in rows]
     values = [int(r["changes"]) for r in rows]
-    with _chart("changes", 7.5, 0.5 + 0.3 * len(kinds)) as (fig, out):
+    with _chart("changes", WIDTH, 0.5 + 0.3 * len(kinds)) as (fig, out):
         ax = fig.subplots()
         bars = ax.barh(kinds, values, color="#ef6c00")
         _label_bars(ax, bars, values)
@@ -294,13 +300,13 @@ def place_map(points: list[Row]) -> str:
     by_status: dict[str, list[Row]] = {}
     for p in points:
         by_status.setdefault(p["status"], []).append(p)
-    with _chart("map", 7.5, 4.2) as (fig, out):
+    with _chart("map", WIDTH, 5.5) as (fig, out):
         ax = fig.subplots()
         for i, (status, pts) in enumerate(sorted(by_status.items())):
             ax.scatter(
                 [p["longitude"] for p in pts],
                 [p["latitude"] for p in pts],
-                s=6,
+                s=10,
                 color=_colour(status, i),
                 label=f"{status} ({len(pts):,})",
                 linewidths=0,

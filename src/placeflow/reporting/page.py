@@ -171,7 +171,7 @@ def _changes(d: ReportData) -> str:
     total = sum(int(c["changes"]) for c in d.changes)
     rows = [
         (
-            c["detected_at"],
+            c["detected_at"].astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S"),
             c["place_name"] or c["place_key"],
             c["field"],
             c["old_value"],
@@ -184,7 +184,7 @@ def _changes(d: ReportData) -> str:
         f"Changes since the last answer ({total:,})",
         charts.changes(d.changes),
         f"<h3>The first {len(rows)}</h3>",
-        _table(("detected", "place", "field", "was", "now"), rows, set()),
+        _table(("detected (UTC)", "place", "field", "was", "now"), rows, set()),
     )
 
 
