@@ -1,5 +1,9 @@
--- places_latest: the newest outcome of each place_key over all runs (whatever its signature,
--- failed outcomes included), with the enrichment columns (null when the newest is a validation).
+-- places_latest: per place, the latest of each kind of fact. The verdict columns (mode ...
+-- outcome_at) come from the newest successful outcome that answered the verdict (a validation,
+-- or an enrichment that asked for existence or open_closed), else the newest successful one,
+-- else the newest failed one (so a place that only ever failed shows its error). Each enrichment
+-- attribute comes from the newest successful enrichment that asked for it: a validation run does
+-- not hide the phone an enrichment found, nor does a newer failed outcome hide an older value.
 
 create or replace view places_latest as
 
@@ -10,86 +14,121 @@ outcomes as (
 ),
 
 enrichment_rows as (
-    select * from enrichments
+    select
+        *,
+        string_split(coalesce(attributes_requested, ''), ',') as asked
+    from enrichments
 ),
 
-newest as (
+verdicts as (
     select *
     from outcomes
     qualify row_number() over (
         partition by place_key
-        order by outcome_at desc, run_id desc, mode
+        order by
+            case
+                when success and (
+                    mode = 'validate'
+                    or list_has_any(signature_attributes(signature), ['existence', 'open_closed'])
+                ) then 0
+                when success then 1
+                else 2
+            end,
+            outcome_at desc,
+            run_id desc,
+            mode
     ) = 1
+),
+
+latest_attributes as (
+    select
+        place_key,
+        arg_max(attributes_requested, (success, loaded_at, run_id)) as attributes_requested,
+        arg_max(place_summary, (loaded_at, run_id))
+            filter (where success and place_summary is not null) as place_summary,
+        arg_max({'opening_hours_value': opening_hours_value, 'opening_hours_confidence': opening_hours_confidence, 'opening_hours_as_of': opening_hours_as_of, 'opening_hours_status': opening_hours_status}, (loaded_at, run_id))
+            filter (where success and list_contains(asked, 'opening_hours')) as opening_hours,
+        arg_max({'phone_value': phone_value, 'phone_confidence': phone_confidence, 'phone_as_of': phone_as_of, 'phone_status': phone_status, 'phone_number': phone_number}, (loaded_at, run_id))
+            filter (where success and list_contains(asked, 'phone')) as phone,
+        arg_max({'website_value': website_value, 'website_confidence': website_confidence, 'website_as_of': website_as_of, 'website_status': website_status, 'website_url': website_url}, (loaded_at, run_id))
+            filter (where success and list_contains(asked, 'website')) as website,
+        arg_max({'facebook_value': facebook_value, 'facebook_confidence': facebook_confidence, 'facebook_as_of': facebook_as_of, 'facebook_status': facebook_status, 'facebook_url': facebook_url, 'facebook_handle': facebook_handle}, (loaded_at, run_id))
+            filter (where success and list_contains(asked, 'facebook')) as facebook,
+        arg_max({'instagram_value': instagram_value, 'instagram_confidence': instagram_confidence, 'instagram_as_of': instagram_as_of, 'instagram_status': instagram_status, 'instagram_url': instagram_url, 'instagram_handle': instagram_handle}, (loaded_at, run_id))
+            filter (where success and list_contains(asked, 'instagram')) as instagram,
+        arg_max({'tiktok_value': tiktok_value, 'tiktok_confidence': tiktok_confidence, 'tiktok_as_of': tiktok_as_of, 'tiktok_status': tiktok_status, 'tiktok_url': tiktok_url, 'tiktok_handle': tiktok_handle}, (loaded_at, run_id))
+            filter (where success and list_contains(asked, 'tiktok')) as tiktok,
+        arg_max({'email_value': email_value, 'email_confidence': email_confidence, 'email_as_of': email_as_of, 'email_status': email_status, 'email_address': email_address}, (loaded_at, run_id))
+            filter (where success and list_contains(asked, 'email')) as email
+    from enrichment_rows
+    group by place_key
 ),
 
 final as (
     select
-        newest.place_key,
-        newest.mode,
-        newest.signature,
-        newest.run_id,
-        newest.success,
-        newest.operational_status,
-        newest.existence_confidence,
-        newest.closure_confidence,
-        newest.closure_reason,
-        newest.error,
-        newest.error_code,
-        newest.service_at,
-        newest.outcome_at,
-        enrichment_rows.attributes_requested,
-        enrichment_rows.place_summary,
-        enrichment_rows.opening_hours_value,
-        enrichment_rows.opening_hours_confidence,
-        enrichment_rows.opening_hours_as_of,
-        enrichment_rows.opening_hours_status,
-        enrichment_rows.phone_value,
-        enrichment_rows.phone_confidence,
-        enrichment_rows.phone_as_of,
-        enrichment_rows.phone_status,
-        enrichment_rows.website_value,
-        enrichment_rows.website_confidence,
-        enrichment_rows.website_as_of,
-        enrichment_rows.website_status,
-        enrichment_rows.facebook_value,
-        enrichment_rows.facebook_confidence,
-        enrichment_rows.facebook_as_of,
-        enrichment_rows.facebook_status,
-        enrichment_rows.instagram_value,
-        enrichment_rows.instagram_confidence,
-        enrichment_rows.instagram_as_of,
-        enrichment_rows.instagram_status,
-        enrichment_rows.tiktok_value,
-        enrichment_rows.tiktok_confidence,
-        enrichment_rows.tiktok_as_of,
-        enrichment_rows.tiktok_status,
-        enrichment_rows.email_value,
-        enrichment_rows.email_confidence,
-        enrichment_rows.email_as_of,
-        enrichment_rows.email_status,
-        enrichment_rows.phone_number,
-        enrichment_rows.website_url,
-        enrichment_rows.facebook_url,
-        enrichment_rows.facebook_handle,
-        enrichment_rows.instagram_url,
-        enrichment_rows.instagram_handle,
-        enrichment_rows.tiktok_url,
-        enrichment_rows.tiktok_handle,
-        enrichment_rows.email_address
-    from newest
-    left join enrichment_rows
-        on newest.mode = 'enrich'
-        and newest.run_id = enrichment_rows.run_id
-        and newest.place_key = enrichment_rows.place_key
+        verdicts.place_key,
+        verdicts.mode,
+        verdicts.signature,
+        verdicts.run_id,
+        verdicts.success,
+        verdicts.operational_status,
+        verdicts.existence_confidence,
+        verdicts.closure_confidence,
+        verdicts.closure_reason,
+        verdicts.error,
+        verdicts.error_code,
+        verdicts.service_at,
+        verdicts.outcome_at,
+        latest_attributes.attributes_requested,
+        latest_attributes.place_summary,
+        latest_attributes.opening_hours.opening_hours_value as opening_hours_value,
+        latest_attributes.opening_hours.opening_hours_confidence as opening_hours_confidence,
+        latest_attributes.opening_hours.opening_hours_as_of as opening_hours_as_of,
+        latest_attributes.opening_hours.opening_hours_status as opening_hours_status,
+        latest_attributes.phone.phone_value as phone_value,
+        latest_attributes.phone.phone_confidence as phone_confidence,
+        latest_attributes.phone.phone_as_of as phone_as_of,
+        latest_attributes.phone.phone_status as phone_status,
+        latest_attributes.website.website_value as website_value,
+        latest_attributes.website.website_confidence as website_confidence,
+        latest_attributes.website.website_as_of as website_as_of,
+        latest_attributes.website.website_status as website_status,
+        latest_attributes.facebook.facebook_value as facebook_value,
+        latest_attributes.facebook.facebook_confidence as facebook_confidence,
+        latest_attributes.facebook.facebook_as_of as facebook_as_of,
+        latest_attributes.facebook.facebook_status as facebook_status,
+        latest_attributes.instagram.instagram_value as instagram_value,
+        latest_attributes.instagram.instagram_confidence as instagram_confidence,
+        latest_attributes.instagram.instagram_as_of as instagram_as_of,
+        latest_attributes.instagram.instagram_status as instagram_status,
+        latest_attributes.tiktok.tiktok_value as tiktok_value,
+        latest_attributes.tiktok.tiktok_confidence as tiktok_confidence,
+        latest_attributes.tiktok.tiktok_as_of as tiktok_as_of,
+        latest_attributes.tiktok.tiktok_status as tiktok_status,
+        latest_attributes.email.email_value as email_value,
+        latest_attributes.email.email_confidence as email_confidence,
+        latest_attributes.email.email_as_of as email_as_of,
+        latest_attributes.email.email_status as email_status,
+        latest_attributes.phone.phone_number as phone_number,
+        latest_attributes.website.website_url as website_url,
+        latest_attributes.facebook.facebook_url as facebook_url,
+        latest_attributes.facebook.facebook_handle as facebook_handle,
+        latest_attributes.instagram.instagram_url as instagram_url,
+        latest_attributes.instagram.instagram_handle as instagram_handle,
+        latest_attributes.tiktok.tiktok_url as tiktok_url,
+        latest_attributes.tiktok.tiktok_handle as tiktok_handle,
+        latest_attributes.email.email_address as email_address
+    from verdicts
+    left join latest_attributes on verdicts.place_key = latest_attributes.place_key
 )
 
 select * from final;
 
-comment on view places_latest is 'The newest outcome of each place over all runs, with the enrichment attribute columns (null when the newest is a validation).';
+comment on view places_latest is 'Per place, the latest of each kind of fact: the newest verdict (successful outcomes before failed ones) and, per enrichment attribute, the newest successful enrichment that asked for it.';
 comment on column places_latest.place_key is 'The place.';
-comment on column places_latest.mode is 'validate or enrich: the table the outcome comes from.';
+comment on column places_latest.mode is 'validate or enrich: the kind of the verdict''s outcome.';
 comment on column places_latest.signature is 'The signature of the run that produced the outcome (mode|attributes|summary).';
-comment on column places_latest.run_id is 'The run that produced the outcome.';
+comment on column places_latest.run_id is 'The run whose outcome gave the verdict.';
 comment on column places_latest.success is 'Whether the service answered the place.';
 comment on column places_latest.operational_status is 'open, closed, unknown, not_exists, or an unfamiliar value kept as sent.';
 comment on column places_latest.existence_confidence is 'Confidence 0-1 that the place ever existed.';
@@ -99,42 +138,42 @@ comment on column places_latest.error is 'The service''s error message for a fai
 comment on column places_latest.error_code is 'The service''s error_code for a failed row.';
 comment on column places_latest.service_at is 'The service''s own timestamp of the outcome (validation_timestamp or enrichment_timestamp).';
 comment on column places_latest.outcome_at is 'When placeflow loaded the outcome; freshness is measured from it.';
-comment on column places_latest.attributes_requested is 'The attributes the enrich request asked for; null for a validation.';
+comment on column places_latest.attributes_requested is 'The attributes the newest successful enrichment asked for (else the newest failed one); null when never enriched.';
 comment on column places_latest.place_summary is 'Short summary of the place (enrich with include_summary); null otherwise.';
-comment on column places_latest.opening_hours_value is 'opening_hours value as JSON; null for a validation or when not found.';
+comment on column places_latest.opening_hours_value is 'opening_hours value as JSON; from the newest successful enrichment that asked for it; null when not found or never asked.';
 comment on column places_latest.opening_hours_confidence is 'Confidence in opening_hours: high, medium, low.';
 comment on column places_latest.opening_hours_as_of is 'Date the opening_hours value was last seen to hold.';
 comment on column places_latest.opening_hours_status is 'Cell status of opening_hours (response_format cell).';
-comment on column places_latest.phone_value is 'phone value as JSON; null for a validation or when not found.';
+comment on column places_latest.phone_value is 'phone value as JSON; from the newest successful enrichment that asked for it; null when not found or never asked.';
 comment on column places_latest.phone_confidence is 'Confidence in phone: high, medium, low.';
 comment on column places_latest.phone_as_of is 'Date the phone value was last seen to hold.';
 comment on column places_latest.phone_status is 'Cell status of phone (response_format cell).';
-comment on column places_latest.website_value is 'website value as JSON; null for a validation or when not found.';
+comment on column places_latest.website_value is 'website value as JSON; from the newest successful enrichment that asked for it; null when not found or never asked.';
 comment on column places_latest.website_confidence is 'Confidence in website: high, medium, low.';
 comment on column places_latest.website_as_of is 'Date the website value was last seen to hold.';
 comment on column places_latest.website_status is 'Cell status of website (response_format cell).';
-comment on column places_latest.facebook_value is 'facebook value as JSON; null for a validation or when not found.';
+comment on column places_latest.facebook_value is 'facebook value as JSON; from the newest successful enrichment that asked for it; null when not found or never asked.';
 comment on column places_latest.facebook_confidence is 'Confidence in facebook: high, medium, low.';
 comment on column places_latest.facebook_as_of is 'Date the facebook value was last seen to hold.';
 comment on column places_latest.facebook_status is 'Cell status of facebook (response_format cell).';
-comment on column places_latest.instagram_value is 'instagram value as JSON; null for a validation or when not found.';
+comment on column places_latest.instagram_value is 'instagram value as JSON; from the newest successful enrichment that asked for it; null when not found or never asked.';
 comment on column places_latest.instagram_confidence is 'Confidence in instagram: high, medium, low.';
 comment on column places_latest.instagram_as_of is 'Date the instagram value was last seen to hold.';
 comment on column places_latest.instagram_status is 'Cell status of instagram (response_format cell).';
-comment on column places_latest.tiktok_value is 'tiktok value as JSON; null for a validation or when not found.';
+comment on column places_latest.tiktok_value is 'tiktok value as JSON; from the newest successful enrichment that asked for it; null when not found or never asked.';
 comment on column places_latest.tiktok_confidence is 'Confidence in tiktok: high, medium, low.';
 comment on column places_latest.tiktok_as_of is 'Date the tiktok value was last seen to hold.';
 comment on column places_latest.tiktok_status is 'Cell status of tiktok (response_format cell).';
-comment on column places_latest.email_value is 'email value as JSON; null for a validation or when not found.';
+comment on column places_latest.email_value is 'email value as JSON; from the newest successful enrichment that asked for it; null when not found or never asked.';
 comment on column places_latest.email_confidence is 'Confidence in email: high, medium, low.';
 comment on column places_latest.email_as_of is 'Date the email value was last seen to hold.';
 comment on column places_latest.email_status is 'Cell status of email (response_format cell).';
-comment on column places_latest.phone_number is 'The phone number. Null for a validation.';
-comment on column places_latest.website_url is 'The website URL. Null for a validation.';
-comment on column places_latest.facebook_url is 'The facebook page URL. Null for a validation.';
-comment on column places_latest.facebook_handle is 'The facebook handle. Null for a validation.';
-comment on column places_latest.instagram_url is 'The instagram URL. Null for a validation.';
-comment on column places_latest.instagram_handle is 'The instagram handle. Null for a validation.';
-comment on column places_latest.tiktok_url is 'The tiktok URL. Null for a validation.';
-comment on column places_latest.tiktok_handle is 'The tiktok handle. Null for a validation.';
-comment on column places_latest.email_address is 'The email address. Null for a validation.';
+comment on column places_latest.phone_number is 'The phone number. From the newest successful enrichment that asked for it.';
+comment on column places_latest.website_url is 'The website URL. From the newest successful enrichment that asked for it.';
+comment on column places_latest.facebook_url is 'The facebook page URL. From the newest successful enrichment that asked for it.';
+comment on column places_latest.facebook_handle is 'The facebook handle. From the newest successful enrichment that asked for it.';
+comment on column places_latest.instagram_url is 'The instagram URL. From the newest successful enrichment that asked for it.';
+comment on column places_latest.instagram_handle is 'The instagram handle. From the newest successful enrichment that asked for it.';
+comment on column places_latest.tiktok_url is 'The tiktok URL. From the newest successful enrichment that asked for it.';
+comment on column places_latest.tiktok_handle is 'The tiktok handle. From the newest successful enrichment that asked for it.';
+comment on column places_latest.email_address is 'The email address. From the newest successful enrichment that asked for it.';
