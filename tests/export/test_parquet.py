@@ -68,10 +68,11 @@ def test_second_export_sends_nothing_then_only_changes(db: Path, tmp_path: Path)
     _, rows = read_files(dest, "places_latest", list(table.files))
     assert [r[0] for r in rows] == [f"pk{i:07d}" for i in range(30, 45)]
     with duckdb.connect() as con2:
+        files = f"read_parquet('{dest}/places_latest/*/*.parquet', hive_partitioning = false)"
         newest = con2.execute(
-            f"select * exclude (rn) from (select *, row_number() over (partition by place_key"
-            f" order by outcome_at desc) as rn from read_parquet('{dest}/places_latest/*/*.parquet',"
-            f" hive_partitioning = false)) where rn = 1 order by place_key").fetchall()
+            "select * exclude (rn) from (select *, row_number() over (partition by place_key"
+            f" order by outcome_at desc) as rn from {files}) where rn = 1 order by place_key"
+        ).fetchall()
     assert newest == warehouse_rows(db, "places_latest")[1]
 
 

@@ -1,0 +1,54 @@
+"""`placeflow export` through its argparse wiring: output, exit codes, and the password kept
+out of everything it prints, records and writes."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import duckdb
+import pytest
+
+from placeflow.export_cli import run
+from tests.pgserver import PgServer
+
+
+def test_cli_json_and_password_never_shown(db: Path, pg_db: PgServer, tmp_path: Path,
+                                           capsys: pytest.CaptureFixture[str],
+                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    """With the password in PGPASSWORD or in the URL it works, and the password appears in no
+    output, no warehouse row and no error; a wrong one fails with exit code 1, redacted."""
+    monkeypatch.setenv("PGPASSWORD", pg_db.password)
+    assert run(["export", "--db", str(db), "--to", pg_db.url(), "--tables",
+                "places_latest,runs", "--json"]) == 0
+    first = json.loads(capsys.readouterr().out)
+    assert first["rows"] > 0 and first["exit_code"] == 0
+    assert first["destination"] == pg_db.url()
+    monkeypatch.delenv("PGPASSWORD")
+    assert run(["export", "--db", str(db), "--to", pg_db.url(with_password=True),
+                "--tables", "places_latest"]) == 0
+    text = capsys.readouterr()
+    assert "places_latest: 0 rows" in text.out
+    wrong = pg_db.url().replace(f"{pg_db.user}@", f"{pg_db.user}:Wr0ngButSecret%21@")
+    assert run(["export", "--db", str(db), "--to", wrong, "--tables", "runs"]) == 1
+    failed = capsys.readouterr()
+    assert "password authentication failed" in failed.err
+    with duckdb.connect(str(db), read_only=True) as con:
+        recorded = con.execute("select * from export_state union all by name"
+                               " select * from export_log").fetchall()
+    shown = first | {"out": text.out + text.err + failed.out + failed.err,
+                     "recorded": repr(recorded)}
+    assert pg_db.password not in json.dumps(shown, default=str)
+    assert "Wr0ngButSecret" not in json.dumps(shown, default=str)
+
+
+def test_cli_parquet_text_and_bad_arguments(db: Path, tmp_path: Path,
+                                            capsys: pytest.CaptureFixture[str]) -> None:
+    """A file:// export prints a line per table; an unknown table or a missing warehouse is
+    exit code 2."""
+    dest = (tmp_path / "lake").as_uri()
+    assert run(["export", "--db", str(db), "--to", dest, "--tables", "places_latest"]) == 0
+    assert "places_latest: 120 rows in places_latest/export_date=" in capsys.readouterr().out
+    assert run(["export", "--db", str(db), "--to", dest, "--tables", "nowhere"]) == 2
+    assert "cannot export nowhere" in capsys.readouterr().err
+    assert run(["export", "--db", str(tmp_path / "none.duckdb"), "--to", dest]) == 2
