@@ -129,7 +129,11 @@ def duplicate(rng: random.Random, base: dict[str, Any]) -> dict[str, Any]:
             for plain, accented in ACCENTS.items():
                 name = name.replace(plain, accented) if plain in name else name
             d["name"] = _fold(name) if name == d["name"] else name
-            d["name"] = d["name"].replace(" and ", " & ") if " and " in d["name"] else d["name"].replace(" & ", " and ")
+            d["name"] = (
+                d["name"].replace(" and ", " & ")
+                if " and " in d["name"]
+                else d["name"].replace(" & ", " and ")
+            )
         elif op == 2:
             d["name"] = _typo(rng, d["name"])
         elif op == 3:
@@ -140,12 +144,16 @@ def duplicate(rng: random.Random, base: dict[str, Any]) -> dict[str, Any]:
             d["street"] = _swap_words(rng, d["street"])
         elif op == 6 and d["street"]:
             suite = f"Suite {rng.randrange(100, 900)}"
-            d["street"] = f"{suite}, {d['street']}" if rng.random() < 0.5 else f"{d['street']} {suite}"
+            d["street"] = (
+                f"{suite}, {d['street']}" if rng.random() < 0.5 else f"{d['street']} {suite}"
+            )
         elif op == 7:
             if d["phone"]:
                 d["phone"] = _phone(rng, d["phone"])
             if d["postcode"]:
-                d["postcode"] = rng.choice([d["postcode"].lstrip("0") or "0", d["postcode"] + "-1234"])
+                d["postcode"] = rng.choice(
+                    [d["postcode"].lstrip("0") or "0", d["postcode"] + "-1234"]
+                )
         elif op == 8 and d["latitude"] is not None:
             if rng.random() < 0.3:
                 d["latitude"] = d["longitude"] = None
@@ -165,7 +173,9 @@ def near_miss(rng: random.Random, base: dict[str, Any], cities: list[str]) -> di
         head, _, rest = street.partition(" ")
         if head.isdigit() and rng.random() < 0.6:
             d["street"] = f"{int(head) + rng.randrange(2, 400, 2)} {rest}"
-            d["phone"] = f"{rng.randrange(200, 999)}-{rng.randrange(200, 999)}-{rng.randrange(1000, 9999)}"
+            d["phone"] = (
+                f"{rng.randrange(200, 999)}-{rng.randrange(200, 999)}-{rng.randrange(1000, 9999)}"
+            )
             return d
         d["city"] = rng.choice([c for c in cities if c != base["city"]])
         d["postcode"] = f"{rng.randrange(0, 99999):05d}"
@@ -283,7 +293,7 @@ def restaurants(out: Path, *, threshold: float) -> dict[str, int]:
     for phone in (True, False):
         grouped, _info = groups(records, threshold=threshold, phone=phone)
         label = "with_phone" if phone else "without_phone"
-        counts[f"exact_pairs"] = len(_pairs(grouped, "place_key"))
+        counts["exact_pairs"] = len(_pairs(grouped, "place_key"))
         pairs = _pairs(grouped, "group")
         cross = [(a, b) for a, b in pairs if raw["guide"][a] != raw["guide"][b]]
         counts[f"pairs_{label}"] = len(pairs)
@@ -293,7 +303,8 @@ def restaurants(out: Path, *, threshold: float) -> dict[str, int]:
     rows = raw.select("row_ord", "guide", "id", "name", "addr", "city", "phone")
     left = pl.DataFrame(written, schema=["a", "b"], orient="row")
     table = left.join(rows.rename(lambda c: f"{c}_a"), left_on="a", right_on="row_ord_a").join(
-        rows.rename(lambda c: f"{c}_b"), left_on="b", right_on="row_ord_b")
+        rows.rename(lambda c: f"{c}_b"), left_on="b", right_on="row_ord_b"
+    )
     table.drop("a", "b").write_csv(out)
     return counts
 
@@ -307,14 +318,18 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--no-write", action="store_true")
     args = p.parse_args(argv)
     records = build(args.seed, args.airports)
-    results = {phone: score(records, threshold=args.threshold, phone=phone) for phone in (False, True)}
+    results = {
+        phone: score(records, threshold=args.threshold, phone=phone) for phone in (False, True)
+    }
     for phone, r in results.items():
         for name in ("exact", "fuzzy"):
             m = r[name]
             print(f"phone={phone} {name}: precision {m['precision']:.4f} recall {m['recall']:.4f}"
                   f" ({m['correct']}/{m['predicted']} predicted, {r['true_pairs']} true)")  # fmt: skip
         print("  false pairs:", r["fuzzy"]["false"][:10], r["info"])
-    counts = restaurants(ROOT / "bench" / "work" / "restaurant_matches.csv", threshold=args.threshold)
+    counts = restaurants(
+        ROOT / "bench" / "work" / "restaurant_matches.csv", threshold=args.threshold
+    )
     print("restaurants:", counts)
     if not args.no_write:
         from matching_report import write_eval_section  # bench/ sibling

@@ -15,7 +15,11 @@ def replace_section(path: Path, name: str, body: str) -> None:
     block = f"{start}\n{body.rstrip()}\n{end}\n"
     text = path.read_text(encoding="utf-8") if path.exists() else ""
     pattern = re.compile(re.escape(start) + r".*?" + re.escape(end) + r"\n?", re.S)
-    text = pattern.sub(lambda _: block, text) if pattern.search(text) else text.rstrip() + "\n\n" + block
+    text = (
+        pattern.sub(lambda _: block, text)
+        if pattern.search(text)
+        else text.rstrip() + "\n\n" + block
+    )
     path.write_text(text, encoding="utf-8")
 
 

@@ -34,7 +34,9 @@ def _places(*rows: dict[str, Any]) -> pl.DataFrame:
 def _merged(places: pl.DataFrame, **kw: Any) -> set[tuple[int, int]]:
     matched, _ = fuzzy_match(places, **kw)
     by_key = dict(zip(places["place_key"], places["row_ord"], strict=True))
-    return {(by_key[k], by_key[c]) for k, c in matched.select("place_key", "cluster_key").iter_rows()}
+    return {
+        (by_key[k], by_key[c]) for k, c in matched.select("place_key", "cluster_key").iter_rows()
+    }
 
 
 DINER = {"poi_name": "Joe's Diner", "street": "120 Main Street", "city": "Springfield",
@@ -73,7 +75,9 @@ def test_places_far_apart_never_merge() -> None:
 
 def test_chained_matches_never_join_different_numbers() -> None:
     """A place without a number matching two numbered ones does not join those two."""
-    places = _places(DINER, {**DINER, "street": "Main Street"}, {**DINER, "street": "122 Main Street"})
+    places = _places(
+        DINER, {**DINER, "street": "Main Street"}, {**DINER, "street": "122 Main Street"}
+    )
     pairs = _merged(places)
     clusters: dict[int, set[int]] = {}
     for member, rep in pairs:
@@ -92,7 +96,9 @@ def test_not_a_match_pairs_are_respected() -> None:
 
 
 def _eval_module() -> Any:
-    spec = importlib.util.spec_from_file_location("matching_eval", ROOT / "bench" / "matching_eval.py")
+    spec = importlib.util.spec_from_file_location(
+        "matching_eval", ROOT / "bench" / "matching_eval.py"
+    )
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     sys.modules["matching_eval"] = module

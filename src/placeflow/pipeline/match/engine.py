@@ -194,14 +194,14 @@ def _apart_ids(not_a_match: pl.DataFrame | None, ids: pl.DataFrame) -> pl.DataFr
     schema = {"a": pl.Int64, "b": pl.Int64}
     if not_a_match is None or not_a_match.height == 0:
         return pl.DataFrame(schema=schema)
-    pairs = not_a_match.select(
-        pl.col("place_key_a").alias("ka"), pl.col("place_key_b").alias("kb")
-    )
+    pairs = not_a_match.select(pl.col("place_key_a").alias("ka"), pl.col("place_key_b").alias("kb"))
     by_key = ids.select("place_key", "match_id")
     one = pairs.join(by_key.rename({"place_key": "ka", "match_id": "a"}), on="ka").join(
         by_key.rename({"place_key": "kb", "match_id": "b"}), on="kb"
     )
-    both = pl.concat([one.select("a", "b"), one.select(pl.col("b").alias("a"), pl.col("a").alias("b"))])
+    both = pl.concat(
+        [one.select("a", "b"), one.select(pl.col("b").alias("a"), pl.col("a").alias("b"))]
+    )
     return both.unique().cast(schema)  # type: ignore[arg-type]
 
 
@@ -250,6 +250,7 @@ def fuzzy_match(
         .sort(["match_id_l", "match_probability", "match_id_r"], descending=[False, True, False])
         .unique("match_id_l", keep="first")
     )
+
     def named(column: str, alias: str) -> pl.DataFrame:
         return ids.rename({"match_id": column, "place_key": alias})
 

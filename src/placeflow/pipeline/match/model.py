@@ -28,7 +28,6 @@ FAR_KM = 0.5
 """Places farther apart than this (both with coordinates) are never merged."""
 
 
-
 def _km2(template: str) -> str:
     """Squared distance in km between a pair's coordinates (flat-earth: exact enough below
     5 km); `template` names a column of a side, e.g. "{side}.{col}" or "{col}_{side}"."""
@@ -157,4 +156,12 @@ def settings() -> dict[str, Any]:
     return copied
 
 
-__all__ = ["FAR_KM", "HARD_RULES", "NAMES_ALIKE", "MODEL_PATH", "blocking_rules", "comparisons", "settings"]
+__all__ = [
+    "FAR_KM",
+    "HARD_RULES",
+    "MODEL_PATH",
+    "NAMES_ALIKE",
+    "blocking_rules",
+    "comparisons",
+    "settings",
+]
