@@ -1,0 +1,133 @@
+"""Warehouse-load throughput at 1M places_latest rows, beside bare baselines.
+
+Builds a warehouse of N places (tests/export/dataset.py), starts a throwaway PostgreSQL
+(tests/pgserver.py), and times, each on the same warehouse:
+
+- Parquet: `placeflow.export` to a fresh directory, against a bare DuckDB
+  `COPY (select * from places_latest) TO '...' (FORMAT parquet, COMPRESSION zstd)`;
+- PostgreSQL: `placeflow.export` to a fresh database (ADBC COPY into staging, upsert), against a
+  bare `COPY places_latest FROM STDIN` through psql of DuckDB's CSV of the same rows into a table
+  of the same types and primary key.
+
+Writes its own section of bench/RESULTS.md (replaced on each run).
+
+    python3 -m uv run --frozen python bench/export_bench.py [--rows 1000000]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+import duckdb  # noqa: E402
+
+from placeflow.export import TABLES, export, plan_table  # noqa: E402
+from placeflow.exporters.postgres import pg_type  # noqa: E402
+from placeflow.redact import Secret  # noqa: E402
+from placeflow.warehouse import connect  # noqa: E402
+from tests.export.dataset import build  # noqa: E402
+from tests.pgserver import start  # noqa: E402
+
+BEGIN, END = "<!-- export_bench:begin -->", "<!-- export_bench:end -->"
+
+
+def timed(fn: object) -> float:
+    t = time.perf_counter()
+    fn()  # type: ignore[operator]
+    return time.perf_counter() - t
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--rows", type=int, default=1_000_000)
+    args = parser.parse_args()
+    work = Path(tempfile.mkdtemp(prefix="placeflow-export-bench-"))
+    db = work / "warehouse.duckdb"
+    con = connect(db)
+    build(con, args.rows)
+    rows = con.execute("select count(*) from places_latest").fetchall()[0][0]
+    con.close()
+
+    def bare_parquet() -> None:
+        with duckdb.connect(str(db)) as c:
+            c.execute(f"copy (select * from places_latest) to '{work}/bare.parquet'"
+                      " (format parquet, compression zstd)")
+
+    pq_bare = timed(bare_parquet)
+    pq_ours = timed(lambda: export(db, str(work / "lake"), ["places_latest"]))
+
+    with start(settings={"max_wal_size": "'4GB'"}) as pg:
+        pg.psql("create database bare")
+        pg.psql("create database ours")
+        with duckdb.connect(str(db)) as c:
+            plan = plan_table(c, TABLES["places_latest"], None)
+        cols = ", ".join(f'"{col.name}" {pg_type(col.duck_type)}' for col in plan.columns)
+        csv = work / "places.csv"
+
+        def bare_pg() -> None:
+            with duckdb.connect(str(db)) as c:
+                c.execute(f"copy (select * from places_latest) to '{csv}' (format csv,"
+                          " header false)")
+            env = {**os.environ, "PGPASSWORD": pg.password}
+            subprocess.run(
+                ["psql", "-X", "-q", "-v", "ON_ERROR_STOP=1", "-h", pg.host, "-p", str(pg.port),
+                 "-U", pg.user, "-d", "bare", "-c",
+                 f"create table places_latest ({cols}, primary key (place_key))", "-c",
+                 f"\\copy places_latest from '{csv}' with (format csv)"],
+                env=env, check=True)
+
+        pg_bare = timed(bare_pg)
+        url = pg.url().rsplit("/", 1)[0] + "/ours"
+        pg_ours = timed(lambda: export(db, url, ["places_latest"],
+                                       password=Secret(pg.password)))
+        landed = pg.psql("select count(*) from places_latest").strip()
+    shutil.rmtree(work, ignore_errors=True)
+
+    lines = [
+        BEGIN,
+        "## Warehouse export (bench/export_bench.py)",
+        "",
+        f"`python3 -m uv run --frozen python bench/export_bench.py --rows {args.rows}` on"
+        f" {platform.machine()}, {os.cpu_count()} cores, {datetime.now(UTC):%Y-%m-%d %H:%M} UTC;"
+        f" places_latest of {rows:,} rows (synthetic enrichments: JSON opening hours, contacts,"
+        " dates, timestamps); first export (everything) to an empty destination. PostgreSQL"
+        " runs with fsync off (a throwaway server; both sides alike).",
+        "",
+        "| destination | bare baseline | placeflow export | x baseline | rows/s (placeflow) |",
+        "|---|---:|---:|---:|---:|",
+        f"| Parquet (zstd) | {pq_bare:.2f} s (DuckDB `COPY ... TO parquet`) | {pq_ours:.2f} s"
+        f" | {pq_ours / pq_bare:.2f} | {rows / pq_ours:,.0f} |",
+        f"| PostgreSQL ({landed} rows landed) | {pg_bare:.2f} s (DuckDB CSV + psql `COPY FROM"
+        f" STDIN`) | {pg_ours:.2f} s | {pg_ours / pg_bare:.2f} | {rows / pg_ours:,.0f} |",
+        "",
+        f"Target: within 2x of the baseline. Parquet"
+        f" {'**met**' if pq_ours <= 2 * pq_bare else '**missed**'}, PostgreSQL"
+        f" {'**met**' if pg_ours <= 2 * pg_bare else '**missed**'}.",
+        END,
+    ]
+    results = ROOT / "bench" / "RESULTS.md"
+    text = results.read_text(encoding="utf-8") if results.exists() else ""
+    section = "\n".join(lines)
+    pattern = re.compile(re.escape(BEGIN) + ".*?" + re.escape(END), re.S)
+    if pattern.search(text):
+        text = pattern.sub(lambda _: section, text)
+    else:
+        text = text.rstrip() + "\n\n" + section + "\n"
+    results.write_text(text, encoding="utf-8")
+    print(section)
+
+
+if __name__ == "__main__":
+    main()
