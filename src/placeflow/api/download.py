@@ -131,7 +131,8 @@ def download_result(
     max_refreshes: int = 3,
     max_decompressed_bytes: int = DEFAULT_MAX_DECOMPRESSED,
 ) -> VerifiedFile:
-    """Download and verify the result file of a completed (or cancelled) job into `dest_dir`.
+    """Download and verify the result file of a completed job into `dest_dir` (or of a job
+    cancelled or failed part way whose processed rows the service published).
 
     Returns the verified file, named ``{batch_id}.jsonl.gz``. Raises `ResultUnavailable`,
     `ResultVerificationError` or `ResultTooLarge`; a partial file is never left behind.
@@ -228,7 +229,8 @@ def _hint(meta: JobResultFile, client: PlaceApiClient) -> str:
 def _file_of(status: JobStatus) -> tuple[JobResultFile, int]:
     """The job's one result file and the number of lines it must have."""
     results = status.results
-    if status.status not in ("completed", "cancelled") or results is None or not results.files:
+    ended = status.status in ("completed", "cancelled", "failed")  # failed part way: its rows
+    if not ended or results is None or not results.files:
         raise ResultUnavailable(
             f"job {status.batch_id} is {status.status} and has no result file; wait for it to "
             "complete before downloading.",

@@ -1,9 +1,15 @@
-"""Following many bulk jobs at once, polling each when its own eta says it should be done.
+"""Following many bulk jobs at once, polling each when it can have ended, and no sooner.
 
 Polls are requests like any other and count against the key's rate limit, so the poller waits
-well: one loop for all jobs keeps a heap of next-due times; each job's next poll is its
-``eta_seconds`` (clamped to a floor and a ceiling) plus jitter, backing off while a job makes no
-progress. It only ever GETs the job (never re-POSTs), and when the overall timeout runs out it
+well. One loop for all jobs keeps a heap of next-due times. A job's next poll is its
+``eta_seconds`` corrected by what the run has learned of the service's etas (`EtaLearner`: a
+service whose etas run three times too short or too long is found out from the first job that
+moves or ends, and every waiting job is rescheduled at once), combined with the job's own
+observed processing rate, and never before its remaining rows could have been processed at the
+fastest rate seen. A job whose eta has run out but has not ended backs off; a running job whose
+progress stops moving for `stuck_after` seconds is *stuck*: it is cancelled (its processed rows
+stay billed and downloadable) and its final status yielded like any other, the batch_id kept in
+`stuck`. It only ever GETs the job (never re-POSTs), and when the overall timeout runs out it
 cancels what is left with DELETE and says so in `JobTimedOut`.
 """
 
@@ -11,23 +17,45 @@ from __future__ import annotations
 
 import heapq
 import logging
+import math
 import random
+from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 
 from placeflow.api.client import JobSubmission, PlaceApiClient
 from placeflow.api.errors import ApiError, JobFailed, JobTimedOut, TransientError
+from placeflow.api.eta import EtaLearner, JobTrack
 from placeflow.api.models import TERMINAL_JOB_STATUSES, JobStatus, JobSubmitResponse
+from placeflow.api.retry import parse_timestamp
 
 log = logging.getLogger("placeflow.api.poller")
+
+PROBE_AFTER = 60.0
+"""Until the run has learned how true the service's etas are, a job whose eta is at least this
+long is first looked at after a quarter of it: one poll that finds out a padded eta early."""
 
 
 @dataclass(frozen=True)
 class PendingJob:
-    """A job submitted earlier: its batch_id and the seconds from now until it should be done."""
+    """A job submitted earlier: its batch_id and the seconds from now until it should be done.
+
+    Give what the submission answered too (`created_at`, `eta_completion_at`, both on the
+    service's clock) and the poller learns from the job how true the service's etas are.
+    """
 
     batch_id: str
     eta_seconds: float | None = None
+    created_at: str | None = None
+    eta_completion_at: str | None = None
+
+    @classmethod
+    def from_submission(
+        cls, job: JobSubmitResponse, *, eta_seconds: float | None = None
+    ) -> PendingJob:
+        """The job of a submission answer; `eta_seconds` is what remains of its eta now."""
+        eta = job.eta_seconds if eta_seconds is None else eta_seconds
+        return cls(job.batch_id, eta, job.created_at, job.eta_completion_at)
 
 
 JobRef = str | PendingJob | JobSubmission | JobSubmitResponse
@@ -41,21 +69,16 @@ class _Due:
     batch_id: str = field(compare=False)
 
 
-@dataclass
-class _Track:
-    delay: float | None = None
-    processed: int | None = None
-    last: JobStatus | None = None
-
-
 class JobPoller:
-    """Polls jobs until they end, spacing polls by each job's eta.
+    """Polls jobs until they end, each when it can have ended.
 
     `floor` and `ceiling` bound the wait between two polls of one job; `jitter` adds up to that
     fraction of it (never more than `max_jitter` seconds) at random so that many jobs do not
-    poll in step, while a job is never looked at much later than its eta says it ends;
-    `timeout` bounds the whole `follow` call. Clock, sleep and randomness default to the
-    client's.
+    poll in step; `timeout` bounds the whole `follow` call; a running job whose progress does
+    not move for `stuck_after` seconds (None: never) is stuck and, with `cancel_stuck`,
+    cancelled. `learner` carries what was learned of the service's etas from one poller to the
+    next (pass the same one for every poller of a run). Clock, sleep and randomness default to
+    the client's.
     """
 
     def __init__(
@@ -68,6 +91,9 @@ class JobPoller:
         max_jitter: float = 0.5,
         timeout: float = 3600.0,
         cancel_on_timeout: bool = True,
+        stuck_after: float | None = 600.0,
+        cancel_stuck: bool = True,
+        learner: EtaLearner | None = None,
         clock: Callable[[], float] | None = None,
         sleep: Callable[[float], None] | None = None,
         rand: Callable[[], float] | None = None,
@@ -80,6 +106,8 @@ class JobPoller:
             raise ValueError("max_jitter must not be negative")
         if timeout <= 0:
             raise ValueError("timeout must be positive")
+        if stuck_after is not None and stuck_after <= 0:
+            raise ValueError("stuck_after must be positive (or None: never)")
         self.client = client
         self.floor = floor
         self.ceiling = ceiling
@@ -87,16 +115,23 @@ class JobPoller:
         self.max_jitter = max_jitter
         self.timeout = timeout
         self.cancel_on_timeout = cancel_on_timeout
+        self.stuck_after = stuck_after
+        self.cancel_stuck = cancel_stuck
+        self.learner = learner or EtaLearner()
         self._clock = clock or client.clock
         self._sleep = sleep or client.sleep
         self._rand = rand or random.random
         self.polls = 0
         """GET /v1/jobs/{batch_id} requests made by this poller (DELETEs not included)."""
+        self.polls_by_job: Counter[str] = Counter()
+        self.stuck: dict[str, JobStatus] = {}
+        """Jobs found stuck (progress stopped moving), by batch_id: their last status then."""
 
     def next_delay(
         self, *, eta: float | None, previous: float | None, stalled: bool = False
     ) -> float:
-        """Seconds until the next poll of a job whose latest eta is `eta`.
+        """Seconds until the next poll of a job whose latest eta is `eta`, as far as the eta
+        tells (`plan` adds what the run has learned).
 
         Without an eta the previous wait doubles; a running job that made no progress since the
         last poll (`stalled`) also waits at least twice as long as last time.
@@ -104,6 +139,9 @@ class JobPoller:
         base = float(eta) if eta is not None and eta >= 0 else (previous or 0.0) * 2
         if stalled and previous is not None:
             base = max(base, previous * 2)
+        return self._bounded(base)
+
+    def _bounded(self, base: float) -> float:
         delay = min(max(base, self.floor), self.ceiling)
         spread = min(delay * self.jitter, self.max_jitter)
         return min(self.ceiling, delay + spread * self._rand())
@@ -111,21 +149,27 @@ class JobPoller:
     def iter_follow(self, jobs: Iterable[JobRef]) -> Iterator[JobStatus]:
         """Yield each job's terminal status as it ends, in the order they end.
 
-        Raises `JobTimedOut` (carrying the statuses that did end) when `timeout` runs out.
+        A stuck job is cancelled and its final (cancelled) status yielded; it is named in
+        `stuck`. Raises `JobTimedOut` (carrying the statuses that did end) when `timeout` runs
+        out.
         """
         now = self._clock()
         deadline = now + self.timeout
         heap: list[_Due] = []
-        tracks: dict[str, _Track] = {}
+        tracks: dict[str, JobTrack] = {}
         finished: dict[str, JobStatus] = {}
         for seq, ref in enumerate(jobs):
             batch_id, eta = _ref(ref)
             if batch_id in tracks:
                 continue
-            track = tracks[batch_id] = _Track()
+            track = tracks[batch_id] = JobTrack(seen_at=now, moved_at=now)
+            _anchor(track, ref)
             first = now
             if eta is not None and eta > 0:  # an eta already past: poll at once
-                track.delay = self.next_delay(eta=eta, previous=None)
+                base = eta * self.learner.correction
+                if not self.learner.learned and eta >= PROBE_AFTER:
+                    base = eta / 4
+                track.delay = self._bounded(base)
                 first += track.delay
             heapq.heappush(heap, _Due(min(first, deadline), seq, batch_id))
         seq = len(tracks)
@@ -136,28 +180,32 @@ class JobPoller:
             if wait > 0:
                 self._sleep(wait)
             track = tracks[due.batch_id]
+            learned = (self.learner.samples, self.learner.fastest_rate)
             status = self._poll(due.batch_id, track)
             if status is not None and status.terminal:
                 finished[due.batch_id] = status
+                if (self.learner.samples, self.learner.fastest_rate) != learned:
+                    heap = self._rescheduled(heap, tracks, self._clock(), deadline)
                 yield status
                 continue
-            if self._clock() >= deadline:
+            now = self._clock()
+            if status is not None and self._is_stuck(track, status, now):
+                self.stuck[due.batch_id] = status
+                if self.cancel_stuck and self._cancel(due.batch_id):
+                    track.cancelled = True
+                    seq += 1
+                    heapq.heappush(heap, _Due(now, seq, due.batch_id))  # its final status
+                else:
+                    timed_out.append(due.batch_id)
+                continue
+            if now >= deadline:
                 timed_out.append(due.batch_id)
                 continue
-            processed = status.progress.processed if status and status.progress else None
-            stalled = (
-                status is not None
-                and status.status == "running"
-                and processed is not None
-                and processed == track.processed
-            )
-            delay = self.next_delay(
-                eta=status.eta_seconds if status else None, previous=track.delay, stalled=stalled
-            )
-            track.delay = delay
-            track.processed = processed
+            track.delay = self.plan(track, status)
             seq += 1
-            heapq.heappush(heap, _Due(min(self._clock() + delay, deadline), seq, due.batch_id))
+            heapq.heappush(heap, _Due(min(now + track.delay, deadline), seq, due.batch_id))
+            if (self.learner.samples, self.learner.fastest_rate) != learned:
+                heap = self._rescheduled(heap, tracks, now, deadline)
         if timed_out:
             raise self._give_up(timed_out, tracks, finished)
 
@@ -172,25 +220,92 @@ class JobPoller:
             raise JobFailed(status)
         return status
 
+    # --- the schedule ----------------------------------------------------------------------
+
+    def plan(self, track: JobTrack, status: JobStatus | None) -> float:
+        """Seconds until the next poll of a job after its latest report (`status`, None when
+        the poll failed): its eta as corrected by the run, its own rate, never before it can
+        have ended, backing off when its eta ran out or its progress did not move."""
+        previous = track.delay
+        if status is None:
+            return self.next_delay(eta=None, previous=previous)
+        eta = status.eta_seconds
+        processed = status.progress.processed if status.progress else 0
+        remaining = max(0, status.total_items - processed)
+        if eta is None or eta <= 0:
+            # The service thinks it is done (or will not say) and it is not: back off.
+            base = (previous or self.floor) * 2
+        else:
+            base = eta * self.learner.correction
+            if track.rate and status.status == "running" and remaining:
+                base = math.sqrt(base * remaining / track.rate)
+        base = max(base, self.learner.earliest_end(remaining))
+        stalled = status.status == "running" and track.processed_before == processed
+        if stalled and previous is not None:
+            base = max(base, previous * 2)
+        return self._bounded(base)
+
+    def _rescheduled(
+        self, heap: list[_Due], tracks: dict[str, JobTrack], now: float, deadline: float
+    ) -> list[_Due]:
+        """Every waiting job's next poll planned again with what the run just learned."""
+        out: list[_Due] = []
+        for due in heap:
+            track = tracks[due.batch_id]
+            if track.cancelled or track.seen_at is None:
+                out.append(due)
+                continue
+            last = track.last
+            if last is None:  # not polled yet: its first eta, corrected
+                eta = track.eta
+                if eta is None or eta <= 0:
+                    out.append(due)
+                    continue
+                delay = self._bounded(eta * self.learner.correction)
+            else:
+                delay = self.plan(track, last)
+            at = min(max(now, track.seen_at + delay), deadline)
+            out.append(_Due(at, due.seq, due.batch_id))
+        heapq.heapify(out)
+        return out
+
+    def _is_stuck(self, track: JobTrack, status: JobStatus, now: float) -> bool:
+        if self.stuck_after is None or track.cancelled or status.status != "running":
+            return False
+        processed = status.progress.processed if status.progress else 0
+        if processed >= status.total_items or track.moved_at is None:
+            return False
+        return now - track.moved_at >= self.stuck_after
+
     # --- internals -----------------------------------------------------------------------
 
-    def _poll(self, batch_id: str, track: _Track) -> JobStatus | None:
+    def _poll(self, batch_id: str, track: JobTrack) -> JobStatus | None:
         self.polls += 1
+        self.polls_by_job[batch_id] += 1
         try:
             status = self.client.job_status(batch_id)
         except TransientError as exc:
             # The client already retried; try again at the next due time instead of giving up.
             log.warning("poll of job %s failed (%s); polling again later", batch_id, exc)
             return None
-        track.last = status
+        track.observe(status, self._clock(), self.learner)
         return status
 
+    def _cancel(self, batch_id: str) -> bool:
+        try:
+            outcome = self.client.cancel_job(batch_id)
+        except (TransientError, ApiError) as exc:
+            log.error("could not cancel stuck job %s: %s", batch_id, exc)
+            return False
+        log.warning("job %s: progress stopped moving; cancelled (%s)", batch_id, outcome.status)
+        return True
+
     def _give_up(
-        self, batch_ids: list[str], tracks: dict[str, _Track], finished: dict[str, JobStatus]
+        self, batch_ids: list[str], tracks: dict[str, JobTrack], finished: dict[str, JobStatus]
     ) -> JobTimedOut:
         not_cancelled: list[str] = []
         for batch_id in batch_ids:
-            if not self.cancel_on_timeout:
+            if not self.cancel_on_timeout or batch_id in self.stuck:
                 not_cancelled.append(batch_id)
                 continue
             try:
@@ -209,6 +324,18 @@ class JobPoller:
             last_status={b: tracks[b].last for b in batch_ids},
             finished=finished,
         )
+
+
+def _anchor(track: JobTrack, ref: JobRef) -> None:
+    """What a submission answer tells: when the job was created and meant to end (service
+    clock), and its eta now."""
+    job = ref.job if isinstance(ref, JobSubmission) else ref
+    if isinstance(job, JobSubmitResponse | PendingJob):
+        track.created = parse_timestamp(job.created_at)
+        track.submitted_completion = parse_timestamp(job.eta_completion_at)
+        track.eta = job.eta_seconds
+        if track.created is None or track.submitted_completion is None:
+            track.created = track.submitted_completion = None
 
 
 def _ref(ref: JobRef) -> tuple[str, float | None]:
