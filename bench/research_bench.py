@@ -46,8 +46,10 @@ def replace_section(path: Path, name: str, body: str) -> None:
     block = f"{start}\n{body.rstrip()}\n{end}\n"
     text = path.read_text(encoding="utf-8") if path.exists() else ""
     pattern = re.compile(re.escape(start) + r".*?" + re.escape(end) + r"\n?", re.S)
-    text = pattern.sub(lambda _: block, text) if pattern.search(text) else (
-        text.rstrip() + "\n\n" + block
+    text = (
+        pattern.sub(lambda _: block, text)
+        if pattern.search(text)
+        else (text.rstrip() + "\n\n" + block)
     )
     path.write_text(text, encoding="utf-8")
 
@@ -88,6 +90,7 @@ def main() -> None:
     least = -(-args.places // 10)
     bound = limit_seconds(total, args.scale)
     credits = stats["keys"][KEY]["credits"]["charged"]
+    twice = research_stats(sandbox.backend)["billed_twice"]
     lines = [
         "# Deep research: 1,000 places x 3 fields with verify_identity",
         "",
@@ -112,7 +115,7 @@ def main() -> None:
         f" / {credits:,} / {out['usage_delta']:,} |",
         f"| rows failed (free; estimate - charge = failed x 4) | {out['failed']:,} |",
         f"| rate-limited (429) by the sandbox | {stats['keys'][KEY]['rate_limited']} |",
-        f"| places or fields billed twice | {len(research_stats(sandbox.backend)['billed_twice'])} |",
+        f"| places or fields billed twice | {len(twice)} |",
     ]
     body = "\n".join(lines)
     print(body)

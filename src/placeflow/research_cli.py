@@ -15,7 +15,9 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
+from placeflow.api.errors import PlaceflowError
 from placeflow.config import load_settings, research_kill_at
+from placeflow.pipeline.read import InputError
 from placeflow.research.fields import FieldSpecError, build_specs
 from placeflow.research.plan import RateCardError, ResearchSpec
 from placeflow.research.run import ResearchOptions, research
@@ -119,26 +121,24 @@ def handle(args: argparse.Namespace) -> int:
         print(f"placeflow research: {exc}", file=sys.stderr)
         return EXIT_USAGE
     try:
-        with open_target(
-            api_key=settings.api_key, base_url=settings.base_url, limits=settings.limits
-        ) as target, target.client() as api:
+        with (
+            open_target(
+                api_key=settings.api_key, base_url=settings.base_url, limits=settings.limits
+            ) as target,
+            target.client() as api,
+        ):
             out = research(
                 args.inputs, options, api=api, db=args.db, target=target.label, hook=hook
             )
     except RateCardError as exc:
         print(f"placeflow research: {exc}", file=sys.stderr)
         return 3
-    except Exception as exc:  # noqa: BLE001 - the CLI's last word: a message, never a trace
-        from placeflow.api.errors import PlaceflowError
-        from placeflow.pipeline.read import InputError
-
-        if isinstance(exc, InputError | FileNotFoundError):
-            print(f"placeflow research: {exc}", file=sys.stderr)
-            return EXIT_USAGE
-        if isinstance(exc, PlaceflowError):
-            print(f"placeflow research: {exc}", file=sys.stderr)
-            return EXIT_FAILED
-        raise
+    except (InputError, FileNotFoundError) as exc:
+        print(f"placeflow research: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except PlaceflowError as exc:
+        print(f"placeflow research: {exc}", file=sys.stderr)
+        return EXIT_FAILED
     return _print(out, as_json=args.json)
 
 

@@ -73,9 +73,7 @@ class Served:
     def credits(self) -> dict[str, int]:
         return dict(self.sandbox.stats()["keys"][KEY]["credits"])
 
-    def run(
-        self, csv_path: Path, db: Path, options: ResearchOptions, **kw: Any
-    ) -> dict[str, Any]:
+    def run(self, csv_path: Path, db: Path, options: ResearchOptions, **kw: Any) -> dict[str, Any]:
         """The research command, in this process, against this sandbox."""
         with self.client() as api:
             return research(

@@ -72,7 +72,8 @@ def test_a_thousand_places_three_fields_with_identity(tmp_path: Path, serve: Ser
     csv, db = write_csv(tmp_path / "p.csv", places(1000)), tmp_path / "wh.duckdb"
     out = cli(csv, db, sb.base_url)
     assert out["exit_code"] == 0 and out["status"] == "completed", out
-    assert out["charged"] == out["usage_delta"] == sb.credits()["charged"] == sb.research()["credits"]
+    assert out["charged"] == out["usage_delta"] == sb.credits()["charged"]
+    assert out["charged"] == sb.research()["credits"]
     assert out["credits_estimated"] - out["charged"] == out["failed"] * PER_ROW
     assert out["succeeded"] + out["failed"] == 1000
     with duckdb.connect(str(db), read_only=True) as con:
@@ -93,9 +94,7 @@ MOMENTS = ("sent", "received", "answered")
 
 
 @pytest.mark.parametrize("seed", range(int(os.environ.get("CRASH_SEEDS", "9"))))
-def test_killed_while_sending_then_resumed(
-    tmp_path: Path, serve: ServeSandbox, seed: int
-) -> None:
+def test_killed_while_sending_then_resumed(tmp_path: Path, serve: ServeSandbox, seed: int) -> None:
     """SIGKILL at a seeded moment of a seeded request, then the same command: no place or field
     billed twice on the sandbox's ledger, every place answered once, ledger = usage delta."""
     rng = random.Random(seed)

@@ -17,9 +17,9 @@ import hashlib
 import json
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
-import yaml
+import yaml  # type: ignore[import-untyped]  # PyYAML ships no stubs; safe_load only
 from pydantic import ValidationError
 
 from placeflow.api.models import MAX_RESEARCH_ATTRIBUTES, DeepResearchFieldSpec
@@ -71,7 +71,7 @@ def make_spec(
         return DeepResearchFieldSpec(
             name=name,
             description=description or None,
-            value_type="enum" if allowed else value_type,
+            value_type=cast(Any, "enum" if allowed else value_type),  # checked above
             allowed_values=allowed,
         )
     except ValidationError as exc:

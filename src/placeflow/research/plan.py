@@ -99,8 +99,9 @@ def plan_requests(places: pl.DataFrame, spec: ResearchSpec, rates: Rates) -> pl.
     )
     bodies = planned.group_by("request_no", maintain_order=True).agg(
         pl.len().cast(pl.Int32).alias("places"),
-        (pl.lit('{"pois":[') + pl.col("request").str.join(",") + pl.lit("]" + spec.body_tail()))
-        .alias("body"),
+        (
+            pl.lit('{"pois":[') + pl.col("request").str.join(",") + pl.lit("]" + spec.body_tail())
+        ).alias("body"),
     )
     bodies = bodies.with_columns(
         pl.col("body")

@@ -30,8 +30,8 @@ from placeflow.pipeline.read import read_inputs
 from placeflow.research.fields import field_signature, make_spec
 from placeflow.research.plan import (
     Estimate,
-    Rates,
     RateCardError,
+    Rates,
     ResearchSpec,
     budget_refusal,
     estimate,
@@ -137,9 +137,7 @@ def prepare(
         ],
         how="vertical_relaxed",
     ).sort("row_ord")  # fmt: skip
-    return Prepared(
-        run_rows, rejects, plan, rows_read, estimate(plan.height, options.spec, rates)
-    )
+    return Prepared(run_rows, rejects, plan, rows_read, estimate(plan.height, options.spec, rates))
 
 
 def _record(
@@ -155,12 +153,7 @@ def _record(
         insert_frame(
             con,
             "research_runs",
-            pl.DataFrame(
-                [{**run, "rows_read": prepared.rows_read, "rejected": by.get("rejected", 0),
-                  "duplicates": by.get("duplicate", 0),
-                  "skipped_fresh": by.get("skipped_fresh", 0),
-                  "submitted": prepared.plan.height}]  # fmt: skip
-            ),
+            pl.DataFrame([{**run, **counts_of(prepared, by)}]),
         )
         insert_frame(con, "run_rows", prepared.run_rows.with_columns(with_run))
         insert_frame(
@@ -184,6 +177,16 @@ def _record(
                 with_run, pl.lit("planned").alias("state"), pl.lit(now).alias("planned_at")
             ),
         )
+
+
+def counts_of(prepared: Prepared, by: dict[str, int]) -> dict[str, int]:
+    return {
+        "rows_read": prepared.rows_read,
+        "rejected": by.get("rejected", 0),
+        "duplicates": by.get("duplicate", 0),
+        "skipped_fresh": by.get("skipped_fresh", 0),
+        "submitted": prepared.plan.height,
+    }
 
 
 def check_estimate(api: PlaceApiClient, prepared: Prepared) -> None:
@@ -274,8 +277,8 @@ def _go(
     if refusal is not None and charged + possible:
         refusal = (
             f"the rest of the research would cost up to {to_spend:,} credits, over the budget"
-            f" left ({budget:,} of --max-credits {options.max_credits:,} after {charged + possible:,}"
-            " charged or possibly charged): raise --max-credits to go on"
+            f" left ({budget:,} of --max-credits {options.max_credits:,} after"
+            f" {charged + possible:,} charged or possibly charged): raise --max-credits to go on"
         )
     usage_before: int | None = None
     if refusal is None and to_spend:
