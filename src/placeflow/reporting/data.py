@@ -79,6 +79,7 @@ def collect(
     changes_limit: int = CHANGES_LIMIT,
 ) -> ReportData:
     """Aggregate one run for its report; LookupError when the warehouse has no such run."""
+    con.execute("set enable_progress_bar = false")  # a report prints nothing but its result
     run = query(con, "report_run", run_id=run_id)
     if not run:
         raise LookupError(f"no run {run_id} in this database: `placeflow runs` lists them")
