@@ -27,6 +27,7 @@ from placeflow.api.errors import InsufficientCredits, Unprocessable
 from placeflow.pipeline.dedupe import dedupe
 from placeflow.pipeline.normalize import normalize
 from placeflow.pipeline.read import read_inputs
+from placeflow.research.account import policy_message, set_run, summary
 from placeflow.research.fields import field_signature, make_spec
 from placeflow.research.plan import (
     Estimate,
@@ -291,17 +292,17 @@ def _go(
         except RateCardError as exc:
             refusal = str(exc)
         except Unprocessable as exc:
-            refusal = _policy_message(exc)
-    _set_run(con, run_id, max_credits=options.max_credits)
+            refusal = policy_message(exc)
+    set_run(con, run_id, max_credits=options.max_credits)
     if refusal is not None:
-        _set_run(con, run_id, status="refused", message=refusal)
+        set_run(con, run_id, status="refused", message=refusal)
         return summary(con, api, run_id, EXIT_REFUSED, clock(), started, account=False)
     stored = con.execute(
         "select usage_before from research_runs where run_id = ?", [run_id]
     ).fetchone()
     if stored is not None and stored[0] is not None:
         usage_before = int(stored[0])
-    _set_run(con, run_id, status="running", usage_before=usage_before, message=None)
+    set_run(con, run_id, status="running", usage_before=usage_before, message=None)
     ctx = SendContext(
         con=con, api=api, run_id=run_id, spec=options.spec, rates=rates,
         field_shas=field_shas(options.spec), now=clock, sleep=sleep,
@@ -327,16 +328,8 @@ def _go(
             f"{doubtful[0]} request(s) lost or uncertain: their places have no answer;"
             " rerun with --resend-uncertain to buy them again. " + "; ".join(ctx.notes)
         )
-    _set_run(con, run_id, status=status, message=message)
+    set_run(con, run_id, status=status, message=message)
     return summary(con, api, run_id, code, clock(), started, account=usage_before is not None)
-
-
-def _policy_message(exc: Unprocessable) -> str:
-    from placeflow.research.send import _rejected_fields
-
-    rejected = _rejected_fields(exc)
-    why = "; ".join(f"{name}: {reason}" for name, reason in rejected.items()) or str(exc)
-    return f"the service refuses to research field(s) by policy ({why}); nothing was charged"
 
 
 def _plan_of(con: duckdb.DuckDBPyConnection, run_id: str) -> Prepared:
@@ -352,60 +345,6 @@ def _plan_of(con: duckdb.DuckDBPyConnection, run_id: str) -> Prepared:
     return Prepared(empty, empty, plan, 0, dummy)
 
 
-def _set_run(con: duckdb.DuckDBPyConnection, run_id: str, **values: Any) -> None:
-    names = ", ".join(f"{k} = ?" for k in values)
-    con.execute(
-        f"update research_runs set {names} where run_id = ?",  # noqa: S608 - our names
-        [*values.values(), run_id],
-    )
-
-
-def summary(
-    con: duckdb.DuckDBPyConnection,
-    api: PlaceApiClient,
-    run_id: str,
-    code: int,
-    now: datetime,
-    started: datetime,
-    *,
-    account: bool,
-) -> dict[str, Any]:
-    """The run's summary, the shape `placeflow run` prints, with the research figures."""
-    usage_after = api.usage().current_usage if account else None
-    if usage_after is not None:
-        _set_run(con, run_id, usage_after=usage_after)
-    status = con.execute("select status from research_runs where run_id = ?", [run_id]).fetchone()
-    if status is not None and status[0] in ("completed", "refused"):
-        _set_run(con, run_id, finished_at=now)
-    run = con.execute(
-        "select status, target, rows_read, rejected, duplicates, skipped_fresh, submitted,"
-        " credits_estimated, usage_before, usage_after, message from research_runs"
-        " where run_id = ?",
-        [run_id],
-    ).fetchone()
-    assert run is not None
-    totals = con.execute(sql_text("queries/research_totals"), {"run_id": run_id}).fetchone()
-    assert totals is not None
-    requests, answered_requests, open_requests, doubtful, answered, errored, charged, possible = (
-        int(v) for v in totals
-    )
-    before, after = run[8], run[9]
-    delta = after - before if after is not None and before is not None else None
-    return {
-        "run_id": run_id, "status": run[0], "target": run[1], "rows_read": run[2],
-        "rejected": run[3], "duplicates": run[4], "skipped_fresh": run[5],
-        "submitted": run[6], "succeeded": answered, "failed": errored,
-        "not_answered": int(run[6]) - answered - errored,
-        "credits_estimated": run[7] or 0, "held": 0, "charged": charged, "released": 0,
-        "usage_before": before, "usage_after": after, "usage_delta": delta,
-        "ledger_vs_usage": None if delta is None else delta - charged,
-        "possible_extra_credits": possible, "chunks": requests,
-        "chunks_failed": open_requests + doubtful, "requests_answered": answered_requests,
-        "seconds": round((now - started).total_seconds(), 3), "message": run[10],
-        "exit_code": code,
-    }  # fmt: skip
-
-
 def _estimate_summary(api: PlaceApiClient, prepared: Prepared, target: str) -> dict[str, Any]:
     code, message = EXIT_OK, None
     try:
@@ -413,7 +352,7 @@ def _estimate_summary(api: PlaceApiClient, prepared: Prepared, target: str) -> d
     except RateCardError as exc:
         code, message = EXIT_REFUSED, str(exc)
     except Unprocessable as exc:
-        code, message = EXIT_REFUSED, _policy_message(exc)
+        code, message = EXIT_REFUSED, policy_message(exc)
     by = dict(prepared.run_rows.group_by("disposition").len().iter_rows())
     e = prepared.estimate
     return {

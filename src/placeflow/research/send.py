@@ -154,7 +154,7 @@ def send_one(ctx: SendContext, request_no: int) -> str:
         raise Stop(kind, f"request {request_no} refused, nothing charged: {exc}") from None
     except Unprocessable as exc:
         _set(ctx, request_no, state="planned", error=str(exc), error_code=exc.error_code)
-        rejected = _rejected_fields(exc)
+        rejected = rejected_fields(exc)
         if rejected:
             why = "; ".join(f"{name}: {reason}" for name, reason in rejected.items())
             raise Stop(
@@ -312,7 +312,7 @@ def _error_name(exc: ApiError) -> str | None:
     return str(value) if value else exc.error_code
 
 
-def _rejected_fields(exc: ApiError) -> dict[str, str]:
+def rejected_fields(exc: ApiError) -> dict[str, str]:
     body = _body(exc)
     rejected = body.get("rejected_fields")
     if exc.error_code == "FIELD_REJECTED" or isinstance(rejected, dict):

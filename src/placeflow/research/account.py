@@ -1,0 +1,76 @@
+"""Account for a research run: its row in research_runs, and the summary `placeflow run`'s
+shape (rows, places, credits estimated/charged, usage delta) with the research figures."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+import duckdb
+
+from placeflow.api.client import PlaceApiClient
+from placeflow.api.errors import Unprocessable
+from placeflow.research.send import rejected_fields
+from placeflow.warehouse import sql_text
+
+EXIT_OK = 0
+
+
+def set_run(con: duckdb.DuckDBPyConnection, run_id: str, **values: Any) -> None:
+    names = ", ".join(f"{k} = ?" for k in values)
+    con.execute(
+        f"update research_runs set {names} where run_id = ?",  # noqa: S608 - our names
+        [*values.values(), run_id],
+    )
+
+
+def policy_message(exc: Unprocessable) -> str:
+    rejected = rejected_fields(exc)
+    why = "; ".join(f"{name}: {reason}" for name, reason in rejected.items()) or str(exc)
+    return f"the service refuses to research field(s) by policy ({why}); nothing was charged"
+
+
+def summary(
+    con: duckdb.DuckDBPyConnection,
+    api: PlaceApiClient,
+    run_id: str,
+    code: int,
+    now: datetime,
+    started: datetime,
+    *,
+    account: bool,
+) -> dict[str, Any]:
+    """The run's summary, the shape `placeflow run` prints, with the research figures."""
+    usage_after = api.usage().current_usage if account else None
+    if usage_after is not None:
+        set_run(con, run_id, usage_after=usage_after)
+    status = con.execute("select status from research_runs where run_id = ?", [run_id]).fetchone()
+    if status is not None and status[0] in ("completed", "refused"):
+        set_run(con, run_id, finished_at=now)
+    run = con.execute(
+        "select status, target, rows_read, rejected, duplicates, skipped_fresh, submitted,"
+        " credits_estimated, usage_before, usage_after, message from research_runs"
+        " where run_id = ?",
+        [run_id],
+    ).fetchone()
+    assert run is not None
+    totals = con.execute(sql_text("queries/research_totals"), {"run_id": run_id}).fetchone()
+    assert totals is not None
+    requests, answered_requests, open_requests, doubtful, answered, errored, charged, possible = (
+        int(v) for v in totals
+    )
+    before, after = run[8], run[9]
+    delta = after - before if after is not None and before is not None else None
+    return {
+        "run_id": run_id, "status": run[0], "target": run[1], "rows_read": run[2],
+        "rejected": run[3], "duplicates": run[4], "skipped_fresh": run[5],
+        "submitted": run[6], "succeeded": answered, "failed": errored,
+        "not_answered": int(run[6]) - answered - errored,
+        "credits_estimated": run[7] or 0, "held": 0, "charged": charged, "released": 0,
+        "usage_before": before, "usage_after": after, "usage_delta": delta,
+        "ledger_vs_usage": None if delta is None else delta - charged,
+        "possible_extra_credits": possible, "chunks": requests,
+        "chunks_failed": open_requests + doubtful, "requests_answered": answered_requests,
+        "seconds": round((now - started).total_seconds(), 3), "message": run[10],
+        "exit_code": code,
+    }  # fmt: skip
