@@ -8,12 +8,10 @@ import threading
 from collections.abc import Sequence
 
 from placeflow import commands
-from placeflow.api.errors import PlaceflowError
 from placeflow.emulator import FaultConfig, Sandbox, SandboxConfig, parse_key_spec
 from placeflow.emulator.settings import DEFAULT_API_KEY, DEFAULT_CREDITS, KeySpec
-from placeflow.pipeline.read import InputError
-from placeflow.report import EXIT_FAILED, EXIT_OK, EXIT_USAGE
-from placeflow.warehouse import WarehouseBusy
+from placeflow.errors import OptionsError, PlaceflowError
+from placeflow.report import EXIT_FAILED, EXIT_OK, exit_code
 
 EPILOG = (
     "exit codes: 0 success; 1 the run failed or stopped part way (see its message; "
@@ -28,7 +26,7 @@ def _fault_settings(pairs: Sequence[str]) -> FaultConfig:
     for pair in pairs:
         name, sep, value = pair.partition("=")
         if not sep:
-            raise ValueError(f"--fault takes name=value, not {pair!r}")
+            raise OptionsError(f"--fault takes name=value, not {pair!r}")
         if name == "research_unavailable":
             values[name] = value.lower() in ("1", "true", "yes")
         elif name in ("seed", "retry_after_seconds"):
@@ -87,9 +85,13 @@ def _sandbox_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 
 def _run_sandbox(args: argparse.Namespace) -> int:
-    keys: tuple[KeySpec, ...] = tuple(parse_key_spec(k) for k in args.key) or (
-        KeySpec(key=DEFAULT_API_KEY),
-    )
+    try:
+        keys: tuple[KeySpec, ...] = tuple(parse_key_spec(k) for k in args.key) or (
+            KeySpec(key=DEFAULT_API_KEY),
+        )
+        faults = _fault_settings(args.fault)
+    except ValueError as exc:  # the sandbox's own settings say what is wrong
+        raise OptionsError(str(exc)) from None
     config = SandboxConfig(
         keys=keys,
         seed=args.seed,
@@ -98,7 +100,7 @@ def _run_sandbox(args: argparse.Namespace) -> int:
         max_running_jobs=args.max_running_jobs,
         rate_window_scale=args.rate_window_scale,
         url_ttl_seconds=args.url_ttl,
-        faults=_fault_settings(args.fault),
+        faults=faults,
     )
     sandbox = Sandbox(config)
     with sandbox.serve(args.host, args.port, args.files_port) as served:
@@ -134,12 +136,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "sandbox":
             return _run_sandbox(args)
         return commands.dispatch(args)
-    except (ValueError, InputError, LookupError) as exc:
+    except PlaceflowError as exc:  # codes by class: placeflow.report.EXIT_CODES
         print(f"placeflow: {exc}", file=sys.stderr)
-        return EXIT_USAGE
-    except (PlaceflowError, WarehouseBusy) as exc:
-        print(f"placeflow: {exc}", file=sys.stderr)
-        return EXIT_FAILED
+        return exit_code(exc) or EXIT_FAILED
 
 
 if __name__ == "__main__":

@@ -5,77 +5,23 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from datetime import UTC, datetime
+from datetime import UTC
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from placeflow.config import apply_prefect_defaults, load_settings
-from placeflow.pipeline.columns import MAPPABLE
+from placeflow.options import add_option_flags, options_from_args
 from placeflow.report import EXIT_FAILED, EXIT_OK, EXIT_USAGE
+from placeflow.warehouse import DEFAULT_DB
 
 if TYPE_CHECKING:
     from prefect.client.schemas.objects import State
 
-DEFAULT_DB = "data/placeflow.duckdb"
 
-
-def _mapping(pairs: list[str]) -> dict[str, str]:
-    out: dict[str, str] = {}
-    for pair in pairs:
-        field, sep, column = pair.partition("=")
-        if not sep or not column:
-            raise ValueError(f"--map takes FIELD=COLUMN, not {pair!r}")
-        if field not in MAPPABLE:
-            raise ValueError(f"--map field {field!r} is not one of {', '.join(MAPPABLE)}")
-        out[field] = column
-    return out
-
-
-def _common(p: argparse.ArgumentParser) -> None:
+def _common(p: argparse.ArgumentParser, *, command: str) -> None:
     p.add_argument("inputs", nargs="+", metavar="INPUT", help="CSV or Parquet files, or globs")
-    p.add_argument(
-        "--mode",
-        choices=("validate", "enrich"),
-        default="enrich",
-        help="validate (existence and status) or enrich (attributes); default enrich",
-    )
-    p.add_argument(
-        "--attributes",
-        default="",
-        metavar="a,b,...",
-        help="enrich attributes (default: opening_hours, phone, website, existence, open_closed)",
-    )
-    p.add_argument("--include-summary", action="store_true", help="also ask for a place summary")
     p.add_argument("--db", default=DEFAULT_DB, help=f"DuckDB warehouse (default {DEFAULT_DB})")
-    p.add_argument(
-        "--max-age",
-        type=float,
-        default=30.0,
-        metavar="DAYS",
-        help="places with an outcome younger than this are not sent again (default 30)",
-    )
-    p.add_argument("--force", action="store_true", help="send fresh places again")
-    p.add_argument(
-        "--map",
-        action="append",
-        default=[],
-        metavar="FIELD=COLUMN",
-        help="take a place field from a column (repeatable), e.g. poi_name='Store Name'",
-    )
-    p.add_argument("--encoding", default="utf8", help="input text encoding (default utf8)")
-    p.add_argument(
-        "--route",
-        choices=("auto", "sync", "job"),
-        default="auto",
-        help="synchronous calls, bulk jobs, or whichever takes fewer requests (auto)",
-    )
-    p.add_argument(
-        "--chunk-rows",
-        type=int,
-        default=10_000,
-        metavar="N",
-        help="places per bulk job, 1 to 10,000 (default 10,000)",
-    )
+    add_option_flags(p, command=command)
     p.add_argument("--json", action="store_true", help="print one machine-readable summary")
 
 
@@ -87,14 +33,7 @@ def add_run_parsers(sub: Any) -> None:
         " verify and load the results and the credits into DuckDB. Without"
         " PLACEFLOW_API_KEY it runs against an embedded sandbox.",
     )
-    _common(run)
-    run.add_argument(
-        "--max-credits",
-        type=int,
-        default=None,
-        metavar="N",
-        help="refuse to start if the run could cost more than N credits",
-    )
+    _common(run, command="run")
     resume = sub.add_parser(
         "resume",
         help="finish a run that stopped part way",
@@ -103,6 +42,13 @@ def add_run_parsers(sub: Any) -> None:
     )
     resume.add_argument("run_id", metavar="RUN_ID")
     resume.add_argument("--db", default=DEFAULT_DB, help=f"DuckDB warehouse (default {DEFAULT_DB})")
+    resume.add_argument(
+        "--poll-timeout",
+        type=float,
+        default=None,
+        metavar="SECONDS",
+        help="seconds to wait for bulk jobs before cancelling them (default: the run's own)",
+    )
     resume.add_argument("--json", action="store_true", help="print one machine-readable summary")
     runs = sub.add_parser(
         "runs",
@@ -118,7 +64,7 @@ def add_run_parsers(sub: Any) -> None:
         description="Read, normalise, dedupe and check freshness, then print"
         " what a run would send and the most it could cost. Sends nothing.",
     )
-    _common(est)
+    _common(est, command="estimate")
 
 
 def dispatch(args: argparse.Namespace) -> int:
@@ -131,45 +77,19 @@ def dispatch(args: argparse.Namespace) -> int:
     raise ValueError(f"unknown command {args.command!r}")
 
 
-def _flow_params(args: argparse.Namespace) -> dict[str, Any]:
-    from placeflow.pipeline.plan import run_options
-
-    attributes = [a.strip() for a in args.attributes.split(",") if a.strip()]
-    mapping = _mapping(args.map)
-    run_options(
-        mode=args.mode,
-        attributes=attributes,
-        include_summary=args.include_summary,
-        max_credits=args.max_credits,
-        max_age=args.max_age,
-        force=args.force,
-        mapping=mapping,
-        encoding=args.encoding,
-        route=args.route,
-        chunk_rows=args.chunk_rows,
-    )  # checks them
-    return {
-        "inputs": list(args.inputs),
-        "mode": args.mode,
-        "attributes": attributes,
-        "include_summary": args.include_summary,
-        "db": args.db,
-        "max_credits": args.max_credits,
-        "max_age": args.max_age,
-        "force": args.force,
-        "mapping": mapping,
-        "encoding": args.encoding,
-        "route": args.route,
-        "chunk_rows": args.chunk_rows,
-    }
-
-
 def _run(args: argparse.Namespace) -> int:
-    params = (
-        _flow_params(args)
-        if args.command == "run"
-        else {"resume_run_id": args.run_id, "db": args.db}
-    )
+    from placeflow.options import RunOptions
+
+    if args.command == "run":
+        params: dict[str, Any] = {
+            "inputs": list(args.inputs),
+            "db": args.db,
+            "options": options_from_args(args),  # checked here, before Prefect starts
+        }
+    else:
+        params = {"resume_run_id": args.run_id, "db": args.db}
+        if args.poll_timeout is not None:
+            params["options"] = RunOptions(poll_timeout=args.poll_timeout)
     load_settings()  # a key without a base URL is refused here, before Prefect starts
     apply_prefect_defaults()
     from flows.place_refresh import place_refresh  # Prefect loads only for runs
@@ -183,7 +103,7 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def _print_outcome(data: dict[str, Any], *, as_json: bool) -> int:
-    from placeflow.credits import RunSummary
+    from placeflow.pipeline.account import RunSummary
     from placeflow.report import text_summary
 
     code = int(data.pop("exit_code", EXIT_OK))
@@ -246,48 +166,32 @@ def _runs(args: argparse.Namespace) -> int:
 
 
 def _estimate(args: argparse.Namespace) -> int:
-    from placeflow.api.models import PricingCard
-    from placeflow.emulator.pricing import pricing_card
-    from placeflow.pipeline.plan import run_options
-    from placeflow.pipeline.prepare import prepare
-    from placeflow.warehouse import connect
+    from placeflow.orchestrate import preview
+    from placeflow.service import open_target
 
-    params = _flow_params(argparse.Namespace(**{**vars(args), "max_credits": None}))
-    options = run_options(**{k: v for k, v in params.items() if k not in ("inputs", "db")})
+    options = options_from_args(args)
     settings = load_settings()
-    if settings.api_key is None:
-        pricing = PricingCard.model_validate(pricing_card("http://sandbox"))
-        target = "the embedded sandbox"
-    else:
-        import httpx
-
-        assert settings.base_url is not None
-        reply = httpx.get(f"{settings.base_url.rstrip('/')}/v1/pricing", timeout=30)
-        pricing = PricingCard.model_validate(reply.json())
-        target = settings.base_url
-    now = datetime.now(UTC)
-    if Path(args.db).exists():
-        with connect(args.db, read_only=True) as con:
-            prepared = prepare(params["inputs"], options, con=con, now=now, pricing=pricing)
-    else:
-        prepared = prepare(params["inputs"], options, con=None, now=now, pricing=pricing)
-    c, e = prepared.counts, prepared.estimate
+    with open_target(
+        api_key=settings.api_key, base_url=settings.base_url, limits=settings.limits
+    ) as target:
+        seen = preview(args.inputs, options=options, db=args.db, target=target)
+    e = seen.estimate
     out = {
-        "rows_read": c.rows_read,
-        "rejected": c.rejected,
-        "duplicates": c.duplicates,
-        "skipped_fresh": c.skipped_fresh,
-        "to_send": c.to_send,
+        "rows_read": seen.rows_read,
+        "rejected": seen.rejected,
+        "duplicates": seen.duplicates,
+        "skipped_fresh": seen.skipped_fresh,
+        "to_send": seen.to_send,
         "route": e.route,
         "credits_at_most": e.credits,
         "credits_per_place": e.credits_per_place,
         "requests_at_least": e.requests,
-        "target": target,
+        "target": "the embedded sandbox" if settings.uses_sandbox else str(settings.base_url),
     }
     if args.json:
         print(json.dumps(out, sort_keys=True))
     else:
-        print(f"estimate against {target} (nothing sent, nothing spent):")
+        print(f"estimate against {out['target']} (nothing sent, nothing spent):")
         for name, value in out.items():
             if name != "target":
                 print(
@@ -295,4 +199,4 @@ def _estimate(args: argparse.Namespace) -> int:
                     if isinstance(value, int)
                     else f"  {name.replace('_', ' '):<20} {value}"
                 )
-    return EXIT_OK if c.rows_read or not c.rejected else EXIT_USAGE
+    return EXIT_OK if seen.rows_read or not seen.rejected else EXIT_USAGE

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import json
 
-from placeflow.credits import RunSummary
+from placeflow.errors import BudgetRefused, CreditsRanOut, PlaceflowError, UsageError
+from placeflow.pipeline.account import RunSummary
 
 EXIT_OK = 0
 EXIT_FAILED = 1
@@ -15,7 +16,26 @@ EXIT_REFUSED = 3
 """Refused before spending (budget or credits), or stopped when credits ran out."""
 
 
+EXIT_CODES: tuple[tuple[type[BaseException], int], ...] = (
+    (BudgetRefused, EXIT_REFUSED),
+    (CreditsRanOut, EXIT_REFUSED),
+    (UsageError, EXIT_USAGE),
+    (PlaceflowError, EXIT_FAILED),
+)
+"""The one table of exit codes by exception class, first match wins (the README's table).
+Anything else is a bug: it propagates with its traceback."""
+
+
+def exit_code(exc: BaseException) -> int | None:
+    """The exit code of an error placeflow raises; None for an error that is not ours."""
+    for cls, code in EXIT_CODES:
+        if isinstance(exc, cls):
+            return code
+    return None
+
+
 def exit_code_for(status: str) -> int:
+    """The exit code of a run that ended without an error, by its status."""
     return {"completed": EXIT_OK, "refused": EXIT_REFUSED}.get(status, EXIT_FAILED)
 
 

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from placeflow.api.client import PlaceApiClient
 from placeflow.api.limiter import RateLimiter, RateLimits
 from placeflow.emulator import DEFAULT_API_KEY, Sandbox, SandboxConfig
+from placeflow.errors import ConfigError
 from placeflow.redact import Secret
 
 
@@ -75,7 +76,7 @@ def open_target(
             yield target
         return
     if not base_url:
-        raise ValueError("a key needs a base URL: set PLACEFLOW_BASE_URL")
+        raise ConfigError("a key needs a base URL: set PLACEFLOW_BASE_URL")
     yield Target(
         base_url=base_url,
         api_key=api_key,

@@ -23,9 +23,10 @@ from pathlib import Path
 import duckdb
 import polars as pl
 
-from placeflow.api.errors import PlaceflowError
+from placeflow.errors import WarehouseError
 
-DEFAULT_DB = Path("data/placeflow.duckdb")
+DEFAULT_DB = "data/placeflow.duckdb"
+"""Where runs land unless told otherwise (the CLI's and the flow's default)."""
 MEMORY = ":memory:"
 
 _MIGRATION_FILE = re.compile(r"^(?P<version>\d{3})_(?P<name>[a-z0-9_]+)\.sql$")
@@ -45,7 +46,7 @@ comment on column schema_migrations.applied_at is 'When the migration was applie
 """
 
 
-class WarehouseBusy(PlaceflowError):
+class WarehouseBusy(WarehouseError):
     """Another process holds the database: DuckDB allows one writer at a time."""
 
     def __init__(self, path: Path, detail: str) -> None:
@@ -60,7 +61,7 @@ class WarehouseBusy(PlaceflowError):
         self.detail = detail
 
 
-class MigrationError(PlaceflowError):
+class MigrationError(WarehouseError):
     """The database and the migrations in sql/schema/ do not fit together."""
 
 

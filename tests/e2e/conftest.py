@@ -92,10 +92,16 @@ def serve_sandbox_module() -> Iterator[ServeSandbox]:
 
 
 def run_flow(**params: Any) -> tuple[str, dict[str, Any]]:
-    """Run place_refresh in this process: its final state's name and its summary dict."""
-    from flows.place_refresh import place_refresh
+    """Run place_refresh in this process: its final state's name and its summary dict.
 
-    state = place_refresh(**params, return_state=True)
+    Run options may be given flat (`route="job"`), as on the command line."""
+    from flows.place_refresh import place_refresh
+    from placeflow.options import RunOptions, split_options
+
+    options, rest = split_options(params)
+    if options:
+        rest["options"] = RunOptions.parse(options)
+    state = place_refresh(**rest, return_state=True)
     data = state.result(raise_on_failure=False)
     assert isinstance(data, dict), data
     return str(state.type.value), data

@@ -3,19 +3,14 @@
 from __future__ import annotations
 
 import threading
-from datetime import UTC, datetime
 from pathlib import Path
 
+import placeflow
 from placeflow.api.limiter import RateLimits
-from placeflow.api.poller import JobPoller
 from placeflow.emulator import KeySpec, Sandbox, SandboxConfig
-from placeflow.pipeline import execute, runner
-from placeflow.pipeline.chunkstate import RunContext
-from placeflow.pipeline.plan import run_options
-from placeflow.pipeline.prepare import prepare
+from placeflow.options import RunOptions
 from placeflow.redact import Secret
 from placeflow.service import Target
-from placeflow.warehouse import connect
 
 from .conftest import KEY, places, write_csv
 
@@ -23,21 +18,7 @@ from .conftest import KEY, places, write_csv
 def one_run(target: Target, csv: Path, db: Path, errors: list[BaseException]) -> None:
     """A whole run on the library path (no Prefect), as a thread of this process."""
     try:
-        with connect(db) as con, target.client() as api:
-            options = run_options(route="sync")
-            prepared = prepare(
-                [str(csv)], options, con=con, now=datetime.now(UTC), pricing=api.pricing()
-            )
-            run_id = runner.start(con, api, prepared, target=target.label, key_hint=api.key_hint)
-            ctx = RunContext(
-                con=con,
-                api=api,
-                run_id=run_id,
-                kind="enrich",
-                workdir=runner.workdir_for(db, run_id),
-                poller=JobPoller(api, floor=0.1),
-            )
-            execute.execute_run(ctx)
+        placeflow.run([str(csv)], options=RunOptions(route="sync"), db=db, target=target)
     except BaseException as exc:
         errors.append(exc)
 

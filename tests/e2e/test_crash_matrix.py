@@ -34,9 +34,11 @@ def outcomes(db: Path) -> list[tuple[Any, ...]]:
 
 def finish_in_process(csv: Path, db: Path) -> dict[str, Any]:
     from flows.place_refresh import place_refresh
+    from placeflow.options import RunOptions
 
     state = place_refresh(
-        inputs=[str(csv)], db=str(db), route="job", chunk_rows=20, return_state=True
+        inputs=[str(csv)], db=str(db), options=RunOptions(route="job", chunk_rows=20),
+        return_state=True,
     )
     summary = state.result(raise_on_failure=False)
     assert isinstance(summary, dict) and state.is_completed(), summary

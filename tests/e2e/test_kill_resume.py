@@ -58,8 +58,11 @@ def finish(cmd: list[str], env: dict[str, str]) -> dict[str, Any]:
 def run_again(csv: Path, db: Path) -> dict[str, Any]:
     """The same command as `command(csv, db)`, through the flow the CLI runs."""
     from flows.place_refresh import place_refresh
+    from placeflow.options import RunOptions
 
-    state = place_refresh(inputs=[str(csv)], db=str(db), route="job", return_state=True)
+    state = place_refresh(
+        inputs=[str(csv)], db=str(db), options=RunOptions(route="job"), return_state=True
+    )
     summary = state.result(raise_on_failure=False)
     assert isinstance(summary, dict) and state.is_completed(), summary
     return summary

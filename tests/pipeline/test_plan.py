@@ -10,8 +10,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from placeflow.api.models import PricingCard, PricingRate
+from placeflow.options import RunOptions
 from placeflow.pipeline.plan import (
-    RunOptions,
     build_requests,
     choose_route,
     chunk_body,

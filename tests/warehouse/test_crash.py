@@ -7,7 +7,6 @@ import signal
 import subprocess
 import sys
 import textwrap
-import time
 from pathlib import Path
 
 import duckdb
@@ -21,16 +20,29 @@ LOADER = textwrap.dedent("""
     from pathlib import Path
     from placeflow.pipeline.load import load_result
     from placeflow.warehouse import connect
-    con = connect(sys.argv[1])
+
+    class Paused:
+        # The connection, pausing (told on stdout) once the second load has written its rows.
+        def __init__(self, con):
+            self.con, self.loads = con, 0
+        def execute(self, sql, *args, **kwargs):
+            result = self.con.execute(sql, *args, **kwargs)
+            if self.loads == 1 and sql.startswith("insert into enrichments"):
+                print("inside", flush=True)
+                sys.stdin.readline()  # never answered: the test kills the process here
+            return result
+
+    con = Paused(connect(sys.argv[1]))
     while True:
         load_result(con, run_id="r1", chunk_no=0, kind="enrich", path=Path(sys.argv[2]),
                     billing="job", held=5000, ref="job_r1_0")
+        con.loads += 1
         print("loaded", flush=True)
 """)
 
 
 def test_sigkill_during_repeated_loads_leaves_one_consistent_load(tmp_path: Path) -> None:
-    """After SIGKILL mid-load, reopening finds exactly one load's rows and balanced credits."""
+    """Killed mid-load (rows written, uncommitted): one load's rows, credits balanced."""
     db = tmp_path / "w.duckdb"
     con = connect(db)
     add_run(con, "r1")
@@ -41,11 +53,11 @@ def test_sigkill_during_repeated_loads_leaves_one_consistent_load(tmp_path: Path
     path = write_lines(tmp_path / "r.jsonl.gz", lines)
     con.close()
     with subprocess.Popen([sys.executable, "-c", LOADER, str(db), str(path)],
-                          stdout=subprocess.PIPE, text=True,
+                          stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
                           env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}) as loader:
         assert loader.stdout is not None
         assert loader.stdout.readline().strip() == "loaded"
-        time.sleep(0.15)  # somewhere inside a later load
+        assert loader.stdout.readline().strip() == "inside"  # the second load, mid-transaction
         loader.send_signal(signal.SIGKILL)
         loader.wait(timeout=30)
     con = connect(db)

@@ -1,6 +1,6 @@
 """Every way a call to the place-data service can fail, as one exception tree.
 
-    PlaceflowError                      root: catch this to catch everything from placeflow
+    PlaceflowError                      root (placeflow.errors, where the whole tree is drawn)
     ├── RequestRejected                 refused before sending: a row breaks the spec's limits
     ├── TransientError                  may succeed if retried; carries `wait` when the server said
     │   ├── RateLimited                 429: `wait` from Retry-After
@@ -35,6 +35,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from placeflow.api.models import JobStatus
+from placeflow.errors import PlaceflowError as PlaceflowError  # the root, re-exported
 
 
 @dataclass(frozen=True)
@@ -53,10 +54,6 @@ def summarise_details(details: list[FieldProblem], limit: int = 5) -> str:
     shown = "; ".join(str(d) for d in details[:limit])
     more = len(details) - limit
     return shown + (f"; and {more} more" if more > 0 else "")
-
-
-class PlaceflowError(Exception):
-    """Root of every error placeflow raises."""
 
 
 class RequestRejected(PlaceflowError):

@@ -1,4 +1,5 @@
-"""Credits after a run: what the ledger expects, what the service's usage shows, the difference.
+"""Account stage: close the run and sum it up: outcomes, chunks, and credits, what the ledger
+expects beside what the service's usage shows, and the difference.
 
 The ledger records holds, charges and releases by the spec's rules as each chunk settles; the
 service's `current_usage` before and after gives the delta it actually booked. Both are
@@ -8,13 +9,14 @@ charge the client could not rule out, or a disagreement worth raising with the p
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
 import duckdb
 
 from placeflow.api.client import PlaceApiClient
+from placeflow.runstate import RunState
 
 
 @dataclass(frozen=True)
@@ -43,9 +45,15 @@ class RunSummary:
     chunks_failed: int
     seconds: float
     message: str | None
+    stages: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
+    """Each stage's own summary from this invocation (ReadInfo, NormalizeInfo, ..., the
+    submit/fetch/load infos as lists), by stage name; not part of `as_dict`."""
 
     def as_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        """The summary's fields as plain values (the CLI's JSON, the flow's result)."""
+        out = asdict(self)
+        del out["stages"]
+        return out
 
 
 def ledger_totals(con: duckdb.DuckDBPyConnection, run_id: str) -> dict[str, int]:
@@ -58,19 +66,15 @@ def ledger_totals(con: duckdb.DuckDBPyConnection, run_id: str) -> dict[str, int]
     return totals
 
 
-def finish(
-    con: duckdb.DuckDBPyConnection,
-    api: PlaceApiClient | None,
-    run_id: str,
-    *,
-    now: datetime | None = None,
-    started: datetime | None = None,
+def account(
+    state: RunState, api: PlaceApiClient | None, *, started: datetime | None = None
 ) -> RunSummary:
     """Close the run: outcome counts, usage after, reconciliation, final status and message.
 
     `seconds` counts from `started` (when this invocation began), else from the run's opening.
     """
-    now = now or datetime.now(UTC)
+    con, run_id = state.con, state.run_id
+    now = state.now()
     outcomes = con.execute(
         "select count(*) filter (where success), count(*) filter (where not success)"
         " from (select success from validations where run_id = ?"
@@ -121,18 +125,12 @@ def finish(
     else:
         final, message = "completed", None
     if final != "refused":
-        con.execute(
-            "update runs set status = ?, finished_at = ?, succeeded = ?, failed = ?,"
-            " usage_after = ?, message = coalesce(?, message) where run_id = ?",
-            [
-                final if final != "completed_with_failures" else "completed",
-                now,
-                succeeded,
-                failed,
-                usage_after,
-                message,
-                run_id,
-            ],
+        state.closed(
+            status=final if final != "completed_with_failures" else "completed",
+            succeeded=succeeded,
+            failed=failed,
+            usage_after=usage_after,
+            message=message,
         )
     counts = con.execute(
         "select rows_read, rejected, duplicates, skipped_fresh, credits_estimated, message"

@@ -11,6 +11,8 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 
+from placeflow.errors import SourceProblem
+
 PLACE_FIELDS = (
     "poi_name",
     "street",
@@ -67,10 +69,6 @@ AMBIGUOUS_ADDRESS = "address"
 """A bare `address` column: the street line or a full address, decided by the other columns."""
 
 _NOISE = re.compile(r"[\s_\-.\ufeff]+")
-
-
-class SourceProblem(Exception):
-    """A file cannot be read as places: the message says why and what to do (not which file)."""
 
 
 def canonical(column: str) -> str:

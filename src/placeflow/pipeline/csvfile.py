@@ -20,7 +20,7 @@ from pathlib import Path
 
 import polars as pl
 
-from placeflow.pipeline.columns import SourceProblem
+from placeflow.errors import SourceProblem
 
 OVERFLOW = 8
 """Spare columns read past the header's width to see a ragged row's extra values."""

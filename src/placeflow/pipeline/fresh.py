@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 import duckdb
 import polars as pl
 
+from placeflow.options import RunOptions
 from placeflow.warehouse import sql_text
 
 CANDIDATES = "fresh_key_candidates"
@@ -41,3 +43,42 @@ def fresh_keys(
         return frame
     finally:
         con.unregister(CANDIDATES)
+
+
+@dataclass(frozen=True)
+class FreshInfo:
+    """How many places to send were skipped: a fresh outcome of the same kind exists."""
+
+    candidates: int
+    fresh: int
+
+
+def mark_fresh(
+    con: duckdb.DuckDBPyConnection | None,
+    deduped: pl.DataFrame,
+    options: RunOptions,
+    *,
+    now: datetime,
+) -> tuple[pl.DataFrame, FreshInfo]:
+    """Fresh stage: the places to send that have a fresh outcome become `skipped_fresh`.
+
+    Without a warehouse (`con` None) or with `force`, nothing is fresh.
+    """
+    first = deduped.filter(pl.col("disposition") == "submitted").select("place_key")
+    fresh = pl.DataFrame(schema={"place_key": pl.String})
+    if con is not None and not options.force and first.height:
+        fresh = fresh_keys(
+            con,
+            first,
+            signature=options.signature,
+            max_age=timedelta(days=options.max_age_days),
+            now=now,
+        ).select("place_key")
+    is_fresh = pl.col("place_key").is_in(fresh["place_key"].implode())
+    marked = deduped.with_columns(
+        pl.when((pl.col("disposition") == "submitted") & is_fresh)
+        .then(pl.lit("skipped_fresh"))
+        .otherwise(pl.col("disposition"))
+        .alias("disposition")
+    )
+    return marked, FreshInfo(candidates=first.height, fresh=fresh.height)

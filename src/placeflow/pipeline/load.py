@@ -16,12 +16,14 @@ from typing import Any, Literal
 
 import duckdb
 
-from placeflow.api.errors import PlaceflowError
 from placeflow.api.models import ALLOWED_ENRICH_ATTRIBUTES, DEFAULT_ENRICH_ATTRIBUTES
+from placeflow.errors import WarehouseError
+from placeflow.events import CreditsCharged, Emit, RowsLoaded
+from placeflow.pipeline.fetch import Billing, Fetched
+from placeflow.runstate import RunState
 from placeflow.warehouse import sql_text, transaction
 
 Kind = Literal["validate", "enrich"]
-Billing = Literal["job", "sync"]
 
 STAGE = "load_stage"
 TABLES: dict[str, str] = {"validate": "validations", "enrich": "enrichments"}
@@ -31,7 +33,7 @@ DEFAULT_ATTRIBUTES = ",".join(
 """What the service answers when a request names no attributes, in canonical order."""
 
 
-class LoadError(PlaceflowError):
+class LoadError(WarehouseError):
     """The file does not match its chunk (line count, ids out of order) or cannot be read:
     nothing was written."""
 
@@ -81,8 +83,9 @@ def load_result(
     table = TABLES[kind]
     with transaction(con):
         expected = _stage(con, run_id=run_id, chunk_no=chunk_no, kind=kind, path=path)
-        stats = _verify(con, run_id=run_id, chunk_no=chunk_no, path=path, expected=expected,
-                        partial=partial)
+        stats = _verify(
+            con, run_id=run_id, chunk_no=chunk_no, path=path, expected=expected, partial=partial
+        )
         rows, succeeded, billable = stats
         short = None if rows == expected else f"partial result: {rows:,} of {expected:,} rows"
         charged = billable if billing == "job" else succeeded
@@ -95,30 +98,26 @@ def load_result(
             f" from {STAGE}",
             [run_id, chunk_no, loaded_at],
         )
-        con.execute(
-            "delete from credit_ledger where run_id = ? and chunk_no = ?"
-            " and kind in ('charge', 'release')",
-            scope,
-        )
         settled = f"{rows:,} rows loaded, {billable:,} billable"
-        if charged:
-            rule = "billable rows" if billing == "job" else "answered rows of a synchronous batch"
-            _ledger(con, scope, ref, "charge", charged, f"{rule}; {settled}", loaded_at)
-        if released:
-            _ledger(con, scope, ref, "release", released, f"hold of {held:,} less the charge",
-                    loaded_at)
-        con.execute(
-            "update jobs set status = 'loaded', rows_loaded = ?, credits_charged = ?,"
-            " credits_released = ?, loaded_at = ?, result_path = ?, error = coalesce(error, ?)"
-            " where run_id = ? and chunk_no = ?",
-            [rows, charged, released, loaded_at, str(path), short, *scope],
+        rule = "billable rows" if billing == "job" else "answered rows of a synchronous batch"
+        RunState(con, run_id).settled(
+            chunk_no,
+            ref=ref,
+            rows=rows,
+            charged=charged,
+            released=released,
+            notes=(f"{rule}; {settled}", f"hold of {held:,} less the charge"),
+            path=str(path),
+            short=short,
+            at=loaded_at,
         )
         con.execute(f"drop table {STAGE}")
     return LoadInfo(rows, succeeded, rows - succeeded, billable, charged, released)
 
 
-def _stage(con: duckdb.DuckDBPyConnection, *, run_id: str, chunk_no: int, kind: Kind,
-           path: Path) -> int:
+def _stage(
+    con: duckdb.DuckDBPyConnection, *, run_id: str, chunk_no: int, kind: Kind, path: Path
+) -> int:
     """Read the file into a temporary stage table; return how many places the chunk has."""
     params: dict[str, Any] = {"path": str(path), "run_id": run_id, "chunk_no": chunk_no}
     if kind == "enrich":
@@ -129,16 +128,21 @@ def _stage(con: duckdb.DuckDBPyConnection, *, run_id: str, chunk_no: int, kind: 
             params,
         )
     except duckdb.Error as exc:
-        raise LoadError(f"the result file cannot be read: {exc}", run_id=run_id,
-                        chunk_no=chunk_no, path=path) from exc
-    row = con.execute(
-        "select count(*) from run_places where run_id = ? and chunk_no = ?", [run_id, chunk_no]
-    ).fetchone()
-    return int(row[0]) if row else 0
+        raise LoadError(
+            f"the result file cannot be read: {exc}", run_id=run_id, chunk_no=chunk_no, path=path
+        ) from exc
+    return RunState(con, run_id).planned_places(chunk_no)
 
 
-def _verify(con: duckdb.DuckDBPyConnection, *, run_id: str, chunk_no: int, path: Path,
-            expected: int, partial: bool) -> tuple[int, int, int]:
+def _verify(
+    con: duckdb.DuckDBPyConnection,
+    *,
+    run_id: str,
+    chunk_no: int,
+    path: Path,
+    expected: int,
+    partial: bool,
+) -> tuple[int, int, int]:
     """(rows, succeeded, billable) of the stage, after checking it against the chunk."""
     row = con.execute(
         f"select count(*), count(*) filter (where success), count(*) filter (where billable),"  # noqa: S608
@@ -169,10 +173,20 @@ def _verify(con: duckdb.DuckDBPyConnection, *, run_id: str, chunk_no: int, path:
     return int(rows), int(succeeded), int(billable)
 
 
-def _ledger(con: duckdb.DuckDBPyConnection, scope: list[Any], ref: str, kind: str, credits: int,
-            note: str, at: datetime) -> None:
-    con.execute(
-        "insert into credit_ledger (run_id, chunk_no, ref, kind, credits, recorded_at, note)"
-        " values (?, ?, ?, ?, ?, ?, ?)",
-        [*scope, ref, kind, credits, at, note],
+def load(state: RunState, fetched: Fetched, *, kind: Kind, emit: Emit) -> LoadInfo:
+    """Load stage: a chunk's verified result file into the warehouse, settled in the ledger."""
+    info = load_result(
+        state.con,
+        run_id=state.run_id,
+        chunk_no=fetched.chunk_no,
+        kind=kind,
+        path=fetched.path,
+        billing=fetched.billing,
+        held=fetched.held,
+        ref=fetched.ref,
+        partial=fetched.partial,
+        now=state.now(),
     )
+    emit(RowsLoaded(fetched.chunk_no, info.rows, info.succeeded, info.failed))
+    emit(CreditsCharged(fetched.chunk_no, info.charged, info.released))
+    return info

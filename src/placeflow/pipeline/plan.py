@@ -10,105 +10,115 @@ import hashlib
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Literal
 
 import polars as pl
 
 from placeflow.api.models import (
-    ALLOWED_ENRICH_ATTRIBUTES,
-    DEFAULT_ENRICH_ATTRIBUTES,
     MAX_ENRICH_BATCH,
-    MAX_JOB_ROWS,
     JobKind,
     PricingCard,
 )
+from placeflow.options import RunOptions
 from placeflow.pipeline.columns import PLACE_FIELDS
 
-Route = Literal["auto", "sync", "job"]
 REQUEST_FIELDS = PLACE_FIELDS
 """The place fields a request carries (besides its id, the place_key)."""
 JOB_MIN_REQUESTS = 3
 """A bulk job costs at least a submit, a status poll and a download."""
+RUN_ROW_COLUMNS = (
+    "row_ord",
+    "source_file",
+    "source_row",
+    "source_id",
+    "place_key",
+    "disposition",
+    "note",
+)
+REJECT_COLUMNS = ("row_ord", "source_file", "source_row", "source_id", "field", "reason", "raw")
 
 
 @dataclass(frozen=True)
-class RunOptions:
-    """What a run does, as given on the command line or to the flow."""
+class Plan:
+    """A run's plan: every input row's disposition, the rejects, and each place's request in
+    its chunk (place_key, request, chunk_no, position, route), in chunk and position order."""
 
-    mode: JobKind = "enrich"
-    attributes: tuple[str, ...] = ()
-    include_summary: bool = False
-    max_credits: int | None = None
-    max_age_days: float = 30.0
-    force: bool = False
-    route: Route = "auto"
-    chunk_rows: int = MAX_JOB_ROWS
-    mapping: tuple[tuple[str, str], ...] = ()
-    encoding: str = "utf8"
-
-    def __post_init__(self) -> None:
-        if self.mode not in ("validate", "enrich"):
-            raise ValueError(f"mode must be validate or enrich, not {self.mode!r}")
-        unknown = sorted(set(self.attributes) - set(ALLOWED_ENRICH_ATTRIBUTES))
-        if unknown:
-            allowed = ", ".join(ALLOWED_ENRICH_ATTRIBUTES)
-            raise ValueError(f"unknown attribute(s) {', '.join(unknown)}; allowed: {allowed}")
-        if self.mode == "validate" and (self.attributes or self.include_summary):
-            raise ValueError("--attributes and --include-summary apply to --mode enrich only")
-        if len(self.attributes) > 9:
-            raise ValueError("at most 9 attributes")
-        if not 1 <= self.chunk_rows <= MAX_JOB_ROWS:
-            raise ValueError(f"chunk rows must be 1 to {MAX_JOB_ROWS:,}")
-        if self.max_credits is not None and self.max_credits < 0:
-            raise ValueError("--max-credits must be 0 or more")
-        if self.max_age_days < 0:
-            raise ValueError("--max-age must be 0 or more days")
-
-    @property
-    def effective_attributes(self) -> tuple[str, ...]:
-        """The attributes asked for, in a canonical order ('' for validate)."""
-        if self.mode == "validate":
-            return ()
-        chosen = self.attributes or DEFAULT_ENRICH_ATTRIBUTES
-        return tuple(a for a in ALLOWED_ENRICH_ATTRIBUTES if a in chosen)
-
-    @property
-    def signature(self) -> str:
-        """Outcomes are interchangeable only between runs with the same signature."""
-        summary = "summary" if self.include_summary else "no-summary"
-        return f"{self.mode}|{','.join(self.effective_attributes)}|{summary}"
+    run_rows: pl.DataFrame
+    rejects: pl.DataFrame
+    places: pl.DataFrame
 
 
-def run_options(
-    *,
-    mode: str = "enrich",
-    attributes: Sequence[str] | None = None,
-    include_summary: bool = False,
-    max_credits: int | None = None,
-    max_age: float = 30.0,
-    force: bool = False,
-    mapping: dict[str, str] | None = None,
-    encoding: str = "utf8",
-    route: str = "auto",
-    chunk_rows: int = MAX_JOB_ROWS,
-) -> RunOptions:
-    """RunOptions from the CLI's and the flow's plain parameters (checked here, once)."""
-    if mode not in ("validate", "enrich"):
-        raise ValueError(f"--mode must be validate or enrich, not {mode!r}")
-    if route not in ("auto", "sync", "job"):
-        raise ValueError(f"--route must be auto, sync or job, not {route!r}")
-    return RunOptions(
-        mode=mode,  # type: ignore[arg-type]  # checked above
-        attributes=tuple(attributes or ()),
-        include_summary=include_summary,
-        max_credits=max_credits,
-        max_age_days=max_age,
-        force=force,
-        route=route,  # type: ignore[arg-type]  # checked above
-        mapping=tuple(sorted((mapping or {}).items())),
-        encoding=encoding,
-        chunk_rows=chunk_rows,
+@dataclass(frozen=True)
+class PlanInfo:
+    """What the plan sends: places, in how many chunks, by which route."""
+
+    places: int
+    chunks: int
+    route: str
+
+
+def plan(
+    deduped: pl.DataFrame, rejects: pl.DataFrame, options: RunOptions
+) -> tuple[Plan, PlanInfo]:
+    """Plan stage: the request of each place still to send, chunked; every row's disposition."""
+    to_send = deduped.filter(pl.col("disposition") == "submitted")
+    places = plan_chunks(build_requests(to_send, options), options)
+    run_rows = pl.concat(
+        [
+            deduped.select(RUN_ROW_COLUMNS),
+            rejects.select(
+                "row_ord",
+                "source_file",
+                "source_row",
+                "source_id",
+                pl.lit(None, pl.String).alias("place_key"),
+                pl.lit("rejected").alias("disposition"),
+                pl.col("reason").alias("note"),
+            ),
+        ],
+        how="vertical_relaxed",
+    ).sort("row_ord")
+    chunks = places.get_column("chunk_no").n_unique() if places.height else 0
+    route = choose_route(places.height, options)
+    return (
+        Plan(run_rows, rejects.select(REJECT_COLUMNS), places),
+        PlanInfo(places.height, chunks, route),
     )
+
+
+def chunk_table(places: pl.DataFrame, *, run_id: str, kind: JobKind, now: datetime) -> pl.DataFrame:
+    """One `jobs` row per chunk: content hash and Idempotency-Key, status planned.
+
+    The plan is in chunk and position order, so each chunk is a slice of it, hashed as the
+    exact body it will be sent as (one chunk's text in memory at a time).
+    """
+    if not places.get_column("chunk_no").is_sorted():
+        places = places.sort("chunk_no", "position")
+    sizes = places.group_by("chunk_no", maintain_order=True).agg(
+        pl.len().alias("rows"), pl.col("route").first()
+    )
+    records = []
+    offset = 0
+    for chunk_no, rows, route in sizes.iter_rows():  # one iteration per chunk, not per row
+        joined = places.slice(offset, rows).select(pl.col("request").str.join(","))
+        digest = content_hash([joined.item()])
+        offset += rows
+        records.append(
+            {
+                "chunk_no": chunk_no,
+                "route": route,
+                "kind": kind,
+                "rows": rows,
+                "content_sha256": digest,
+                "idempotency_key": idempotency_key(run_id, chunk_no, digest)
+                if route == "job"
+                else None,
+                "status": "planned",
+                "created_at": now,
+            }
+        )
+    return pl.DataFrame(records, schema_overrides={"chunk_no": pl.Int32, "rows": pl.Int32})
 
 
 def build_requests(unique: pl.DataFrame, options: RunOptions) -> pl.DataFrame:
@@ -189,3 +199,21 @@ def estimate(places: int, options: RunOptions, pricing: PricingCard | None) -> E
     rate = pricing.rate(key) if pricing else None
     per_place = rate.credits if rate and rate.credits is not None else 1
     return Estimate(places, places * per_place, requests, route, key, per_place)
+
+
+def refusal(estimate: Estimate, options: RunOptions, *, available: int | None) -> str | None:
+    """Why the run must not start (None when it may): the caller's cap or the key's balance."""
+    needed = estimate.credits
+    cap = options.max_credits
+    if cap is not None and needed > cap:
+        return (
+            f"this run could cost up to {needed:,} credits ({estimate.places:,} places"
+            f" to send) and --max-credits is {cap:,}: raise --max-credits, or narrow the"
+            " input; nothing was spent"
+        )
+    if available is not None and needed > available:
+        return (
+            f"this run needs up to {needed:,} credits held at once and the key has"
+            f" {available:,} available: add credits or send less; nothing was spent"
+        )
+    return None

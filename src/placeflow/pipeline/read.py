@@ -12,18 +12,25 @@ import glob
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Protocol, runtime_checkable
 
 import polars as pl
 
-from placeflow.pipeline.columns import (
-    PLACE_FIELDS,
-    SourceProblem,
-    check_mapping,
-    resolve_columns,
-)
+from placeflow.errors import InputError, SourceProblem
+from placeflow.options import RunOptions
+from placeflow.pipeline.columns import PLACE_FIELDS, check_mapping, resolve_columns
 from placeflow.pipeline.csvfile import ROW, codec_name, read_csv_table, sniff
 
-__all__ = ["PLACE_FIELDS", "InputError", "ReadInfo", "expand_inputs", "read_inputs"]
+__all__ = [
+    "PLACE_FIELDS",
+    "FileSource",
+    "InputError",
+    "ReadInfo",
+    "Source",
+    "expand_inputs",
+    "read",
+    "read_inputs",
+]
 
 PARQUET_MAGIC = b"PAR1"
 PARQUET_SUFFIXES = frozenset({".parquet", ".pq"})
@@ -41,10 +48,6 @@ OUTPUT_SCHEMA: dict[str, pl.DataType] = {
 }
 """The read frame. `read_error` (beyond the nine fields) is null, or why the record cannot be
 used at all (a ragged row); normalize turns it into a rejection."""
-
-
-class InputError(Exception):
-    """A file that cannot be read as places at all: the message names it and what to do."""
 
 
 @dataclass(frozen=True)
@@ -196,3 +199,48 @@ def read_inputs(
         ragged_rows=rows.select(pl.col("read_error").is_not_null().sum()).item(),
     )
     return rows, info
+
+
+# --- sources --------------------------------------------------------------------------------
+
+
+@runtime_checkable
+class Source(Protocol):
+    """Where a run's rows come from: files today, the warehouse's stale places tomorrow.
+
+    `rows` returns the read frame (columns: OUTPUT_SCHEMA) that normalize takes, and its
+    summary; `inputs` names the source in the run's record; `identity` says what makes two runs
+    of it the same command (an unfinished run with the same identity and options is resumed).
+    """
+
+    @property
+    def inputs(self) -> tuple[str, ...]: ...
+
+    def identity(self) -> list[str]: ...
+
+    def rows(self, options: RunOptions) -> tuple[pl.DataFrame, ReadInfo]: ...
+
+
+@dataclass(frozen=True)
+class FileSource:
+    """CSV and Parquet files, or globs of them, read in the order given."""
+
+    inputs: tuple[str, ...]
+
+    def identity(self) -> list[str]:
+        """Each file's resolved path, size and modification time."""
+        parts = []
+        for path in expand_inputs(self.inputs):
+            stat = path.stat()
+            parts.append(f"{path.resolve()}|{stat.st_size}|{stat.st_mtime_ns}")
+        return parts
+
+    def rows(self, options: RunOptions) -> tuple[pl.DataFrame, ReadInfo]:
+        return read_inputs(
+            self.inputs, mapping=dict(options.mapping) or None, encoding=options.encoding
+        )
+
+
+def read(source: Source, options: RunOptions) -> tuple[pl.DataFrame, ReadInfo]:
+    """Read stage: the source's rows, verbatim, each with its file, record number and id."""
+    return source.rows(options)

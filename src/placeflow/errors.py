@@ -1,0 +1,96 @@
+"""Every error placeflow raises, as one tree under `PlaceflowError`.
+
+    PlaceflowError                      root: catch this to catch everything from placeflow
+    ├── UsageError                      the caller's arguments or input (CLI exit code 2)
+    │   ├── InputError                  a file cannot be read as places (names it, says what to do)
+    │   ├── SourceProblem               why a source cannot be read (its reader adds which file)
+    │   ├── OptionsError                run options out of bounds (also a ValueError)
+    │   ├── ConfigError                 the environment's settings do not fit (also a ValueError)
+    │   └── UnknownRun                  no such run in this warehouse (also a LookupError)
+    ├── RunStopped                      a run ended without completing; `summary` says where it is
+    │   ├── BudgetRefused               over --max-credits or the key's balance: nothing spent (3)
+    │   └── CreditsRanOut               402 part way: resumable once credits are added (3)
+    ├── WarehouseError                  the DuckDB warehouse (exit code 1)
+    │   ├── WarehouseBusy               another process holds the database (placeflow.warehouse)
+    │   ├── MigrationError              the database and sql/schema/ disagree (placeflow.warehouse)
+    │   └── LoadError                   a result file does not match its chunk (pipeline.load)
+    ├── RequestRejected                 refused before sending: a row breaks the spec's limits
+    ├── TransientError                  may succeed if retried (placeflow.api.errors: 429, 503, 5xx,
+    │                                   connection lost, timed out); retry only these
+    ├── ApiError                        terminal answers of the service (placeflow.api.errors:
+    │                                   400, 401, 402 InsufficientCredits, 403, 404, 409, 422,
+    │                                   unexpected, outcome unknown, job failed, job timed out)
+    └── DownloadError                   a result file could not be fetched and verified
+
+The API branches are drawn in full in `placeflow.api.errors`. Transient errors are retried (by
+the client, then by a Prefect task); everything else is terminal and raised at once. The CLI
+maps these classes to exit codes in one table (`placeflow.report.EXIT_CODES`).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from placeflow.pipeline.account import RunSummary
+
+
+class PlaceflowError(Exception):
+    """Root of every error placeflow raises."""
+
+
+# --- usage ------------------------------------------------------------------------------------
+
+
+class UsageError(PlaceflowError):
+    """The caller asked for something placeflow cannot do: bad arguments, options or input."""
+
+
+class InputError(UsageError):
+    """A file that cannot be read as places at all: the message names it and what to do."""
+
+
+class SourceProblem(UsageError):
+    """A file cannot be read as places: the message says why and what to do (not which file)."""
+
+
+class OptionsError(UsageError, ValueError):
+    """Run options out of bounds: the message names the option and its limits."""
+
+
+class ConfigError(UsageError, ValueError):
+    """The environment's settings do not fit together (a key without a base URL, ...)."""
+
+
+class UnknownRun(UsageError, LookupError):
+    """No run with this id in the warehouse."""
+
+    def __str__(self) -> str:  # LookupError would quote the message
+        return str(self.args[0]) if self.args else ""
+
+
+# --- runs that stopped ------------------------------------------------------------------------
+
+
+class RunStopped(PlaceflowError):
+    """A run ended without completing; `summary` is its state as the warehouse records it."""
+
+    def __init__(self, message: str, *, run_id: str, summary: RunSummary | None = None) -> None:
+        super().__init__(message)
+        self.run_id = run_id
+        self.summary = summary
+
+
+class BudgetRefused(RunStopped):
+    """The run would cost more than the caller allows or the key has: nothing was spent."""
+
+
+class CreditsRanOut(RunStopped):
+    """The service answered 402 part way: chunks already submitted are kept; resume later."""
+
+
+# --- warehouse --------------------------------------------------------------------------------
+
+
+class WarehouseError(PlaceflowError):
+    """The DuckDB warehouse could not be opened, migrated or written as planned."""

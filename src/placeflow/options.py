@@ -1,0 +1,258 @@
+"""What a run does: one options model, from which the CLI's flags, the flow's parameters and the
+`options` JSON stored with each run are all derived (adding an option is one edit, here).
+
+Each field's `description` is its CLI help; `json_schema_extra` may rename its flag (`flag`),
+give a `metavar`, keep it off `placeflow estimate` (`estimate: False`) or out of the run's
+identity (`identity: False`: how to wait, not what to do). `attributes` also takes the CLI's
+``a,b,c`` text and `mapping` its repeated ``FIELD=COLUMN`` pairs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from collections.abc import Mapping
+from typing import Any, Literal
+
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    ValidationInfo,
+    field_serializer,
+    field_validator,
+)
+from pydantic_core import ErrorDetails
+
+from placeflow.api.models import (
+    ALLOWED_ENRICH_ATTRIBUTES,
+    DEFAULT_ENRICH_ATTRIBUTES,
+    MAX_JOB_ROWS,
+    JobKind,
+)
+from placeflow.errors import OptionsError
+from placeflow.pipeline.columns import MAPPABLE
+
+Route = Literal["auto", "sync", "job"]
+
+
+class RunOptions(BaseModel):
+    """What a run does, as given on the command line, to the flow or to `placeflow.run`."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    mode: JobKind = Field(
+        default="enrich",
+        description="validate (existence and status) or enrich (attributes); default enrich",
+    )
+    attributes: tuple[str, ...] = Field(
+        default=(),
+        description="enrich attributes (default: opening_hours, phone, website, existence,"
+        " open_closed)",
+        json_schema_extra={"metavar": "a,b,..."},
+        validate_default=True,
+    )
+    include_summary: bool = Field(default=False, description="also ask for a place summary")
+    max_credits: int | None = Field(
+        default=None,
+        description="refuse to start if the run could cost more than N credits",
+        json_schema_extra={"metavar": "N", "estimate": False},
+    )
+    max_age_days: float = Field(
+        default=30.0,
+        description="places with an outcome younger than this are not sent again (default 30)",
+        json_schema_extra={"flag": "--max-age", "metavar": "DAYS"},
+    )
+    force: bool = Field(default=False, description="send fresh places again")
+    route: Route = Field(
+        default="auto",
+        description="synchronous calls, bulk jobs, or whichever takes fewer requests (auto)",
+    )
+    chunk_rows: int = Field(
+        default=MAX_JOB_ROWS,
+        description="places per bulk job, 1 to 10,000 (default 10,000)",
+        json_schema_extra={"metavar": "N"},
+    )
+    mapping: tuple[tuple[str, str], ...] = Field(
+        default=(),
+        description="take a place field from a column (repeatable), e.g. poi_name='Store Name'",
+        json_schema_extra={"flag": "--map", "metavar": "FIELD=COLUMN"},
+    )
+    encoding: str = Field(default="utf8", description="input text encoding (default utf8)")
+    poll_timeout: float = Field(
+        default=3600.0,
+        description="seconds to wait for bulk jobs before cancelling them (default 3600)",
+        json_schema_extra={"metavar": "SECONDS", "estimate": False, "identity": False},
+    )
+
+    @field_validator("attributes", mode="before")
+    @classmethod
+    def _split_attributes(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            return tuple(a.strip() for a in value.split(",") if a.strip())
+        return () if value is None else value
+
+    @field_validator("attributes")
+    @classmethod
+    def _check_attributes(cls, value: tuple[str, ...], info: ValidationInfo) -> tuple[str, ...]:
+        unknown = sorted(set(value) - set(ALLOWED_ENRICH_ATTRIBUTES))
+        if unknown:
+            allowed = ", ".join(ALLOWED_ENRICH_ATTRIBUTES)
+            raise ValueError(f"unknown attribute(s) {', '.join(unknown)}; allowed: {allowed}")
+        if len(value) > 9:
+            raise ValueError("at most 9 attributes")
+        if info.data.get("mode") == "validate":
+            if value:
+                raise ValueError("--attributes and --include-summary apply to --mode enrich only")
+            return ()
+        chosen = value or DEFAULT_ENRICH_ATTRIBUTES  # stored as the service will answer them
+        return tuple(a for a in ALLOWED_ENRICH_ATTRIBUTES if a in chosen)
+
+    @field_validator("include_summary")
+    @classmethod
+    def _summary_for_enrich(cls, value: bool, info: ValidationInfo) -> bool:
+        if value and info.data.get("mode") == "validate":
+            raise ValueError("--attributes and --include-summary apply to --mode enrich only")
+        return value
+
+    @field_validator("max_credits")
+    @classmethod
+    def _credits(cls, value: int | None) -> int | None:
+        if value is not None and value < 0:
+            raise ValueError("--max-credits must be 0 or more")
+        return value
+
+    @field_validator("max_age_days")
+    @classmethod
+    def _age(cls, value: float) -> float:
+        if value < 0:
+            raise ValueError("--max-age must be 0 or more days")
+        return value
+
+    @field_validator("chunk_rows")
+    @classmethod
+    def _chunk(cls, value: int) -> int:
+        if not 1 <= value <= MAX_JOB_ROWS:
+            raise ValueError(f"chunk rows must be 1 to {MAX_JOB_ROWS:,}")
+        return value
+
+    @field_validator("poll_timeout")
+    @classmethod
+    def _timeout(cls, value: float) -> float:
+        if value <= 0:
+            raise ValueError("--poll-timeout must be more than 0 seconds")
+        return value
+
+    @field_validator("mapping", mode="before")
+    @classmethod
+    def _pairs(cls, value: Any) -> Any:
+        """A dict, pairs, or the CLI's FIELD=COLUMN strings: checked, sorted by field."""
+        if value is None:
+            return ()
+        if isinstance(value, Mapping):
+            items = list(value.items())
+        else:
+            items = []
+            for pair in value:
+                if isinstance(pair, str):
+                    field, sep, column = pair.partition("=")
+                    if not sep or not column:
+                        raise ValueError(f"--map takes FIELD=COLUMN, not {pair!r}")
+                    items.append((field, column))
+                else:
+                    items.append(tuple(pair))
+        for field, _ in items:
+            if field not in MAPPABLE:
+                raise ValueError(f"--map field {field!r} is not one of {', '.join(MAPPABLE)}")
+        return tuple(sorted(items))
+
+    @field_serializer("mapping")
+    def _mapping_as_dict(self, value: tuple[tuple[str, str], ...]) -> dict[str, str]:
+        return dict(value)
+
+    # --- derived ------------------------------------------------------------------------------
+
+    @property
+    def effective_attributes(self) -> tuple[str, ...]:
+        """The attributes asked for, in canonical order (none for validate)."""
+        return self.attributes
+
+    @property
+    def signature(self) -> str:
+        """Outcomes are interchangeable only between runs with the same signature."""
+        summary = "summary" if self.include_summary else "no-summary"
+        return f"{self.mode}|{','.join(self.attributes)}|{summary}"
+
+    def stored_json(self) -> str:
+        """The `runs.options` text: every option, as `parse` reads it back."""
+        return json.dumps(self.model_dump(mode="json"), sort_keys=True)
+
+    def identity_json(self) -> str:
+        """What makes two run commands the same run (how long to wait does not)."""
+        return json.dumps(self.model_dump(mode="json", exclude=_not_identity()), sort_keys=True)
+
+    @classmethod
+    def parse(cls, values: Mapping[str, Any] | str) -> RunOptions:
+        """Options from plain values (or stored JSON); `OptionsError` names what is wrong."""
+        try:
+            if isinstance(values, str):
+                return cls.model_validate_json(values)
+            return cls.model_validate(dict(values))
+        except ValidationError as exc:
+            raise OptionsError("; ".join(_reason(e) for e in exc.errors())) from None
+
+
+def _reason(error: ErrorDetails) -> str:
+    """Our own checks speak for themselves; pydantic's get the option's name in front."""
+    message = str(error["msg"]).removeprefix("Value error, ")
+    if error["type"] == "value_error":
+        return message
+    return f"{'.'.join(str(p) for p in error['loc'])}: {message}"
+
+
+def _extra(name: str) -> dict[str, Any]:
+    extra = RunOptions.model_fields[name].json_schema_extra
+    return dict(extra) if isinstance(extra, dict) else {}
+
+
+def _not_identity() -> set[str]:
+    return {n for n in RunOptions.model_fields if _extra(n).get("identity") is False}
+
+
+def add_option_flags(parser: argparse.ArgumentParser, *, command: str) -> None:
+    """One flag per option (defaults left to the model: a flag not given is not passed)."""
+    for name, info in RunOptions.model_fields.items():
+        extra = _extra(name)
+        if command == "estimate" and extra.get("estimate") is False:
+            continue
+        flag = str(extra.get("flag", "--" + name.replace("_", "-")))
+        kw: dict[str, Any] = {"dest": name, "help": info.description, "default": argparse.SUPPRESS}
+        if "metavar" in extra:
+            kw["metavar"] = extra["metavar"]
+        annotation = info.annotation
+        if annotation is bool:
+            kw["action"] = "store_true"
+        elif name == "mapping":
+            kw["action"] = "append"
+        elif getattr(annotation, "__origin__", None) is Literal:
+            kw["choices"] = annotation.__args__  # type: ignore[union-attr]  # a Literal's values
+        elif name != "attributes":
+            kw["type"] = float if annotation is float else (str if annotation is str else int)
+        parser.add_argument(flag, **kw)
+
+
+def options_from_args(args: argparse.Namespace, **overrides: Any) -> RunOptions:
+    """The options the parsed flags give (flags not given keep the model's defaults)."""
+    given = {n: getattr(args, n) for n in RunOptions.model_fields if hasattr(args, n)}
+    return RunOptions.parse({**given, **overrides})
+
+
+def split_options(params: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Flat keyword arguments split into (options, the rest): for callers that mix them."""
+    fields = set(RunOptions.model_fields)
+    options = {k: v for k, v in params.items() if k in fields}
+    return options, {k: v for k, v in params.items() if k not in fields}
+
+
+__all__ = ["Route", "RunOptions", "add_option_flags", "options_from_args", "split_options"]

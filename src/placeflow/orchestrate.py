@@ -1,0 +1,393 @@
+"""The order of a run, written once: `run`, `resume` and `preview` (what `estimate` shows).
+
+    open or resume ─▶ read ─▶ normalize ─▶ dedupe ─▶ fresh ─▶ plan ─▶ budget check ─▶ record
+        ─▶ submit ─▶ poll ─▶ fetch ─▶ load ─▶ account
+
+Every stage call goes through `step(name, fn)`: the identity here, a Prefect task in the flow,
+which therefore never restates this order. Each stage is a plain function of
+`placeflow.pipeline` returning its own summary; they are kept in `RunSummary.stages`. The
+warehouse is the state (`placeflow.runstate`): a run found unfinished is resumed, never redone,
+and a resumed chunk carries on from the state its row in `jobs` records.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, fields
+from datetime import datetime
+from pathlib import Path
+from typing import Any, ParamSpec, Protocol, TypeVar
+
+import duckdb
+import polars as pl
+
+from placeflow.api.client import PlaceApiClient
+from placeflow.api.errors import InsufficientCredits
+from placeflow.errors import BudgetRefused, CreditsRanOut
+from placeflow.events import Emit, Event, Note, StageFinished, StageStarted
+from placeflow.options import RunOptions
+from placeflow.pipeline.account import RunSummary, account
+from placeflow.pipeline.dedupe import dedupe
+from placeflow.pipeline.fetch import Fetched, fetch, on_disk
+from placeflow.pipeline.fresh import mark_fresh
+from placeflow.pipeline.load import load
+from placeflow.pipeline.normalize import normalize
+from placeflow.pipeline.plan import Estimate, Plan, chunk_table, estimate, plan, refusal
+from placeflow.pipeline.poll import poll
+from placeflow.pipeline.read import FileSource, Source, read
+from placeflow.pipeline.submit import send_batch, submit_job
+from placeflow.runstate import (
+    Clock,
+    RunState,
+    new_run_id,
+    open_run,
+    stored_run,
+    unfinished_run,
+    utc_now,
+)
+from placeflow.service import Target
+from placeflow.warehouse import DEFAULT_DB, connect
+
+log = logging.getLogger("placeflow.run")
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+class Step(Protocol):
+    """Wraps each stage call: `step(name, fn)(*args)`; the flow's makes it a Prefect task."""
+
+    def __call__(self, name: str, fn: Callable[P, R], /) -> Callable[P, R]: ...
+
+
+def direct(name: str, fn: Callable[P, R]) -> Callable[P, R]:
+    """The step of a run without Prefect: call the stage as it is."""
+    return fn
+
+
+def as_source(inputs: Source | Sequence[str]) -> Source:
+    return inputs if isinstance(inputs, Source) else FileSource(tuple(str(i) for i in inputs))
+
+
+def fingerprint(source: Source, options: RunOptions) -> str:
+    """The identity of a run command: its source's identity and its options."""
+    return hashlib.sha256(
+        "\n".join([options.identity_json(), *source.identity()]).encode()
+    ).hexdigest()
+
+
+@dataclass(frozen=True)
+class Preview:
+    """What a run of these inputs would do, before anything is sent (`placeflow estimate`)."""
+
+    rows_read: int
+    rejected: int
+    duplicates: int
+    skipped_fresh: int
+    to_send: int
+    estimate: Estimate
+    stages: dict[str, Any]
+
+
+class _Run:
+    """One invocation: the stages' shared arguments. A plain class, so a Prefect task sees it
+    as one opaque value (never copied or walked), and nothing about it is module-level."""
+
+    def __init__(self, *, step: Step, emit: Emit) -> None:
+        self.step = step
+        self.emit = emit
+        self.stages: dict[str, Any] = {}
+
+    def stage(self, name: str, fn: Callable[P, R]) -> Callable[P, R]:
+        """`fn` through the step, announced; its summary (the last of a tuple) kept."""
+        wrapped = self.step(name, fn)
+
+        def call(*args: P.args, **kwargs: P.kwargs) -> R:
+            self.emit(StageStarted(name))
+            result = wrapped(*args, **kwargs)
+            info = result[-1] if isinstance(result, tuple) else result
+            self.stages[name] = info
+            self.emit(StageFinished(name, info, _counts(info)))
+            return result
+
+        return call
+
+    def each(self, name: str, fn: Callable[P, R]) -> Callable[P, R]:
+        """`fn` through the step, once per chunk; each summary appended under `name`."""
+        wrapped = self.step(name, fn)
+
+        def call(*args: P.args, **kwargs: P.kwargs) -> R:
+            result = wrapped(*args, **kwargs)
+            self.stages.setdefault(name, []).append(result)
+            return result
+
+        return call
+
+
+def _counts(info: Any) -> dict[str, int]:
+    try:
+        found = {f.name: getattr(info, f.name) for f in fields(info)}
+    except TypeError:
+        return {}
+    return {k: v for k, v in found.items() if isinstance(v, int) and not isinstance(v, bool)}
+
+
+def _emitter(on_event: Callable[[Event], None] | None) -> Emit:
+    def emit(event: Event) -> None:
+        if isinstance(event, Note):
+            log.info("%s", event.message)
+        if on_event is not None:
+            on_event(event)
+
+    return emit
+
+
+# --- before anything is sent ------------------------------------------------------------------
+
+
+def _prepare(
+    r: _Run,
+    source: Source,
+    options: RunOptions,
+    con: duckdb.DuckDBPyConnection | None,
+    now: datetime,
+) -> Plan:
+    """read → normalize → dedupe → fresh → plan; each stage's input let go once used."""
+    rows, _ = r.stage("read", read)(source, options)
+    places, rejects, _ = r.stage("normalize", normalize)(rows)
+    del rows  # memory peaks here at a million rows
+    deduped, _ = r.stage("dedupe", dedupe)(places)
+    del places
+    marked, _ = r.stage("fresh", mark_fresh)(con, deduped, options, now=now)
+    del deduped
+    planned, _ = r.stage("plan", plan)(marked, rejects, options)
+    return planned
+
+
+def _counts_of(r: _Run) -> dict[str, int]:
+    return {
+        "rows_read": r.stages["read"].rows,
+        "rejected": r.stages["normalize"].rejected,
+        "duplicates": r.stages["dedupe"].duplicates,
+        "skipped_fresh": r.stages["fresh"].fresh,
+        "to_send": r.stages["plan"].places,
+    }
+
+
+def preview(
+    inputs: Source | Sequence[str],
+    *,
+    options: RunOptions | None = None,
+    db: Path | str = DEFAULT_DB,
+    target: Target,
+    step: Step = direct,
+    on_event: Callable[[Event], None] | None = None,
+    clock: Clock = utc_now,
+) -> Preview:
+    """What a run would send and the most it could cost; sends nothing, writes nothing."""
+    options = options or RunOptions()
+    with target.client() as api:
+        r = _Run(step=step, emit=_emitter(on_event))
+        con = connect(db, read_only=True) if Path(db).exists() else None
+        try:
+            _prepare(r, as_source(inputs), options, con, clock())
+        finally:
+            if con is not None:
+                con.close()
+        c = _counts_of(r)
+        cost = estimate(c["to_send"], options, api.pricing())
+    return Preview(**c, estimate=cost, stages=r.stages)
+
+
+def _open(
+    r: _Run,
+    api: PlaceApiClient,
+    con: duckdb.DuckDBPyConnection,
+    source: Source,
+    options: RunOptions,
+    *,
+    print_: str,
+    target: Target,
+    clock: Clock,
+    started: datetime,
+) -> RunState:
+    """Plan, check the budget, and record the run with its plan (or refused) in one go."""
+    now = clock()
+    planned = _prepare(r, source, options, con, now)
+    c = _counts_of(r)
+    usage_before = available = None
+    cost = estimate(c["to_send"], options, None)
+    if c["to_send"]:  # the rate card and the balance are worth requests only when there is work
+        cost = estimate(c["to_send"], options, api.pricing())
+        usage = api.usage()
+        usage_before, available = usage.current_usage, usage.spendable
+    refused = r.stage("budget", refusal)(cost, options, available=available)
+    state = RunState(con, new_run_id(now), clock=clock)
+    frames = None
+    if not refused:
+        frames = {
+            "run_rows": planned.run_rows,
+            "rejects": planned.rejects,
+            "run_places": planned.places.select("place_key", "chunk_no", "position", "request"),
+            "jobs": chunk_table(planned.places, run_id=state.run_id, kind=options.mode, now=now)
+            if planned.places.height
+            else pl.DataFrame(),
+        }
+    run = {
+        "created_at": now,
+        "status": "refused" if refused else "running",
+        "mode": options.mode,
+        "attributes": ",".join(options.attributes),
+        "include_summary": options.include_summary,
+        "signature": options.signature,
+        "inputs": json.dumps(list(source.inputs)),
+        "options": options.stored_json(),
+        "target": target.label,
+        "key_hint": api.key_hint,
+        "rows_read": c["rows_read"],
+        "rejected": c["rejected"],
+        "duplicates": c["duplicates"],
+        "skipped_fresh": c["skipped_fresh"],
+        "submitted": c["to_send"],
+        "credits_estimated": cost.credits,
+        "usage_before": usage_before,
+        "message": refused,
+        "fingerprint": print_,
+    }
+    r.stage("open", open_run)(state, run, frames)
+    if refused:
+        summary = r.stage("account", account)(state, None, started=started)
+        raise BudgetRefused(refused, run_id=state.run_id, summary=summary)
+    return state
+
+
+# --- sending, and after -------------------------------------------------------------------------
+
+
+def _carry_out(
+    r: _Run,
+    api: PlaceApiClient,
+    state: RunState,
+    options: RunOptions,
+    workdir: Path,
+    started: datetime,
+) -> RunSummary:
+    """submit → poll → fetch → load for every chunk not yet loaded, then account."""
+    kind, emit = options.mode, r.emit
+
+    def load_it(fetched: Fetched | None) -> None:
+        if fetched is not None:
+            r.each("load", load)(state, fetched, kind=kind, emit=emit)
+
+    stopped: str | None = None
+    try:
+        try:
+            for chunk in state.chunks("completed", "cancelled"):  # ended, not loaded: a crash
+                found = on_disk(state, chunk)
+                if found is not None:
+                    load_it(found)
+                elif chunk.route == "job" and chunk.batch_id:
+                    status = api.job_status(chunk.batch_id)
+                    load_it(r.each("fetch", fetch)(api, state, status, workdir=workdir, emit=emit))
+                else:
+                    state.reopened(chunk.chunk_no)
+            for chunk in state.chunks("planned", "submitted"):
+                if chunk.route == "sync":
+                    send = r.each("send-batch", send_batch)
+                    load_it(send(api, state, chunk, kind=kind, workdir=workdir, emit=emit))
+            due: dict[str, float] = {}
+            try:
+                for chunk in state.chunks("planned"):
+                    if chunk.route == "job":
+                        sent = r.each("submit", submit_job)(api, state, chunk, kind=kind, emit=emit)
+                        if sent.due is not None:
+                            due[sent.batch_id] = sent.due
+            finally:
+                polled = r.step("poll", poll)
+                for status in polled(api, state, due=due, timeout=options.poll_timeout, emit=emit):
+                    load_it(r.each("fetch", fetch)(api, state, status, workdir=workdir, emit=emit))
+        except InsufficientCredits as exc:
+            stopped = (
+                f"credits ran out: {exc}. Add credits, then `placeflow resume {state.run_id}`;"
+                " chunks already submitted are kept"
+            )
+            emit(Note(stopped))
+            state.interrupted(stopped)
+    finally:
+        summary = r.stage("account", account)(state, api, started=started)
+    if stopped:
+        raise CreditsRanOut(stopped, run_id=state.run_id, summary=summary)
+    return summary
+
+
+def _finish(summary: RunSummary, r: _Run) -> RunSummary:
+    summary.stages.update({k: v for k, v in r.stages.items() if v is not summary})
+    return summary
+
+
+# --- the entry points ---------------------------------------------------------------------------
+
+
+def workdir_for(db: Path | str, run_id: str) -> Path:
+    """Where a run's verified result files live: beside the database, per run."""
+    return Path(db).parent / "runs" / run_id
+
+
+def run(
+    inputs: Source | Sequence[str],
+    *,
+    options: RunOptions | None = None,
+    db: Path | str = DEFAULT_DB,
+    target: Target,
+    step: Step = direct,
+    on_event: Callable[[Event], None] | None = None,
+    clock: Clock = utc_now,
+) -> RunSummary:
+    """Validate or enrich the places of `inputs` (files, globs, or a `Source`) into `db`.
+
+    An unfinished run of the same inputs and options is resumed, not redone. Raises
+    `BudgetRefused` (nothing spent) or `CreditsRanOut` (resumable), each carrying the summary.
+    """
+    options = options or RunOptions()
+    source = as_source(inputs)
+    started = clock()
+    r = _Run(step=step, emit=_emitter(on_event))
+    with connect(db) as con, target.client() as api:
+        print_ = fingerprint(source, options)
+        same = unfinished_run(con, print_)
+        if same is not None:
+            state = RunState(con, same, clock=clock)
+            options = stored_run(con, same).options.model_copy(
+                update={"poll_timeout": options.poll_timeout}
+            )
+        else:
+            state = _open(
+                r, api, con, source, options,
+                print_=print_, target=target, clock=clock, started=started,
+            )  # fmt: skip
+        workdir = workdir_for(db, state.run_id)
+        return _finish(_carry_out(r, api, state, options, workdir, started), r)
+
+
+def resume(
+    run_id: str,
+    *,
+    db: Path | str = DEFAULT_DB,
+    target: Target,
+    poll_timeout: float | None = None,
+    step: Step = direct,
+    on_event: Callable[[Event], None] | None = None,
+    clock: Clock = utc_now,
+) -> RunSummary:
+    """Finish a run that stopped part way: re-attach to its jobs, load what was not loaded."""
+    started = clock()
+    r = _Run(step=step, emit=_emitter(on_event))
+    with connect(db) as con, target.client() as api:
+        stored = stored_run(con, run_id)
+        options = stored.options
+        if poll_timeout is not None:
+            options = options.model_copy(update={"poll_timeout": poll_timeout})
+        state = RunState(con, run_id, clock=clock)
+        return _finish(_carry_out(r, api, state, options, workdir_for(db, run_id), started), r)

@@ -1,0 +1,88 @@
+"""Poll stage: follow every submitted job of the run with one poller, yielding each as it ends.
+
+Polls are spaced by each job's `eta_seconds` (a job submitted by this process is first looked
+at when its eta says it is done; a resumed process polls each job once now). Jobs still running
+when `timeout` runs out are cancelled with DELETE and settled with what they processed; a job
+that could not be cancelled is left marked, to be deleted before running again.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+from placeflow.api.client import PlaceApiClient
+from placeflow.api.errors import JobTimedOut
+from placeflow.api.models import JobStatus
+from placeflow.api.poller import JobPoller, PendingJob
+from placeflow.events import Emit, JobProgress, Note
+from placeflow.runstate import RunState
+
+POLL_FLOOR = 1.0
+"""The shortest wait between two polls of one job, in seconds."""
+
+
+class _Observed:
+    """The client as the poller sees it: every status it reads is also reported as progress."""
+
+    def __init__(self, api: PlaceApiClient, emit: Emit) -> None:
+        self._api = api
+        self._emit = emit
+
+    def job_status(self, batch_id: str) -> JobStatus:
+        status = self._api.job_status(batch_id)
+        progress = status.progress
+        self._emit(
+            JobProgress(
+                batch_id,
+                str(status.status),
+                progress.processed if progress else 0,
+                status.total_items or 0,
+            )
+        )
+        return status
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._api, name)
+
+
+def poll(
+    api: PlaceApiClient,
+    state: RunState,
+    *,
+    due: Mapping[str, float],
+    timeout: float,
+    emit: Emit,
+) -> Iterator[JobStatus]:
+    """Each submitted job's terminal status as it ends (timed-out ones cancelled, then settled)."""
+    now = api.clock()
+    pending = [
+        PendingJob(c.batch_id, due[c.batch_id] - now if c.batch_id in due else None)
+        for c in state.chunks("submitted")
+        if c.batch_id
+    ]
+    if not pending:
+        return
+    observed: Any = _Observed(api, emit)  # the poller needs only job_status, cancel_job, clock
+    poller = JobPoller(observed, floor=POLL_FLOOR, timeout=timeout)
+    try:
+        yield from poller.iter_follow(pending)
+    except JobTimedOut as exc:
+        for batch_id in exc.batch_ids:
+            state.timed_out(
+                state.chunk_of(batch_id),
+                f"not finished after {exc.timeout:g} s; cancelled by placeflow",
+            )
+        for batch_id in exc.batch_ids:
+            # Cancelled, its processed rows stay billed and downloadable; or it ended on its
+            # own just before the DELETE. Either way: settle what it has.
+            status = api.job_status(batch_id)
+            if status.terminal:
+                yield status
+                continue
+            state.note_error(
+                state.chunk_of(batch_id),
+                f"not finished after {exc.timeout:g} s and could not be cancelled:"
+                f" DELETE /v1/jobs/{batch_id} before running again",
+            )
+            emit(Note(f"job {batch_id} timed out and could not be cancelled"))

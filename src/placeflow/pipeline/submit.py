@@ -1,0 +1,98 @@
+"""Submit stage: send a planned chunk, write-ahead.
+
+A bulk job is POSTed under its Idempotency-Key with the exact body stored with the run, and
+its batch_id and hold are committed at once: a resumed run POSTs the same key and body and the
+service replays the job instead of charging again. A synchronous batch (enrich-batch of up to
+ten, or one validate) is answered in the same request; its answer is written as the chunk's
+result file, ready to load. Synchronous batches have no Idempotency-Key: one found `submitted`
+on resume may have been charged, so it is sent again and counted as a possible extra charge.
+"""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+from placeflow.api.client import PlaceApiClient
+from placeflow.api.models import TERMINAL_JOB_STATUSES, JobKind
+from placeflow.events import ChunkSubmitted, CreditsHeld, Emit, Note
+from placeflow.pipeline.fetch import Fetched
+from placeflow.runstate import Chunk, RunState
+
+
+@dataclass(frozen=True)
+class SubmitInfo:
+    """A job accepted (or re-attached): `due` is when, on the client's clock, it should end."""
+
+    chunk_no: int
+    batch_id: str
+    rows: int
+    replayed: bool
+    due: float | None
+
+
+def submit_job(
+    api: PlaceApiClient, state: RunState, chunk: Chunk, *, kind: JobKind, emit: Emit
+) -> SubmitInfo:
+    """POST a planned job chunk under its Idempotency-Key; store the batch_id and the hold."""
+    assert chunk.idempotency_key is not None
+    submission = api.submit_job_body(
+        kind, state.chunk_body(chunk.chunk_no), idempotency_key=chunk.idempotency_key
+    )
+    job = submission.job
+    due = None
+    if job.status not in TERMINAL_JOB_STATUSES and job.eta_seconds is not None:
+        due = api.clock() + job.eta_seconds
+    if state.submitted(chunk.chunk_no, batch_id=submission.batch_id, rows=chunk.rows):
+        emit(CreditsHeld(chunk.chunk_no, chunk.rows))
+    emit(
+        ChunkSubmitted(chunk.chunk_no, "job", chunk.rows, submission.batch_id, submission.replayed)
+    )
+    verb = "re-attached to" if submission.replayed else "submitted"
+    emit(Note(f"chunk {chunk.chunk_no}: {verb} job {submission.batch_id} ({chunk.rows:,} rows)"))
+    return SubmitInfo(chunk.chunk_no, submission.batch_id, chunk.rows, submission.replayed, due)
+
+
+def send_batch(
+    api: PlaceApiClient,
+    state: RunState,
+    chunk: Chunk,
+    *,
+    kind: JobKind,
+    workdir: Path,
+    emit: Emit,
+) -> Fetched:
+    """Send one synchronous batch; its answers become the chunk's result file."""
+    uncertain = chunk.status == "submitted"
+    if uncertain:
+        emit(
+            Note(f"chunk {chunk.chunk_no}: a previous attempt may have been charged; sending again")
+        )
+    else:
+        state.sending(chunk.chunk_no)
+    pois = state.chunk_requests(chunk.chunk_no)
+    before = api.possible_extra_credits
+    if kind == "enrich":
+        batch = api.enrich_batch(pois, allow_double_charge=True)
+        results = [r.model_dump(mode="json") for r in batch.results]
+    else:
+        results = [api.validate(pois[0], allow_double_charge=True).model_dump(mode="json")]
+    extra = api.possible_extra_credits - before + (len(pois) if uncertain else 0)
+    path = workdir / f"chunk-{chunk.chunk_no:05d}" / "sync.jsonl.gz"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    body = "".join(json.dumps(r, separators=(",", ":")) + "\n" for r in results).encode()
+    data = gzip.compress(body, mtime=0)
+    path.write_bytes(data)
+    ref = results[0].get("request_id") or f"sync-{chunk.chunk_no}"
+    state.answered(
+        chunk.chunk_no,
+        path=str(path),
+        sha256=hashlib.sha256(data).hexdigest(),
+        size=len(data),
+        extra=extra,
+    )
+    emit(ChunkSubmitted(chunk.chunk_no, "sync", chunk.rows, None))
+    return Fetched(chunk.chunk_no, path, str(ref), "sync", held=0, partial=False)

@@ -1,0 +1,355 @@
+"""The one writer of a run's state in DuckDB: `runs`, `jobs`, `run_rows`, `rejects`,
+`run_places` and `credit_ledger`. Every write to those tables is a method here.
+
+`jobs` has one row per chunk and is the write-ahead state every stage reads and moves:
+
+    planned --POST (Idempotency-Key)--> submitted --poll--> completed|failed|cancelled|timed_out
+        --download + sha256--> (file recorded) --load (one transaction)--> loaded
+
+`credit_ledger` records what each chunk held (once, at submission), charged and released (at
+load, replaced if a load is repeated). `runs` is opened with the plan in one transaction and
+closed by the account stage.
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any, Literal
+
+import duckdb
+import polars as pl
+
+from placeflow.errors import UnknownRun
+from placeflow.options import RunOptions
+from placeflow.pipeline.plan import chunk_body as plan_body
+from placeflow.warehouse import insert_frame, transaction
+
+Clock = Callable[[], datetime]
+LedgerKind = Literal["hold", "charge", "release"]
+
+
+def utc_now() -> datetime:
+    return datetime.now(UTC)
+
+
+def new_run_id(now: datetime) -> str:
+    return f"run_{now.strftime('%Y%m%dT%H%M%S')}_{secrets.token_hex(3)}"
+
+
+@dataclass(frozen=True)
+class Chunk:
+    """A chunk's row in `jobs`, as the stages need it."""
+
+    chunk_no: int
+    route: str
+    status: str
+    rows: int
+    idempotency_key: str | None
+    batch_id: str | None
+    result_path: str | None
+    result_sha256: str | None
+
+
+@dataclass(frozen=True)
+class StoredRun:
+    """A run as recorded: enough to resume it."""
+
+    run_id: str
+    status: str
+    options: RunOptions
+    inputs: tuple[str, ...]
+
+
+def unfinished_run(con: duckdb.DuckDBPyConnection, fingerprint: str) -> str | None:
+    """The newest run of the same command that did not finish, to resume instead of redo."""
+    row = con.execute(
+        "select run_id from runs where fingerprint = ? and status in ('running', 'interrupted')"
+        " order by created_at desc limit 1",
+        [fingerprint],
+    ).fetchone()
+    return str(row[0]) if row else None
+
+
+def stored_run(con: duckdb.DuckDBPyConnection, run_id: str) -> StoredRun:
+    row = con.execute(
+        "select status, options, inputs from runs where run_id = ?", [run_id]
+    ).fetchone()
+    if row is None:
+        raise UnknownRun(f"no run {run_id} in this database: `placeflow runs` lists them")
+    return StoredRun(run_id, str(row[0]), RunOptions.parse(str(row[1])), tuple(json.loads(row[2])))
+
+
+def open_run(state: RunState, run: dict[str, Any], plan: dict[str, pl.DataFrame] | None) -> None:
+    """Record a run and its plan (see `RunState.open`): a plain function, for a step wrapper."""
+    state.open(run, plan)
+
+
+class RunState:
+    """One run's rows in the warehouse: read them, and move them on (the only writer)."""
+
+    def __init__(
+        self, con: duckdb.DuckDBPyConnection, run_id: str, *, clock: Clock = utc_now
+    ) -> None:
+        self.con = con
+        self.run_id = run_id
+        self.now = clock
+
+    # --- opening ------------------------------------------------------------------------------
+
+    def open(self, run: dict[str, Any], plan: dict[str, pl.DataFrame] | None) -> None:
+        """Record the run (a `runs` row's columns) and its plan in one transaction.
+
+        `plan` holds the frames of run_rows, rejects, run_places and jobs (without run_id);
+        None records a refused run, finished at once.
+        """
+        values = {**run, "run_id": self.run_id}
+        names = ", ".join(values)
+        marks = ", ".join("?" for _ in values)
+        with transaction(self.con):
+            self.con.execute(
+                f"insert into runs ({names}) values ({marks})",  # noqa: S608 - our columns
+                list(values.values()),
+            )
+            if plan is None:
+                self._run(finished_at=values["created_at"])
+                return
+            with_run = pl.lit(self.run_id).alias("run_id")
+            for table in ("run_rows", "rejects", "run_places", "jobs"):
+                if plan[table].height:  # a literal column would give a frame of no columns a row
+                    insert_frame(self.con, table, plan[table].with_columns(with_run))
+
+    # --- reading ------------------------------------------------------------------------------
+
+    def chunks(self, *statuses: str) -> list[Chunk]:
+        """The run's chunks in the given states (all when none given), in chunk order."""
+        rows = self.con.execute(
+            "select chunk_no, route, status, rows, idempotency_key, batch_id, result_path,"
+            " result_sha256 from jobs where run_id = ? and (len(?) = 0 or list_contains(?, status))"
+            " order by chunk_no",
+            [self.run_id, list(statuses), list(statuses)],
+        ).fetchall()
+        return [Chunk(*row) for row in rows]
+
+    def chunk(self, chunk_no: int) -> Chunk:
+        (found,) = [c for c in self.chunks() if c.chunk_no == chunk_no]
+        return found
+
+    def chunk_of(self, batch_id: str) -> int:
+        row = self.con.execute(
+            "select chunk_no from jobs where run_id = ? and batch_id = ?", [self.run_id, batch_id]
+        ).fetchone()
+        if row is None:
+            raise UnknownRun(f"job {batch_id} is not part of run {self.run_id}")
+        return int(row[0])
+
+    def chunk_requests(self, chunk_no: int) -> list[dict[str, Any]]:
+        """The stored requests of a chunk, in position order."""
+        rows = self.con.execute(
+            "select request from run_places where run_id = ? and chunk_no = ? order by position",
+            [self.run_id, chunk_no],
+        ).fetchall()
+        return [json.loads(r[0]) for r in rows]
+
+    def chunk_body(self, chunk_no: int) -> bytes:
+        """The exact body of a job chunk, joined by DuckDB from its stored requests in position
+        order: the bytes whose sha256 is the chunk's `content_sha256`."""
+        row = self.con.execute(
+            "select string_agg(request, ',' order by position) from run_places"
+            " where run_id = ? and chunk_no = ?",
+            [self.run_id, chunk_no],
+        ).fetchone()
+        return plan_body([row[0]] if row and row[0] is not None else [])
+
+    def planned_places(self, chunk_no: int) -> int:
+        row = self.con.execute(
+            "select count(*) from run_places where run_id = ? and chunk_no = ?",
+            [self.run_id, chunk_no],
+        ).fetchone()
+        return int(row[0]) if row else 0
+
+    def held(self, chunk_no: int) -> int:
+        row = self.con.execute(
+            "select coalesce(sum(credits), 0) from credit_ledger"
+            " where run_id = ? and chunk_no = ? and kind = 'hold'",
+            [self.run_id, chunk_no],
+        ).fetchone()
+        return int(row[0]) if row else 0
+
+    # --- moving chunks on -----------------------------------------------------------------------
+
+    def submitted(self, chunk_no: int, *, batch_id: str, rows: int) -> bool:
+        """A job was accepted: store its batch_id, and its hold once however often the POST was
+        retried. True when the hold was recorded now."""
+        with transaction(self.con):
+            self._chunk(
+                chunk_no,
+                batch_id=batch_id,
+                status="submitted",
+                submitted_at=self.now(),
+                credits_held=rows,
+            )
+            if self.held(chunk_no):
+                return False
+            self._ledger(chunk_no, batch_id, "hold", rows, "1 credit per row held at submission")
+            return True
+
+    def sending(self, chunk_no: int) -> None:
+        """A synchronous batch is about to be sent (one found so on resume may have been charged)."""
+        self._chunk(chunk_no, status="submitted", submitted_at=self.now())
+
+    def reopened(self, chunk_no: int) -> None:
+        """A synchronous batch that ended without its file on disk: to be sent again."""
+        self._chunk(chunk_no, status="submitted")
+
+    def timed_out(self, chunk_no: int, error: str) -> None:
+        self._chunk(
+            chunk_no,
+            status="timed_out",
+            finished_at=self.now(),
+            error=error,
+            error_code="TIMED_OUT",
+        )
+
+    def note_error(self, chunk_no: int, error: str) -> None:
+        self._chunk(chunk_no, error=error)
+
+    def ended_without_result(
+        self,
+        chunk_no: int,
+        *,
+        status: str,
+        ref: str,
+        rows: int,
+        error: str,
+        error_code: str,
+        why: str,
+    ) -> None:
+        """A job failed or was cancelled before any row: it ends, its whole hold released."""
+        with transaction(self.con):
+            self._chunk(
+                chunk_no,
+                status=status,
+                finished_at=self.now(),
+                error=error,
+                error_code=error_code,
+                credits_charged=0,
+                credits_released=rows,
+            )
+            self._ledger(chunk_no, ref, "release", rows, why)
+
+    def ended(self, chunk_no: int, status: Literal["completed", "cancelled"]) -> None:
+        """A job ended with results (a completed one clears an earlier timeout note)."""
+        if status == "completed":
+            self._chunk(
+                chunk_no, status="completed", finished_at=self.now(), error=None, error_code=None
+            )
+        else:
+            self._chunk(chunk_no, status="cancelled", finished_at=self.now())
+
+    def result_file(self, chunk_no: int, *, path: str, sha256: str, size: int) -> None:
+        self._chunk(chunk_no, result_path=path, result_sha256=sha256, result_size=size)
+
+    def answered(self, chunk_no: int, *, path: str, sha256: str, size: int, extra: int) -> None:
+        """A synchronous batch came back: its file is written; `extra` possible double charges."""
+        self._chunk(
+            chunk_no,
+            status="completed",
+            finished_at=self.now(),
+            batch_id=None,
+            result_path=path,
+            result_sha256=sha256,
+            result_size=size,
+        )
+        if extra:
+            self.con.execute(
+                "update runs set possible_extra_credits = possible_extra_credits + ?"
+                " where run_id = ?",
+                [extra, self.run_id],
+            )
+
+    def settled(
+        self,
+        chunk_no: int,
+        *,
+        ref: str,
+        rows: int,
+        charged: int,
+        released: int,
+        notes: Sequence[str],
+        path: str,
+        short: str | None,
+        at: datetime,
+    ) -> None:
+        """A chunk's load: its charge and release replace any earlier load's, the chunk is
+        loaded. Runs inside the load's transaction."""
+        self.con.execute(
+            "delete from credit_ledger where run_id = ? and chunk_no = ?"
+            " and kind in ('charge', 'release')",
+            [self.run_id, chunk_no],
+        )
+        if charged:
+            self._ledger(chunk_no, ref, "charge", charged, notes[0], at)
+        if released:
+            self._ledger(chunk_no, ref, "release", released, notes[1], at)
+        self.con.execute(
+            "update jobs set status = 'loaded', rows_loaded = ?, credits_charged = ?,"
+            " credits_released = ?, loaded_at = ?, result_path = ?, error = coalesce(error, ?)"
+            " where run_id = ? and chunk_no = ?",
+            [rows, charged, released, at, path, short, self.run_id, chunk_no],
+        )
+
+    # --- the run --------------------------------------------------------------------------------
+
+    def interrupted(self, reason: str) -> None:
+        """The run stopped part way; `placeflow resume` picks it up."""
+        self._run(status="interrupted", message=reason)
+
+    def closed(
+        self,
+        *,
+        status: str,
+        succeeded: int,
+        failed: int,
+        usage_after: int | None,
+        message: str | None,
+    ) -> None:
+        self.con.execute(
+            "update runs set status = ?, finished_at = ?, succeeded = ?, failed = ?,"
+            " usage_after = ?, message = coalesce(?, message) where run_id = ?",
+            [status, self.now(), succeeded, failed, usage_after, message, self.run_id],
+        )
+
+    # --- the one statement of each kind -----------------------------------------------------------
+
+    def _chunk(self, chunk_no: int, **values: Any) -> None:
+        names = ", ".join(f"{name} = ?" for name in values)
+        self.con.execute(
+            f"update jobs set {names} where run_id = ? and chunk_no = ?",  # noqa: S608 - our names
+            [*values.values(), self.run_id, chunk_no],
+        )
+
+    def _run(self, **values: Any) -> None:
+        names = ", ".join(f"{name} = ?" for name in values)
+        self.con.execute(
+            f"update runs set {names} where run_id = ?",  # noqa: S608 - our names
+            [*values.values(), self.run_id],
+        )
+
+    def _ledger(
+        self,
+        chunk_no: int,
+        ref: str,
+        kind: LedgerKind,
+        credits: int,
+        note: str,
+        at: datetime | None = None,
+    ) -> None:
+        self.con.execute(
+            "insert into credit_ledger (run_id, chunk_no, ref, kind, credits, recorded_at, note)"
+            " values (?, ?, ?, ?, ?, ?, ?)",
+            [self.run_id, chunk_no, ref, kind, credits, at or self.now(), note],
+        )
