@@ -9,7 +9,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 
 from placeflow.api.client import PlaceApiClient
-from placeflow.api.limiter import RateLimiter, RateLimits
+from placeflow.api.limiter import RateLimiter, RateLimits, machine_limiter
 from placeflow.emulator import DEFAULT_API_KEY, Sandbox, SandboxConfig
 from placeflow.errors import ConfigError
 from placeflow.redact import Secret
@@ -39,15 +39,17 @@ _LIMITERS_LOCK = threading.Lock()
 
 
 def shared_limiter(target: Target) -> RateLimiter:
-    """One rate limiter per key and service per process: concurrent runs share the key's limits.
+    """One rate limiter per key and service, shared by every process of this machine.
 
-    Registered under a digest of the key, so the registry holds no key in clear.
+    Its windows live in a file named by a digest of the service and the key (never the key
+    in clear), under a lock, so two runs on one key (a scheduled refresh and an analyst's run)
+    keep the key's limits together; in a process, every client of the key shares one instance.
     """
     ident = hashlib.sha256(f"{target.base_url}|{target.api_key.reveal()}".encode()).hexdigest()
     with _LIMITERS_LOCK:
         limiter = _LIMITERS.get(ident)
         if limiter is None:
-            limiter = _LIMITERS[ident] = RateLimiter(target.limits)
+            limiter = _LIMITERS[ident] = machine_limiter(target.limits, ident=ident)
         return limiter
 
 

@@ -30,7 +30,7 @@ from placeflow.api.errors import (
     UnexpectedResponse,
 )
 from placeflow.api.failures import error_from_response, error_from_transport
-from placeflow.api.limiter import RateLimiter, RateLimits
+from placeflow.api.limiter import RateGate, RateLimiter, RateLimits
 from placeflow.api.models import PricingCard
 from placeflow.api.retry import RetryPolicy
 from placeflow.api.transport import (
@@ -82,7 +82,7 @@ class ApiSession:
         base_url: str,
         api_key: str,
         limits: RateLimits | None = None,
-        limiter: RateLimiter | None = None,
+        limiter: RateGate | None = None,
         timeout: float = 30.0,
         retry: RetryPolicy = RetryPolicy(),  # noqa: B008 - frozen, so a shared default is safe
         accounting_retry: RetryPolicy = ACCOUNTING_RETRY,
@@ -109,7 +109,7 @@ class ApiSession:
                 "allow_insecure_http=True if this network is trusted."
             )
         self._key = Secret(api_key)
-        self.limiter = limiter or RateLimiter(limits, clock=clock, sleep=sleep)
+        self.limiter: RateGate = limiter or RateLimiter(limits, clock=clock, sleep=sleep)
         self.retry = retry
         self.accounting_retry = accounting_retry
         self.clock = clock
