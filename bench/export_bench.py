@@ -17,6 +17,7 @@ Writes its own section of bench/RESULTS.md (replaced on each run).
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 import platform
 import re
@@ -92,7 +93,9 @@ def main() -> None:
         url = pg.url().rsplit("/", 1)[0] + "/ours"
         pg_ours = timed(lambda: export(db, url, ["places_latest"],
                                        password=Secret(pg.password)))
-        landed = pg.psql("select count(*) from places_latest").strip()
+        ours = dataclasses.replace(pg, database="ours")
+        landed = ours.psql("select count(*) from places_latest").strip()
+        print(f"parquet {pq_bare:.2f}/{pq_ours:.2f} s, postgresql {pg_bare:.2f}/{pg_ours:.2f} s")
     shutil.rmtree(work, ignore_errors=True)
 
     lines = [
