@@ -162,11 +162,7 @@ def render(args: argparse.Namespace, results: list[dict[str, Any]], argv: list[s
     ]
     for r in results:
         told = dict((f, label) for f, label in FACTORS)[r["factor"]]
-        who = (
-            f"learning (factor {r['learned_factor']:.2f})"
-            if r["learn"]
-            else "trusting each eta"
-        )
+        who = f"learning (factor {r['learned_factor']:.2f})" if r["learn"] else "trusting each eta"
         lines.append(
             f"| {told} | {who} | {r['polls']} | {r['requests']} | {r['minimum']} | "
             f"{r['ratio']:.2f}x | {r['per_1k']:.3f} | {r['min_per_1k']:.3f} | "

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import httpx
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -76,3 +77,18 @@ def test_job_status_keeps_an_unfamiliar_state(extra: dict[str, Any], state: str)
     )
     assert parsed.status == state
     assert parsed.terminal == (state in ("completed", "failed", "cancelled"))
+
+
+def test_server_strings_are_capped_with_a_marker() -> None:
+    """A 20 MB `error` in an answer, or in an error body, is kept to 2,000 characters and
+    says how much was cut."""
+    from placeflow.api.failures import error_from_response
+    from placeflow.api.models import MAX_SERVER_TEXT, POIValidateResponse
+
+    huge = "x" * 20_000_000
+    parsed = POIValidateResponse.model_validate({"success": False, "error": huge})
+    assert parsed.error is not None and len(parsed.error) < MAX_SERVER_TEXT + 60
+    assert parsed.error.endswith("[truncated 19,998,000 characters]")
+    response = httpx.Response(400, json={"error": huge, "error_code": "VALIDATION_ERROR"})
+    error = error_from_response(response, endpoint="POST /v1/validate", now=0.0, secrets=())
+    assert len(str(error)) < 3 * MAX_SERVER_TEXT and len(str(error.body)) <= 20_100  # type: ignore[attr-defined]

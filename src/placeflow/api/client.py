@@ -63,6 +63,9 @@ class JobSubmission:
     job: JobSubmitResponse
     idempotency_key: str
     replayed: bool
+    received_at: float | None = None
+    """The client's clock when the answer came: with the answer's eta_completion_at, the
+    poller's first sample of how true the service's etas are."""
 
     @property
     def batch_id(self) -> str:
@@ -183,7 +186,9 @@ class PlaceApiClient(ApiSession):
         )
         job = self._parse(JobSubmitResponse, response, endpoint)
         replayed = response.headers.get("Idempotent-Replayed", "").lower() == "true"
-        return JobSubmission(job=job, idempotency_key=key, replayed=replayed)
+        return JobSubmission(
+            job=job, idempotency_key=key, replayed=replayed, received_at=self.clock()
+        )
 
     def submit_validate_job(
         self, pois: Sequence[Row], *, idempotency_key: str | None = None

@@ -118,7 +118,7 @@ class JobTrack:
         processed = status.progress.processed if status.progress else 0
         self.processed_before = self.processed
         predicted, local = _predicted(status, now)
-        if self.last is not None and self.seen_at is not None and now > self.seen_at:
+        if self.seen_at is not None and self.processed is not None and now > self.seen_at:
             dt = now - self.seen_at
             before = self.processed or 0
             if processed > before and status.status == "running":

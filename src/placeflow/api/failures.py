@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -111,7 +112,13 @@ class _Body:
         return None
 
     def reason(self) -> str:
-        return self.error or (self.text[:200] if self.text else "no body")
+        if self.error:
+            return self.error
+        if self.data is None and self.text.lstrip().startswith("<"):
+            title = re.search(r"<title>(.*?)</title>", self.text, re.I | re.S)
+            named = f": {' '.join(title.group(1).split())[:120]}" if title else ""
+            return f"an HTML page, not the service's JSON (a proxy's?){named}"
+        return self.text[:200] if self.text else "no body"
 
 
 def error_from_response(

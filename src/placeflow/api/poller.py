@@ -336,6 +336,12 @@ def _anchor(track: JobTrack, ref: JobRef) -> None:
         track.eta = job.eta_seconds
         if track.created is None or track.submitted_completion is None:
             track.created = track.submitted_completion = None
+    if isinstance(ref, JobSubmission) and ref.received_at is not None and not ref.replayed:
+        # The answer is the job's first report, seen when it came: processed 0, and where
+        # the service said it would end.
+        track.seen_at = ref.received_at
+        track.predicted = track.submitted_completion
+        track.processed = 0
 
 
 def _ref(ref: JobRef) -> tuple[str, float | None]:

@@ -169,7 +169,7 @@ class SandboxBackend(CoreBackend):
         results = None
         finalizing = self._finalizing(job, now)
         if finalizing:
-            failed = job.failed_before(job.processed, self.settings)
+            failed = job.render(self.settings).failed
         elif job.terminal and job.processed:
             rf = job.render(self.settings)
             failed = rf.failed
