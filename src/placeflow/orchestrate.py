@@ -14,12 +14,11 @@ from __future__ import annotations
 
 import hashlib
 import json
-import logging
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Any, ParamSpec, Protocol, TypeVar
+from typing import Any
 
 import duckdb
 import polars as pl
@@ -27,7 +26,7 @@ import polars as pl
 from placeflow.api.client import PlaceApiClient
 from placeflow.api.errors import InsufficientCredits
 from placeflow.errors import BudgetRefused, CreditsRanOut
-from placeflow.events import Emit, Event, Note, StageFinished, StageStarted
+from placeflow.events import Event, Note
 from placeflow.options import RunOptions
 from placeflow.pipeline.account import RunSummary, account
 from placeflow.pipeline.dedupe import dedupe
@@ -49,22 +48,8 @@ from placeflow.runstate import (
     utc_now,
 )
 from placeflow.service import Target
+from placeflow.steps import Stages, Step, direct, emitter
 from placeflow.warehouse import DEFAULT_DB, connect
-
-log = logging.getLogger("placeflow.run")
-P = ParamSpec("P")
-R = TypeVar("R")
-
-
-class Step(Protocol):
-    """Wraps each stage call: `step(name, fn)(*args)`; the flow's makes it a Prefect task."""
-
-    def __call__(self, name: str, fn: Callable[P, R], /) -> Callable[P, R]: ...
-
-
-def direct(name: str, fn: Callable[P, R]) -> Callable[P, R]:
-    """The step of a run without Prefect: call the stage as it is."""
-    return fn
 
 
 def as_source(inputs: Source | Sequence[str]) -> Source:
@@ -91,64 +76,11 @@ class Preview:
     stages: dict[str, Any]
 
 
-class _Run:
-    """One invocation: the stages' shared arguments. A plain class, so a Prefect task sees it
-    as one opaque value (never copied or walked), and nothing about it is module-level."""
-
-    def __init__(self, *, step: Step, emit: Emit) -> None:
-        self.step = step
-        self.emit = emit
-        self.stages: dict[str, Any] = {}
-
-    def stage(self, name: str, fn: Callable[P, R]) -> Callable[P, R]:
-        """`fn` through the step, announced; its summary (the last of a tuple) kept."""
-        wrapped = self.step(name, fn)
-
-        def call(*args: P.args, **kwargs: P.kwargs) -> R:
-            self.emit(StageStarted(name))
-            result = wrapped(*args, **kwargs)
-            info = result[-1] if isinstance(result, tuple) else result
-            self.stages[name] = info
-            self.emit(StageFinished(name, info, _counts(info)))
-            return result
-
-        return call
-
-    def each(self, name: str, fn: Callable[P, R]) -> Callable[P, R]:
-        """`fn` through the step, once per chunk; each summary appended under `name`."""
-        wrapped = self.step(name, fn)
-
-        def call(*args: P.args, **kwargs: P.kwargs) -> R:
-            result = wrapped(*args, **kwargs)
-            self.stages.setdefault(name, []).append(result)
-            return result
-
-        return call
-
-
-def _counts(info: Any) -> dict[str, int]:
-    try:
-        found = {f.name: getattr(info, f.name) for f in fields(info)}
-    except TypeError:
-        return {}
-    return {k: v for k, v in found.items() if isinstance(v, int) and not isinstance(v, bool)}
-
-
-def _emitter(on_event: Callable[[Event], None] | None) -> Emit:
-    def emit(event: Event) -> None:
-        if isinstance(event, Note):
-            log.info("%s", event.message)
-        if on_event is not None:
-            on_event(event)
-
-    return emit
-
-
 # --- before anything is sent ------------------------------------------------------------------
 
 
 def _prepare(
-    r: _Run,
+    r: Stages,
     source: Source,
     options: RunOptions,
     con: duckdb.DuckDBPyConnection | None,
@@ -166,7 +98,7 @@ def _prepare(
     return planned
 
 
-def _counts_of(r: _Run) -> dict[str, int]:
+def _counts_of(r: Stages) -> dict[str, int]:
     return {
         "rows_read": r.stages["read"].rows,
         "rejected": r.stages["normalize"].rejected,
@@ -189,7 +121,7 @@ def preview(
     """What a run would send and the most it could cost; sends nothing, writes nothing."""
     options = options or RunOptions()
     with target.client() as api:
-        r = _Run(step=step, emit=_emitter(on_event))
+        r = Stages(step=step, emit=emitter(on_event))
         con = connect(db, read_only=True) if Path(db).exists() else None
         try:
             _prepare(r, as_source(inputs), options, con, clock())
@@ -202,7 +134,7 @@ def preview(
 
 
 def _open(
-    r: _Run,
+    r: Stages,
     api: PlaceApiClient,
     con: duckdb.DuckDBPyConnection,
     source: Source,
@@ -267,7 +199,7 @@ def _open(
 
 
 def _carry_out(
-    r: _Run,
+    r: Stages,
     api: PlaceApiClient,
     state: RunState,
     options: RunOptions,
@@ -322,7 +254,7 @@ def _carry_out(
     return summary
 
 
-def _finish(summary: RunSummary, r: _Run) -> RunSummary:
+def _finish(summary: RunSummary, r: Stages) -> RunSummary:
     summary.stages.update({k: v for k, v in r.stages.items() if v is not summary})
     return summary
 
@@ -353,7 +285,7 @@ def run(
     options = options or RunOptions()
     source = as_source(inputs)
     started = clock()
-    r = _Run(step=step, emit=_emitter(on_event))
+    r = Stages(step=step, emit=emitter(on_event))
     with connect(db) as con, target.client() as api:
         print_ = fingerprint(source, options)
         same = unfinished_run(con, print_)
@@ -383,7 +315,7 @@ def resume(
 ) -> RunSummary:
     """Finish a run that stopped part way: re-attach to its jobs, load what was not loaded."""
     started = clock()
-    r = _Run(step=step, emit=_emitter(on_event))
+    r = Stages(step=step, emit=emitter(on_event))
     with connect(db) as con, target.client() as api:
         stored = stored_run(con, run_id)
         options = stored.options
