@@ -111,7 +111,15 @@ class PlaceApiClient(ApiSession):
     def enrich_batch(
         self, pois: Sequence[Row], *, allow_double_charge: bool = False
     ) -> POIEnrichBatchResponse:
-        """POST /v1/enrich-batch: 1 to 10 places, 1 credit each; results[i] answers pois[i]."""
+        """POST /v1/enrich-batch: 1 to 10 places, 1 credit each; results[i] answers pois[i].
+
+        The route has no Idempotency-Key: when the answer may have been lost after the request
+        left (a reset, a timeout, a 502/504), `OutcomeUnknown` is raised and nothing is sent
+        again; failures that surely never left, and answers that bill nothing (429, 500, 503),
+        are retried. ``allow_double_charge=True`` re-sends blind and records a
+        `PossibleDoubleCharge`; a pipeline should not use it (send the places as a job, or
+        hold them as uncertain, instead).
+        """
         endpoint = "POST /v1/enrich-batch"
         rows = require_rows(
             POIEnrichRequest, pois, endpoint=endpoint, minimum=1, maximum=MAX_ENRICH_BATCH
