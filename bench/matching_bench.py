@@ -3,8 +3,10 @@
 Inputs: synthetic unique places built from real ones (airports of `airportsdata`: country, city,
 region, coordinates moved up to ~20 km; names recombined from real airport and Fodor's words;
 street lines from real Fodor's streets with random numbers; random ZIPs), plus 10% perturbed
-duplicates (bench/matching_eval.py's perturbations). Each size is matched in a fresh child process
-that reads the prepared parquet file and reports its own wall time and peak RSS.
+duplicates (bench/matching_eval.py's perturbations). Each size is normalised and keyed in one
+fresh child process, which writes the places (one per key) to Parquet; a second fresh child
+reads them and runs the matching pass alone, reporting its wall time, the pass's own peak RSS
+(VmHWM reset just before it) and the whole process's.
 
     python3 -m uv run --frozen python bench/matching_bench.py [--rows 100000 1000000]
 """
@@ -19,7 +21,9 @@ import resource
 import subprocess
 import sys
 import time
+from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import polars as pl
 
@@ -57,57 +61,128 @@ def build(rows: int, seed: int = 5) -> pl.DataFrame:
     return frame.with_row_index("row_ord").with_columns(pl.col("row_ord").cast(pl.Int64))
 
 
-def child(path: str) -> None:
-    from matching_eval import _normalised
+def _status(field: str) -> float:
+    """A field of /proc/self/status (VmRSS, VmHWM) in MB."""
+    for line in Path("/proc/self/status").read_text(encoding="utf-8").splitlines():
+        if line.startswith(field + ":"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
 
-    from placeflow.pipeline.match import fuzzy_match
+
+def _reset_peak() -> bool:
+    """Reset this process's peak RSS (VmHWM) to its current RSS (Linux clear_refs 5)."""
+    try:
+        Path("/proc/self/clear_refs").write_text("5", encoding="utf-8")
+    except OSError:
+        return False
+    return True
+
+
+def prepare(path: str, out: str) -> None:
+    """Child 1: normalise and exact place_key; the places (one per key) written to `out`."""
+    from matching_eval import _normalised
 
     records = pl.read_parquet(path).with_columns(pl.lit(None, pl.String).alias("phone"))
     t0 = time.perf_counter()
     places = _normalised(records, phone=False)
     unique = places.sort("row_ord").unique("place_key", keep="first", maintain_order=True)
-    t1 = time.perf_counter()
+    seconds = time.perf_counter() - t0
+    unique.write_parquet(out)
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    print(json.dumps({"rows": records.height, "prepare_s": seconds, "prepare_peak_mb": peak}))
+
+
+def match(path: str) -> None:
+    """Child 2: the prepared places read back, then `fuzzy_match` alone, its own peak RSS."""
+    from placeflow.pipeline.match import fuzzy_match
+
+    unique = pl.read_parquet(path)
+    before = _status("VmRSS")
+    reset = _reset_peak()
+    t0 = time.perf_counter()
     _matched, info = fuzzy_match(unique)
-    t2 = time.perf_counter()
-    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    print(json.dumps({"rows": records.height, "prepare_s": t1 - t0, "match_s": t2 - t1,
-                      "peak_rss_mb": rss, "candidates": info.candidate_pairs,
-                      "merged": info.merged, "unique": unique.height}))  # fmt: skip
+    seconds = time.perf_counter() - t0
+    pass_peak = _status("VmHWM") if reset else float("nan")
+    process_peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    print(json.dumps({"unique": unique.height, "match_s": seconds, "rss_before_mb": before,
+                      "pass_peak_mb": pass_peak, "process_peak_mb": process_peak,
+                      "candidates": info.candidate_pairs, "merged": info.merged}))  # fmt: skip
+
+
+def _child(*args: str) -> dict[str, Any]:
+    done = subprocess.run([sys.executable, __file__, *args], check=True, capture_output=True,
+                          text=True, env=dict(os.environ))  # fmt: skip
+    loaded: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+    return loaded
+
+
+def _section(rows: list[int], results: list[dict[str, Any]]) -> str:
+    sizes = " ".join(map(str, rows))
+    lines = [
+        "# Fuzzy matching: speed and memory",
+        "",
+        f"- command: `python3 -m uv run --frozen python bench/matching_bench.py --rows {sizes}`;"
+        f" {os.cpu_count()} cores; date {datetime.now(UTC).isoformat(timespec='seconds')}",
+        "- each size: normalise and exact place_key in one fresh process (prepare s), the places"
+        " (one per key) written to Parquet; then a second fresh process reads them and runs"
+        " `fuzzy_match` alone (features, Splink blocking and scoring, clustering): match s",
+        "- pass peak: that process's peak RSS over `fuzzy_match` alone (VmHWM reset just before"
+        " it); process peak: the whole matching process (interpreter, imports, the places read"
+        " from Parquet, the pass); RSS before: after reading the places, before the pass",
+        "",
+        "| rows | unique keys | candidate pairs | merged | prepare s | match s | RSS before MB"
+        " | pass peak MB | process peak MB |",
+        "|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for r in results:
+        lines.append(
+            f"| {r['rows']:,} | {r['unique']:,} | {r['candidates']:,} | {r['merged']:,}"
+            f" | {r['prepare_s']:.1f} | {r['match_s']:.1f} | {r['rss_before_mb']:,.0f}"
+            f" | {r['pass_peak_mb']:,.0f} | {r['process_peak_mb']:,.0f} |"
+        )
+    if len(results) >= 2:
+        small, big = results[0], results[-1]
+        scale = big["rows"] / small["rows"]
+        lines += [
+            "",
+            f"From {small['rows']:,} to {big['rows']:,} rows ({scale:.0f}x): match time"
+            f" {big['match_s'] / small['match_s']:.1f}x, pass peak"
+            f" {big['pass_peak_mb'] / small['pass_peak_mb']:.1f}x.",
+        ]
+    lines += [
+        "",
+        "Targets: the matching pass on 1M rows under 3 minutes and under 2 GB peak RSS on"
+        " 2 cores, near-linear from 100k.",
+    ]
+    return "\n".join(lines)
 
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--rows", type=int, nargs="+", default=[100_000, 1_000_000])
-    p.add_argument("--child")
+    p.add_argument("--prepare", nargs=2, metavar=("RAW", "OUT"), help=argparse.SUPPRESS)
+    p.add_argument("--match", metavar="PLACES", help=argparse.SUPPRESS)
     p.add_argument("--out", default=str(ROOT / "bench" / "RESULTS.md"))
+    p.add_argument("--no-write", action="store_true")
     args = p.parse_args(argv)
-    if args.child:
-        child(args.child)
+    if args.prepare:
+        prepare(*args.prepare)
+        return 0
+    if args.match:
+        match(args.match)
         return 0
     WORK.mkdir(parents=True, exist_ok=True)
     results = []
     for n in args.rows:
-        path = WORK / f"match_{n}.parquet"
-        build(n).write_parquet(path)
-        done = subprocess.run([sys.executable, __file__, "--child", str(path)], check=True,
-                              capture_output=True, text=True, env=dict(os.environ))  # fmt: skip
-        results.append(json.loads(done.stdout.strip().splitlines()[-1]))
-        print(results[-1], flush=True)
-    from matching_report import replace_section
+        raw, prepared = WORK / f"match_{n}.parquet", WORK / f"match_{n}_places.parquet"
+        build(n).write_parquet(raw)
+        result = _child("--prepare", str(raw), str(prepared)) | _child("--match", str(prepared))
+        results.append(result)
+        print(result, flush=True)
+    if not args.no_write:
+        from matching_report import replace_section
 
-    lines = ["# Fuzzy matching: speed and memory", "",
-             f"- command: `python3 -m uv run --frozen python bench/matching_bench.py --rows "
-             f"{' '.join(map(str, args.rows))}`; {os.cpu_count()} cores; each size in a fresh process",
-             "- match s: `fuzzy_match` alone (features, Splink blocking and scoring, clustering);"
-             " prepare s: normalise and exact place_key before it; peak RSS of the whole process", "",
-             "| rows | unique keys | candidate pairs | merged | prepare s | match s | peak RSS MB |",
-             "|---:|---:|---:|---:|---:|---:|---:|"]  # fmt: skip
-    for r in results:
-        lines.append(f"| {r['rows']:,} | {r['unique']:,} | {r['candidates']:,} | {r['merged']:,} |"
-                     f" {r['prepare_s']:.1f} | {r['match_s']:.1f} | {r['peak_rss_mb']:,.0f} |")  # fmt: skip
-    lines += ["", "Targets: 1M rows under 3 minutes and under 2 GB peak RSS on 2 cores, near-linear"
-              " from 100k."]  # fmt: skip
-    replace_section(Path(args.out), "matching-bench", "\n".join(lines))
+        replace_section(Path(args.out), "matching-bench", _section(args.rows, results))
     return 0
 
 

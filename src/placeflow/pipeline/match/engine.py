@@ -23,12 +23,24 @@ import polars as pl
 from splink import DuckDBAPI, Linker
 from splink.clustering import cluster_pairwise_predictions_at_threshold
 
-from placeflow.pipeline.match.features import features
+from placeflow.pipeline.match.features import BLOCKS, FEATURES, features
 from placeflow.pipeline.match.model import FAR_KM, NAMES_ALIKE, settings
 
 DEFAULT_THRESHOLD = 0.99
 """Match probability a pair needs to be merged (precision first; see bench/RESULTS.md)."""
 RULE = "probabilistic"
+DUCKDB_CONFIG: dict[str, str | bool | int | float | list[str]] = {
+    "threads": "2",
+    "memory_limit": "768MB",
+    "preserve_insertion_order": "false",
+}
+"""The pass's DuckDB: 2 threads (the target machine's cores); beyond memory_limit it spills to
+disk; insertion order is not kept (edges are sorted before use), which saves memory."""
+INPUT_COLUMNS = ("place_key", "poi_name", "street", "address", "city", "postcode", "country",
+                 "latitude", "longitude", "phone", "website")  # fmt: skip
+"""The columns of the places the pass reads (it copies no others)."""
+SPLINK_COLUMNS = ["match_id", *FEATURES, *BLOCKS]
+"""What Splink is handed: the id, the compared fields and the blocking keys."""
 OUTPUT_SCHEMA = {
     "place_key": pl.String,
     "cluster_key": pl.String,
@@ -52,45 +64,57 @@ class MatchInfo:
     threshold: float
 
 
-def _scored_edges(feats: pl.DataFrame, threshold: float) -> tuple[pl.DataFrame, int]:
-    """(match_id_l, match_id_r, match_probability) of pairs at or above threshold; candidates."""
-    con = duckdb.connect(":memory:")
-    try:
-        db_api = DuckDBAPI(con)
-        table = db_api.register(feats.to_arrow(), table_name="match_places")
-        linker = Linker(table, settings(), log_level=None)
-        blocked = linker.inference.compute_blocked_pairs_for_predict()
-        counted = con.execute(f"select count(*) from {blocked.physical_name}").fetchall()  # noqa: S608
-        candidates = int(counted[0][0])
-        scored = linker.inference.predict(
-            threshold_match_probability=threshold, warning_mode="never"
-        )
-        columns = "match_id_l, match_id_r, match_probability"
-        sql = f"select {columns} from {scored.physical_name} where {NAMES_ALIKE}"  # noqa: S608
-        edges = con.sql(sql).pl()
-        return edges, candidates
-    finally:
-        con.close()
+def _connect() -> duckdb.DuckDBPyConnection:
+    """The pass's own in-memory DuckDB: bounded threads and memory (it spills beyond)."""
+    return duckdb.connect(":memory:", config=DUCKDB_CONFIG)
 
 
-def _components(edges: pl.DataFrame, threshold: float) -> pl.DataFrame:
+def _scored_edges(
+    con: duckdb.DuckDBPyConnection, feats: pl.DataFrame, threshold: float
+) -> tuple[pl.DataFrame, int]:
+    """(match_id_l, match_id_r, match_probability) of pairs at or above threshold; candidates.
+
+    Splink sees the columns its blocking rules and comparisons use (an Arrow view of the frame,
+    no copy) and keeps none of them in its output (so its settings are not re-parsed per call);
+    the name test runs afterwards, on the few scored pairs joined back to the places.
+    """
+    db_api = DuckDBAPI(con)
+    arrow = feats.select(SPLINK_COLUMNS).to_arrow(compat_level=pl.CompatLevel.newest())
+    table = db_api.register(arrow, table_name="match_places")
+    linker = Linker(table, settings(), log_level=None, validate_settings=False)
+    blocked = linker.inference.compute_blocked_pairs_for_predict()
+    count_sql = f"select count(*) from {blocked.physical_name}"  # noqa: S608
+    candidates = int(con.execute(count_sql).fetchall()[0][0])
+    scored = linker.inference.predict(threshold_match_probability=threshold, warning_mode="never")
+    sql = (
+        "select p.match_id_l, p.match_id_r, p.match_probability"  # noqa: S608
+        f" from {scored.physical_name} p"
+        " join match_places l on l.match_id = p.match_id_l"
+        " join match_places r on r.match_id = p.match_id_r"
+        f" where {NAMES_ALIKE} order by all"
+    )
+    edges: pl.DataFrame = con.sql(sql).pl()
+    for name in (scored.physical_name, blocked.physical_name):
+        con.execute(f"drop table if exists {name}")
+    con.execute("drop view if exists match_places")
+    return edges, candidates
+
+
+def _components(
+    con: duckdb.DuckDBPyConnection, edges: pl.DataFrame, threshold: float
+) -> pl.DataFrame:
     """(match_id, cluster_id) of every place on an edge, by Splink's connected components."""
-    nodes = pl.concat([edges.get_column("match_id_l"), edges.get_column("match_id_r")])
-    nodes = nodes.unique().sort().rename("match_id").to_frame()
-    con = duckdb.connect(":memory:")
-    try:
-        db_api = DuckDBAPI(con)
-        cc = cluster_pairwise_predictions_at_threshold(
-            nodes.to_arrow(),
-            edges.to_arrow(),
-            db_api=db_api,
-            node_id_column_name="match_id",
-            threshold_match_probability=threshold,
-        )
-        sql = f"select match_id, cluster_id from {cc.physical_name}"  # noqa: S608
-        out = con.sql(sql).pl()
-    finally:
-        con.close()
+    ends = pl.concat([edges.get_column("match_id_l"), edges.get_column("match_id_r")])
+    nodes = ends.unique().sort().rename("match_id").to_frame()
+    cc = cluster_pairwise_predictions_at_threshold(
+        nodes.to_arrow(),
+        edges.to_arrow(),
+        db_api=DuckDBAPI(con),
+        node_id_column_name="match_id",
+        threshold_match_probability=threshold,
+    )
+    sql = f"select match_id, cluster_id from {cc.physical_name}"  # noqa: S608
+    out: pl.DataFrame = con.sql(sql).pl()
     # cluster ids named by their smallest member (stable, and independent of Splink's naming)
     return out.select("match_id", pl.col("match_id").min().over("cluster_id").alias("cluster"))
 
@@ -224,20 +248,43 @@ def fuzzy_match(
         places.get_column(order_by) if order_by in places.columns
         else pl.int_range(places.height, eager=True)
     )  # fmt: skip
-    ranked = places.with_columns(order.alias("_order")).sort("_order", maintain_order=True)
+    used = [c for c in INPUT_COLUMNS if c in places.columns]
+    ranked = places.select(used).with_columns(order.alias("_order"))
+    ranked = ranked.sort("_order", maintain_order=True).drop("_order")
     feats = features(ranked)
     ids = feats.select("match_id").with_columns(ranked.get_column("place_key"))
-    edges, candidates = _scored_edges(feats, threshold)
-    apart = _apart_ids(not_a_match, ids)
+    del ranked
+    con = _connect()
+    try:
+        edges, candidates = _scored_edges(con, feats, threshold)
+        # what the rest of the pass reads of the places (the blocking keys and names go)
+        feats = feats.select("match_id", "street_number", "country", "latitude", "longitude")
+        apart = _apart_ids(not_a_match, ids)
+        return _clustered(con, places.height, ids, feats, edges, apart, candidates, threshold)
+    finally:
+        con.close()
+
+
+def _clustered(
+    con: duckdb.DuckDBPyConnection,
+    height: int,
+    ids: pl.DataFrame,
+    feats: pl.DataFrame,
+    edges: pl.DataFrame,
+    apart: pl.DataFrame,
+    candidates: int,
+    threshold: float,
+) -> tuple[pl.DataFrame, MatchInfo]:
+    """The scored edges (less the not-a-match pairs) into clusters, and each member's match."""
     pair = pl.col("match_id_l").alias("a"), pl.col("match_id_r").alias("b")
     refused = edges.select(*pair).join(apart, on=["a", "b"], how="semi").height
     edges = edges.join(apart.rename({"a": "match_id_l", "b": "match_id_r"}),
                        on=["match_id_l", "match_id_r"], how="anti")  # fmt: skip
     empty = pl.DataFrame(schema=OUTPUT_SCHEMA)
     if edges.height == 0:
-        info = MatchInfo(places.height, candidates, 0, refused, 0, 0, 0, threshold)
+        info = MatchInfo(height, candidates, 0, refused, 0, 0, 0, threshold)
         return empty, info
-    clusters, rebuilt = _rebuild(_components(edges, threshold), edges, feats, apart)
+    clusters, rebuilt = _rebuild(_components(con, edges, threshold), edges, feats, apart)
     clusters = clusters.filter(pl.len().over("cluster") > 1)
     both = pl.concat([edges, edges.select(
         pl.col("match_id_r").alias("match_id_l"), pl.col("match_id_l").alias("match_id_r"),
@@ -269,7 +316,7 @@ def fuzzy_match(
         )
     )
     info = MatchInfo(
-        places=places.height,
+        places=height,
         candidate_pairs=candidates,
         matched_pairs=edges.height,
         not_a_match_pairs=refused,

@@ -4,7 +4,7 @@ From the normalised place fields (and `phone`, `website` when the frame has them
 
 - name_core: the place_key name identity of the name with accents stripped (café = cafe), street
   words spelled out (st = street), and branch suffixes dropped: a parenthesised part, anything
-  after " - " / " – " / " @ ", "#12", "store 12", "no. 12". name_sorted: its distinct words
+  after " - " / an en dash / " @ ", "#12", "store 12", "no. 12". name_sorted: its distinct words
   sorted (word order ignored); name_tokens: those words as a list; name_token: the first word.
 - street_number: the first house number (digits with at most one letter) of the street line
   (`street`, else `address`) once suite clauses ("suite 200", "#200", "unit 3b") are removed;
@@ -13,15 +13,16 @@ From the normalised place fields (and `phone`, `website` when the frame has them
   leading zeros (3-4 digits, country US or unknown) padded back to 5.
 - city: words, accents stripped. country: as given (alpha-2). latitude, longitude: as given.
 - phone: its digits, the last 10 (null when fewer than 7). website: the host, without www.
-- block keys (`b_*`): the blocking columns; a key shared by more than MAX_BLOCK places is nulled,
-  so every blocking rule yields at most MAX_BLOCK - 1 candidates per place (pairs stay linear).
+- block keys (`b_*`): the blocking columns (64-bit hashes of their parts); a key shared by more
+  than MAX_BLOCK places is nulled, so every blocking rule yields at most MAX_BLOCK - 1 candidates
+  per place (pairs stay linear).
 """
 
 from __future__ import annotations
 
 import polars as pl
 
-from placeflow.pipeline.columnar import apply, per_value
+from placeflow.pipeline.columnar import apply, parallel, per_value
 from placeflow.pipeline.placekey import STREET_WORDS, name_identity, words
 
 MAX_BLOCK = 40
@@ -108,9 +109,18 @@ def _postcode(places: pl.DataFrame) -> pl.Series:
 
 def features(places: pl.DataFrame) -> pl.DataFrame:
     """One row per input place (same order) with `match_id` (its position) and the features."""
-    name = _names(_text(places, "poi_name"))
-    line = _street_line(places)
-    city = per_value(_text(places, "city"), lambda v: apply(words(v), _ascii_fold))
+    done = parallel(
+        {
+            "name": lambda: _names(_text(places, "poi_name")),
+            "line": lambda: _street_line(places),
+            "city": lambda: per_value(
+                _text(places, "city"), lambda v: apply(words(v), _ascii_fold)
+            ),
+            "postcode": lambda: _postcode(places),
+        },
+        rows=places.height,
+    )
+    name, line, city = done["name"], done["line"], done["city"]
     number = line.str.replace_all(_SUITE, " ").str.extract(_NUMBER, 1)
     street_rest = line.str.replace_all(_SUITE, " ").str.replace(_NUMBER, " ").str.strip_chars()
     phone = _text(places, "phone").str.replace_all(r"\D", "")
@@ -128,7 +138,7 @@ def features(places: pl.DataFrame) -> pl.DataFrame:
             "name_core": name,
             "street_number": number,
             "street_name": street_rest,
-            "postcode": _postcode(places),
+            "postcode": done["postcode"],
             "city": city,
             "country": _text(places, "country").str.to_uppercase(),
             "latitude": coordinate("latitude"),
@@ -157,8 +167,10 @@ def features(places: pl.DataFrame) -> pl.DataFrame:
 
 
 def _key(*parts: pl.Expr) -> pl.Expr:
-    """Parts joined by "|"; null when any part is null."""
-    return pl.concat_str([p.cast(pl.String) for p in parts], separator="|")
+    """A 64-bit hash of the parts; null when any part is null. Two keys that collide only add a
+    candidate pair (scored like any other), and integers keep the blocking joins small."""
+    present = pl.all_horizontal([p.is_not_null() for p in parts])
+    return pl.when(present).then(pl.struct(*parts).hash(seed=17))
 
 
 def _blocks() -> list[pl.Expr]:
@@ -172,7 +184,7 @@ def _blocks() -> list[pl.Expr]:
         "b_city_last": _key(c("country").fill_null(""), c("city"), c("name_last")),
         "b_cell_tok": _key(c("_cy"), c("_cx"), c("name_token")),
         "b_cell": _key(c("_cy"), c("_cx")),
-        "b_phone": c("phone"),
+        "b_phone": _key(c("phone")),
     }
     capped = []
     for name, key in keys.items():

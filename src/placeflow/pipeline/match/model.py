@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import splink.comparison_level_library as cll
 from splink import SettingsCreator
@@ -22,6 +22,11 @@ from splink.blocking_rule_library import CustomRule
 from splink.comparison_library import CustomComparison
 
 from placeflow.pipeline.match.features import BLOCKS
+
+if TYPE_CHECKING:
+    from splink.internals.comparison_level_creator import ComparisonLevelCreator
+
+    Level = ComparisonLevelCreator | dict[str, Any]
 
 MODEL_PATH = Path(__file__).with_name("model.json")
 FAR_KM = 0.5
@@ -49,13 +54,13 @@ HARD_RULES = (
 )
 """What may never be merged, as SQL over a pair (l, r): each rule must hold."""
 NAMES_ALIKE = (
-    "(name_core_l is null or name_core_r is null or name_sorted_l = name_sorted_r"
-    " or jaro_winkler_similarity(name_core_l, name_core_r) >= 0.88"
-    " or len(list_intersect(name_tokens_l, name_tokens_r))"
-    " = least(len(name_tokens_l), len(name_tokens_r)))"
+    "(l.name_core is null or r.name_core is null or l.name_sorted = r.name_sorted"
+    " or jaro_winkler_similarity(l.name_core, r.name_core) >= 0.88"
+    " or len(list_intersect(l.name_tokens, r.name_tokens))"
+    " = least(len(l.name_tokens), len(r.name_tokens)))"
 )
-"""A scored pair is merged only when the names are alike: two businesses of one hotel share its
-street, number and phone, and only their names tell them apart."""
+"""A scored pair (its places l and r) is merged only when the names are alike: two businesses
+of one hotel share its street, number and phone, and only their names tell them apart."""
 
 
 def blocking_rules() -> list[CustomRule]:
@@ -76,18 +81,16 @@ def comparisons() -> list[CustomComparison]:
         "len(list_intersect(name_tokens_l, name_tokens_r))"
         " = least(len(name_tokens_l), len(name_tokens_r))"
     )
-    name = CustomComparison(
-        [
-            cll.NullLevel("name_core"),
-            cll.ExactMatchLevel("name_core"),
-            cll.Or(cll.ExactMatchLevel("name_sorted"), cll.JaroWinklerLevel("name_core", 0.95)),
-            cll.JaroWinklerLevel("name_core", 0.88),
-            _custom(contained, "one name's words within the other's"),
-            cll.JaroWinklerLevel("name_sorted", 0.75),
-        ]
-        + [cll.ElseLevel()],
-        output_column_name="name",
-    )
+    name_levels: list[Level] = [
+        cll.NullLevel("name_core"),
+        cll.ExactMatchLevel("name_core"),
+        cll.Or(cll.ExactMatchLevel("name_sorted"), cll.JaroWinklerLevel("name_core", 0.95)),
+        cll.JaroWinklerLevel("name_core", 0.88),
+        _custom(contained, "one name's words within the other's"),
+        cll.JaroWinklerLevel("name_sorted", 0.75),
+        cll.ElseLevel(),
+    ]
+    name = CustomComparison(name_levels, output_column_name="name")
     number = CustomComparison(
         [cll.NullLevel("street_number"), cll.ExactMatchLevel("street_number"), cll.ElseLevel()],
         output_column_name="street_number",
@@ -104,7 +107,11 @@ def comparisons() -> list[CustomComparison]:
     )
 
     def exact(column: str) -> CustomComparison:
-        levels = [cll.NullLevel(column), cll.ExactMatchLevel(column), cll.ElseLevel()]
+        levels: list[Level] = [
+            cll.NullLevel(column),
+            cll.ExactMatchLevel(column),
+            cll.ElseLevel(),
+        ]
         return CustomComparison(levels, output_column_name=column)
 
     city = CustomComparison(
@@ -136,7 +143,7 @@ def untrained_settings() -> SettingsCreator:
         unique_id_column_name="match_id",
         comparisons=list(comparisons()),
         blocking_rules_to_generate_predictions=list(blocking_rules()),
-        retain_matching_columns=True,
+        retain_matching_columns=False,
         retain_intermediate_calculation_columns=False,
         probability_two_random_records_match=1e-5,
     )
@@ -153,6 +160,7 @@ def settings() -> dict[str, Any]:
     """A copy of the trained model, safe to hand to a Linker (which may change it)."""
     copied: dict[str, Any] = json.loads(json.dumps(trained_settings()))
     copied.pop("linker_uid", None)
+    copied["retain_matching_columns"] = False  # the pass reads ids and probability alone
     return copied
 
 
