@@ -124,3 +124,13 @@ def test_hidden_characters_are_removed_and_nul_rejects_the_row() -> None:
         (3, "poi_name", "poi_name contains a NUL byte")
     ]
     assert info.rows == info.kept + info.rejected
+
+
+def test_store_directory_headers_are_recognised() -> None:
+    """`State/Province` feeds region and `Store Number` the id (both were ignored before)."""
+    from placeflow.pipeline.columns import resolve_columns
+
+    header = ["Store Number", "Store Name", "Street Address", "City", "State/Province", "Country"]
+    chosen = resolve_columns(header, {})
+    assert chosen["region"] == header.index("State/Province")
+    assert chosen["id"] == header.index("Store Number")

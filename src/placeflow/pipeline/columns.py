@@ -1,6 +1,7 @@
 """Recognise which of a file's columns hold which place field (names, or explicit --map).
 
-Recognition compares names case-insensitively, ignoring spaces, underscores, hyphens and dots,
+Recognition compares names case-insensitively, ignoring spaces, underscores, hyphens, dots and
+slashes (`State/Province` is `stateprovince`),
 and tries each field's synonyms in order of preference. A plain `address` column is the street
 line when the file also has a separate city or postcode column (the address is then clearly
 split into parts, as in the sample guides' `addr`); otherwise it is an unstructured address.
@@ -38,7 +39,22 @@ SYNONYMS: dict[str, tuple[str, ...]] = {
         "sitename",
         "companyname",
     ),
-    "id": ("id", "placeid", "poiid", "storeid", "locationid", "externalid", "sourceid", "recordid"),
+    "id": (
+        "id",
+        "placeid",
+        "poiid",
+        "storeid",
+        "locationid",
+        "externalid",
+        "sourceid",
+        "recordid",
+        "storenumber",
+        "storeno",
+        "storenum",
+        "locationnumber",
+        "sitenumber",
+        "siteid",
+    ),
     "street": (
         "street",
         "addr",
@@ -68,7 +84,7 @@ SYNONYMS: dict[str, tuple[str, ...]] = {
 AMBIGUOUS_ADDRESS = "address"
 """A bare `address` column: the street line or a full address, decided by the other columns."""
 
-_NOISE = re.compile(r"[\s_\-.\ufeff]+")
+_NOISE = re.compile(r"[\s_\-./\ufeff]+")
 
 
 def canonical(column: str) -> str:
