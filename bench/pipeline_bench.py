@@ -5,7 +5,8 @@ installed, and the sample restaurants), serves sandboxes on loopback from this p
 pipeline as a user does (`python -m placeflow.cli run FILE --db DB --json`, a subprocess whose
 wall time, CPU time and peak RSS are measured apart from the sandbox's), and writes
 bench/RESULTS.md. One Prefect server is started once for the whole benchmark and shared by
-every pipeline process. Measured, side by side:
+every pipeline process. Its section of bench/RESULTS.md lies between pipeline-bench markers
+(other scripts' sections are kept). Measured, side by side:
 
 1. requests per 1,000 input rows, counted by the sandbox: the pipeline's job route, its sync
    route, a naive one-request-per-place loop and an enrich-batch-of-10 loop;
@@ -265,8 +266,23 @@ def main(argv: list[str] | None = None) -> None:
         machine=report.machine(),
         bound=job_schedule_bound,
     )
-    Path(args.out).write_text(text)
+    write_section(Path(args.out), text)
     sys.stdout.write(text)
+
+
+def write_section(path: Path, body: str) -> None:
+    """This benchmark's block of RESULTS.md replaced, other scripts' sections kept; without
+    markers yet, the unmarked text before the first section is this benchmark's old block."""
+    start, end = "<!-- pipeline-bench:start -->", "<!-- pipeline-bench:end -->"
+    block = f"{start}\n{body.rstrip()}\n{end}\n"
+    old = path.read_text(encoding="utf-8") if path.exists() else ""
+    if start in old and end in old:
+        head, _, rest = old.partition(start)
+        text = head + block + rest.partition(end)[2].removeprefix("\n")
+    else:
+        first = old.find("<!-- ")
+        text = block + ("\n" + old[first:] if first >= 0 else "")
+    path.write_text(text, encoding="utf-8")
 
 
 if __name__ == "__main__":
