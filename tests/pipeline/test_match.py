@@ -32,7 +32,11 @@ def _places(*rows: dict[str, Any]) -> pl.DataFrame:
 
 
 def _merged(places: pl.DataFrame, **kw: Any) -> set[tuple[int, int]]:
-    matched, _ = fuzzy_match(places, **kw)
+    return _pairs(places, fuzzy_match(places, **kw)[0])
+
+
+def _pairs(places: pl.DataFrame, matched: pl.DataFrame) -> set[tuple[int, int]]:
+    """(row_ord of a merged place, row_ord of the place answering its cluster)."""
     by_key = dict(zip(places["place_key"], places["row_ord"], strict=True))
     return {
         (by_key[k], by_key[c]) for k, c in matched.select("place_key", "cluster_key").iter_rows()
@@ -41,16 +45,19 @@ def _merged(places: pl.DataFrame, **kw: Any) -> set[tuple[int, int]]:
 
 DINER = {"poi_name": "Joe's Diner", "street": "120 Main Street", "city": "Springfield",
          "postcode": "01105", "country": "US"}  # fmt: skip
+CAFE = {"poi_name": "Blue Bottle Cafe", "street": "9 Harbor Road", "city": "Portland",
+        "postcode": "04101", "country": "US"}  # fmt: skip
 
 
 def test_variants_of_one_place_merge_into_the_first() -> None:
     """Abbreviations, case, accents, a suite line and a dropped ZIP zero still merge."""
     places = _places(DINER, {**DINER, "poi_name": "JOES DINER", "street": "120 Main St Suite 4",
-                             "postcode": "1105"})  # fmt: skip
+                             "postcode": "1105"}, CAFE, {**CAFE, "poi_name": "Blue Bottle Café",
+                             "street": "9 Harbor Rd"})  # fmt: skip
     matched, info = fuzzy_match(places)
-    assert _merged(places) == {(1, 0)}
-    assert matched["match_rule"].to_list() == ["probabilistic"]
-    assert matched["match_probability"][0] >= info.threshold
+    assert _pairs(places, matched) == {(1, 0), (3, 2)}
+    assert matched["match_rule"].to_list() == ["probabilistic"] * 2
+    assert matched["match_probability"].min() >= info.threshold  # type: ignore[operator]
 
 
 def test_different_street_numbers_never_merge() -> None:
@@ -67,10 +74,11 @@ def test_places_far_apart_never_merge() -> None:
     """Same name and city, but coordinates over 500 m apart: not merged; 20 m apart: merged."""
     a = {"poi_name": "Gleim Field", "city": "Gainesville", "country": "US",
          "latitude": 29.7027, "longitude": -82.37}  # fmt: skip
-    far = _places(a, {**a, "poi_name": "Gleim Fied", "latitude": 29.7107})
-    near = _places(a, {**a, "poi_name": "Gleim Fied", "latitude": 29.7029})
-    assert _merged(far) == set()
-    assert _merged(near) == {(1, 0)}
+    b = {"poi_name": "Lake Wauburg Landing", "city": "Micanopy", "country": "US",
+         "latitude": 29.5252, "longitude": -82.3031}  # fmt: skip
+    far = {**a, "poi_name": "Gleim Fied", "latitude": 29.7107}
+    near = {**b, "poi_name": "Lake Wauburg Landng", "latitude": 29.5254}
+    assert _merged(_places(a, far, b, near)) == {(3, 2)}
 
 
 def test_chained_matches_never_join_different_numbers() -> None:
@@ -86,13 +94,15 @@ def test_chained_matches_never_join_different_numbers() -> None:
 
 
 def test_not_a_match_pairs_are_respected() -> None:
-    """A pair marked not-a-match is never merged, even when the model would merge it."""
-    places = _places(DINER, {**DINER, "poi_name": "JOES DINER (Downtown)"})
+    """A pair marked not-a-match is never merged; the same variant, unmarked, is."""
+    other = {**DINER, "city": "Shelbyville", "postcode": "01200"}
+    places = _places(DINER, {**DINER, "poi_name": "JOES DINER (Downtown)"},
+                     other, {**other, "poi_name": "JOES DINER (Downtown)"})  # fmt: skip
     keys = places["place_key"].to_list()
     marked = pl.DataFrame({"place_key_a": [keys[1]], "place_key_b": [keys[0]]})
-    assert _merged(places) == {(1, 0)}
     matched, info = fuzzy_match(places, not_a_match=marked)
-    assert matched.height == 0 and info.not_a_match_pairs == 1
+    assert _pairs(places, matched) == {(3, 2)}
+    assert info.not_a_match_pairs == 1
 
 
 def _eval_module() -> Any:
