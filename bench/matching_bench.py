@@ -99,12 +99,14 @@ def match(path: str) -> None:
     unique = pl.read_parquet(path)
     before = _status("VmRSS")
     reset = _reset_peak()
-    t0 = time.perf_counter()
+    load = os.getloadavg()[0]
+    t0, c0 = time.perf_counter(), time.process_time()
     _matched, info = fuzzy_match(unique)
-    seconds = time.perf_counter() - t0
+    seconds, cpu = time.perf_counter() - t0, time.process_time() - c0
     pass_peak = _status("VmHWM") if reset else float("nan")
     process_peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    print(json.dumps({"unique": unique.height, "match_s": seconds, "rss_before_mb": before,
+    print(json.dumps({"unique": unique.height, "match_s": seconds, "match_cpu_s": cpu,
+                      "load": load, "rss_before_mb": before,
                       "pass_peak_mb": pass_peak, "process_peak_mb": process_peak,
                       "candidates": info.candidate_pairs, "merged": info.merged}))  # fmt: skip
 
@@ -129,15 +131,19 @@ def _section(rows: list[int], results: list[dict[str, Any]]) -> str:
         "- pass peak: that process's peak RSS over `fuzzy_match` alone (VmHWM reset just before"
         " it); process peak: the whole matching process (interpreter, imports, the places read"
         " from Parquet, the pass); RSS before: after reading the places, before the pass",
+        "- match CPU s: CPU time of the pass, all threads (user + system); load: the machine's"
+        " 1-minute load average as the pass began (the machine is shared; wall time above CPU"
+        " time / 2 is time spent waiting for a core)",
         "",
-        "| rows | unique keys | candidate pairs | merged | prepare s | match s | RSS before MB"
-        " | pass peak MB | process peak MB |",
-        "|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "| rows | unique keys | candidate pairs | merged | prepare s | match s | match CPU s"
+        " | load | RSS before MB | pass peak MB | process peak MB |",
+        "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for r in results:
         lines.append(
             f"| {r['rows']:,} | {r['unique']:,} | {r['candidates']:,} | {r['merged']:,}"
-            f" | {r['prepare_s']:.1f} | {r['match_s']:.1f} | {r['rss_before_mb']:,.0f}"
+            f" | {r['prepare_s']:.1f} | {r['match_s']:.1f} | {r['match_cpu_s']:.1f}"
+            f" | {r['load']:.1f} | {r['rss_before_mb']:,.0f}"
             f" | {r['pass_peak_mb']:,.0f} | {r['process_peak_mb']:,.0f} |"
         )
     if len(results) >= 2:
@@ -146,7 +152,8 @@ def _section(rows: list[int], results: list[dict[str, Any]]) -> str:
         lines += [
             "",
             f"From {small['rows']:,} to {big['rows']:,} rows ({scale:.0f}x): match time"
-            f" {big['match_s'] / small['match_s']:.1f}x, pass peak"
+            f" {big['match_s'] / small['match_s']:.1f}x, match CPU"
+            f" {big['match_cpu_s'] / small['match_cpu_s']:.1f}x, pass peak"
             f" {big['pass_peak_mb'] / small['pass_peak_mb']:.1f}x.",
         ]
     lines += [

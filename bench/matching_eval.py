@@ -43,8 +43,17 @@ from placeflow.pipeline.placekey import place_keys  # noqa: E402
 
 SAMPLES = ROOT / "data" / "samples"
 SHARED = Path("/work/shared/data")
-STREET_SWAPS = [("street", "st"), ("boulevard", "blvd"), ("avenue", "ave"), ("road", "rd"),
-                ("north", "n"), ("south", "s"), ("west", "w"), ("east", "e"), ("drive", "dr")]  # fmt: skip
+STREET_SWAPS = [
+    ("street", "st"),
+    ("boulevard", "blvd"),
+    ("avenue", "ave"),
+    ("road", "rd"),
+    ("north", "n"),
+    ("south", "s"),
+    ("west", "w"),
+    ("east", "e"),
+    ("drive", "dr"),
+]
 BRANCHES = [" - Downtown", " (Airport)", " #12", " - Midtown", " (Union Square)"]
 ACCENTS = {"cafe": "café", "creme": "crème", "jose": "josé", "senor": "señor"}
 
@@ -84,8 +93,12 @@ def _phone(rng: random.Random, digits: str) -> str:
     d = "".join(c for c in digits if c.isdigit())[-10:]
     if len(d) < 10:
         return digits
-    forms = [f"({d[:3]}) {d[3:6]}-{d[6:]}", f"{d[:3]}.{d[3:6]}.{d[6:]}", f"+1 {d[:3]} {d[3:6]} {d[6:]}",
-             f"{d[:3]}-{d[3:6]}-{d[6:]}"]  # fmt: skip
+    forms = [
+        f"({d[:3]}) {d[3:6]}-{d[6:]}",
+        f"{d[:3]}.{d[3:6]}.{d[6:]}",
+        f"+1 {d[:3]} {d[3:6]} {d[6:]}",
+        f"{d[:3]}-{d[3:6]}-{d[6:]}",
+    ]
     return rng.choice(forms)
 
 
@@ -324,8 +337,10 @@ def main(argv: list[str] | None = None) -> int:
     for phone, r in results.items():
         for name in ("exact", "fuzzy"):
             m = r[name]
-            print(f"phone={phone} {name}: precision {m['precision']:.4f} recall {m['recall']:.4f}"
-                  f" ({m['correct']}/{m['predicted']} predicted, {r['true_pairs']} true)")  # fmt: skip
+            print(
+                f"phone={phone} {name}: precision {m['precision']:.4f} recall {m['recall']:.4f}"
+                f" ({m['correct']}/{m['predicted']} predicted, {r['true_pairs']} true)"
+            )
         print("  false pairs:", r["fuzzy"]["false"][:10], r["info"])
     counts = restaurants(
         ROOT / "bench" / "work" / "restaurant_matches.csv", threshold=args.threshold
