@@ -69,8 +69,8 @@ def test_a_file_refused_forever_ends_that_job_alone(tmp_path: Path) -> None:
 def test_polls_stay_near_one_per_job_when_the_eta_is_off_by_three(factor: float) -> None:
     """Eight jobs, two running at once, etas true or 3x off either way: the poller learns the
     factor and the sandbox counts at most two polls beyond one per job."""
-    with served(faults=FaultConfig(eta_factor=factor), rows_per_second=400.0) as srv:
-        jobs = submit_all(srv, 8, 2_000, "eta")
+    with served(faults=FaultConfig(eta_factor=factor), rows_per_second=120.0) as srv:
+        jobs = submit_all(srv, 8, 600, "eta")
         poller = JobPoller(srv.client, floor=1.0)
         finals = poller.follow(jobs)
         polls = srv.count("GET /v1/jobs/{batch_id}")

@@ -29,8 +29,8 @@ from placeflow.api.errors import (
     Unprocessable,
     summarise_details,
 )
-from placeflow.api.models import cap_text
 from placeflow.api.retry import parse_retry_after, parse_timestamp
+from placeflow.api.text import cap_text
 from placeflow.redact import key_hint, redact_text
 
 _NEEDED_KEYS = (

@@ -9,7 +9,11 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal, get_args
 
-from pydantic import AfterValidator, AliasChoices, BaseModel, ConfigDict, Field
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field
+
+from placeflow.api.text import MAX_SERVER_TEXT as MAX_SERVER_TEXT  # re-exported
+from placeflow.api.text import CappedText
+from placeflow.api.text import cap_text as cap_text  # re-exported
 
 # --- vocabulary -------------------------------------------------------------------------
 
@@ -157,21 +161,6 @@ class DeepResearchRequest(_Request):
 
 
 # --- responses (tolerant) ----------------------------------------------------------------
-
-MAX_SERVER_TEXT = 2_000
-"""Characters of a server-supplied message kept; the rest is cut and marked."""
-
-
-def cap_text(value: str, limit: int = MAX_SERVER_TEXT) -> str:
-    """`value` cut to `limit` characters, marked with how many were dropped: a service (or a
-    proxy) can send an error string of any size, and it is stored and shown."""
-    if len(value) <= limit:
-        return value
-    return f"{value[:limit]}… [truncated {len(value) - limit:,} characters]"
-
-
-CappedText = Annotated[str, AfterValidator(cap_text)]
-"""A server-supplied free-text string, capped at `MAX_SERVER_TEXT` characters."""
 
 
 class _Response(BaseModel):
