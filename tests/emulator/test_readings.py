@@ -3,12 +3,15 @@ docs/spec-readings.md says it does, as the sandbox itself reports it."""
 
 from __future__ import annotations
 
+import gzip
+import json
 from typing import Any
 
 import pytest
 
 from placeflow.api.retry import parse_timestamp
 from placeflow.emulator import FaultConfig
+from placeflow.emulator.synth import is_billable
 
 from .conftest import KEY, Harness, MakeHarness, place
 
@@ -92,6 +95,9 @@ def test_null_status_rows_billed_by_either_reading(make_harness: MakeHarness, bi
         assert charged == 400
     else:
         assert 60 <= 400 - charged <= 180  # about 30% released
+    url = lines["results"]["files"][0]["url"]
+    rows = [json.loads(x) for x in gzip.decompress(h.http.get(url).content).splitlines()]
+    assert sum(is_billable("enrich", r, null_status_billed=bill) for r in rows) == charged
 
 
 def test_a_refused_file_is_refused_forever(make_harness: MakeHarness) -> None:

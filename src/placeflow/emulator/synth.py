@@ -302,16 +302,29 @@ def unresolvable_coordinates(poi: Mapping[str, Any], *, settings: SynthSettings)
     return _unresolvable(poi, base.digest())
 
 
-def is_billable(kind: Literal["validate", "enrich"], result: Mapping[str, Any]) -> bool:
-    """The bulk rule: a row is charged when it succeeded with a value or a non-null status."""
+def is_billable(
+    kind: Literal["validate", "enrich"],
+    result: Mapping[str, Any],
+    *,
+    null_status_billed: bool = True,
+) -> bool:
+    """The bulk rule: a row is charged when it succeeded with a value or a non-null status.
+
+    `null_status_billed` picks the reading of "non-null status" for a status object whose
+    every value is null: billed (the object is not null, the sandbox's default) or not."""
     if not result.get("success"):
         return False
     if kind == "validate":
         return (result.get("operational_status") is not None
                 or result.get("existence_confidence") is not None)
     attributes = result.get("attributes") or {}
+    status = result.get("status")
+    if not null_status_billed and isinstance(status, Mapping) and not any(
+        v is not None for v in status.values()
+    ):
+        status = None
     return (any(a is not None and a.get("value") is not None for a in attributes.values())
-            or result.get("status") is not None or result.get("operational_status") is not None)
+            or status is not None or result.get("operational_status") is not None)
 
 
 @dataclass(frozen=True)
