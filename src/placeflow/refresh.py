@@ -7,16 +7,49 @@ answers a validate and an enrich of fewer attributes) is `older_than` old or old
 such outcome exists, and no attempt of that kind (a failed one included) was made since: a
 place that failed within the window waits for `--retry-failed` (sql/queries/failing_places.sql)
 or a smaller `older_than`. The SQL is sql/queries/stale_places.sql.
+
+`refresh` sends them through the same stages as a run of files (`placeflow.run` with a
+`WarehouseSource`): the source yields each stale place's stored fields as the read stage's
+text, normalize (idempotent on normalised places) gives back the same place_key, and the run
+records what changed (`placeflow.changes`) in its account stage.
 """
 
 from __future__ import annotations
 
+import re
+from collections.abc import Callable
 from datetime import datetime, timedelta
+from pathlib import Path
+from typing import TYPE_CHECKING
 
 import duckdb
 import polars as pl
 
-from placeflow.warehouse import sql_text
+from placeflow.errors import InputError, OptionsError
+from placeflow.options import RunOptions
+from placeflow.pipeline.columns import PLACE_FIELDS
+from placeflow.pipeline.read import ReadInfo
+from placeflow.runstate import Clock, utc_now
+from placeflow.steps import Step, direct
+from placeflow.warehouse import reading, sql_text
+
+if TYPE_CHECKING:
+    from placeflow.events import Event
+    from placeflow.pipeline.account import RunSummary
+    from placeflow.service import Target
+
+_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([wdhms]?)\s*$")
+_UNIT_SECONDS = {"w": 604800, "d": 86400, "h": 3600, "m": 60, "s": 1, "": 86400}
+
+
+def parse_duration(text: str) -> timedelta:
+    """`30d`, `12h`, `90m`, `45s`, `2w`, or `0` (a bare number is days) as a timedelta."""
+    found = _DURATION.match(str(text).lower())
+    if found is None:
+        raise OptionsError(
+            f"--older-than takes a duration such as 30d, 12h, 90m or 0, not {text!r}"
+        )
+    return timedelta(seconds=float(found[1]) * _UNIT_SECONDS[found[2]])
 
 
 def select_stale(
@@ -67,3 +100,137 @@ def select_stale(
     else:
         ordered = stale.sort(["answered_at", "place_key"], nulls_last=False)
     return ordered.head(limit) if limit is not None else ordered
+
+
+# --- the warehouse as a run's source ----------------------------------------------------------
+
+
+class WarehouseSource:
+    """The stale places of a warehouse as a run's input (the `Source` protocol).
+
+    `rows` selects them (`select_stale`, for the run's mode and signature; most likely changed
+    first when `budget` cuts the set) and yields each one's stored fields as the read stage's
+    text, its place_key as the row's id. A plain class, so a Prefect task passes it as is.
+    """
+
+    def __init__(
+        self,
+        db: Path | str,
+        *,
+        older_than: timedelta,
+        country: str | None = None,
+        limit: int | None = None,
+        budget: int | None = None,
+        credits_per_place: int = 1,
+        clock: Clock = utc_now,
+    ) -> None:
+        self.db = Path(db)
+        self.older_than = older_than
+        self.country = country.upper() if country else None
+        self.limit = limit
+        self.budget = budget
+        self.credits_per_place = credits_per_place
+        self.clock = clock
+        self.selected: pl.DataFrame | None = None
+        """The last selection (select_stale's columns: priority and reason included)."""
+
+    @property
+    def name(self) -> str:
+        return f"warehouse:{self.db.resolve()}"
+
+    @property
+    def inputs(self) -> tuple[str, ...]:
+        return (self.name,)
+
+    def identity(self) -> list[str]:
+        """The warehouse and the selection's terms (not the places found: an unfinished
+        refresh of the same terms is resumed, never sent again)."""
+        return [
+            self.name,
+            f"older_than={self.older_than.total_seconds():g}s|country={self.country}"
+            f"|limit={self.limit}|budget={self.budget}|per_place={self.credits_per_place}",
+        ]
+
+    def rows(self, options: RunOptions) -> tuple[pl.DataFrame, ReadInfo]:
+        with reading(self.db) as con:
+            stale = select_stale(
+                con,
+                older_than=self.older_than,
+                mode=options.mode,
+                signature=options.signature,
+                country=self.country,
+                limit=self.limit,
+                budget=self.budget,
+                credits_per_place=self.credits_per_place,
+                now=self.clock(),
+            )
+        self.selected = stale
+        ordinal = pl.int_range(pl.len(), dtype=pl.Int64)
+        frame = stale.select(
+            ordinal.alias("row_ord"),
+            pl.lit(self.name, pl.String).alias("source_file"),
+            (ordinal + 1).alias("source_row"),
+            pl.col("place_key").alias("source_id"),
+            *[pl.col(f).cast(pl.String).alias(f) for f in PLACE_FIELDS],
+            pl.lit(None, pl.String).alias("read_error"),
+        )
+        info = ReadInfo(
+            files=(self.name,),
+            rows=frame.height,
+            columns={self.name: {f: f"run_places.request.{f}" for f in PLACE_FIELDS}},
+            rows_per_file={self.name: frame.height},
+        )
+        return frame, info
+
+
+def credits_per_place(target: Target, mode: str) -> int:
+    """The most one place of `mode` costs by either route, from the service's rate card."""
+    with target.client() as api:
+        card = api.pricing()
+    rates = [card.rate(key) for key in (mode, f"job_{mode}")]
+    return max([r.credits for r in rates if r is not None and r.credits is not None] or [1])
+
+
+def refresh(
+    *,
+    db: Path | str,
+    older_than: timedelta | str,
+    target: Target,
+    mode: str = "enrich",
+    max_credits: int | None = None,
+    limit: int | None = None,
+    country: str | None = None,
+    options: RunOptions | None = None,
+    step: Step = direct,
+    on_event: Callable[[Event], None] | None = None,
+    clock: Clock = utc_now,
+) -> RunSummary:
+    """Re-check the places of `db` whose answer is `older_than` old or older (0: all of them).
+
+    A run like any other (`placeflow.run`; estimate first, ledger, resume, change recording),
+    whose input is the warehouse. With `max_credits` smaller than the stale set's cost it does
+    not refuse: the places most likely to have changed go first, as many as the budget buys.
+    `options` (mode and max_credits set from the arguments) tunes the rest, e.g. poll_timeout.
+    """
+    from placeflow.orchestrate import run
+
+    age = parse_duration(older_than) if isinstance(older_than, str) else older_than
+    if not Path(db).exists():
+        raise InputError(f"no warehouse at {db}: a refresh re-checks the places a run loaded")
+    given = (options or RunOptions()).model_dump()
+    given.update(mode=mode, max_credits=max_credits, force=True)  # the source chose the stale
+    if mode == "validate":
+        given.update(attributes=(), include_summary=False)
+    chosen = RunOptions.parse(given)
+    per_place = credits_per_place(target, mode) if max_credits is not None else 1
+    source = WarehouseSource(
+        db,
+        older_than=age,
+        country=country,
+        limit=limit,
+        budget=max_credits,
+        credits_per_place=per_place,
+        clock=clock,
+    )
+    return run(source, options=chosen, db=db, target=target, step=step, on_event=on_event,
+               clock=clock)  # fmt: skip

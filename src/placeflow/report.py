@@ -66,6 +66,11 @@ def summary_rows(s: RunSummary) -> list[tuple[str, str]]:
         rows.insert(7, ("not answered (retried next run)", _n(s.not_answered)))
     if s.possible_extra_credits:
         rows.append(("possible extra charges", _n(s.possible_extra_credits)))
+    if s.changes or s.places_changed:
+        kinds = ", ".join(f"{kind} {n:,}" for kind, n in sorted(s.changes.items()))
+        rows.append(("places changed", f"{s.places_changed:,} ({kinds})"))
+        if s.changed_per_credit is not None:
+            rows.append(("changed per credit charged", f"{s.changed_per_credit:.4f}"))
     return rows
 
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import re
 import secrets
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from datetime import UTC, datetime
@@ -92,8 +93,14 @@ def _names(folder: str) -> list[str]:
 # --- connect, migrate, views -----------------------------------------------------------------
 
 
-def connect(path: Path | str, *, read_only: bool = False) -> duckdb.DuckDBPyConnection:
-    """Open the warehouse; a writable one is created if needed, migrated and its views applied."""
+def connect(
+    path: Path | str, *, read_only: bool = False, wait: float = 0.0
+) -> duckdb.DuckDBPyConnection:
+    """Open the warehouse; a writable one is created if needed, migrated and its views applied.
+
+    While another process holds it, try again for up to `wait` seconds (a run holds it only
+    while writing), then raise `WarehouseBusy`.
+    """
     in_memory = str(path) == MEMORY
     target = Path(path)
     if not in_memory:
@@ -101,12 +108,19 @@ def connect(path: Path | str, *, read_only: bool = False) -> duckdb.DuckDBPyConn
             raise FileNotFoundError(f"no warehouse at {target}: a run creates it")
         if not read_only:
             target.parent.mkdir(parents=True, exist_ok=True)
-    try:
-        con = duckdb.connect(MEMORY if in_memory else str(target), read_only=read_only)
-    except duckdb.IOException as exc:
-        if "lock" in str(exc).lower():
-            raise WarehouseBusy(target, str(exc)) from exc
-        raise
+    deadline = time.monotonic() + wait
+    pause = 0.02
+    while True:
+        try:
+            con = duckdb.connect(MEMORY if in_memory else str(target), read_only=read_only)
+            break
+        except duckdb.IOException as exc:
+            if "lock" not in str(exc).lower():
+                raise
+            if time.monotonic() + pause > deadline:
+                raise WarehouseBusy(target, str(exc)) from exc
+        time.sleep(pause)  # bounded: the holder writes for moments, then lets go
+        pause = min(pause * 2, 0.5)
     if not read_only:
         try:
             migrate(con)
@@ -115,6 +129,24 @@ def connect(path: Path | str, *, read_only: bool = False) -> duckdb.DuckDBPyConn
             con.close()
             raise
     return con
+
+
+READ_WAIT = 30.0
+"""How long a reader waits for a writer to let go of the warehouse (seconds)."""
+
+
+@contextmanager
+def reading(path: Path | str, *, wait: float = READ_WAIT) -> Iterator[duckdb.DuckDBPyConnection]:
+    """A connection to read the warehouse for the block: read-only, waiting up to `wait` s for
+    another process's write; inside a process that has it open for writing, one sharing that."""
+    try:
+        con = connect(path, read_only=True, wait=wait)
+    except duckdb.ConnectionException:  # this process has it open read-write: join that
+        con = duckdb.connect(str(path))
+    try:
+        yield con
+    finally:
+        con.close()
 
 
 def migrations() -> list[tuple[str, str]]:

@@ -16,6 +16,7 @@ from typing import Any
 import duckdb
 
 from placeflow.api.client import PlaceApiClient
+from placeflow.changes import record_changes
 from placeflow.runstate import RunState
 
 
@@ -45,6 +46,11 @@ class RunSummary:
     chunks_failed: int
     seconds: float
     message: str | None
+    changes: dict[str, int] = field(default_factory=dict)
+    """Changes this run found in places it re-checked (place_changes rows), by kind."""
+    places_changed: int = 0
+    changed_per_credit: float | None = None
+    """Places found changed per credit charged (None when nothing was charged)."""
     stages: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
     """Each stage's own summary from this invocation (ReadInfo, NormalizeInfo, ..., the
     submit/fetch/load infos as lists), by stage name; not part of `as_dict`."""
@@ -132,6 +138,7 @@ def account(
             usage_after=usage_after,
             message=message,
         )
+    found = record_changes(con, run_id, now=now) if final != "refused" else None
     counts = con.execute(
         "select rows_read, rejected, duplicates, skipped_fresh, credits_estimated, message"
         " from runs where run_id = ?",
@@ -165,4 +172,9 @@ def account(
         chunks_failed=bad,
         seconds=round((now - started).total_seconds(), 3),
         message=message or counts[5],
+        changes=found.by_kind if found else {},
+        places_changed=found.places_changed if found else 0,
+        changed_per_credit=round(found.places_changed / totals["charge"], 4)
+        if found and totals["charge"]
+        else None,
     )

@@ -33,6 +33,13 @@ def fresh_keys(
         raise ValueError("now must be timezone-aware (datetime.now(UTC))")
     if max_age < timedelta(0):
         raise ValueError("max_age must not be negative")
+    none = pl.DataFrame(
+        schema={"place_key": pl.String, "run_id": pl.String, "outcome_at": pl.Datetime("us", "UTC")}
+    )
+    if not con.execute("select exists (select 1 from runs)").fetchall()[0][0]:
+        # No run yet: nothing is fresh. (DuckDB 2.0 cannot bind signature_answers over the
+        # outcomes when `runs` is empty: its statistics of an all-null column fold it away.)
+        return none
     con.register(CANDIDATES, keys.select(pl.col("place_key").cast(pl.String)).to_arrow())
     try:
         relation = con.sql(
