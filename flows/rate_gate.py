@@ -1,0 +1,91 @@
+"""A key's rate limits kept by Prefect: global concurrency limits with slot decay, shared by
+every flow run on every machine that talks to the same Prefect server.
+
+The library's default gate (`placeflow.api.limiter.machine_limiter`) shares a key's windows
+between the processes of one machine; under a Prefect server, a flow can hand the client this
+gate instead. Each window (`count` requests per `seconds`) becomes one limit of `capacity`
+slots that decay at `(count - capacity) / spacing` per second, so any span of the window's
+length (plus its safety margin) grants at most `capacity + (count - capacity) = count`. Prefect
+decays slots in whole steps from the limit's last update, so it grants at most that, often less.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import threading
+import time
+
+from prefect.client.orchestration import get_client
+from prefect.client.schemas.actions import (
+    GlobalConcurrencyLimitCreate,
+    GlobalConcurrencyLimitUpdate,
+)
+from prefect.concurrency.sync import rate_limit
+from prefect.exceptions import ObjectAlreadyExists
+
+from placeflow.api.limiter import RateLimits
+from placeflow.redact import Secret
+
+
+def limit_names(base_url: str, api_key: Secret, limits: RateLimits) -> list[str]:
+    """One limit name per window, from a digest of the service and the key (never the key)."""
+    digest = hashlib.sha256(f"{base_url}|{api_key.reveal()}".encode()).hexdigest()[:16]
+    return [f"placeflow-{digest}-{count}per{seconds:g}s" for count, seconds in limits.windows]
+
+
+class PrefectRateGate:
+    """A `RateGate` over Prefect's `rate_limit`: `acquire` takes a slot of every window's limit."""
+
+    def __init__(
+        self,
+        limits: RateLimits,
+        *,
+        base_url: str,
+        api_key: Secret,
+        capacity: int = 1,
+        timeout: float | None = 600.0,
+    ) -> None:
+        self.limits = limits
+        self.names = limit_names(base_url, api_key, limits)
+        self._capacity = capacity
+        self._timeout = timeout
+        self._lock = threading.Lock()
+        self._blocked_until = float("-inf")
+        self._ensure_limits()
+
+    def _ensure_limits(self) -> None:
+        """Create (or correct) each window's limit on the server."""
+        with get_client(sync_client=True) as client:
+            for name, (count, seconds) in zip(self.names, self.limits.windows, strict=True):
+                slots = max(1, min(self._capacity, count))
+                decay = max(count - slots, 1) / self.limits.spacing(seconds)
+                try:
+                    client.create_global_concurrency_limit(
+                        GlobalConcurrencyLimitCreate(
+                            name=name, limit=slots, slot_decay_per_second=decay
+                        )
+                    )
+                except ObjectAlreadyExists:
+                    client.update_global_concurrency_limit(
+                        name,
+                        GlobalConcurrencyLimitUpdate(limit=slots, slot_decay_per_second=decay),
+                    )
+
+    def acquire(self) -> float:
+        """Wait for a slot of every window (and any server-asked pause); the seconds waited."""
+        started = time.monotonic()
+        pause = self.delay()
+        if pause > 0:
+            time.sleep(pause)
+        rate_limit(self.names, occupy=1, timeout_seconds=self._timeout, strict=True)
+        return time.monotonic() - started
+
+    def delay(self) -> float:
+        """Seconds of a server-asked pause still to run (Prefect's own wait is not known here)."""
+        with self._lock:
+            return max(0.0, self._blocked_until - time.monotonic())
+
+    def defer(self, seconds: float) -> None:
+        """Send nothing from this process for `seconds` (the server answered 429 or 503)."""
+        with self._lock:
+            self._blocked_until = max(self._blocked_until, time.monotonic() + seconds)

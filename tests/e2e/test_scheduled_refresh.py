@@ -1,0 +1,160 @@
+"""The repository's deployment on a real Prefect server: deployed to a process work pool with
+an interval schedule, its scheduled runs picked up by a real worker, the warehouse updated."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import pytest
+import yaml  # type: ignore[import-untyped]  # PyYAML ships no stubs; safe_load and safe_dump only
+
+from .prefect_server import PrefectServer, prefect_server, wait_for
+
+pytestmark = pytest.mark.slow
+
+REPO = Path(__file__).resolve().parents[2]
+SAMPLES = REPO / "data" / "samples"
+DEPLOYMENT = "scheduled-refresh"
+POOL = "placeflow-test"
+ACTIVE = {"PENDING", "RUNNING", "CANCELLING"}
+BROKEN = {"FAILED", "CRASHED", "CANCELLED"}
+
+
+@dataclass(frozen=True)
+class Scheduled:
+    """A flow to deploy: its entrypoint, its parameters (given the test's directory), and a
+    check of the warehouse once a scheduled run of it completed."""
+
+    entrypoint: str
+    parameters: Callable[[Path], dict[str, Any]]
+    check: Callable[[Path], None]
+
+
+def query(db: Path, sql: str) -> list[tuple[Any, ...]]:
+    with duckdb.connect(str(db), read_only=True) as con:
+        return con.execute(sql).fetchall()
+
+
+def enriched_the_samples(db: Path) -> None:
+    """A completed run landed enrichments for the sample restaurants."""
+    runs = query(db, "select status from runs")
+    assert runs and all(status == "completed" for (status,) in runs), runs
+    ((enrichments,),) = query(db, "select count(*) from enrichments")
+    assert enrichments > 0
+
+
+PLACE_REFRESH = Scheduled(
+    entrypoint="flows/place_refresh.py:place_refresh",
+    parameters=lambda tmp: {
+        "inputs": [str(SAMPLES / "restaurants_fodors.csv")],
+        "options": {"mode": "enrich"},
+        "db": str(tmp / "wh.duckdb"),
+    },
+    check=enriched_the_samples,
+)
+
+
+def deployment_file(tmp: Path, flow: Scheduled, interval: int) -> Path:
+    """The repository's prefect.yaml with its `scheduled-refresh` deployment aimed at `flow`,
+    the test's work pool and an interval schedule of `interval` seconds."""
+    config = yaml.safe_load((REPO / "prefect.yaml").read_text())
+    (deployment,) = (d for d in config["deployments"] if d["name"] == DEPLOYMENT)
+    assert deployment["schedules"], "the repository's deployment has a schedule"
+    deployment.update(
+        entrypoint=flow.entrypoint,
+        parameters=flow.parameters(tmp),
+        work_pool={"name": POOL},
+        schedules=[{"interval": interval, "active": True}],
+    )
+    config["deployments"] = [deployment]
+    path = tmp / "prefect.yaml"
+    path.write_text(yaml.safe_dump(config))
+    return path
+
+
+def first_scheduled_completion(server: PrefectServer, deployment_id: str, worker_log: Path) -> Any:
+    """Wait for a scheduled run of the deployment to complete; fail at once if one breaks."""
+
+    def done() -> dict[str, Any] | None:
+        runs = server.flow_runs(deployment_id)
+        broken = [r for r in runs if r["state_type"] in BROKEN]
+        if broken:
+            raise AssertionError(
+                f"run {broken[0]['name']} ended {broken[0]['state_name']}:"
+                f" {broken[0]['state']['message']}\n{worker_log.read_text()[-6000:]}"
+            )
+        completed = [r for r in runs if r["state_type"] == "COMPLETED" and r["auto_scheduled"]]
+        return completed[0] if completed else None
+
+    return wait_for(done, timeout=900, every=2, what="a scheduled run to complete")
+
+
+def probe_ran(db: Path) -> None:
+    """The probe flow recorded at least one run."""
+    ((runs,),) = query(db, "select count(*) from probe_runs")
+    assert runs >= 1
+
+
+PROBE = Scheduled(
+    entrypoint="tests/e2e/scheduled_probe.py:scheduled_probe",
+    parameters=lambda tmp: {"db": str(tmp / "wh.duckdb")},
+    check=probe_ran,
+)
+
+
+@pytest.mark.parametrize("flow", [PROBE, PLACE_REFRESH], ids=["probe", "place_refresh"])
+def test_a_scheduled_run_completes_under_a_worker(tmp_path: Path, flow: Scheduled) -> None:
+    """`prefect deploy` of prefect.yaml to a process pool with a 5 s interval: the scheduler
+    creates runs, a worker runs one to completion, and it updated the warehouse."""
+    with prefect_server(tmp_path / "prefect") as server:
+        server.prefect("work-pool", "create", POOL, "--type", "process")
+        server.prefect(
+            "--no-prompt",
+            "deploy",
+            "--prefect-file",
+            str(deployment_file(tmp_path, flow, interval=5)),
+            "--name",
+            DEPLOYMENT,
+            cwd=REPO,
+        )
+        listed = server.prefect("deployment", "ls").stdout
+        flow_name = flow.entrypoint.rsplit(":", 1)[1]
+        assert f"{flow_name}/{DEPLOYMENT}" in listed
+        deployment = server.api("GET", f"/deployments/name/{flow_name}/{DEPLOYMENT}")
+        assert deployment["work_pool_name"] == POOL
+        assert [s["schedule"]["interval"] for s in deployment["schedules"]] == [5.0]
+        wait_for(
+            lambda: server.flow_runs(deployment["id"]), timeout=300, what="the scheduler's runs"
+        )
+        worker = server.start(
+            "worker",
+            [
+                sys.executable,
+                "-m",
+                "prefect",
+                "worker",
+                "start",
+                "--pool",
+                POOL,
+                "--type",
+                "process",
+                "--limit",
+                "1",
+            ],
+            cwd=REPO,
+        )
+        run = first_scheduled_completion(server, deployment["id"], worker)
+        assert run["state_name"] == "Completed"
+        server.api("PATCH", f"/deployments/{deployment['id']}", {"paused": True})
+        wait_for(
+            lambda: not any(r["state_type"] in ACTIVE for r in server.flow_runs(deployment["id"])),
+            timeout=600,
+            every=2,
+            what="the runs under way to end",
+        )
+    flow.check(tmp_path / "wh.duckdb")
