@@ -7,7 +7,7 @@ import sys
 import threading
 from collections.abc import Sequence
 
-from placeflow import commands
+from placeflow import commands, refresh_cli
 from placeflow.emulator import FaultConfig, Sandbox, SandboxConfig, parse_key_spec
 from placeflow.emulator.settings import DEFAULT_API_KEY, DEFAULT_CREDITS, KeySpec
 from placeflow.errors import OptionsError, PlaceflowError
@@ -125,6 +125,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     commands.add_run_parsers(sub)
+    refresh_cli.add_parsers(sub)
     _sandbox_parser(sub)
     return parser
 
@@ -135,6 +136,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if args.command == "sandbox":
             return _run_sandbox(args)
+        if hasattr(args, "func"):  # subcommands that carry their handler
+            return int(args.func(args))
         return commands.dispatch(args)
     except PlaceflowError as exc:  # codes by class: placeflow.report.EXIT_CODES
         print(f"placeflow: {exc}", file=sys.stderr)
