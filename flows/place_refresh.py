@@ -19,9 +19,11 @@ from prefect.cache_policies import NO_CACHE
 from prefect.states import Failed
 
 import placeflow
+from flows.progress_artifact import ProgressArtifact
 from placeflow.api.errors import TransientError
 from placeflow.config import load_settings
 from placeflow.errors import BudgetRefused, PlaceflowError, RunStopped
+from placeflow.events import Event
 from placeflow.options import RunOptions
 from placeflow.pipeline.account import RunSummary
 from placeflow.report import EXIT_OK, exit_code, exit_code_for, markdown_summary
@@ -77,13 +79,18 @@ def place_refresh(
     options: RunOptions | None = None,
     db: str = DEFAULT_DB,
     resume_run_id: str | None = None,
+    on_event: Callable[[Event], None] | None = None,
 ) -> Any:
     """Validate or enrich places from files into DuckDB, spending the fewest credits.
 
     Returns the run summary as a dict (also published as a markdown artifact); a run that
     did not complete returns a Failed state carrying the same dict, with its exit code.
+    `on_event` is for a caller in this process (the CLI's live display): a live callback is
+    not stored with the flow run (Prefect keeps a placeholder), and a deployment's run has
+    none. Either way the run's events move a progress artifact.
     """
     options = options or RunOptions()
+    progress = ProgressArtifact(f"placeflow run of {db}", forward=on_event)
     try:
         settings = load_settings()
         with open_target(
@@ -94,12 +101,13 @@ def place_refresh(
             if resume_run_id:
                 summary = placeflow.resume(
                     resume_run_id, db=db, target=target, poll_timeout=options.poll_timeout,
-                    step=as_task,
+                    step=as_task, on_event=progress,
                 )  # fmt: skip
             else:
                 summary = placeflow.run(
-                    inputs or [], options=options, db=db, target=target, step=as_task
-                )
+                    inputs or [], options=options, db=db, target=target, step=as_task,
+                    on_event=progress,
+                )  # fmt: skip
     except PlaceflowError as exc:
         code = exit_code(exc)
         stopped = exc.summary if isinstance(exc, RunStopped) else None

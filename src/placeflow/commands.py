@@ -9,7 +9,7 @@ from datetime import UTC
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from placeflow.config import apply_prefect_defaults, load_settings
+from placeflow.config import apply_prefect_defaults, in_ci, load_settings
 from placeflow.options import add_option_flags, options_from_args
 from placeflow.report import EXIT_FAILED, EXIT_OK, EXIT_USAGE
 from placeflow.warehouse import DEFAULT_DB
@@ -50,6 +50,10 @@ def add_run_parsers(sub: Any) -> None:
         help="seconds to wait for bulk jobs before cancelling them (default: the run's own)",
     )
     resume.add_argument("--json", action="store_true", help="print one machine-readable summary")
+    for p in (run, resume):
+        p.add_argument(
+            "-q", "--quiet", action="store_true", help="no live progress display on the terminal"
+        )
     runs = sub.add_parser(
         "runs",
         help="recent runs with their counts and credits",
@@ -93,8 +97,14 @@ def _run(args: argparse.Namespace) -> int:
     load_settings()  # a key without a base URL is refused here, before Prefect starts
     apply_prefect_defaults()
     from flows.place_refresh import place_refresh  # Prefect loads only for runs
+    from placeflow.progress import ProgressDisplay, wanted
 
-    state: State[Any] = place_refresh(**params, return_state=True)  # type: ignore[assignment]
+    show = wanted(sys.stderr, quiet=args.quiet, as_json=args.json, ci=in_ci())
+    with ProgressDisplay(title=f"placeflow {args.command}", enabled=show) as display:
+        # the display is an in-process callback: Prefect stores a placeholder for it
+        state: State[Any] = place_refresh(  # type: ignore[assignment]
+            **params, on_event=display if show else None, return_state=True
+        )
     data = state.result(raise_on_failure=False)
     if not isinstance(data, dict):
         print(f"placeflow: the run failed: {state.message or data}", file=sys.stderr)

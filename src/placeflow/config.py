@@ -75,6 +75,12 @@ def apply_prefect_defaults(env: dict[str, str] | None = None) -> None:
         target.setdefault(name, value)
 
 
+def in_ci(env: Mapping[str, str] | None = None) -> bool:
+    """CI is set (and not 0/false): a build log, where no live display is drawn."""
+    env = os.environ if env is None else env
+    return env.get("CI", "").strip().lower() not in ("", "0", "false", "no")
+
+
 def postgres_password(env: Mapping[str, str] | None = None) -> Secret | None:
     """PGPASSWORD, for `placeflow export --to postgresql://...` when the URL carries none."""
     env = os.environ if env is None else env

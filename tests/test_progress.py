@@ -1,0 +1,133 @@
+"""The progress tally and its drawing, from events, with an injected clock (no terminal)."""
+
+from __future__ import annotations
+
+import io
+import re
+
+from rich.console import Console
+
+from placeflow.events import (
+    ChunkSubmitted,
+    CreditsCharged,
+    CreditsHeld,
+    Event,
+    FileVerified,
+    JobProgress,
+    RowsLoaded,
+    StageFinished,
+    StageStarted,
+)
+from placeflow.progress import ProgressDisplay, Tally, render, wanted
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 100.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+class Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def prepared() -> list[Event]:
+    return [
+        StageStarted("read"),
+        StageFinished("read", None, {"rows": 1000}),
+        StageFinished("normalize", None, {"rejected": 20}),
+        StageFinished("dedupe", None, {"duplicates": 80}),
+        StageFinished("fresh", None, {"fresh": 100}),
+        StageFinished("plan", None, {"places": 800, "chunks": 2}),
+    ]
+
+
+def test_counts_each_chunk_once_and_eta_from_the_observed_rate() -> None:
+    """Replayed events count once; the ETA is the rows left over the observed rate."""
+    clock = Clock()
+    t = Tally(clock)
+    for e in prepared():
+        t(e)
+    t(ChunkSubmitted(0, "job", 400, "b0"))
+    t(CreditsHeld(0, 400))
+    t(ChunkSubmitted(0, "job", 400, "b0", replayed=True))
+    t(ChunkSubmitted(1, "job", 400, "b1"))
+    assert t.eta() is None  # nothing processed yet: no rate
+    clock.now += 10
+    t(JobProgress("b0", "running", 100, 400))
+    t(JobProgress("b1", "running", 100, 400))
+    assert t.rows_processed == 200 and t.rate() == 20.0
+    assert t.eta() == 30.0  # 600 rows left at 20 rows/s
+    t(JobProgress("b0", "running", 50, 400))  # a stale answer never goes back
+    assert t.rows_processed == 200
+    t(FileVerified(0, "p", "s", 400))
+    t(RowsLoaded(0, 400, 390, 10))
+    t(RowsLoaded(0, 400, 390, 10))
+    t(CreditsCharged(0, 390, 10))
+    assert (len(t.submitted), len(t.jobs), t.rows_loaded, t.loaded_split()) == (2, 2, 400, (390, 10))
+    assert (t.credits_held, t.credits_charged, t.credits_released) == (400, 390, 10)
+    assert 0.1 < t.fraction() < 1.0
+    t(StageFinished("account", None, {}))
+    assert t.fraction() == 1.0 and t.eta() == 0.0
+
+
+def test_resumed_run_takes_its_size_from_the_jobs() -> None:
+    """Without a plan stage (resume) the rows to process are what the jobs hold."""
+    t = Tally(Clock())
+    t(JobProgress("b7", "running", 300, 500))
+    t(ChunkSubmitted(3, "sync", 20, None))
+    assert (t.to_process, t.rows_processed) == (520, 320)
+
+
+def test_render_shows_every_count() -> None:
+    """The drawn table carries read, rejected, duplicates, fresh, planned, jobs, rows, credits."""
+    t = Tally(Clock())
+    for e in [*prepared(), ChunkSubmitted(0, "job", 400, "b0"), RowsLoaded(0, 400, 400, 0)]:
+        t(e)
+    console = Console(file=io.StringIO(), width=120, record=True)
+    console.print(render(t))
+    text = console.export_text()
+    for label, value in [
+        ("read", "1,000"),
+        ("rejected", "20"),
+        ("duplicates", "80"),
+        ("fresh", "100"),
+        ("planned", "800"),
+        ("submitted", "1 / 2"),
+        ("loaded", "400 / 800"),
+    ]:
+        assert re.search(rf"^{label} +{value}", text, re.M), (label, text)
+
+
+def test_display_draws_only_when_enabled() -> None:
+    """Disabled, the display only counts; enabled on a terminal it draws with controls."""
+    quiet = Terminal()
+    with ProgressDisplay(stream=quiet, enabled=False) as show:
+        for e in prepared():
+            show(e)
+    assert quiet.getvalue() == "" and show.tally.planned == 800
+    term = Terminal()
+    with ProgressDisplay(stream=term, clock=Clock()) as show:
+        for e in prepared():
+            show(e)
+    assert "\x1b[" in term.getvalue() and "800" in term.getvalue()
+
+
+def test_wanted_only_on_a_terminal_without_json_quiet_or_ci() -> None:
+    """Shown on a TTY alone; --json, --quiet, CI or a pipe each switch it off."""
+    tty, pipe = Terminal(), io.StringIO()
+    assert wanted(tty, quiet=False, as_json=False, ci=False)
+    assert not wanted(pipe, quiet=False, as_json=False, ci=False)
+    for flags in ({"quiet": True}, {"as_json": True}, {"ci": True}):
+        assert not wanted(tty, **{"quiet": False, "as_json": False, "ci": False, **flags})
+
+
+def test_ci_is_read_from_the_environment_once_in_config() -> None:
+    """CI set to anything but blank, 0, false or no counts as CI."""
+    from placeflow.config import in_ci
+
+    assert in_ci({"CI": "true"}) and in_ci({"CI": "1"})
+    assert not in_ci({}) and not in_ci({"CI": "false"}) and not in_ci({"CI": "0"})
