@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import shutil
-from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
@@ -72,9 +71,7 @@ class Built:
 
 
 @pytest.fixture(scope="module")
-def built(
-    tmp_path_factory: pytest.TempPathFactory, serve_sandbox_module: ServeSandbox
-) -> Iterator[Built]:
+def built(tmp_path_factory: pytest.TempPathFactory, serve_sandbox_module: ServeSandbox) -> Built:
     """The README's main job, `placeflow run data/samples/*.csv`, at epoch 0; and a copy."""
     work = tmp_path_factory.mktemp("refresh")
     db = work / "wh.duckdb"
@@ -84,7 +81,7 @@ def built(
     copy = work / "copy" / "wh.duckdb"
     copy.parent.mkdir()
     shutil.copy(db, copy)
-    yield Built(db, copy, main)
+    return Built(db, copy, main)
 
 
 def sandbox_counts(served: Served) -> tuple[int, dict[str, Any]]:
