@@ -145,8 +145,14 @@ class PrefectServer:
         return log
 
     def api(self, method: str, path: str, body: dict[str, Any] | None = None) -> Any:
-        """Call the server's REST API and return its JSON."""
-        reply = httpx.request(method, f"{self.api_url}{path}", json=body, timeout=60)
+        """Call the server's REST API and return its JSON. A 503 (SQLite busy on a loaded
+        machine) is asked again, for up to two minutes."""
+
+        def answered() -> httpx.Response | None:
+            reply = httpx.request(method, f"{self.api_url}{path}", json=body, timeout=60)
+            return None if reply.status_code == 503 else reply
+
+        reply: httpx.Response = wait_for(answered, timeout=120, what=f"{method} {path} without 503")
         reply.raise_for_status()
         return reply.json() if reply.content else None
 

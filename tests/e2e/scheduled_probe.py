@@ -15,6 +15,6 @@ def scheduled_probe(db: str) -> str:
     """Append this flow run's id and time to `probe_runs` in the DuckDB file `db`."""
     run_id = str(flow_run.get_id())
     with duckdb.connect(db) as con:
-        con.execute("create table if not exists probe_runs (flow_run_id varchar, at timestamptz)")
+        con.execute("create table if not exists probe_runs (run_id varchar, ran_at timestamptz)")
         con.execute("insert into probe_runs values (?, ?)", [run_id, datetime.now(UTC)])
     return run_id
