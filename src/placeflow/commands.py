@@ -127,12 +127,12 @@ def _print_outcome(data: dict[str, Any], *, as_json: bool) -> int:
 
 
 def _runs(args: argparse.Namespace) -> int:
-    from placeflow.warehouse import connect
+    from placeflow.warehouse import READ_WAIT, connect
 
     if not Path(args.db).exists():
         print(f"no runs yet: {args.db} does not exist")
         return EXIT_OK
-    with connect(args.db, read_only=True) as con:
+    with connect(args.db, read_only=True, wait=READ_WAIT) as con:  # a run writes for moments
         cur = con.execute(
             "select r.run_id, r.created_at, r.status, r.mode, r.rows_read, r.rejected,"
             " r.duplicates, r.skipped_fresh, r.submitted, r.succeeded, r.failed,"

@@ -18,7 +18,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import duckdb
 import polars as pl
@@ -49,7 +49,7 @@ from placeflow.runstate import (
 )
 from placeflow.service import Target
 from placeflow.steps import Stages, Step, direct, emitter
-from placeflow.warehouse import DEFAULT_DB, connect
+from placeflow.warehouse import DEFAULT_DB, Warehouse, connect
 
 
 def as_source(inputs: Source | Sequence[str]) -> Source:
@@ -262,6 +262,19 @@ def _finish(summary: RunSummary, r: Stages) -> RunSummary:
 # --- the entry points ---------------------------------------------------------------------------
 
 
+def held_while_writing(wh: Warehouse, api: PlaceApiClient) -> duckdb.DuckDBPyConnection:
+    """The run's connection, let go whenever the client waits (polls, backoffs), so that
+    `placeflow runs` and read-only connections of other processes can read between writes."""
+    wait = api.sleep
+
+    def sleep(seconds: float) -> None:
+        wh.release()
+        wait(seconds)
+
+    api.sleep = sleep
+    return cast(duckdb.DuckDBPyConnection, wh)  # it stands for the connection it opens
+
+
 def workdir_for(db: Path | str, run_id: str) -> Path:
     """Where a run's verified result files live: beside the database, per run."""
     return Path(db).parent / "runs" / run_id
@@ -286,7 +299,8 @@ def run(
     source = as_source(inputs)
     started = clock()
     r = Stages(step=step, emit=emitter(on_event))
-    with connect(db) as con, target.client() as api:
+    with Warehouse(db) as wh, target.client() as api:
+        con = held_while_writing(wh, api)
         print_ = fingerprint(source, options)
         same = unfinished_run(con, print_)
         if same is not None:
@@ -316,7 +330,8 @@ def resume(
     """Finish a run that stopped part way: re-attach to its jobs, load what was not loaded."""
     started = clock()
     r = Stages(step=step, emit=emitter(on_event))
-    with connect(db) as con, target.client() as api:
+    with Warehouse(db) as wh, target.client() as api:
+        con = held_while_writing(wh, api)
         stored = stored_run(con, run_id)
         options = stored.options
         if poll_timeout is not None:

@@ -20,6 +20,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import duckdb
 import polars as pl
@@ -108,19 +109,7 @@ def connect(
             raise FileNotFoundError(f"no warehouse at {target}: a run creates it")
         if not read_only:
             target.parent.mkdir(parents=True, exist_ok=True)
-    deadline = time.monotonic() + wait
-    pause = 0.02
-    while True:
-        try:
-            con = duckdb.connect(MEMORY if in_memory else str(target), read_only=read_only)
-            break
-        except duckdb.IOException as exc:
-            if "lock" not in str(exc).lower():
-                raise
-            if time.monotonic() + pause > deadline:
-                raise WarehouseBusy(target, str(exc)) from exc
-        time.sleep(pause)  # bounded: the holder writes for moments, then lets go
-        pause = min(pause * 2, 0.5)
+    con = _open(MEMORY if in_memory else target, read_only=read_only, wait=wait)
     if not read_only:
         try:
             migrate(con)
@@ -129,6 +118,67 @@ def connect(
             con.close()
             raise
     return con
+
+
+WRITE_WAIT = 120.0
+"""How long a run waits for readers to let go before it writes (seconds)."""
+
+
+class Warehouse:
+    """A run's connection to the warehouse, held only while it is used, so other processes can
+    read between writes: `release()` closes it (unless a transaction is open) and the next
+    statement opens it again (waiting up to `wait` s for another process). Every attribute is
+    the open connection's, so it stands wherever a connection is taken; `with` closes it."""
+
+    def __init__(self, path: Path | str, *, wait: float = WRITE_WAIT) -> None:
+        self.path = Path(path)
+        self.wait = wait
+        self._con: duckdb.DuckDBPyConnection | None = connect(path, wait=wait)  # migrates once
+        self.opened = 1
+        """How many times a connection was opened (a test reads it)."""
+
+    def live(self) -> duckdb.DuckDBPyConnection:
+        """The open connection, opened again if it was released."""
+        if self._con is None:
+            self._con = _open(self.path, read_only=False, wait=self.wait)
+            self.opened += 1
+        return self._con
+
+    def release(self) -> None:
+        """Close the connection now unless a transaction is open (it reopens on next use)."""
+        if self._con is not None and not in_transaction(self._con):
+            self._con.close()
+            self._con = None
+
+    def close(self) -> None:
+        if self._con is not None:
+            self._con.close()
+            self._con = None
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.live(), name)
+
+    def __enter__(self) -> Warehouse:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def _open(path: Path | str, *, read_only: bool, wait: float) -> duckdb.DuckDBPyConnection:
+    """duckdb.connect, trying again for up to `wait` s while another process holds the file."""
+    deadline = time.monotonic() + wait
+    pause = 0.02
+    while True:
+        try:
+            return duckdb.connect(str(path), read_only=read_only)
+        except duckdb.IOException as exc:
+            if "lock" not in str(exc).lower():
+                raise
+            if time.monotonic() + pause > deadline:
+                raise WarehouseBusy(Path(path), str(exc)) from exc
+        time.sleep(pause)  # bounded: the holder writes for moments, then lets go
+        pause = min(pause * 2, 0.5)
 
 
 READ_WAIT = 30.0
