@@ -107,7 +107,45 @@ PROBE = Scheduled(
 )
 
 
-@pytest.mark.parametrize("flow", [PROBE, PLACE_REFRESH], ids=["probe", "place_refresh"])
+def sample_warehouse(tmp: Path) -> dict[str, Any]:
+    """The README's main job loaded into the test's warehouse (an embedded sandbox); the
+    refresh's parameters: every place re-checked, within a budget smaller than their cost."""
+    import placeflow
+    from placeflow.service import embedded_sandbox
+
+    db = tmp / "wh.duckdb"
+    with embedded_sandbox() as target:
+        built = placeflow.run(sorted(str(p) for p in SAMPLES.glob("*.csv")), db=db, target=target)
+    assert built.status == "completed"
+    return {"db": str(db), "older_than": "0", "mode": "enrich", "max_credits": 300}
+
+
+def refreshed_the_warehouse(db: Path) -> None:
+    """Besides the job that built it, completed refresh runs re-checked 300 places each,
+    recorded as runs of the warehouse, their changes (if any) in place_changes."""
+    refreshes = query(
+        db,
+        "select status, submitted, charged from runs left join run_credits using (run_id)"
+        " where inputs like '%warehouse:%'",
+    )
+    assert refreshes and all(r[0] == "completed" and r[1] == 300 for r in refreshes), refreshes
+    assert all(charged <= 300 for (_, _, charged) in refreshes)
+    ((orphans,),) = query(
+        db, "select count(*) from place_changes where run_id not in (select run_id from runs)"
+    )
+    assert orphans == 0
+
+
+REFRESH = Scheduled(
+    entrypoint="flows/refresh.py:refresh_stale_places",
+    parameters=sample_warehouse,
+    check=refreshed_the_warehouse,
+)
+
+
+@pytest.mark.parametrize(
+    "flow", [PROBE, PLACE_REFRESH, REFRESH], ids=["probe", "place_refresh", "refresh"]
+)
 def test_a_scheduled_run_completes_under_a_worker(tmp_path: Path, flow: Scheduled) -> None:
     """`prefect deploy` of prefect.yaml to a process pool with a 5 s interval: the scheduler
     creates runs, a worker runs one to completion, and it updated the warehouse."""
