@@ -17,7 +17,6 @@ import argparse
 import json
 import os
 import random
-import resource
 import subprocess
 import sys
 import time
@@ -62,7 +61,8 @@ def build(rows: int, seed: int = 5) -> pl.DataFrame:
 
 
 def _status(field: str) -> float:
-    """A field of /proc/self/status (VmRSS, VmHWM) in MB."""
+    """A field of /proc/self/status (VmRSS, VmHWM) in MB. VmHWM is this process's own peak:
+    getrusage's ru_maxrss also counts the parent's RSS at fork, which it keeps through exec."""
     for line in Path("/proc/self/status").read_text(encoding="utf-8").splitlines():
         if line.startswith(field + ":"):
             return int(line.split()[1]) / 1024
@@ -88,7 +88,7 @@ def prepare(path: str, out: str) -> None:
     unique = places.sort("row_ord").unique("place_key", keep="first", maintain_order=True)
     seconds = time.perf_counter() - t0
     unique.write_parquet(out)
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    peak = _status("VmHWM")
     print(json.dumps({"rows": records.height, "prepare_s": seconds, "prepare_peak_mb": peak}))
 
 
@@ -97,14 +97,14 @@ def match(path: str) -> None:
     from placeflow.pipeline.match import fuzzy_match
 
     unique = pl.read_parquet(path)
-    before = _status("VmRSS")
+    before, loaded_peak = _status("VmRSS"), _status("VmHWM")
     reset = _reset_peak()
     load = os.getloadavg()[0]
     t0, c0 = time.perf_counter(), time.process_time()
     _matched, info = fuzzy_match(unique)
     seconds, cpu = time.perf_counter() - t0, time.process_time() - c0
     pass_peak = _status("VmHWM") if reset else float("nan")
-    process_peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    process_peak = max(loaded_peak, _status("VmHWM"))
     print(json.dumps({"unique": unique.height, "match_s": seconds, "match_cpu_s": cpu,
                       "load": load, "rss_before_mb": before,
                       "pass_peak_mb": pass_peak, "process_peak_mb": process_peak,
@@ -129,8 +129,9 @@ def _section(rows: list[int], results: list[dict[str, Any]]) -> str:
         " (one per key) written to Parquet; then a second fresh process reads them and runs"
         " `fuzzy_match` alone (features, Splink blocking and scoring, clustering): match s",
         "- pass peak: that process's peak RSS over `fuzzy_match` alone (VmHWM reset just before"
-        " it); process peak: the whole matching process (interpreter, imports, the places read"
-        " from Parquet, the pass); RSS before: after reading the places, before the pass",
+        " it); process peak: VmHWM of the whole matching process (interpreter, imports, the"
+        " places read from Parquet, the pass); RSS before: after reading the places, before the"
+        " pass",
         "- match CPU s: CPU time of the pass, all threads (user + system); load: the machine's"
         " 1-minute load average as the pass began (the machine is shared; wall time above CPU"
         " time / 2 is time spent waiting for a core)",

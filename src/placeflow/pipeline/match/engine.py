@@ -15,6 +15,7 @@ that match's probability.
 from __future__ import annotations
 
 import math
+import tempfile
 from dataclasses import dataclass
 from typing import Any
 
@@ -35,7 +36,8 @@ DUCKDB_CONFIG: dict[str, str | bool | int | float | list[str]] = {
     "preserve_insertion_order": "false",
 }
 """The pass's DuckDB: 2 threads (the target machine's cores); beyond memory_limit it spills to
-disk; insertion order is not kept (edges are sorted before use), which saves memory."""
+a temporary directory of its own, removed after the pass; insertion order is not kept (edges
+are sorted before use), which saves memory."""
 INPUT_COLUMNS = ("place_key", "poi_name", "street", "address", "city", "postcode", "country",
                  "latitude", "longitude", "phone", "website")  # fmt: skip
 """The columns of the places the pass reads (it copies no others)."""
@@ -64,9 +66,9 @@ class MatchInfo:
     threshold: float
 
 
-def _connect() -> duckdb.DuckDBPyConnection:
-    """The pass's own in-memory DuckDB: bounded threads and memory (it spills beyond)."""
-    return duckdb.connect(":memory:", config=DUCKDB_CONFIG)
+def _connect(spill: str) -> duckdb.DuckDBPyConnection:
+    """The pass's own in-memory DuckDB: bounded threads and memory, spilling into `spill`."""
+    return duckdb.connect(":memory:", config={**DUCKDB_CONFIG, "temp_directory": spill})
 
 
 def _scored_edges(
@@ -254,15 +256,16 @@ def fuzzy_match(
     feats = features(ranked)
     ids = feats.select("match_id").with_columns(ranked.get_column("place_key"))
     del ranked
-    con = _connect()
-    try:
-        edges, candidates = _scored_edges(con, feats, threshold)
-        # what the rest of the pass reads of the places (the blocking keys and names go)
-        feats = feats.select("match_id", "street_number", "country", "latitude", "longitude")
-        apart = _apart_ids(not_a_match, ids)
-        return _clustered(con, places.height, ids, feats, edges, apart, candidates, threshold)
-    finally:
-        con.close()
+    with tempfile.TemporaryDirectory(prefix="placeflow-match-") as spill:
+        con = _connect(spill)
+        try:
+            edges, candidates = _scored_edges(con, feats, threshold)
+            # what the rest of the pass reads of the places (the blocking keys and names go)
+            feats = feats.select("match_id", "street_number", "country", "latitude", "longitude")
+            apart = _apart_ids(not_a_match, ids)
+            return _clustered(con, places.height, ids, feats, edges, apart, candidates, threshold)
+        finally:
+            con.close()
 
 
 def _clustered(
