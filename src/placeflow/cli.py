@@ -7,7 +7,7 @@ import sys
 import threading
 from collections.abc import Sequence
 
-from placeflow import commands, refresh_cli
+from placeflow import commands, export_cli, refresh_cli, report_cli, research_cli
 from placeflow.emulator import FaultConfig, Sandbox, SandboxConfig, parse_key_spec
 from placeflow.emulator.settings import DEFAULT_API_KEY, DEFAULT_CREDITS, KeySpec
 from placeflow.errors import OptionsError, PlaceflowError
@@ -126,6 +126,9 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     commands.add_run_parsers(sub)
     refresh_cli.add_parsers(sub)
+    research_cli.add_parser(sub)
+    export_cli.add_parser(sub)
+    report_cli.add_parsers(sub)
     _sandbox_parser(sub)
     return parser
 

@@ -1,12 +1,10 @@
-"""The pipeline's commands: run, resume, runs, estimate. Thin: parse, call, print, exit code."""
+"""The pipeline's commands: run, resume, estimate. Thin: parse, call, print, exit code."""
 
 from __future__ import annotations
 
 import argparse
 import json
 import sys
-from datetime import UTC
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from placeflow.config import apply_prefect_defaults, in_ci, load_settings
@@ -54,14 +52,6 @@ def add_run_parsers(sub: Any) -> None:
         p.add_argument(
             "-q", "--quiet", action="store_true", help="no live progress display on the terminal"
         )
-    runs = sub.add_parser(
-        "runs",
-        help="recent runs with their counts and credits",
-        description="List recent runs, newest first.",
-    )
-    runs.add_argument("--db", default=DEFAULT_DB, help=f"DuckDB warehouse (default {DEFAULT_DB})")
-    runs.add_argument("--limit", type=int, default=20, help="how many runs (default 20)")
-    runs.add_argument("--json", action="store_true", help="print JSON lines")
     est = sub.add_parser(
         "estimate",
         help="what a run would cost, spending nothing",
@@ -74,8 +64,6 @@ def add_run_parsers(sub: Any) -> None:
 def dispatch(args: argparse.Namespace) -> int:
     if args.command in ("run", "resume"):
         return _run(args)
-    if args.command == "runs":
-        return _runs(args)
     if args.command == "estimate":
         return _estimate(args)
     raise ValueError(f"unknown command {args.command!r}")
@@ -124,55 +112,6 @@ def _print_outcome(data: dict[str, Any], *, as_json: bool) -> int:
     else:
         print(f"placeflow: {data.get('message') or data.get('status')}", file=sys.stderr)
     return code
-
-
-def _runs(args: argparse.Namespace) -> int:
-    from placeflow.warehouse import READ_WAIT, connect
-
-    if not Path(args.db).exists():
-        print(f"no runs yet: {args.db} does not exist")
-        return EXIT_OK
-    with connect(args.db, read_only=True, wait=READ_WAIT) as con:  # a run writes for moments
-        cur = con.execute(
-            "select r.run_id, r.created_at, r.status, r.mode, r.rows_read, r.rejected,"
-            " r.duplicates, r.skipped_fresh, r.submitted, r.succeeded, r.failed,"
-            " c.charged, c.usage_delta from runs r left join run_credits c using (run_id)"
-            " order by r.created_at desc limit ?",
-            [args.limit],
-        )
-        names = [d[0] for d in cur.description]
-        rows = cur.fetchall()
-    if args.json:
-        for row in rows:
-            print(json.dumps(dict(zip(names, row, strict=True)), default=str))
-        return EXIT_OK
-    header = (
-        "run",
-        "started (UTC)",
-        "status",
-        "mode",
-        "read",
-        "rejected",
-        "dups",
-        "fresh",
-        "sent",
-        "ok",
-        "failed",
-        "charged",
-        "usage Δ",
-    )
-    table = [header] + [
-        (
-            r[0],
-            r[1].astimezone(UTC).strftime("%Y-%m-%d %H:%M") if r[1] else "",
-            *("" if v is None else (f"{v:,}" if isinstance(v, int) else str(v)) for v in r[2:]),
-        )
-        for r in rows
-    ]
-    widths = [max(len(str(row[i])) for row in table) for i in range(len(header))]
-    for row in table:
-        print("  ".join(str(v).ljust(w) for v, w in zip(row, widths, strict=True)).rstrip())
-    return EXIT_OK
 
 
 def _estimate(args: argparse.Namespace) -> int:

@@ -22,7 +22,7 @@ from placeflow.warehouse import DEFAULT_DB
 
 
 def add_parser(sub: Any) -> argparse.ArgumentParser:
-    """Add the `export` sub-command to a subparsers object; its handler is `main`."""
+    """Add the `export` sub-command to a subparsers object; its handler (`func`) is `main`."""
     p: argparse.ArgumentParser = sub.add_parser(
         "export",
         help="load the place tables into Parquet files or PostgreSQL (incremental)",
@@ -41,7 +41,7 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
     p.add_argument("--full", action="store_true",
                    help="send every row again, not only what changed")
     p.add_argument("--json", action="store_true", help="print one JSON summary")
-    p.set_defaults(handler=main)
+    p.set_defaults(func=main)
     return p
 
 

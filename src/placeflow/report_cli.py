@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from placeflow.warehouse import DEFAULT_DB, connect
+from placeflow.warehouse import DEFAULT_DB, READ_WAIT, connect
 
 EXIT_OK = 0
 EXIT_USAGE = 2
@@ -59,7 +59,7 @@ def report_command(args: argparse.Namespace) -> int:
         return EXIT_USAGE
     out = Path(args.out) if args.out else Path(f"report-{args.run_id}.html")
     try:
-        with connect(db, read_only=True) as con:
+        with connect(db, read_only=True, wait=READ_WAIT) as con:  # a run writes for moments
             info = write_report(con, args.run_id, out)
     except LookupError as exc:
         print(f"placeflow: {exc}", file=sys.stderr)
@@ -91,7 +91,7 @@ def runs_command(args: argparse.Namespace) -> int:
         else:
             print(f"no runs yet: {db} does not exist")
         return EXIT_OK
-    with connect(db, read_only=True) as con:
+    with connect(db, read_only=True, wait=READ_WAIT) as con:  # a run writes for moments
         rows = runs_table(con, args.limit)
     if args.json:
         print(json.dumps(runs_json_rows(rows), default=str))

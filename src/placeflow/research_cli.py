@@ -15,15 +15,14 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from placeflow.api.errors import PlaceflowError
 from placeflow.config import load_settings, research_kill_at
+from placeflow.errors import PlaceflowError
 from placeflow.pipeline.read import InputError
+from placeflow.report import EXIT_FAILED, EXIT_USAGE
 from placeflow.research.fields import FieldSpecError, build_specs
 from placeflow.research.plan import RateCardError, ResearchSpec
 from placeflow.research.run import ResearchOptions, research
-
-DEFAULT_DB = "data/placeflow.duckdb"
-EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+from placeflow.warehouse import DEFAULT_DB
 
 
 def add_parser(sub: Any) -> argparse.ArgumentParser:
@@ -78,8 +77,11 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
         help="the key is used by others too: a lost answer is held uncertain, never"
         " judged from the usage delta",
     )
-    p.add_argument("--db", default=DEFAULT_DB, help=f"DuckDB warehouse (default {DEFAULT_DB})")
+    p.add_argument(
+        "--db", default=str(DEFAULT_DB), help=f"DuckDB warehouse (default {DEFAULT_DB})"
+    )
     p.add_argument("--json", action="store_true", help="print one machine-readable summary")
+    p.set_defaults(func=handle)
     return p
 
 
