@@ -15,6 +15,7 @@ import sys
 import termios
 import time
 from pathlib import Path
+from typing import Any
 
 import duckdb
 import pytest
@@ -149,13 +150,55 @@ def test_json_through_pipes_is_one_document_without_control_characters(
     assert summary["status"] == "completed" and summary["chunks"] == 3
 
 
+@pytest.mark.parametrize("how", ["CI=true", "--quiet"])
 def test_ci_and_quiet_draw_nothing_even_on_a_terminal(
-    tmp_path: Path, serve_sandbox: ServeSandbox, prefect_api: str
+    how: str, tmp_path: Path, serve_sandbox: ServeSandbox, prefect_api: str
 ) -> None:
     """With CI set, or with --quiet, a terminal receives the summary and no control bytes."""
     sb = serve_sandbox()
-    env = environment(sb.base_url, prefect_api, CI="true")
-    code, out = run_in_terminal(command(tmp_path / "ci.duckdb"), env)
+    ci = {"CI": "true"} if how.startswith("CI") else {}
+    env = environment(sb.base_url, prefect_api, **ci)
+    flags = () if ci else (how,)
+    code, out = run_in_terminal(command(tmp_path / "ci.duckdb", *flags), env)
     assert code == 0, out[-3000:]
     assert b"\x1b" not in out and b"processed" not in out
     assert b"completed" in out
+
+
+def test_flow_passes_a_live_callback_and_keeps_a_progress_artifact(
+    tmp_path: Path, serve_sandbox: ServeSandbox, prefect_api: str
+) -> None:
+    """In process, the flow hands its caller's callback every event (Prefect stores only a
+    placeholder for it) and leaves a progress artifact of the flow run at 100 %."""
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterFlowRunId
+    from prefect.client.schemas.objects import State
+    from prefect.client.schemas.sorting import ArtifactSort
+
+    from flows.place_refresh import place_refresh
+    from placeflow.events import Event, RowsLoaded
+    from placeflow.options import RunOptions
+
+    sb = serve_sandbox()
+    seen: list[Event] = []
+    options = RunOptions(route="job", chunk_rows=300, force=True)
+    state: State[Any] = place_refresh(  # type: ignore[assignment]  # sync call: a State
+        inputs=SAMPLES, options=options, db=str(tmp_path / "a.duckdb"), on_event=seen.append,
+        return_state=True,
+    )  # fmt: skip
+    assert state.is_completed()
+    loaded = [e for e in seen if isinstance(e, RowsLoaded)]
+    assert len(loaded) == sb.requests("POST /v1/jobs/enrich") == 3
+    flow_run_id = state.state_details.flow_run_id
+    assert flow_run_id is not None
+    with get_client(sync_client=True) as client:
+        stored = client.read_flow_run(flow_run_id).parameters["on_event"]
+        found = client.read_artifacts(
+            artifact_filter=ArtifactFilter(flow_run_id=ArtifactFilterFlowRunId(any_=[flow_run_id])),
+            limit=50,
+            offset=0,
+            sort=ArtifactSort.CREATED_DESC,
+        )
+    assert isinstance(stored, str) and stored.startswith("<")
+    progress = [a for a in found if a.type == "progress"]
+    assert len(progress) == 1 and progress[0].data == 100.0
