@@ -32,7 +32,7 @@ from placeflow.api.models import (
     JobKind,
 )
 from placeflow.errors import OptionsError
-from placeflow.pipeline.columns import MAPPABLE
+from placeflow.pipeline.columns import MAPPABLE, split_key
 
 Route = Literal["auto", "sync", "job"]
 
@@ -76,8 +76,9 @@ class RunOptions(BaseModel):
     )
     mapping: tuple[tuple[str, str], ...] = Field(
         default=(),
-        description="take a place field from a column (repeatable), e.g. poi_name='Store Name'",
-        json_schema_extra={"flag": "--map", "metavar": "FIELD=COLUMN"},
+        description="take a place field from a column (repeatable), e.g. poi_name='Store Name';"
+        " FILE:FIELD=COLUMN applies to that input file only. Fields: " + ", ".join(MAPPABLE),
+        json_schema_extra={"flag": "--map", "metavar": "[FILE:]FIELD=COLUMN"},
     )
     encoding: str = Field(default="utf8", description="input text encoding (default utf8)")
     poll_timeout: float = Field(
@@ -162,9 +163,9 @@ class RunOptions(BaseModel):
                     items.append((field, column))
                 else:
                     items.append(tuple(pair))
-        for field, _ in items:
-            if field not in MAPPABLE:
-                raise ValueError(f"--map field {field!r} is not one of {', '.join(MAPPABLE)}")
+        for key, _ in items:
+            if split_key(key)[1] not in MAPPABLE:
+                raise ValueError(f"--map field {key!r} is not one of {', '.join(MAPPABLE)}")
         return tuple(sorted(items))
 
     @field_serializer("mapping")

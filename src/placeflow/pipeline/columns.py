@@ -92,9 +92,15 @@ def canonical(column: str) -> str:
     return _NOISE.sub("", column).lower()
 
 
+def split_key(key: str) -> tuple[str | None, str]:
+    """A mapping key as (file, field): `FILE:field` applies to one file, `field` to all."""
+    prefix, sep, name = key.rpartition(":")
+    return (prefix, name) if sep and prefix else (None, key)
+
+
 def check_mapping(mapping: Mapping[str, str]) -> None:
-    """Every key of an explicit mapping must be a place field or `id`."""
-    unknown = sorted(set(mapping) - set(MAPPABLE))
+    """Every key of an explicit mapping must be a place field or `id` (after any `FILE:`)."""
+    unknown = sorted({split_key(k)[1] for k in mapping} - set(MAPPABLE))
     if unknown:
         raise SourceProblem(
             f"--map names unknown field(s) {', '.join(map(repr, unknown))}; "

@@ -8,6 +8,9 @@ header. Such rows are flagged (`extra_fields`) for rejection, since their values
 extra values that are all empty are tolerated (OVERFLOW of them are looked at). Rows with fewer
 fields than the header are kept, the missing values null. Blank records (every value empty) are
 dropped and counted; `source_row` is the record number, so it still points at the right record.
+A few bytes that are not valid UTF-8 (on at most one line in a hundred) reject
+only their rows (`bad_bytes`); more than that means the file has another encoding and it is
+refused with a hint.
 """
 
 from __future__ import annotations
@@ -34,6 +37,23 @@ NOT_TEXT = {
     b"\x89PNG": "a PNG image, not a table",
     b"SQLite format 3": "a SQLite database; export the table as CSV first",
 }
+MARK = "\ufdd0"
+"""Stands in for a byte that is not valid UTF-8 (a Unicode noncharacter: never in real text)."""
+SHOWN = "\ufffd"
+"""What such a byte is shown as in a rejected row's raw values."""
+BAD_BYTES_REASON = (
+    "the row has bytes that are not valid UTF-8 (shown as \ufffd); fix them in the file, or "
+    "pass --encoding if the whole file has another encoding"
+)
+
+
+def _mark_bad(err: UnicodeError) -> tuple[str, int]:
+    if not isinstance(err, UnicodeDecodeError):
+        raise err
+    return MARK, err.end
+
+
+codecs.register_error("placeflow-mark", _mark_bad)
 
 
 @dataclass(frozen=True)
@@ -42,7 +62,8 @@ class CsvTable:
 
     header: list[str]
     body: pl.DataFrame
-    """Columns in header order, then `__row` (record number) and `extra_fields` (Boolean)."""
+    """Columns in header order, then `__row` (record number), `extra_fields` and `bad_bytes`
+    (Booleans: more values than the header; bytes that are not valid UTF-8)."""
     blank_rows: int
 
 
@@ -84,6 +105,13 @@ def _utf8_bytes(path: Path, codec: str) -> bytes:
     try:
         text = raw.decode(codec)
     except UnicodeDecodeError as err:
+        lines = raw.count(b"\n") + 1
+        if codec in UTF8 and raw[:2] not in (b"\xff\xfe", b"\xfe\xff"):
+            text = raw.decode(codec, errors="placeflow-mark")
+            bad_lines = sum(1 for line in text.splitlines() if MARK in line)  # few lines
+            if bad_lines * 100 <= lines:  # at most 1 line in 100: a few stray bytes
+                data = text.encode("utf-8")
+                return data[len(BOM) :] if data.startswith(BOM) else data
         line = raw.count(b"\n", 0, err.start) + 1
         bad = raw[err.start : err.start + 1].hex()
         hint = "try --encoding cp1252 (Excel on Windows) or latin-1"
@@ -144,6 +172,7 @@ def _parse_ragged(data: bytes) -> pl.DataFrame:
 def read_csv_table(path: Path, codec: str) -> CsvTable:
     """Parse a CSV file (see the module docstring for how each kind of mess is handled)."""
     frame: pl.DataFrame | None = None
+    marks = False
     if codec in UTF8:
         try:
             frame = _parse(path).with_columns(pl.lit(False).alias("extra_fields"))
@@ -151,22 +180,35 @@ def read_csv_table(path: Path, codec: str) -> CsvTable:
             frame = None  # read it again below, to say exactly what is wrong
     if frame is None:
         data = _utf8_bytes(path, codec)
+        marks = MARK.encode() in data
         try:
             frame = _parse(data).with_columns(pl.lit(False).alias("extra_fields"))
         except pl.exceptions.PolarsError:
             frame = _parse_ragged(data)
     columns = frame.columns[1:-1]
     if not columns:
-        return CsvTable([], pl.DataFrame(schema={ROW: pl.Int64, "extra_fields": pl.Boolean}), 0)
+        schema = {ROW: pl.Int64, "extra_fields": pl.Boolean, "bad_bytes": pl.Boolean}
+        return CsvTable([], pl.DataFrame(schema=schema), 0)
+    if marks:  # only a file with a few bad bytes is scanned for them
+        marked = pl.any_horizontal([pl.col(c).str.contains(MARK, literal=True) for c in columns])
+        frame = frame.with_columns(marked.fill_null(False).alias("bad_bytes")).with_columns(
+            [pl.col(c).str.replace_all(MARK, SHOWN, literal=True) for c in columns]
+        )
+    else:
+        frame = frame.with_columns(pl.lit(False).alias("bad_bytes"))
     blank = pl.all_horizontal([pl.col(c).is_null() for c in columns])
     filled = frame.filter(~blank)
     if filled.height == 0:  # nothing but blank lines: an empty file
-        return CsvTable([], filled.select(*columns, pl.col(ROW).cast(pl.Int64), "extra_fields"), 0)
-    header = ["" if v is None else str(v) for v in filled.row(0)[1:-1]]
+        out = filled.select(*columns, pl.col(ROW).cast(pl.Int64), "extra_fields", "bad_bytes")
+        return CsvTable([], out, 0)
+    header = ["" if v is None else str(v) for v in filled.select(columns).row(0)]
     if any("\x00" in h for h in header):
         raise SourceProblem("the file contains NUL bytes: it is binary, not CSV text")
     header_at = filled.item(0, ROW)
     body = filled.slice(1).select(
-        *columns, (pl.col(ROW).cast(pl.Int64) - header_at).alias(ROW), "extra_fields"
+        *columns,
+        (pl.col(ROW).cast(pl.Int64) - header_at).alias(ROW),
+        "extra_fields",
+        "bad_bytes",
     )
     return CsvTable(header, body, frame.height - header_at - 1 - body.height)

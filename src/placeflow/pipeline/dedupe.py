@@ -40,5 +40,24 @@ def dedupe(places: pl.DataFrame) -> tuple[pl.DataFrame, DedupeInfo]:
         disposition.alias("disposition"),
         "first_row_ord",
     )
+    keyed = keyed.with_columns(_duplicate_note(keyed))
     unique = int((keyed.get_column("disposition") == SUBMITTED).sum())
     return keyed, DedupeInfo(places=keyed.height, unique=unique, duplicates=keyed.height - unique)
+
+
+def _duplicate_note(keyed: pl.DataFrame) -> pl.Expr:
+    """A duplicate's note names the row it repeats ("duplicate of row 12 of a.csv"), before any
+    note the row already had (a repair); other rows keep theirs."""
+    present = "note" in keyed.columns
+    old = pl.col("note") if present else pl.lit(None, pl.String)
+    old = old.str.replace(r"^duplicate of row \d+ of [^;]*(; )?", "")  # once, when run again
+    old = pl.when(old == "").then(None).otherwise(old)
+    first = pl.col("row_ord") == pl.col("first_row_ord")
+    where = pl.concat_str(
+        pl.lit("duplicate of row "),
+        pl.col("source_row").filter(first).first().over("place_key").cast(pl.String),
+        pl.lit(" of "),
+        pl.col("source_file").filter(first).first().over("place_key"),
+    )
+    joined = pl.concat_str(where, pl.concat_str(pl.lit("; "), old), ignore_nulls=True)
+    return pl.when(pl.col("disposition") == DUPLICATE).then(joined).otherwise(old).alias("note")

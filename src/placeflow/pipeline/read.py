@@ -12,14 +12,20 @@ import glob
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol, runtime_checkable
+from typing import NamedTuple, Protocol, runtime_checkable
 
 import polars as pl
 
 from placeflow.errors import InputError, SourceProblem
 from placeflow.options import RunOptions
-from placeflow.pipeline.columns import PLACE_FIELDS, check_mapping, resolve_columns
-from placeflow.pipeline.csvfile import ROW, codec_name, read_csv_table, sniff
+from placeflow.pipeline.columns import (
+    PLACE_FIELDS,
+    canonical,
+    check_mapping,
+    resolve_columns,
+    split_key,
+)
+from placeflow.pipeline.csvfile import BAD_BYTES_REASON, ROW, codec_name, read_csv_table, sniff
 
 __all__ = [
     "PLACE_FIELDS",
@@ -64,6 +70,12 @@ class ReadInfo:
     """Blank CSV records (every value empty), skipped; `source_row` still counts them."""
     ragged_rows: int = 0
     """Records with more values than the header: kept, with `read_error` set, to be rejected."""
+    ignored: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    """Per file, its columns that feed no field (in file order)."""
+    warnings: tuple[str, ...] = ()
+    """What the user should know about the input (duplicate header names, ...)."""
+    bad_byte_rows: int = 0
+    """Rows rejected for bytes that are not valid UTF-8 (a few in an otherwise UTF-8 file)."""
 
 
 def expand_inputs(patterns: Sequence[str]) -> list[Path]:
@@ -99,7 +111,9 @@ def _text(column: str, dtype: pl.DataType) -> pl.Expr:
     return pl.col(column).cast(pl.String)
 
 
-def _read_parquet(path: Path, mapping: Mapping[str, str]) -> tuple[pl.DataFrame, dict[str, str]]:
+def _read_parquet(
+    path: Path, mapping: Mapping[str, str]
+) -> tuple[pl.DataFrame, dict[str, str], list[str]]:
     try:
         schema = pl.read_parquet_schema(path)
     except (pl.exceptions.PolarsError, OSError) as err:
@@ -114,27 +128,36 @@ def _read_parquet(path: Path, mapping: Mapping[str, str]) -> tuple[pl.DataFrame,
     except pl.exceptions.PolarsError as err:
         first = str(err).splitlines()[0][:200]
         raise SourceProblem(f"its place columns cannot be read as text ({first})") from None
-    return out.with_columns(pl.lit(None, pl.String).alias("read_error")), chosen
+    return out.with_columns(pl.lit(None, pl.String).alias("read_error")), chosen, header
 
 
-def _read_csv(
-    path: Path, mapping: Mapping[str, str], codec: str
-) -> tuple[pl.DataFrame, dict[str, str], int]:
+class _Read(NamedTuple):
+    frame: pl.DataFrame
+    chosen: dict[str, str]
+    blank_rows: int
+    header: list[str]
+
+
+def _read_csv(path: Path, mapping: Mapping[str, str], codec: str) -> _Read:
     table = read_csv_table(path, codec)
     if not table.header:
         empty = pl.DataFrame(schema={ROW: pl.Int64, "read_error": pl.String})
-        return empty, {}, 0
+        return _Read(empty, {}, 0, [])
     chosen = resolve_columns(table.header, mapping)
     names = table.body.columns
     exprs = [pl.col(names[i]).alias(f) for f, i in chosen.items()]
-    error = pl.when(pl.col("extra_fields")).then(pl.lit(RAGGED_REASON)).otherwise(None)
+    error = (
+        pl.when(pl.col("extra_fields")).then(pl.lit(RAGGED_REASON))
+        .when(pl.col("bad_bytes")).then(pl.lit(BAD_BYTES_REASON))
+        .otherwise(None)
+    )  # fmt: skip
     out = table.body.select(ROW, *exprs, error.alias("read_error"))
-    return out, {f: table.header[i] for f, i in chosen.items()}, table.blank_rows
+    return _Read(
+        out, {f: table.header[i] for f, i in chosen.items()}, table.blank_rows, table.header
+    )
 
 
-def _read_one(
-    path: Path, mapping: Mapping[str, str], codec: str
-) -> tuple[pl.DataFrame, dict[str, str], int]:
+def _read_one(path: Path, mapping: Mapping[str, str], codec: str) -> _Read:
     try:
         with path.open("rb") as handle:
             head = handle.read(4096)
@@ -143,8 +166,8 @@ def _read_one(
             f"it cannot be opened ({err.strerror}); check its permissions"
         ) from None
     if head.startswith(PARQUET_MAGIC):
-        frame, chosen = _read_parquet(path, mapping)
-        return frame, chosen, 0
+        frame, chosen, header = _read_parquet(path, mapping)
+        return _Read(frame, chosen, 0, header)
     if path.suffix.lower() in PARQUET_SUFFIXES:
         raise SourceProblem("it is named as Parquet but is not a Parquet file; write it again")
     sniff(head, codec)
@@ -162,10 +185,43 @@ def _shape(frame: pl.DataFrame, source_file: str) -> pl.DataFrame:
     )
 
 
+def mapping_for(path: Path, given: Mapping[str, str]) -> dict[str, str]:
+    """The mapping of one file: plain `field` keys, then `FILE:field` keys naming this file
+    (as given, by its resolved path, or by its bare name), which win."""
+    plain = {k: v for k, v in given.items() if split_key(k)[0] is None}
+    for key, column in given.items():
+        prefix, name = split_key(key)
+        if prefix is not None and names_file(prefix, path):
+            plain[name] = column
+    return plain
+
+
+def names_file(prefix: str, path: Path) -> bool:
+    """Whether a `--map FILE:...` prefix names this file."""
+    if prefix in (str(path), path.name):
+        return True
+    try:
+        return Path(prefix).resolve() == path.resolve()
+    except OSError:
+        return False
+
+
+def duplicate_headers(header: Sequence[str]) -> list[str]:
+    """Header names given more than once (compared as column recognition compares them)."""
+    seen: dict[str, list[str]] = {}
+    for name in header:
+        if name.strip():
+            seen.setdefault(canonical(name), []).append(name)
+    return [" / ".join(dict.fromkeys(names)) for names in seen.values() if len(names) > 1]
+
+
 def read_inputs(
     patterns: Sequence[str], *, mapping: Mapping[str, str] | None = None, encoding: str = "utf8"
 ) -> tuple[pl.DataFrame, ReadInfo]:
-    """Read every file the patterns name into one frame (columns: OUTPUT_SCHEMA), in file order."""
+    """Read every file the patterns name into one frame (columns: OUTPUT_SCHEMA), in file order.
+
+    A mapping key `field` applies to every file, `FILE:field` to the file it names only.
+    """
     given = dict(mapping or {})
     try:
         check_mapping(given)
@@ -173,22 +229,48 @@ def read_inputs(
     except SourceProblem as problem:
         raise InputError(str(problem)) from None
     paths = expand_inputs(patterns)
+    for key in given:
+        prefix = split_key(key)[0]
+        if prefix is not None and not any(names_file(prefix, p) for p in paths):
+            raise InputError(
+                f"--map {key}={given[key]} names the file {prefix!r}, which is not an input; "
+                f"the inputs are {', '.join(str(p) for p in paths)}"
+            )
     frames: list[pl.DataFrame] = []
     columns: dict[str, dict[str, str]] = {}
+    ignored: dict[str, tuple[str, ...]] = {}
+    warnings: list[str] = []
     counts: dict[str, int] = {}
     blank = 0
     for path in paths:  # one iteration per file, not per row
         name = str(path)
         try:
-            raw, chosen, skipped = _read_one(path, given, codec)
+            got = _read_one(path, mapping_for(path, given), codec)
         except SourceProblem as problem:
             raise InputError(f"{name}: {problem}") from None
-        frames.append(_shape(raw, name))
-        columns[name] = chosen
-        counts[name] = raw.height
-        blank += skipped
+        frames.append(_shape(got.frame, name))
+        columns[name] = got.chosen
+        used = set(got.chosen.values())
+        ignored[name] = tuple(c for c in dict.fromkeys(got.header) if c not in used)
+        for dup in duplicate_headers(got.header):
+            warnings.append(
+                f"{name}: the header names {dup!r} more than once; only the first such column "
+                "is used (rename the others, or --map the field to the column you mean)"
+            )
+        counts[name] = got.frame.height
+        blank += got.blank_rows
     rows = pl.concat(frames, how="vertical") if frames else pl.DataFrame(schema=OUTPUT_SCHEMA)
     rows = rows.select(pl.int_range(pl.len(), dtype=pl.Int64).alias("row_ord"), pl.all())
+    errors = rows.select(
+        pl.col("read_error").is_not_null().sum().alias("all"),
+        (pl.col("read_error") == BAD_BYTES_REASON).sum().alias("bytes"),
+    )
+    bad_bytes = int(errors.item(0, "bytes"))
+    if bad_bytes:
+        warnings.append(
+            f"{bad_bytes:,} row(s) have bytes that are not valid UTF-8 and are rejected "
+            "(see rejects)"
+        )
     info = ReadInfo(
         files=tuple(columns),
         rows=rows.height,
@@ -196,7 +278,10 @@ def read_inputs(
         rows_per_file=counts,
         empty_files=tuple(n for n, c in counts.items() if c == 0),
         blank_rows=blank,
-        ragged_rows=rows.select(pl.col("read_error").is_not_null().sum()).item(),
+        ragged_rows=int(errors.item(0, "all")) - bad_bytes,
+        ignored=ignored,
+        warnings=tuple(warnings),
+        bad_byte_rows=bad_bytes,
     )
     return rows, info
 
