@@ -1,39 +1,30 @@
 -- report_outcomes: the run's outcomes counted by country and operational status (closed with a
 -- temporary reason counted apart; failed answers as 'failed'). Country is the one submitted
--- in the place's request (null when the input had none). Parameters: $run_id.
+-- in the place's request ('' when the input had none). Reads report_places (run it first).
 
 with
 
 outcomes as (
     select
-        place_key,
+        country,
         success,
         operational_status,
         closure_reason
-    from place_outcomes
-    where run_id = $run_id
-),
-
-places as (
-    select
-        place_key,
-        json_extract_string(request, '$.country') as country
-    from run_places
-    where run_id = $run_id
+    from report_places
+    where answered
 ),
 
 classified as (
     select
-        coalesce(places.country, '') as country,
+        coalesce(country, '') as country,
         case
-            when not outcomes.success then 'failed'
-            when outcomes.operational_status = 'closed' and outcomes.closure_reason = 'temporary'
+            when not success then 'failed'
+            when operational_status = 'closed' and closure_reason = 'temporary'
                 then 'temporarily closed'
-            when outcomes.operational_status is null then 'no status'
-            else outcomes.operational_status
+            when operational_status is null then 'no status'
+            else operational_status
         end as status
     from outcomes
-    left join places on outcomes.place_key = places.place_key
 ),
 
 final as (

@@ -17,7 +17,6 @@ outcomes as (
 
 enriched as (
     select
-        success,
         attributes_requested,
         opening_hours_confidence,
         phone_confidence,
@@ -27,7 +26,17 @@ enriched as (
         tiktok_confidence,
         email_confidence
     from enrichments
-    where run_id = $run_id
+    where run_id = $run_id and success
+),
+
+-- the answered enrichments counted by what they asked and found (a few hundred rows at most),
+-- so the unpivot and the split below work on combinations, not on places
+combinations as (
+    select
+        *,
+        count(*) as places
+    from enriched
+    group by all
 ),
 
 answers as (
@@ -51,7 +60,7 @@ closures as (
 ),
 
 attribute_cells as (
-    unpivot (select * from enriched where success)
+    unpivot (select * exclude (attributes_requested) from combinations)
     on columns('_confidence$')
     into name attribute value confidence
 ),
@@ -60,22 +69,31 @@ attributes as (
     select
         replace(attribute, '_confidence', '') as subject,
         confidence as verdict,
-        count(*) as places
+        sum(places)::bigint as places
     from attribute_cells
     group by all
 ),
 
-answered_enrichments as (
-    select unnest(string_split(attributes_requested, ',')) as subject
-    from enriched
-    where success
+asked as (
+    select
+        attributes_requested,
+        sum(places) as places
+    from combinations
+    group by attributes_requested
+),
+
+requested_subjects as (
+    select
+        unnest(string_split(attributes_requested, ',')) as subject,
+        places
+    from asked
 ),
 
 requested as (
     select
         subject,
-        count(*) as places
-    from answered_enrichments
+        sum(places) as places
+    from requested_subjects
     group by subject
 ),
 

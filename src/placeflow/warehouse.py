@@ -20,12 +20,14 @@ from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import duckdb
-import polars as pl
 
 from placeflow.errors import WarehouseError
+
+if TYPE_CHECKING:  # polars loads only where a frame is written (a report needs none)
+    import polars as pl
 
 DEFAULT_DB = "data/placeflow.duckdb"
 """Where runs land unless told otherwise (the CLI's and the flow's default)."""
@@ -295,6 +297,8 @@ def insert_frame(con: duckdb.DuckDBPyConnection, table: str, frame: pl.DataFrame
         raise ValueError(f"not a table name: {table!r}")
     if frame.height == 0:
         return 0
+    import polars as pl
+
     view = f"_placeflow_frame_{secrets.token_hex(4)}"
     # Arrow's string views are polars' own layout: DuckDB reads the frame without a copy.
     con.register(view, frame.to_arrow(compat_level=pl.CompatLevel.newest()))

@@ -2,7 +2,9 @@
 
 Each function takes aggregates from `data.collect` and returns one ``<svg>`` element as text.
 Text stays text (``svg.fonttype: none``), ids are salted per chart so several charts can
-share one HTML page, and nothing in the SVG refers outside it.
+share one HTML page, and nothing in the SVG refers outside it. Margins are fixed (in inches,
+the left one sized from the longest label) rather than computed by a layout engine, which
+would draw every figure twice: a report draws each figure once.
 """
 
 from __future__ import annotations
@@ -11,13 +13,12 @@ import io
 import re
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from typing import Any
-
-import matplotlib as mpl
-from matplotlib.figure import Figure
-from matplotlib.ticker import MaxNLocator
+from typing import TYPE_CHECKING, Any
 
 from placeflow.reporting.data import Row
+
+if TYPE_CHECKING:  # matplotlib loads with the first chart drawn, not with placeflow.reporting
+    from matplotlib.figure import Figure
 
 STATUS_COLOURS = {
     "open": "#2e7d32",
@@ -53,19 +54,54 @@ _RC: dict[Any, Any] = {
 _PROLOGUE = re.compile(r"^.*?(?=<svg)", re.DOTALL)
 WIDTH = 10.5
 """Figure width in inches: drawn at about its own size in the page's 1,040-pixel column."""
+CHAR = 0.075
+"""Inches per character of a 9-point tick label (DejaVu Sans, a little generous)."""
+BOTTOM = 0.5
+"""Room under the axes for tick labels and an axis label, in inches."""
+LEGEND = 0.35
+"""Room above the axes for one row of legend, in inches."""
+
+
+def label_room(labels: Sequence[str], *, axis_label: bool = False) -> float:
+    """Inches left of the axes for these tick labels (and a rotated axis label)."""
+    longest = max((len(label) for label in labels), default=1)
+    return 0.2 + CHAR * longest + (0.25 if axis_label else 0.0)
 
 
 @contextmanager
-def _chart(name: str, width: float, height: float) -> Iterator[tuple[Figure, list[str]]]:
-    """A figure for one chart; its SVG text is appended to the yielded list on exit."""
+def _chart(
+    name: str,
+    width: float,
+    height: float,
+    *,
+    left: float = 0.8,
+    right: float = 0.3,
+    top: float = 0.15,
+    bottom: float = BOTTOM,
+) -> Iterator[tuple[Figure, list[str]]]:
+    """A figure for one chart, `height` inches of axes plus the margins (inches) around them;
+    its SVG text is appended to the yielded list on exit."""
+    import matplotlib as mpl
+    from matplotlib.figure import Figure
+
     out: list[str] = []
     with mpl.rc_context({**_RC, "svg.hashsalt": f"placeflow-{name}"}):
-        fig = Figure(figsize=(width, height), layout="constrained")
+        full = height + top + bottom
+        fig = Figure(figsize=(width, full))
+        fig.subplots_adjust(
+            left=left / width, right=1 - right / width, top=1 - top / full, bottom=bottom / full
+        )
         yield fig, out
         buf = io.StringIO()
         fig.savefig(buf, format="svg", metadata={"Date": None, "Creator": None})
     svg = _PROLOGUE.sub("", buf.getvalue(), count=1)
     out.append(svg.replace("<svg ", f'<svg class="chart" data-chart="{name}" ', 1))
+
+
+def _integer_ticks() -> Any:
+    from matplotlib.ticker import MaxNLocator
+
+    return MaxNLocator(integer=True)
 
 
 def _svg(parts: list[str]) -> str:
@@ -87,10 +123,11 @@ def funnel(run: Row) -> str:
         ("succeeded", run["succeeded"], "#2e7d32"),
         ("failed", run["failed"], "#6a1b9a"),
     ]
-    with _chart("funnel", WIDTH, 2.6) as (fig, out):
+    names = [s[0] for s in steps]
+    with _chart("funnel", WIDTH, 1.9, left=label_room(names), top=0.35) as (fig, out):
         ax = fig.subplots()
         values = [int(v or 0) for _, v, _ in steps]
-        bars = ax.barh([s[0] for s in steps], values, color=[s[2] for s in steps])
+        bars = ax.barh(names, values, color=[s[2] for s in steps])
         _label_bars(ax, bars, values)
         ax.invert_yaxis()
         ax.set_xlabel("rows (read, rejected, duplicates, fresh) and places (sent and after)")
@@ -108,7 +145,10 @@ def reject_reasons(rejects: list[Row], total: int) -> str:
     if other > 0:
         labels.append("other reasons")
         values.append(other)
-    with _chart("rejects", WIDTH, 0.45 + 0.28 * len(values)) as (fig, out):
+    with _chart("rejects", WIDTH, 0.1 + 0.28 * len(values), left=label_room(labels)) as (
+        fig,
+        out,
+    ):
         ax = fig.subplots()
         bars = ax.barh(labels, values, color="#c62828")
         _label_bars(ax, bars, values)
@@ -133,7 +173,10 @@ def status_mix(outcomes: list[Row], countries: list[str], *, most: int = 12) -> 
     rest = [c for c in countries if c not in shown]
     blank = "all places" if len(shown) == 1 else "no country"
     rows = [c or blank for c in shown] + (["other countries"] if rest else [])
-    with _chart("status", WIDTH, 0.9 + 0.3 * len(rows)) as (fig, out):
+    legend_rows = -(-len(statuses) // 7)
+    with _chart(
+        "status", WIDTH, 0.1 + 0.3 * len(rows), left=label_room(rows), top=LEGEND * legend_rows
+    ) as (fig, out):
         ax = fig.subplots()
         left = [0] * len(rows)
         for i, status in enumerate(statuses):
@@ -157,7 +200,11 @@ def status_mix(outcomes: list[Row], countries: list[str], *, most: int = 12) -> 
 def confidence(bins: list[Row]) -> str:
     """Histogram of existence confidence in bins of 0.05."""
     counts = {int(r["bin"]): int(r["places"]) for r in bins}
-    with _chart("confidence", WIDTH, 2.3) as (fig, out):
+    top = max(counts.values(), default=0)
+    with _chart("confidence", WIDTH, 1.7, left=label_room([f"{top:,}"], axis_label=True)) as (
+        fig,
+        out,
+    ):
         ax = fig.subplots()
         ax.bar(
             [b / 20 for b in range(20)],
@@ -184,7 +231,14 @@ def verdicts(rows: list[Row]) -> str:
         {v for vs in subjects.values() for v in vs},
         key=lambda v: (list(VERDICT_COLOURS).index(v) if v in VERDICT_COLOURS else 99, v),
     )
-    with _chart("verdicts", WIDTH, 1.0 + 0.32 * len(order)) as (fig, out):
+    legend_rows = -(-len(names) // 4)
+    with _chart(
+        "verdicts",
+        WIDTH,
+        0.1 + 0.32 * len(order),
+        left=label_room(order),
+        top=0.3 * legend_rows + 0.05,
+    ) as (fig, out):
         ax = fig.subplots()
         left = [0.0] * len(order)
         for i, name in enumerate(names):
@@ -217,7 +271,7 @@ def credits(run: Row) -> str:
         ("usage delta (service)", run["usage_delta"], "#ef6c00"),
     ]
     shown = [(n, int(v), c) for n, v, c in steps if v is not None]
-    with _chart("credits", WIDTH, 2.0) as (fig, out):
+    with _chart("credits", WIDTH, 1.4, left=label_room([n for n, _, _ in shown])) as (fig, out):
         ax = fig.subplots()
         values = [v for _, v, _ in shown]
         bars = ax.barh([n for n, _, _ in shown], values, color=[c for _, _, c in shown])
@@ -233,11 +287,15 @@ def credits_per_job(jobs: list[Row]) -> str:
     chunks = [int(j["chunk_no"]) for j in jobs]
     charged = [int(j["charged"]) for j in jobs]
     released = [int(j["released"]) for j in jobs]
-    with _chart("job-credits", WIDTH, 2.3) as (fig, out):
+    most = max((c + r for c, r in zip(charged, released, strict=True)), default=0)
+    with _chart("job-credits", WIDTH, 1.7, left=label_room([f"{most:,}"], axis_label=True)) as (
+        fig,
+        out,
+    ):
         ax = fig.subplots()
         ax.bar(chunks, charged, color=ACCENT, label="charged", width=0.8)
         ax.bar(chunks, released, bottom=charged, color="#26a69a", label="released", width=0.8)
-        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+        ax.xaxis.set_major_locator(_integer_ticks())
         ax.set_xlabel("chunk")
         ax.set_ylabel("credits")
         ax.legend(frameon=False, fontsize=8)
@@ -251,8 +309,11 @@ def timeline(jobs: list[Row]) -> str:
         ("submitted_s", "finished_s", "on the service", ACCENT),
         ("finished_s", "loaded_s", "fetched and loaded", "#2e7d32"),
     ]
-    height = min(1.4 + 0.2 * len(jobs), 9.0)
-    with _chart("timeline", WIDTH, height) as (fig, out):
+    height = min(0.6 + 0.2 * len(jobs), 8.2)
+    last = max((int(j["chunk_no"]) for j in jobs), default=0)
+    with _chart(
+        "timeline", WIDTH, height, left=label_room([str(last)], axis_label=True), top=LEGEND
+    ) as (fig, out):
         ax = fig.subplots()
         for label_, (start, end, label, colour) in enumerate(phases):
             spans = [
@@ -273,7 +334,7 @@ def timeline(jobs: list[Row]) -> str:
         if len(numbers) <= 20:
             ax.set_yticks(numbers)
         else:
-            ax.yaxis.set_major_locator(MaxNLocator(integer=True))
+            ax.yaxis.set_major_locator(_integer_ticks())
         ax.set_ylim(max(numbers) + 0.6, min(numbers) - 0.6)
         ax.set_xlabel("seconds since the run opened")
         ax.set_ylabel("chunk")
@@ -285,7 +346,7 @@ def changes(rows: list[Row]) -> str:
     """Detected changes by kind."""
     kinds = [r["kind"] for r in rows]
     values = [int(r["changes"]) for r in rows]
-    with _chart("changes", WIDTH, 0.5 + 0.3 * len(kinds)) as (fig, out):
+    with _chart("changes", WIDTH, 0.1 + 0.3 * len(kinds), left=label_room(kinds)) as (fig, out):
         ax = fig.subplots()
         bars = ax.barh(kinds, values, color="#ef6c00")
         _label_bars(ax, bars, values)
@@ -300,7 +361,12 @@ def place_map(points: list[Row]) -> str:
     by_status: dict[str, list[Row]] = {}
     for p in points:
         by_status.setdefault(p["status"], []).append(p)
-    with _chart("map", WIDTH, 5.5) as (fig, out):
+    labels = [f"{status} ({len(pts):,})" for status, pts in by_status.items()]
+    right = 0.4 + 0.065 * max((len(label) for label in labels), default=1)
+    with _chart("map", WIDTH, 4.8, left=label_room(["-180"], axis_label=True), right=right) as (
+        fig,
+        out,
+    ):
         ax = fig.subplots()
         for i, (status, pts) in enumerate(sorted(by_status.items())):
             ax.scatter(

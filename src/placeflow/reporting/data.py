@@ -1,7 +1,9 @@
 """What a run report shows, aggregated in DuckDB by sql/queries/report_*.sql.
 
 Every figure is computed in the warehouse; Python receives only aggregates and bounded
-samples (the map's points, the first jobs, the first changes), whatever the run's size.
+samples (the map's points, the first jobs, the first changes), whatever the run's size. The
+requests' JSON is parsed once per report, into a temporary table (report_places) that the
+outcome counts and the map read; a read-only connection may hold it.
 """
 
 from __future__ import annotations
@@ -89,14 +91,20 @@ def collect(
         changes = query(con, "report_changes", run_id=run_id)
         if changes:
             first_changes = query(con, "report_changes_first", run_id=run_id, limit=changes_limit)
+    con.execute(sql_text("queries/report_places"), {"run_id": run_id})  # a temporary table
+    try:
+        outcomes = query(con, "report_outcomes")
+        points = query(con, "report_map", points=map_points)
+    finally:
+        con.execute("drop table if exists temp.report_places")
     return ReportData(
         run=run[0],
         rejects=query(con, "report_rejects", run_id=run_id, top=top_reasons),
-        outcomes=query(con, "report_outcomes", run_id=run_id),
+        outcomes=outcomes,
         confidence=query(con, "report_confidence", run_id=run_id),
         verdicts=query(con, "report_verdicts", run_id=run_id),
         jobs=query(con, "report_jobs", run_id=run_id, limit=job_limit),
-        points=query(con, "report_map", run_id=run_id, points=map_points),
+        points=points,
         changes=changes,
         first_changes=first_changes,
     )
