@@ -15,7 +15,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from pathlib import Path
 from typing import Any, cast
@@ -48,7 +48,7 @@ from placeflow.runstate import (
     utc_now,
 )
 from placeflow.service import Target
-from placeflow.steps import Stages, Step, direct, emitter
+from placeflow.steps import SYSTEM_TIMER, Stages, Step, Timer, direct, emitter
 from placeflow.warehouse import DEFAULT_DB, Warehouse, connect
 
 
@@ -237,7 +237,7 @@ def _carry_out(
                         if sent.due is not None:
                             due[sent.batch_id] = sent.due
             finally:
-                polled = r.step("poll", poll)
+                polled = r.stream("poll", poll)
                 for status in polled(api, state, due=due, timeout=options.poll_timeout, emit=emit):
                     load_it(r.each("fetch", fetch)(api, state, status, workdir=workdir, emit=emit))
         except InsufficientCredits as exc:
@@ -256,7 +256,8 @@ def _carry_out(
 
 def _finish(summary: RunSummary, r: Stages) -> RunSummary:
     summary.stages.update({k: v for k, v in r.stages.items() if v is not summary})
-    return summary
+    wall, cpu = r.timings()
+    return replace(summary, timings=wall, cpu_timings=cpu)
 
 
 # --- the entry points ---------------------------------------------------------------------------
@@ -289,6 +290,7 @@ def run(
     step: Step = direct,
     on_event: Callable[[Event], None] | None = None,
     clock: Clock = utc_now,
+    timer: Timer = SYSTEM_TIMER,
 ) -> RunSummary:
     """Validate or enrich the places of `inputs` (files, globs, or a `Source`) into `db`.
 
@@ -298,7 +300,7 @@ def run(
     options = options or RunOptions()
     source = as_source(inputs)
     started = clock()
-    r = Stages(step=step, emit=emitter(on_event))
+    r = Stages(step=step, emit=emitter(on_event), timer=timer)
     with Warehouse(db) as wh, target.client() as api:
         con = held_while_writing(wh, api)
         print_ = fingerprint(source, options)
@@ -326,10 +328,11 @@ def resume(
     step: Step = direct,
     on_event: Callable[[Event], None] | None = None,
     clock: Clock = utc_now,
+    timer: Timer = SYSTEM_TIMER,
 ) -> RunSummary:
     """Finish a run that stopped part way: re-attach to its jobs, load what was not loaded."""
     started = clock()
-    r = Stages(step=step, emit=emitter(on_event))
+    r = Stages(step=step, emit=emitter(on_event), timer=timer)
     with Warehouse(db) as wh, target.client() as api:
         con = held_while_writing(wh, api)
         stored = stored_run(con, run_id)

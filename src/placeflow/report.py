@@ -62,6 +62,9 @@ def summary_rows(s: RunSummary) -> list[tuple[str, str]]:
         ("usage delta (service)", delta),
         ("time", f"{s.seconds:,.1f} s"),
     ]
+    if s.timings:
+        by = ", ".join(f"{k} {v:,.1f} s" for k, v in s.timings.items() if k != "total")
+        rows.append(("time by stage", by))
     if s.not_answered:
         rows.insert(7, ("not answered (retried next run)", _n(s.not_answered)))
     if s.possible_extra_credits:

@@ -2,14 +2,20 @@
 
 `Step` is what `placeflow.run(step=...)` takes: `step(name, fn)` returns the callable that
 runs the stage (`direct`, the identity, without Prefect; a Prefect task in the flow).
+
+`Stages` also times each stage, wall and CPU seconds by a `Timer` (injectable for tests), summed
+over the calls of a per-chunk stage (submit, poll, fetch, load): a poll generator is timed only
+while it runs, not while the fetch and load it feeds run. The run summary's `timings` and
+`cpu_timings` come from here, in the order the stages first ran, with the invocation's `total`.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
-from dataclasses import fields
-from typing import Any, ParamSpec, Protocol, TypeVar
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, fields
+from typing import Any, ParamSpec, Protocol, TypeVar, cast
 
 from placeflow.events import Emit, Event, Note, StageFinished, StageStarted
 
@@ -29,22 +35,58 @@ def direct(name: str, fn: Callable[P, R]) -> Callable[P, R]:
     return fn
 
 
+@dataclass(frozen=True)
+class Timer:
+    """Where stage times come from: a monotonic wall clock and the process's CPU time, in
+    seconds; a test passes fakes."""
+
+    wall: Callable[[], float] = time.perf_counter
+    cpu: Callable[[], float] = time.process_time
+
+
+SYSTEM_TIMER = Timer()
+
+
 class Stages:
     """One invocation: the stages' shared arguments. A plain class, so a Prefect task sees it
     as one opaque value (never copied or walked), and nothing about it is module-level."""
 
-    def __init__(self, *, step: Step, emit: Emit) -> None:
+    def __init__(self, *, step: Step, emit: Emit, timer: Timer = SYSTEM_TIMER) -> None:
         self.step = step
         self.emit = emit
         self.stages: dict[str, Any] = {}
+        self.timer = timer
+        self.wall: dict[str, float] = {}
+        self.cpu: dict[str, float] = {}
+        self._began = (timer.wall(), timer.cpu())
+
+    def _timed(self, name: str, fn: Callable[[], R]) -> R:
+        """`fn()`, its wall and CPU seconds added to `name`'s (the key made when it starts)."""
+        self.wall.setdefault(name, 0.0)
+        self.cpu.setdefault(name, 0.0)
+        wall, cpu = self.timer.wall(), self.timer.cpu()
+        try:
+            return fn()
+        finally:
+            self.wall[name] += self.timer.wall() - wall
+            self.cpu[name] += self.timer.cpu() - cpu
+
+    def timings(self) -> tuple[dict[str, float], dict[str, float]]:
+        """Wall and CPU seconds by stage, in the order they first ran, each with `total`: the
+        invocation's time so far, which the stages' sum never exceeds."""
+        wall, cpu = self.timer.wall() - self._began[0], self.timer.cpu() - self._began[1]
+        return (
+            {**{k: round(v, 4) for k, v in self.wall.items()}, "total": round(wall, 4)},
+            {**{k: round(v, 4) for k, v in self.cpu.items()}, "total": round(cpu, 4)},
+        )
 
     def stage(self, name: str, fn: Callable[P, R]) -> Callable[P, R]:
-        """`fn` through the step, announced; its summary (the last of a tuple) kept."""
+        """`fn` through the step, announced, timed; its summary (the last of a tuple) kept."""
         wrapped = self.step(name, fn)
 
         def call(*args: P.args, **kwargs: P.kwargs) -> R:
             self.emit(StageStarted(name))
-            result = wrapped(*args, **kwargs)
+            result = self._timed(name, lambda: wrapped(*args, **kwargs))
             info = result[-1] if isinstance(result, tuple) else result
             self.stages[name] = info
             self.emit(StageFinished(name, info, counts(info)))
@@ -53,13 +95,30 @@ class Stages:
         return call
 
     def each(self, name: str, fn: Callable[P, R]) -> Callable[P, R]:
-        """`fn` through the step, once per chunk; each summary appended under `name`."""
+        """`fn` through the step, once per chunk, timed (summed); each summary appended under
+        `name`."""
         wrapped = self.step(name, fn)
 
         def call(*args: P.args, **kwargs: P.kwargs) -> R:
-            result = wrapped(*args, **kwargs)
+            result = self._timed(name, lambda: wrapped(*args, **kwargs))
             self.stages.setdefault(name, []).append(result)
             return result
+
+        return call
+
+    def stream(self, name: str, fn: Callable[P, Iterator[R]]) -> Callable[P, Iterator[R]]:
+        """A generator stage through the step, timed only while it runs: what its caller does
+        with each item (fetch, load) counts under that stage, not this one."""
+        wrapped = self.step(name, fn)
+
+        def call(*args: P.args, **kwargs: P.kwargs) -> Iterator[R]:
+            items = self._timed(name, lambda: iter(wrapped(*args, **kwargs)))
+            done = object()
+            while True:
+                item = self._timed(name, lambda: next(items, done))
+                if item is done:
+                    return
+                yield cast(R, item)
 
         return call
 

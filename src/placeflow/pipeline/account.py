@@ -51,6 +51,10 @@ class RunSummary:
     places_changed: int = 0
     changed_per_credit: float | None = None
     """Places found changed per credit charged (None when nothing was charged)."""
+    timings: dict[str, float] = field(default_factory=dict, compare=False)
+    """Wall seconds by stage in the order they ran (per-chunk stages summed), and `total`."""
+    cpu_timings: dict[str, float] = field(default_factory=dict, compare=False)
+    """CPU seconds of the process, by stage as `timings`."""
     stages: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
     """Each stage's own summary from this invocation (ReadInfo, NormalizeInfo, ..., the
     submit/fetch/load infos as lists), by stage name; not part of `as_dict`."""

@@ -1,0 +1,120 @@
+"""Stage timings: every stage a run calls is timed by the injected timer, per-chunk stages
+summed, in the data's order, shown in the JSON and the text summary."""
+
+from __future__ import annotations
+
+import csv
+import json
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import placeflow
+from placeflow.api.limiter import RateLimits
+from placeflow.emulator import KeySpec, Sandbox, SandboxConfig
+from placeflow.events import Event, StageStarted
+from placeflow.options import RunOptions
+from placeflow.redact import Secret
+from placeflow.report import json_summary, text_summary
+from placeflow.service import Target
+from placeflow.steps import Stages, Timer, direct
+
+KEY = "sk_timings_paid_key_1234"
+
+
+class Ticks:
+    """A fake clock: each reading is `step` seconds after the last."""
+
+    def __init__(self, step: float) -> None:
+        self.now = 0.0
+        self.step = step
+
+    def __call__(self) -> float:
+        self.now += self.step
+        return self.now
+
+
+@pytest.fixture
+def served() -> Iterator[tuple[Sandbox, Target]]:
+    sandbox = Sandbox(SandboxConfig(keys=(KeySpec(key=KEY),)))
+    with sandbox.serve() as srv:
+        yield sandbox, Target(
+            base_url=srv.base_url, api_key=Secret(KEY), label="test sandbox",
+            limits=RateLimits.for_tier("paid"),
+        )  # fmt: skip
+
+
+def write_places(path: Path, n: int) -> Path:
+    with path.open("w", newline="", encoding="utf-8") as f:
+        writer = csv.writer(f)
+        writer.writerow(["id", "name", "address", "city", "country"])
+        for i in range(n):
+            writer.writerow([f"t{i}", f"Tea Room {i}", f"{i} Oak Lane", "Riverton", "USA"])
+    return path
+
+
+def test_a_run_reports_a_timing_for_every_stage_in_order_within_the_total(
+    served: tuple[Sandbox, Target], tmp_path: Path
+) -> None:
+    """Each stage the run called has a wall and a CPU timing, in the data's order, per-chunk
+    stages summed over their calls, and the stages together take no more than the total."""
+    sandbox, target = served
+    calls: list[str] = []
+    started: list[str] = []
+
+    def step(name: str, fn: Callable[..., Any]) -> Callable[..., Any]:
+        calls.append(name)
+        return fn
+
+    def on_event(event: Event) -> None:
+        if isinstance(event, StageStarted):
+            started.append(event.stage)
+
+    summary = placeflow.run(
+        [str(write_places(tmp_path / "p.csv", 30))],
+        options=RunOptions(route="job", chunk_rows=10, force=True),
+        db=tmp_path / "wh.duckdb", target=target, step=step, on_event=on_event,
+        timer=Timer(wall=Ticks(1.0), cpu=Ticks(0.5)),
+    )  # fmt: skip
+    assert summary.status == "completed"
+    assert sandbox.stats()["jobs"]["created"] == 3  # the service saw the three chunks
+    ran = list(dict.fromkeys(calls))
+    assert list(summary.timings) == [*ran, "total"]
+    assert list(summary.cpu_timings) == [*ran, "total"]
+    for timings, tick in ((summary.timings, 1.0), (summary.cpu_timings, 0.5)):
+        stages = {k: v for k, v in timings.items() if k != "total"}
+        assert all(v > 0 for v in stages.values()), timings
+        assert sum(stages.values()) <= timings["total"]
+        # one reading before and after each call: a stage called n times reads n ticks
+        assert timings["submit"] == 3 * tick and timings["load"] == 3 * tick
+        assert timings["read"] == tick
+    assert started == [s for s in ran if s not in ("submit", "poll", "fetch", "load")]
+    shown = json.loads(json_summary(summary))
+    assert shown["timings"] == summary.timings and "stages" not in shown
+    line = next(x for x in text_summary(summary).splitlines() if "time by stage" in x)
+    assert line.split("time by stage")[1].strip().startswith("read 1.0 s, normalize 1.0 s")
+
+
+def test_a_generator_stage_is_timed_only_while_it_runs() -> None:
+    """Work done with a poll generator's items counts under its own stage, not the poll."""
+    wall = Ticks(1.0)
+    r = Stages(step=direct, emit=lambda e: None, timer=Timer(wall=wall, cpu=Ticks(1.0)))
+
+    def statuses(n: int) -> Iterator[int]:
+        for i in range(n):
+            wall.now += 10  # the poll's own waiting
+            yield i
+
+    def fetch(i: int) -> int:
+        wall.now += 100  # the fetch's own work
+        return i
+
+    for item in r.stream("poll", statuses)(2):
+        r.each("fetch", fetch)(item)
+    wall_by, _ = r.timings()
+    # poll: the call and 3 next() (two items and the end), 1 tick each, plus 2 x 10 waited
+    assert wall_by["poll"] == 4 * 1 + 20
+    assert wall_by["fetch"] == 2 * (1 + 100)
+    assert wall_by["poll"] + wall_by["fetch"] <= wall_by["total"]
