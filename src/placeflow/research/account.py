@@ -47,12 +47,7 @@ def summary(
     status = con.execute("select status from research_runs where run_id = ?", [run_id]).fetchone()
     if status is not None and status[0] in ("completed", "refused"):
         set_run(con, run_id, finished_at=now)
-    run = con.execute(
-        "select status, target, rows_read, rejected, duplicates, skipped_fresh, submitted,"
-        " credits_estimated, usage_before, usage_after, message from research_runs"
-        " where run_id = ?",
-        [run_id],
-    ).fetchone()
+    run = con.execute(sql_text("queries/research_run"), {"run_id": run_id}).fetchone()
     assert run is not None
     totals = con.execute(sql_text("queries/research_totals"), {"run_id": run_id}).fetchone()
     assert totals is not None

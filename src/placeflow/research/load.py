@@ -22,7 +22,7 @@ import polars as pl
 from placeflow.api.models import DeepResearchResponse, DeepResearchRow
 from placeflow.api.retry import parse_timestamp
 from placeflow.research.plan import Rates, ResearchSpec
-from placeflow.warehouse import insert_frame, transaction
+from placeflow.warehouse import insert_frame, sql_text, transaction
 
 BILLED_STATUSES = frozenset({"confirmed", "estimated", "unconfirmed"})
 UNAVAILABLE = "agent_unavailable"
@@ -183,9 +183,8 @@ def load_answer(
             [run_id, request_no],
         )
         con.execute(
-            "delete from research_ledger where run_id = ? and request_no = ? and kind = 'charge'"
-            " and ref = ?",
-            [run_id, request_no, response.request_id or ""],
+            sql_text("queries/research_clear_charge"),
+            {"run_id": run_id, "request_no": request_no, "ref": response.request_id or ""},
         )
         insert_frame(con, "research_answers", frame)
         if credits:
@@ -202,18 +201,15 @@ def load_answer(
                 ],
             )
         con.execute(
-            "update research_requests set state = 'answered', request_id = ?,"
-            " stopped_reason = ?, estimated_credits = ?, credits_charged = ?,"
-            " answered_at = ?, error = null, error_code = null, response = null"
-            " where run_id = ? and request_no = ?",
-            [
-                response.request_id,
-                meta.stopped_reason if meta else None,
-                meta.estimated_credits if meta else None,
-                credits,
-                now,
-                run_id,
-                request_no,
-            ],
+            sql_text("queries/research_mark_answered"),
+            {
+                "run_id": run_id,
+                "request_no": request_no,
+                "request_id": response.request_id,
+                "stopped_reason": meta.stopped_reason if meta else None,
+                "estimated_credits": meta.estimated_credits if meta else None,
+                "credits_charged": credits,
+                "answered_at": now,
+            },
         )
     return Loaded(charged=credits, rows=len(response.rows), errored=errored, capped=capped)

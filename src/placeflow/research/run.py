@@ -41,6 +41,7 @@ from placeflow.research.plan import (
     requests_of,
 )
 from placeflow.research.send import Hook, SendContext, Stop, ledger_totals, send_all
+from placeflow.runstate import record_rows
 from placeflow.warehouse import connect, insert_frame, sql_text, transaction
 
 EXIT_OK, EXIT_FAILED, EXIT_REFUSED = 0, 1, 3
@@ -156,20 +157,18 @@ def _record(
             "research_runs",
             pl.DataFrame([{**run, **counts_of(prepared, by)}]),
         )
-        insert_frame(con, "run_rows", prepared.run_rows.with_columns(with_run))
-        insert_frame(
+        record_rows(
             con,
-            "rejects",
-            prepared.rejects.select(
-                "row_ord", "source_file", "source_row", "source_id", "field", "reason", "raw"
-            ).with_columns(with_run),
-        )
-        insert_frame(
-            con,
-            "run_places",
-            prepared.plan.select(
-                "place_key", pl.col("request_no").alias("chunk_no"), "position", "request"
-            ).with_columns(with_run),
+            run_id,
+            {
+                "run_rows": prepared.run_rows,
+                "rejects": prepared.rejects.select(
+                    "row_ord", "source_file", "source_row", "source_id", "field", "reason", "raw"
+                ),
+                "run_places": prepared.plan.select(
+                    "place_key", pl.col("request_no").alias("chunk_no"), "position", "request"
+                ),
+            },
         )
         insert_frame(
             con,
@@ -267,11 +266,7 @@ def _go(
     started: datetime,
 ) -> dict[str, Any]:
     charged, possible = ledger_totals(con, run_id)
-    left = con.execute(
-        "select coalesce(sum(credits_max), 0) from research_requests"
-        " where run_id = ? and state in ('planned', 'sent', 'received')",
-        [run_id],
-    ).fetchone()
+    left = con.execute(sql_text("queries/research_to_spend"), {"run_id": run_id}).fetchone()
     to_spend = int(left[0]) if left else 0
     budget = None if options.max_credits is None else options.max_credits - charged - possible
     refusal = budget_refusal(to_spend, max_credits=budget, available=None)
@@ -317,15 +312,12 @@ def _go(
         code, status, message = stop.exit_code, stop.status, str(stop)
     except InsufficientCredits as exc:
         code, status, message = EXIT_REFUSED, "interrupted", str(exc)
-    doubtful = con.execute(
-        "select count(*) from research_requests where run_id = ? and state in"
-        " ('lost', 'uncertain')",
-        [run_id],
-    ).fetchone()
-    if status == "completed" and doubtful and doubtful[0]:
+    totals = con.execute(sql_text("queries/research_totals"), {"run_id": run_id}).fetchone()
+    doubtful = int(totals[3]) if totals else 0
+    if status == "completed" and doubtful:
         code, status = EXIT_FAILED, "interrupted"
         message = (
-            f"{doubtful[0]} request(s) lost or uncertain: their places have no answer;"
+            f"{doubtful} request(s) lost or uncertain: their places have no answer;"
             " rerun with --resend-uncertain to buy them again. " + "; ".join(ctx.notes)
         )
     set_run(con, run_id, status=status, message=message)
@@ -333,11 +325,7 @@ def _go(
 
 
 def _plan_of(con: duckdb.DuckDBPyConnection, run_id: str) -> Prepared:
-    rows = con.execute(
-        "select request_no, places, body, body_sha256, credits_max from research_requests"
-        " where run_id = ? order by request_no limit 1",
-        [run_id],
-    ).fetchall()
+    rows = con.execute(sql_text("queries/research_first_request"), {"run_id": run_id}).fetchall()
     names = ("request_no", "places", "body", "body_sha256", "credits_max")
     plan = pl.DataFrame([dict(zip(names, r, strict=True)) for r in rows])
     empty = pl.DataFrame()

@@ -34,7 +34,7 @@ from placeflow.api.errors import (
 from placeflow.api.models import DeepResearchResponse
 from placeflow.research.load import UNAVAILABLE, load_answer
 from placeflow.research.plan import Rates, ResearchSpec
-from placeflow.warehouse import transaction
+from placeflow.warehouse import sql_text, transaction
 
 Hook = Callable[[str, int], None]
 """Called with a moment (sent, received, answered) and the count of requests sent so far."""
@@ -83,12 +83,7 @@ class SendContext:
 
 
 def ledger_totals(con: duckdb.DuckDBPyConnection, run_id: str) -> tuple[int, int]:
-    row = con.execute(
-        "select coalesce(sum(credits) filter (where kind = 'charge'), 0),"
-        " coalesce(sum(credits) filter (where kind = 'possible'), 0)"
-        " from research_ledger where run_id = ?",
-        [run_id],
-    ).fetchone()
+    row = con.execute(sql_text("queries/research_ledger_totals"), {"run_id": run_id}).fetchone()
     return (int(row[0]), int(row[1])) if row else (0, 0)
 
 
@@ -102,9 +97,7 @@ def _set(ctx: SendContext, request_no: int, **values: Any) -> None:
 
 def _request(ctx: SendContext, request_no: int) -> tuple[str, int, str, int | None, int]:
     row = ctx.con.execute(
-        "select body, credits_max, state, usage_expected, possible_extra_credits"
-        " from research_requests where run_id = ? and request_no = ?",
-        [ctx.run_id, request_no],
+        sql_text("queries/research_request"), {"run_id": ctx.run_id, "request_no": request_no}
     ).fetchone()
     assert row is not None
     return str(row[0]), int(row[1]), str(row[2]), row[3], int(row[4])
@@ -133,11 +126,10 @@ def send_one(ctx: SendContext, request_no: int) -> str:
     expected = None if ctx.usage_before is None else ctx.usage_before + charged
     with transaction(ctx.con):  # written ahead: a crash from here on is resolved, not resent
         ctx.con.execute(
-            "update research_requests set state = 'sent', attempts = attempts + 1,"
-            " sent_at = ?, usage_expected = ?, max_credits_sent = ?"
-            " where run_id = ? and request_no = ?",
-            [ctx.now(), expected, left, ctx.run_id, request_no],
-        )
+            sql_text("queries/research_mark_sent"),
+            {"run_id": ctx.run_id, "request_no": request_no, "sent_at": ctx.now(),
+             "usage_expected": expected, "max_credits": left},
+        )  # fmt: skip
     ctx.sent += 1
     ctx.at("sent")
     payload: dict[str, Any] = json.loads(body)
@@ -267,11 +259,7 @@ def send_all(ctx: SendContext) -> None:
             resolve_sent(ctx, request_no)
     if ctx.resend_uncertain:
         with transaction(ctx.con):
-            ctx.con.execute(
-                "update research_requests set state = 'planned'"
-                " where run_id = ? and state in ('lost', 'uncertain')",
-                [ctx.run_id],
-            )
+            ctx.con.execute(sql_text("queries/research_requeue_doubtful"), {"run_id": ctx.run_id})
     while True:
         pending = _states(ctx, "planned")
         if not pending:
@@ -291,11 +279,8 @@ def send_all(ctx: SendContext) -> None:
 
 
 def _states(ctx: SendContext, *states: str) -> list[tuple[int, str]]:
-    marks = ", ".join("?" for _ in states)
     rows = ctx.con.execute(
-        f"select request_no, state from research_requests where run_id = ? and state in ({marks})"  # noqa: S608
-        " order by request_no",
-        [ctx.run_id, *states],
+        sql_text("queries/research_states"), {"run_id": ctx.run_id, "states": list(states)}
     ).fetchall()
     return [(int(r[0]), str(r[1])) for r in rows]
 

@@ -1,0 +1,6 @@
+-- research_to_spend: the most a research run's unfinished requests (planned, sent, received)
+-- can still cost per the rate card. Parameter: $run_id.
+select coalesce(sum(credits_max), 0) as to_spend
+from research_requests
+where run_id = $run_id
+    and state in ('planned', 'sent', 'received')
