@@ -13,11 +13,13 @@ import os
 import signal
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
-from placeflow.config import load_settings, research_kill_at
-from placeflow.errors import PlaceflowError
-from placeflow.pipeline.read import InputError
+from placeflow.config import in_ci, load_settings, research_kill_at
+from placeflow.errors import OptionsError, PlaceflowError
+from placeflow.pipeline.read import InputError, Source
+from placeflow.refresh import WarehouseSource, parse_duration
 from placeflow.report import EXIT_FAILED, EXIT_USAGE
 from placeflow.research.fields import FieldSpecError, build_specs
 from placeflow.research.plan import RateCardError, ResearchSpec
@@ -38,7 +40,20 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
         " arguments or input; 3 refused before spending (budget, balance, field policy) or"
         " stopped when the budget or credits ran out",
     )
-    p.add_argument("inputs", nargs="+", metavar="INPUT", help="CSV or Parquet files, or globs")
+    p.add_argument("inputs", nargs="*", metavar="INPUT", help="CSV or Parquet files, or globs")
+    p.add_argument(
+        "--from-warehouse",
+        action="store_true",
+        help="research the places already in the --db warehouse (no INPUT): refresh's selection",
+    )
+    p.add_argument(
+        "--older-than",
+        default="0",
+        metavar="DURATION",
+        help="with --from-warehouse: only places whose latest answer is this old (default 0: all)",
+    )
+    p.add_argument("--country", metavar="CC", help="with --from-warehouse: only this country")
+    p.add_argument("--limit", type=int, metavar="N", help="with --from-warehouse: at most N places")
     p.add_argument(
         "--field",
         action="append",
@@ -77,10 +92,11 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
         help="the key is used by others too: a lost answer is held uncertain, never"
         " judged from the usage delta",
     )
-    p.add_argument(
-        "--db", default=str(DEFAULT_DB), help=f"DuckDB warehouse (default {DEFAULT_DB})"
-    )
+    p.add_argument("--db", default=str(DEFAULT_DB), help=f"DuckDB warehouse (default {DEFAULT_DB})")
     p.add_argument("--json", action="store_true", help="print one machine-readable summary")
+    p.add_argument(
+        "-q", "--quiet", action="store_true", help="no live progress display on the terminal"
+    )
     p.set_defaults(func=handle)
     return p
 
@@ -98,8 +114,30 @@ def _kill_hook() -> Any:
     return hook
 
 
+def _source(args: argparse.Namespace) -> Sequence[str] | Source:
+    """The files given, or (--from-warehouse) the warehouse's places by refresh's selection."""
+    if not args.from_warehouse:
+        if not args.inputs:
+            raise FieldSpecError("give INPUT files, or --from-warehouse")
+        return list(args.inputs)
+    if args.inputs:
+        raise FieldSpecError("give INPUT files or --from-warehouse, not both")
+    if args.limit is not None and args.limit < 0:
+        raise FieldSpecError("--limit takes N >= 0")
+    if not Path(args.db).exists():
+        raise InputError(f"no warehouse at {args.db}: --from-warehouse researches its places")
+    return WarehouseSource(
+        args.db, older_than=parse_duration(args.older_than), country=args.country,
+        limit=args.limit,
+    )  # fmt: skip
+
+
 def handle(args: argparse.Namespace) -> int:
+    from placeflow.progress import ProgressDisplay, wanted
     from placeflow.service import open_target
+
+    quiet = getattr(args, "quiet", False)
+    show = wanted(sys.stderr, quiet=quiet, as_json=args.json, ci=in_ci())
 
     try:
         if args.sample is not None and args.sample < 1:
@@ -117,9 +155,10 @@ def handle(args: argparse.Namespace) -> int:
             exclusive_key=not args.shared_key,
             estimate_only=args.estimate,
         )
+        source = _source(args)
         settings = load_settings()
         hook = _kill_hook()
-    except (FieldSpecError, ValueError) as exc:
+    except (FieldSpecError, ValueError, OptionsError, InputError) as exc:
         print(f"placeflow research: {exc}", file=sys.stderr)
         return EXIT_USAGE
     try:
@@ -128,10 +167,12 @@ def handle(args: argparse.Namespace) -> int:
                 api_key=settings.api_key, base_url=settings.base_url, limits=settings.limits
             ) as target,
             target.client() as api,
+            ProgressDisplay(title="placeflow research", enabled=show) as display,
         ):
             out = research(
-                args.inputs, options, api=api, db=args.db, target=target.label, hook=hook
-            )
+                source, options, api=api, db=args.db, target=target.label, hook=hook,
+                on_event=display if show else None,
+            )  # fmt: skip
     except RateCardError as exc:
         print(f"placeflow research: {exc}", file=sys.stderr)
         return 3

@@ -150,12 +150,10 @@ def budget_refusal(estimated: int, *, max_credits: int | None, available: int | 
     return None
 
 
-def fingerprint(inputs: Sequence[str], spec: ResearchSpec, sample: int | None) -> str:
-    """The command's identity for resuming: inputs (path, size, mtime) and what is asked."""
-    from placeflow.pipeline.read import expand_inputs
-
-    files = [(str(p), p.stat().st_size, p.stat().st_mtime_ns) for p in expand_inputs(inputs)]
+def fingerprint(identity: Sequence[str], spec: ResearchSpec, sample: int | None) -> str:
+    """The command's identity for resuming: the source's identity (each file's path, size and
+    mtime; or the warehouse and its selection's terms) and what is asked."""
     text = json.dumps(
-        [files, spec.fields_json(), spec.verify_identity, spec.validate_existence, sample]
+        [list(identity), spec.fields_json(), spec.verify_identity, spec.validate_existence, sample]
     )
     return hashlib.sha256(text.encode()).hexdigest()

@@ -23,15 +23,17 @@ import duckdb
 import polars as pl
 
 from placeflow.api.client import PlaceApiClient
-from placeflow.api.errors import InsufficientCredits, Unprocessable
+from placeflow.api.errors import InsufficientCredits
+from placeflow.events import Emit, Event, Note, StageFinished, StageStarted, ignore
+from placeflow.options import RunOptions
 from placeflow.pipeline.dedupe import dedupe
 from placeflow.pipeline.normalize import normalize
-from placeflow.pipeline.read import read_inputs
-from placeflow.research.account import policy_message, set_run, summary
+from placeflow.pipeline.read import FileSource, Source
+from placeflow.research.account import set_run, summary
+from placeflow.research.estimate import estimate_summary, first_request, refusal_of
 from placeflow.research.fields import field_signature, make_spec
 from placeflow.research.plan import (
     Estimate,
-    RateCardError,
     Rates,
     ResearchSpec,
     budget_refusal,
@@ -42,9 +44,13 @@ from placeflow.research.plan import (
 )
 from placeflow.research.send import Hook, SendContext, Stop, ledger_totals, send_all
 from placeflow.runstate import record_rows
+from placeflow.steps import emitter
 from placeflow.warehouse import connect, insert_frame, sql_text, transaction
 
 EXIT_OK, EXIT_FAILED, EXIT_REFUSED = 0, 1, 3
+READ_AS = RunOptions.parse({"mode": "validate", "attributes": (), "include_summary": False})
+"""The options a source reads with: no column mapping, UTF-8, and (for the warehouse) every
+place some run answered, whatever it asked."""
 
 
 @dataclass(frozen=True)
@@ -90,18 +96,30 @@ def fresh_places(
     return pl.Series("place_key", [r[0] for r in rows], dtype=pl.String)
 
 
+def read_source(source: Source, emit: Emit) -> pl.DataFrame:
+    """The read stage: the source's rows (files, or the warehouse's selected places)."""
+    emit(StageStarted("read"))
+    rows, info = source.rows(READ_AS)
+    emit(StageFinished("read", info, {"rows": rows.height}))
+    return rows
+
+
 def prepare(
-    inputs: Sequence[str],
+    rows: pl.DataFrame,
     options: ResearchOptions,
     rates: Rates,
     *,
     con: duckdb.DuckDBPyConnection | None,
     now: datetime,
+    emit: Emit = ignore,
 ) -> Prepared:
-    """Everything up to the first request; nothing sent, nothing written."""
-    rows, _ = read_inputs(inputs)
-    places, rejects, _ = normalize(rows)
-    deduped, _ = dedupe(places)
+    """Everything after reading up to the first request; nothing sent, nothing written."""
+    emit(StageStarted("normalize"))
+    places, rejects, norm = normalize(rows)
+    emit(StageFinished("normalize", norm, {"rows": norm.rows, "rejected": norm.rejected}))
+    emit(StageStarted("dedupe"))
+    deduped, info = dedupe(places)
+    emit(StageFinished("dedupe", info, {"unique": info.unique, "duplicates": info.duplicates}))
     submitted = pl.col("disposition") == "submitted"
     if options.sample is not None:  # a first look: the rows up to the N-th place to research
         firsts = deduped.filter(submitted).sort("row_ord").head(options.sample)
@@ -110,6 +128,8 @@ def prepare(
             deduped = deduped.filter(pl.col("row_ord") <= last)
             rejects = rejects.filter(pl.col("row_ord") <= last)
     rows_read = deduped.height + rejects.height
+    emit(StageStarted("fresh"))
+    fresh = pl.Series("place_key", [], dtype=pl.String)
     if con is not None and not options.force:
         cutoff = now - timedelta(days=options.max_age_days)
         fresh = fresh_places(
@@ -121,8 +141,13 @@ def prepare(
             .otherwise(pl.col("disposition"))
             .alias("disposition")
         )
+    fresh_rows = deduped.filter(pl.col("disposition") == "skipped_fresh").height
+    emit(StageFinished("fresh", None, {"fresh": fresh_rows, "places": fresh.len()}))
+    emit(StageStarted("plan"))
     to_send = deduped.filter(submitted).sort("row_ord")
     plan = plan_requests(to_send, options.spec, rates)
+    requests = int(plan.get_column("request_no").n_unique()) if plan.height else 0
+    emit(StageFinished("plan", None, {"places": plan.height, "chunks": requests}))
     run_rows = pl.concat(
         [
             deduped.select(
@@ -189,23 +214,8 @@ def counts_of(prepared: Prepared, by: dict[str, int]) -> dict[str, int]:
     }
 
 
-def check_estimate(api: PlaceApiClient, prepared: Prepared) -> None:
-    """The service's estimate_only answer for the first request must equal the local one."""
-    if prepared.plan.height == 0:
-        return
-    first = requests_of(prepared.plan).row(0, named=True)
-    body = {**json.loads(first["body"]), "estimate_only": True}
-    response = api.deep_research(body, allow_double_charge=True)  # estimate_only is free
-    said = response.meta.estimated_credits if response.meta else None
-    if said != first["credits_max"]:
-        raise RateCardError(
-            f"the rate card prices the first request at {first['credits_max']} credits but the"
-            f" service estimates {said}: refusing to spend on a wrong estimate"
-        )
-
-
 def research(
-    inputs: Sequence[str],
+    inputs: Sequence[str] | Source,
     options: ResearchOptions,
     *,
     api: PlaceApiClient,
@@ -214,34 +224,46 @@ def research(
     hook: Hook | None = None,
     sleep: Callable[[float], None] = time.sleep,
     clock: Callable[[], datetime] = lambda: datetime.now(UTC),
+    on_event: Callable[[Event], None] | None = None,
 ) -> dict[str, Any]:
-    """Run (or resume) the research; the summary has `exit_code` (0, 1 or 3)."""
+    """Run (or resume) the research of the places of `inputs` (files, or a `Source` such as
+    the warehouse's `WarehouseSource`); the summary has `exit_code` (0, 1 or 3). `on_event`
+    receives the run's typed events (`placeflow.events`) as it goes."""
     started = clock()
     spec = options.spec
+    emit = emitter(on_event)
+    source = inputs if isinstance(inputs, Source) else FileSource(tuple(inputs))
     rates = Rates.from_card(api.pricing())
     if options.estimate_only:
+        rows = read_source(source, emit)
         existing = Path(db).exists() and str(db) != ":memory:"
         con = connect(db, read_only=True) if existing else None
         try:
-            prepared = prepare(inputs, options, rates, con=con, now=started)
+            prepared = prepare(rows, options, rates, con=con, now=started, emit=emit)
         finally:
             if con is not None:
                 con.close()
-        return _estimate_summary(api, prepared, target)
-    print_ = fingerprint(inputs, spec, options.sample)
+        out = estimate_summary(
+            api, plan=prepared.plan, run_rows=prepared.run_rows, rows_read=prepared.rows_read,
+            estimate=prepared.estimate, target=target,
+        )  # fmt: skip
+        emit(StageFinished("account", out, {"credits_estimated": prepared.estimate.credits}))
+        return out
+    print_ = fingerprint(source.identity(), spec, options.sample)
     with connect(db) as con:
         found = con.execute(
             sql_text("queries/research_unfinished"), {"fingerprint": print_}
         ).fetchone()
         if found is None:
-            prepared = prepare(inputs, options, rates, con=con, now=started)
+            rows = read_source(source, emit)
+            prepared = prepare(rows, options, rates, con=con, now=started, emit=emit)
             run_id = f"rr_{started:%Y%m%dT%H%M%S}_{secrets.token_hex(3)}"
             run = {
                 "run_id": run_id, "created_at": started, "status": "planned",
                 "fields": spec.fields_json(), "verify_identity": spec.verify_identity,
                 "validate_existence": spec.validate_existence, "sample": options.sample,
                 "max_credits": options.max_credits, "fingerprint": print_,
-                "inputs": json.dumps(list(inputs)), "target": target,
+                "inputs": json.dumps(list(source.inputs)), "target": target,
                 "key_hint": api.key_hint[-4:] or None,
                 "credits_estimated": prepared.estimate.credits,
                 "credits_per_field": rates.per_field, "credits_per_identity": rates.per_identity,
@@ -250,7 +272,19 @@ def research(
             fresh_run = True
         else:
             run_id, fresh_run = str(found[0]), False
-        return _go(con, api, run_id, options, rates, fresh_run, hook, sleep, clock, started)
+        loop = Loop(hook, sleep, clock, emit, started)
+        return _go(con, api, run_id, options, rates, fresh_run, loop)
+
+
+@dataclass(frozen=True)
+class Loop:
+    """What the sending loop is given besides the run: its hooks, clock and event callback."""
+
+    hook: Hook | None
+    sleep: Callable[[float], None]
+    clock: Callable[[], datetime]
+    emit: Emit
+    started: datetime
 
 
 def _go(
@@ -260,11 +294,10 @@ def _go(
     options: ResearchOptions,
     rates: Rates,
     fresh_run: bool,
-    hook: Hook | None,
-    sleep: Callable[[float], None],
-    clock: Callable[[], datetime],
-    started: datetime,
+    loop: Loop,
 ) -> dict[str, Any]:
+    emit = loop.emit
+    emit(StageStarted("budget"))
     charged, possible = ledger_totals(con, run_id)
     left = con.execute(sql_text("queries/research_to_spend"), {"run_id": run_id}).fetchone()
     to_spend = int(left[0]) if left else 0
@@ -282,16 +315,13 @@ def _go(
         refusal = budget_refusal(to_spend, max_credits=None, available=usage.spendable)
         usage_before = usage.current_usage
     if refusal is None and fresh_run and to_spend:
-        try:
-            check_estimate(api, _plan_of(con, run_id))
-        except RateCardError as exc:
-            refusal = str(exc)
-        except Unprocessable as exc:
-            refusal = policy_message(exc)
+        refusal = refusal_of(api, first_request(con, run_id))
     set_run(con, run_id, max_credits=options.max_credits)
+    emit(StageFinished("budget", refusal, {"credits": to_spend, "refused": int(bool(refusal))}))
     if refusal is not None:
+        emit(Note(refusal))
         set_run(con, run_id, status="refused", message=refusal)
-        return summary(con, api, run_id, EXIT_REFUSED, clock(), started, account=False)
+        return _account(con, api, run_id, EXIT_REFUSED, loop, account=False)
     stored = con.execute(
         "select usage_before from research_runs where run_id = ?", [run_id]
     ).fetchone()
@@ -300,12 +330,13 @@ def _go(
     set_run(con, run_id, status="running", usage_before=usage_before, message=None)
     ctx = SendContext(
         con=con, api=api, run_id=run_id, spec=options.spec, rates=rates,
-        field_shas=field_shas(options.spec), now=clock, sleep=sleep,
+        field_shas=field_shas(options.spec), now=loop.clock, sleep=loop.sleep,
         max_credits=options.max_credits, usage_before=usage_before,
         exclusive_key=options.exclusive_key, resend_uncertain=options.resend_uncertain,
-        hook=hook,
+        hook=loop.hook, emit=emit,
     )  # fmt: skip
     code, status, message = EXIT_OK, "completed", None
+    emit(StageStarted("send"))
     try:
         send_all(ctx)
     except Stop as stop:
@@ -314,40 +345,30 @@ def _go(
         code, status, message = EXIT_REFUSED, "interrupted", str(exc)
     totals = con.execute(sql_text("queries/research_totals"), {"run_id": run_id}).fetchone()
     doubtful = int(totals[3]) if totals else 0
+    emit(StageFinished("send", None, {"requests": ctx.sent, "doubtful": doubtful}))
     if status == "completed" and doubtful:
         code, status = EXIT_FAILED, "interrupted"
         message = (
             f"{doubtful} request(s) lost or uncertain: their places have no answer;"
             " rerun with --resend-uncertain to buy them again. " + "; ".join(ctx.notes)
         )
+    if message:
+        emit(Note(message))
     set_run(con, run_id, status=status, message=message)
-    return summary(con, api, run_id, code, clock(), started, account=usage_before is not None)
+    return _account(con, api, run_id, code, loop, account=usage_before is not None)
 
 
-def _plan_of(con: duckdb.DuckDBPyConnection, run_id: str) -> Prepared:
-    rows = con.execute(sql_text("queries/research_first_request"), {"run_id": run_id}).fetchall()
-    names = ("request_no", "places", "body", "body_sha256", "credits_max")
-    plan = pl.DataFrame([dict(zip(names, r, strict=True)) for r in rows])
-    empty = pl.DataFrame()
-    dummy = Estimate(0, 0, 0, 0, Rates(1, 1))
-    return Prepared(empty, empty, plan, 0, dummy)
-
-
-def _estimate_summary(api: PlaceApiClient, prepared: Prepared, target: str) -> dict[str, Any]:
-    code, message = EXIT_OK, None
-    try:
-        check_estimate(api, prepared)
-    except RateCardError as exc:
-        code, message = EXIT_REFUSED, str(exc)
-    except Unprocessable as exc:
-        code, message = EXIT_REFUSED, policy_message(exc)
-    by = dict(prepared.run_rows.group_by("disposition").len().iter_rows())
-    e = prepared.estimate
-    return {
-        "status": "estimated" if code == EXIT_OK else "refused", "target": target,
-        "rows_read": prepared.rows_read, "rejected": by.get("rejected", 0),
-        "duplicates": by.get("duplicate", 0), "skipped_fresh": by.get("skipped_fresh", 0),
-        "to_send": e.places, "requests": e.requests, "credits_estimated": e.credits,
-        "credits_per_row": e.per_row, "credits_per_field": e.rates.per_field,
-        "credits_per_identity": e.rates.per_identity, "message": message, "exit_code": code,
-    }  # fmt: skip
+def _account(
+    con: duckdb.DuckDBPyConnection,
+    api: PlaceApiClient,
+    run_id: str,
+    code: int,
+    loop: Loop,
+    *,
+    account: bool,
+) -> dict[str, Any]:
+    loop.emit(StageStarted("account"))
+    out = summary(con, api, run_id, code, loop.clock(), loop.started, account=account)
+    counts = {k: int(out[k]) for k in ("succeeded", "failed", "charged") if out.get(k) is not None}
+    loop.emit(StageFinished("account", out, counts))
+    return out

@@ -32,10 +32,13 @@ from placeflow.api.errors import (
     Unprocessable,
 )
 from placeflow.api.models import DeepResearchResponse
+from placeflow.events import ChunkSubmitted, CreditsCharged, Emit, Note, RowsLoaded, ignore
 from placeflow.research.load import UNAVAILABLE, load_answer
 from placeflow.research.plan import Rates, ResearchSpec
 from placeflow.warehouse import sql_text, transaction
 
+ROUTE = "deep_research"
+"""The route of a research request in its ChunkSubmitted event (a synchronous batch)."""
 Hook = Callable[[str, int], None]
 """Called with a moment (sent, received, answered) and the count of requests sent so far."""
 
@@ -72,6 +75,7 @@ class SendContext:
     exclusive_key: bool = True
     resend_uncertain: bool = False
     hook: Hook | None = None
+    emit: Emit = ignore
     unavailable_retries: int = 4
     unavailable_backoff: float = 2.0
     sent: int = 0
@@ -172,6 +176,7 @@ def load_received(ctx: SendContext, request_no: int) -> str:
     ).fetchone()
     assert row is not None and row[0] is not None
     response = DeepResearchResponse.model_validate_json(row[0])
+    place_keys = _place_keys(ctx, request_no)
     if response.meta is not None and response.meta.stopped_reason == UNAVAILABLE:
         with transaction(ctx.con):
             _set(
@@ -182,18 +187,23 @@ def load_received(ctx: SendContext, request_no: int) -> str:
                 error="research unavailable (agent_unavailable); nothing billed",
                 error_code=UNAVAILABLE,
             )
+        ctx.emit(Note(f"request {request_no}: research unavailable (nothing billed); retried"))
         return "unavailable"
-    load_answer(
+    ctx.emit(ChunkSubmitted(request_no, ROUTE, len(place_keys), response.request_id))
+    loaded = load_answer(
         ctx.con,
         run_id=ctx.run_id,
         request_no=request_no,
-        place_keys=_place_keys(ctx, request_no),
+        place_keys=place_keys,
         response=response,
         spec=ctx.spec,
         rates=ctx.rates,
         field_shas=ctx.field_shas,
         now=ctx.now(),
     )
+    ok = loaded.rows - loaded.errored
+    ctx.emit(RowsLoaded(request_no, loaded.rows, ok, loaded.errored))
+    ctx.emit(CreditsCharged(request_no, loaded.charged, 0))
     ctx.at("answered")
     return "answered"
 
@@ -231,6 +241,8 @@ def resolve_sent(ctx: SendContext, request_no: int) -> str:
                 error_code="OUTCOME_UNKNOWN",
             )
             ctx.notes.append(f"request {request_no}: answer lost after billing ({delta} credits)")
+            ctx.emit(CreditsCharged(request_no, delta, 0))
+            ctx.emit(Note(ctx.notes[-1]))
             return "lost"
         ctx.con.execute(
             "insert into research_ledger values (?, ?, ?, 'possible', ?, ?, ?)",
@@ -247,6 +259,7 @@ def resolve_sent(ctx: SendContext, request_no: int) -> str:
             error_code="OUTCOME_UNKNOWN",
         )
     ctx.notes.append(f"request {request_no}: uncertain, up to {credits_max} credits")
+    ctx.emit(Note(ctx.notes[-1]))
     return "uncertain"
 
 
