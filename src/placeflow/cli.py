@@ -7,7 +7,7 @@ import sys
 import threading
 from collections.abc import Sequence
 
-from placeflow import commands, export_cli, refresh_cli, report_cli, research_cli
+from placeflow import commands, export_cli, match_cli, refresh_cli, report_cli, research_cli
 from placeflow.emulator import FaultConfig, Sandbox, SandboxConfig, parse_key_spec
 from placeflow.emulator.settings import DEFAULT_API_KEY, DEFAULT_CREDITS, KeySpec
 from placeflow.errors import OptionsError, PlaceflowError
@@ -129,6 +129,7 @@ def build_parser() -> argparse.ArgumentParser:
     research_cli.add_parser(sub)
     export_cli.add_parser(sub)
     report_cli.add_parsers(sub)
+    match_cli.add_parser(sub)
     _sandbox_parser(sub)
     return parser
 

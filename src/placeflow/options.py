@@ -32,6 +32,7 @@ from placeflow.api.models import (
     JobKind,
 )
 from placeflow.errors import OptionsError
+from placeflow.pipeline.clusters import DedupeMode
 from placeflow.pipeline.columns import MAPPABLE, split_key
 
 Route = Literal["auto", "sync", "job"]
@@ -65,6 +66,11 @@ class RunOptions(BaseModel):
         json_schema_extra={"flag": "--max-age", "metavar": "DAYS"},
     )
     force: bool = Field(default=False, description="send fresh places again")
+    dedupe: DedupeMode = Field(
+        default="fuzzy",
+        description="fuzzy: the exact place_key, then probabilistic matching of the places"
+        " (default); exact: the place_key only; off: every row is sent",
+    )
     route: Route = Field(
         default="auto",
         description="synchronous calls, bulk jobs, or whichever takes fewer requests (auto)",
@@ -256,4 +262,11 @@ def split_options(params: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, 
     return options, {k: v for k, v in params.items() if k not in fields}
 
 
-__all__ = ["Route", "RunOptions", "add_option_flags", "options_from_args", "split_options"]
+__all__ = [
+    "DedupeMode",
+    "Route",
+    "RunOptions",
+    "add_option_flags",
+    "options_from_args",
+    "split_options",
+]

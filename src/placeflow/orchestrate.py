@@ -27,6 +27,7 @@ from placeflow.api.client import PlaceApiClient
 from placeflow.api.errors import InsufficientCredits
 from placeflow.errors import BudgetRefused, CreditsRanOut
 from placeflow.events import Event, Note
+from placeflow.notamatch import not_a_match_pairs
 from placeflow.options import RunOptions
 from placeflow.pipeline.account import RunSummary, account
 from placeflow.pipeline.dedupe import dedupe
@@ -90,7 +91,8 @@ def _prepare(
     rows, _ = r.stage("read", read)(source, options)
     places, rejects, _ = r.stage("normalize", normalize)(rows)
     del rows  # memory peaks here at a million rows
-    deduped, _ = r.stage("dedupe", dedupe)(places)
+    pairs = not_a_match_pairs(con) if options.dedupe == "fuzzy" else None
+    deduped, _ = r.stage("dedupe", dedupe)(places, mode=options.dedupe, not_a_match=pairs)
     del places
     marked, _ = r.stage("fresh", mark_fresh)(con, deduped, options, now=now)
     del deduped

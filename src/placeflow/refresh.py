@@ -219,6 +219,7 @@ def refresh(
         raise InputError(f"no warehouse at {db}: a refresh re-checks the places a run loaded")
     given = (options or RunOptions()).model_dump()
     given.update(mode=mode, max_credits=max_credits, force=True)  # the source chose the stale
+    given.update(dedupe="exact")  # the warehouse's places stay apart: each has its own answer
     if mode == "validate":
         given.update(attributes=(), include_summary=False)
     chosen = RunOptions.parse(given)

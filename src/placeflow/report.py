@@ -43,6 +43,14 @@ def _n(value: int | None) -> str:
     return "n/a" if value is None else f"{value:,}"
 
 
+def _duplicates(s: RunSummary) -> str:
+    """Duplicates, split by rule when the fuzzy pass merged any."""
+    if not s.fuzzy_duplicates:
+        return _n(s.duplicates)
+    exact = s.duplicates - s.fuzzy_duplicates
+    return f"{s.duplicates:,} (exact {exact:,}, fuzzy {s.fuzzy_duplicates:,})"
+
+
 def summary_rows(s: RunSummary) -> list[tuple[str, str]]:
     delta = _n(s.usage_delta)
     if s.ledger_vs_usage:
@@ -50,7 +58,7 @@ def summary_rows(s: RunSummary) -> list[tuple[str, str]]:
     rows = [
         ("rows read", _n(s.rows_read)),
         ("rejected", _n(s.rejected)),
-        ("duplicates", _n(s.duplicates)),
+        ("duplicates", _duplicates(s)),
         ("skipped as fresh", _n(s.skipped_fresh)),
         ("places submitted", _n(s.submitted)),
         ("succeeded", _n(s.succeeded)),

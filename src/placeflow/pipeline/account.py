@@ -46,6 +46,9 @@ class RunSummary:
     chunks_failed: int
     seconds: float
     message: str | None
+    fuzzy_duplicates: int = 0
+    """Of `duplicates`, the rows the fuzzy pass merged into another place (match_rule
+    probabilistic); the rest repeat an exact place_key."""
     changes: dict[str, int] = field(default_factory=dict)
     """Changes this run found in places it re-checked (place_changes rows), by kind."""
     places_changed: int = 0
@@ -64,6 +67,14 @@ class RunSummary:
         out = asdict(self)
         del out["stages"]
         return out
+
+
+def _fuzzy_duplicates(con: duckdb.DuckDBPyConnection, run_id: str) -> int:
+    row = con.execute(
+        "select count(*) from run_rows where run_id = ? and match_rule = 'probabilistic'",
+        [run_id],
+    ).fetchone()
+    return int(row[0]) if row else 0
 
 
 def ledger_totals(con: duckdb.DuckDBPyConnection, run_id: str) -> dict[str, int]:
@@ -158,6 +169,7 @@ def account(
         rows_read=int(counts[0]),
         rejected=int(counts[1]),
         duplicates=int(counts[2]),
+        fuzzy_duplicates=_fuzzy_duplicates(con, run_id),
         skipped_fresh=int(counts[3]),
         submitted=int(submitted),
         succeeded=succeeded,

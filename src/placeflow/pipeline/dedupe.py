@@ -9,6 +9,7 @@ from dataclasses import dataclass
 
 import polars as pl
 
+from placeflow.pipeline.clusters import DedupeMode, clusters
 from placeflow.pipeline.placekey import identity_columns, place_key_expr, place_keys
 
 __all__ = ["DedupeInfo", "dedupe", "identity_columns", "place_key_expr", "place_keys"]
@@ -19,20 +20,34 @@ DUPLICATE = "duplicate"
 
 @dataclass(frozen=True)
 class DedupeInfo:
-    """places = unique + duplicates; unique is how many places will be sent."""
+    """places = unique + duplicates; unique is how many places will be sent; duplicates =
+    exact (same place_key) + fuzzy (merged by the fuzzy pass)."""
 
     places: int
     unique: int
     duplicates: int
+    exact_duplicates: int = 0
+    fuzzy_duplicates: int = 0
 
 
-def dedupe(places: pl.DataFrame) -> tuple[pl.DataFrame, DedupeInfo]:
+def dedupe(
+    places: pl.DataFrame,
+    *,
+    mode: DedupeMode = "exact",
+    not_a_match: pl.DataFrame | None = None,
+) -> tuple[pl.DataFrame, DedupeInfo]:
     """Add `place_key`, `disposition` (submitted/duplicate) and `first_row_ord` (the row sent).
 
-    Rows keep their order; running it again on its own output changes nothing.
+    Rows keep their order; running it again on its own output changes nothing. `mode`
+    (`placeflow.pipeline.clusters`): fuzzy also merges the places the fuzzy pass matches
+    (never a pair of `not_a_match`), off sends every row; the audit columns matched_row,
+    match_rule and match_probability say what each duplicate matched.
     """
     first = pl.col("row_ord").min().over("place_key").alias("first_row_ord")
-    keyed = places.with_columns(place_keys(places)).with_columns(first)
+    keyed, fuzzy = clusters(
+        places.with_columns(place_keys(places)), mode=mode, not_a_match=not_a_match
+    )
+    keyed = keyed.with_columns(first)
     submitted = pl.col("row_ord") == pl.col("first_row_ord")
     disposition = pl.when(submitted).then(pl.lit(SUBMITTED)).otherwise(pl.lit(DUPLICATE))
     keyed = keyed.select(
@@ -42,7 +57,9 @@ def dedupe(places: pl.DataFrame) -> tuple[pl.DataFrame, DedupeInfo]:
     )
     keyed = keyed.with_columns(_duplicate_note(keyed))
     unique = int((keyed.get_column("disposition") == SUBMITTED).sum())
-    return keyed, DedupeInfo(places=keyed.height, unique=unique, duplicates=keyed.height - unique)
+    duplicates = keyed.height - unique
+    info = DedupeInfo(keyed.height, unique, duplicates, duplicates - fuzzy, fuzzy)
+    return keyed, info
 
 
 def _duplicate_note(keyed: pl.DataFrame) -> pl.Expr:

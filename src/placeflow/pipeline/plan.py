@@ -21,6 +21,7 @@ from placeflow.api.models import (
     PricingCard,
 )
 from placeflow.options import RunOptions
+from placeflow.pipeline.clusters import AUDIT_COLUMNS
 from placeflow.pipeline.columns import PLACE_FIELDS
 
 REQUEST_FIELDS = PLACE_FIELDS
@@ -66,7 +67,7 @@ def plan(
     places = plan_chunks(build_requests(to_send, options), options)
     run_rows = pl.concat(
         [
-            deduped.select(RUN_ROW_COLUMNS),
+            deduped.select(*RUN_ROW_COLUMNS, *(c for c in AUDIT_COLUMNS if c in deduped.columns)),
             rejects.select(
                 "row_ord",
                 "source_file",
@@ -77,7 +78,7 @@ def plan(
                 pl.col("reason").alias("note"),
             ),
         ],
-        how="vertical_relaxed",
+        how="diagonal_relaxed",
     ).sort("row_ord")
     chunks = places.get_column("chunk_no").n_unique() if places.height else 0
     route = choose_route(places.height, options)
