@@ -125,7 +125,8 @@ flattened as (
                 or attributes.instagram.value is not null
                 or attributes.tiktok.value is not null
                 or attributes.email.value is not null
-                or status is not null
+                or status.existence_confidence is not null
+                or (status is not null and $bill_null_status)
                 or operational_status is not null
             ) as billable
     from result_lines

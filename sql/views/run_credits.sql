@@ -30,7 +30,8 @@ ledger_totals as (
         run_id,
         sum(credits) filter (where kind = 'hold') as held,
         sum(credits) filter (where kind = 'charge') as charged,
-        sum(credits) filter (where kind = 'release') as released
+        sum(credits) filter (where kind = 'release') as released,
+        sum(credits) filter (where kind = 'adjustment') as adjustment
     from ledger_entries
     group by run_id
 ),
@@ -47,7 +48,10 @@ final as (
         run_facts.usage_after,
         run_facts.usage_after - run_facts.usage_before as usage_delta,
         run_facts.usage_after - run_facts.usage_before - coalesce(ledger_totals.charged, 0)
-            as ledger_vs_usage,
+            as difference,
+        coalesce(ledger_totals.adjustment, 0) as adjustment,
+        run_facts.usage_after - run_facts.usage_before - coalesce(ledger_totals.charged, 0)
+            - coalesce(ledger_totals.adjustment, 0) as ledger_vs_usage,
         run_facts.possible_extra_credits
     from run_facts
     left join ledger_totals on run_facts.run_id = ledger_totals.run_id
@@ -65,5 +69,7 @@ comment on column run_credits.released is 'Held credits released back (ledger).'
 comment on column run_credits.usage_before is 'The service''s current_usage before the run.';
 comment on column run_credits.usage_after is 'The service''s current_usage after the run.';
 comment on column run_credits.usage_delta is 'usage_after - usage_before: what the service counted for the run.';
-comment on column run_credits.ledger_vs_usage is 'usage_delta - charged: 0 when the ledger explains the service''s count.';
+comment on column run_credits.difference is 'usage_delta - charged, before any adjustment: what the spec''s rule did not explain.';
+comment on column run_credits.adjustment is 'Signed adjustment entries (ledger) that balanced the ledger to the service''s usage.';
+comment on column run_credits.ledger_vs_usage is 'usage_delta - charged - adjustment: 0 when the ledger explains the service''s count.';
 comment on column run_credits.possible_extra_credits is 'Charges the client could not rule out (a retried synchronous request).';

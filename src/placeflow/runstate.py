@@ -29,7 +29,7 @@ from placeflow.pipeline.plan import chunk_body as plan_body
 from placeflow.warehouse import insert_frame, transaction
 
 Clock = Callable[[], datetime]
-LedgerKind = Literal["hold", "charge", "release"]
+LedgerKind = Literal["hold", "charge", "release", "adjustment"]
 
 
 def utc_now() -> datetime:
@@ -52,6 +52,8 @@ class Chunk:
     batch_id: str | None
     result_path: str | None
     result_sha256: str | None
+    sending_at: datetime | None = None
+    error_code: str | None = None
 
 
 @dataclass(frozen=True)
@@ -86,6 +88,19 @@ def stored_run(con: duckdb.DuckDBPyConnection, run_id: str) -> StoredRun:
 def open_run(state: RunState, run: dict[str, Any], plan: dict[str, pl.DataFrame] | None) -> None:
     """Record a run and its plan (see `RunState.open`): a plain function, for a step wrapper."""
     state.open(run, plan)
+
+
+def record_rows(
+    con: duckdb.DuckDBPyConnection, run_id: str, plan: dict[str, pl.DataFrame]
+) -> None:
+    """Record the input rows, rejects and places of a run kept elsewhere (a research run, whose
+    own row is in research_runs): `plan` holds any of run_rows, rejects and run_places (without
+    run_id). Call it inside the transaction that records the run itself."""
+    with_run = pl.lit(run_id).alias("run_id")
+    for table in ("run_rows", "rejects", "run_places"):
+        frame = plan.get(table)
+        if frame is not None and frame.height:
+            insert_frame(con, table, frame.with_columns(with_run))
 
 
 class RunState:
@@ -128,7 +143,8 @@ class RunState:
         """The run's chunks in the given states (all when none given), in chunk order."""
         rows = self.con.execute(
             "select chunk_no, route, status, rows, idempotency_key, batch_id, result_path,"
-            " result_sha256 from jobs where run_id = ? and (len(?) = 0 or list_contains(?, status))"
+            " result_sha256, sending_at, error_code from jobs"
+            " where run_id = ? and (len(?) = 0 or list_contains(?, status))"
             " order by chunk_no",
             [self.run_id, list(statuses), list(statuses)],
         ).fetchall()
@@ -191,6 +207,8 @@ class RunState:
                 status="submitted",
                 submitted_at=self.now(),
                 credits_held=rows,
+                error=None,
+                error_code=None,
             )
             if self.held(chunk_no):
                 return False
@@ -198,8 +216,24 @@ class RunState:
             return True
 
     def sending(self, chunk_no: int) -> None:
-        """A synchronous batch is about to be sent (one found so on resume may have been charged)."""
+        """A synchronous batch is about to be sent (one found so on resume may have been
+        charged: it is not re-sent blind)."""
         self._chunk(chunk_no, status="submitted", submitted_at=self.now())
+
+    def sending_job(self, chunk_no: int) -> None:
+        """A job's POST is about to go out (written ahead): a resume that finds `sending_at` set
+        and no batch_id knows the request may have reached the service."""
+        self._chunk(chunk_no, sending_at=self.now())
+
+    def uncertain(self, chunk_no: int, why: str) -> None:
+        """A chunk whose request may have been charged without its answer: held, not re-sent
+        blind (`--resend-uncertain` sends it again)."""
+        self._chunk(chunk_no, error=why, error_code="UNCERTAIN")
+
+    def stuck(self, chunk_no: int, why: str) -> None:
+        """A job whose progress stopped moving: cancelled, its processed rows to be loaded."""
+        self._chunk(chunk_no, status="timed_out", finished_at=self.now(), error=why,
+                    error_code="STUCK")  # fmt: skip
 
     def reopened(self, chunk_no: int) -> None:
         """A synchronous batch that ended without its file on disk: to be sent again."""
@@ -260,6 +294,8 @@ class RunState:
             status="completed",
             finished_at=self.now(),
             batch_id=None,
+            error=None,
+            error_code=None,
             result_path=path,
             result_sha256=sha256,
             result_size=size,
@@ -304,6 +340,17 @@ class RunState:
 
     # --- the run --------------------------------------------------------------------------------
 
+    def adjusted(self, credits: int, note: str) -> None:
+        """The ledger balanced to the service's usage: a signed entry of the difference."""
+        self._ledger(None, "usage", "adjustment", credits, note)
+
+    def learnt(self, target: str, shape: str, *, billed: bool) -> None:
+        """What the service was seen to bill for a row shape (see billing_readings)."""
+        self.con.execute(
+            "insert or replace into billing_readings values (?, ?, ?, ?, ?)",
+            [target, shape, billed, self.run_id, self.now()],
+        )
+
     def interrupted(self, reason: str) -> None:
         """The run stopped part way; `placeflow resume` picks it up."""
         self._run(status="interrupted", message=reason)
@@ -341,7 +388,7 @@ class RunState:
 
     def _ledger(
         self,
-        chunk_no: int,
+        chunk_no: int | None,
         ref: str,
         kind: LedgerKind,
         credits: int,

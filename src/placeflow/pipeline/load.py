@@ -122,6 +122,7 @@ def _stage(
     params: dict[str, Any] = {"path": str(path), "run_id": run_id, "chunk_no": chunk_no}
     if kind == "enrich":
         params["default_attributes"] = DEFAULT_ATTRIBUTES
+        params["bill_null_status"] = _bills_null_status(con, run_id)
     try:
         con.execute(
             f"create or replace temp table {STAGE} as\n" + sql_text(f"load/stage_{kind}"),
@@ -132,6 +133,17 @@ def _stage(
             f"the result file cannot be read: {exc}", run_id=run_id, chunk_no=chunk_no, path=path
         ) from exc
     return RunState(con, run_id).planned_places(chunk_no)
+
+
+def _bills_null_status(con: duckdb.DuckDBPyConnection, run_id: str) -> bool:
+    """Whether the run's service bills a status object of only nulls (the spec's rule read
+    literally: yes), unless a balanced run taught otherwise (`placeflow.pipeline.reconcile`)."""
+    row = con.execute(
+        "select bool_and(b.billed) from billing_readings b join runs r on b.target = r.target"
+        " where r.run_id = ? and b.shape = 'null_status'",
+        [run_id],
+    ).fetchone()
+    return True if row is None or row[0] is None else bool(row[0])
 
 
 def _verify(

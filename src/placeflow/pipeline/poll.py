@@ -2,8 +2,9 @@
 
 Polls are spaced by each job's `eta_seconds` (a job submitted by this process is first looked
 at when its eta says it is done; a resumed process polls each job once now). Jobs still running
-when `timeout` runs out are cancelled with DELETE and settled with what they processed; a job
-that could not be cancelled is left marked, to be deleted before running again.
+when `timeout` runs out, or whose progress stands still for `stuck_after` seconds (stuck), are
+cancelled with DELETE and settled with what they processed; a job that could not be cancelled
+is left marked, to be deleted before running again.
 """
 
 from __future__ import annotations
@@ -52,6 +53,7 @@ def poll(
     *,
     due: Mapping[str, float],
     timeout: float,
+    stuck_after: float | None = None,
     emit: Emit,
 ) -> Iterator[JobStatus]:
     """Each submitted job's terminal status as it ends (timed-out ones cancelled, then settled)."""
@@ -64,9 +66,17 @@ def poll(
     if not pending:
         return
     observed: Any = _Observed(api, emit)  # the poller needs only job_status, cancel_job, clock
-    poller = JobPoller(observed, floor=POLL_FLOOR, timeout=timeout)
+    poller = JobPoller(observed, floor=POLL_FLOOR, timeout=timeout, stuck_after=stuck_after)
     try:
-        yield from poller.iter_follow(pending)
+        for status in poller.iter_follow(pending):
+            if status.batch_id in poller.stuck:  # cancelled by the poller: marked, then settled
+                why = (
+                    f"stuck: its progress did not move for {stuck_after:g} s; cancelled by"
+                    " placeflow, its processed rows loaded, the rest not answered"
+                )
+                state.stuck(state.chunk_of(status.batch_id), why)
+                emit(Note(f"job {status.batch_id} {why}"))
+            yield status
     except JobTimedOut as exc:
         for batch_id in exc.batch_ids:
             state.timed_out(

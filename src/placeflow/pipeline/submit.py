@@ -4,8 +4,10 @@ A bulk job is POSTed under its Idempotency-Key with the exact body stored with t
 its batch_id and hold are committed at once: a resumed run POSTs the same key and body and the
 service replays the job instead of charging again. A synchronous batch (enrich-batch of up to
 ten, or one validate) is answered in the same request; its answer is written as the chunk's
-result file, ready to load. Synchronous batches have no Idempotency-Key: one found `submitted`
-on resume may have been charged, so it is sent again and counted as a possible extra charge.
+result file, ready to load. Synchronous batches have no Idempotency-Key, so one whose answer was
+lost (a reset after the request went out, or a crash mid-call) is never re-sent blind: only
+when the usage shows it was not billed (the key ours alone, nothing in flight), or with
+`--resend-uncertain`; otherwise it is held as uncertain and the run says so.
 """
 
 from __future__ import annotations
@@ -17,9 +19,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from placeflow.api.client import PlaceApiClient
+from placeflow.api.errors import OutcomeUnknown
 from placeflow.api.models import TERMINAL_JOB_STATUSES, JobKind
 from placeflow.events import ChunkSubmitted, CreditsHeld, Emit, Note
 from placeflow.pipeline.fetch import Fetched
+from placeflow.pipeline.resend import usage_unexplained
 from placeflow.runstate import Chunk, RunState
 
 
@@ -39,6 +43,8 @@ def submit_job(
 ) -> SubmitInfo:
     """POST a planned job chunk under its Idempotency-Key; store the batch_id and the hold."""
     assert chunk.idempotency_key is not None
+    if chunk.sending_at is None:
+        state.sending_job(chunk.chunk_no)  # written ahead: a lost answer is known on resume
     submission = api.submit_job_body(
         kind, state.chunk_body(chunk.chunk_no), idempotency_key=chunk.idempotency_key
     )
@@ -64,23 +70,29 @@ def send_batch(
     kind: JobKind,
     workdir: Path,
     emit: Emit,
-) -> Fetched:
-    """Send one synchronous batch; its answers become the chunk's result file."""
-    uncertain = chunk.status == "submitted"
-    if uncertain:
-        emit(
-            Note(f"chunk {chunk.chunk_no}: a previous attempt may have been charged; sending again")
-        )
-    else:
-        state.sending(chunk.chunk_no)
+    resend: bool = False,
+) -> Fetched | None:
+    """Send one synchronous batch; its answers become the chunk's result file (None: held as
+    uncertain, its answer lost after the request may have been billed)."""
+    lost = chunk.status == "submitted"  # sent before, its answer never stored
+    if lost and not resend and usage_unexplained(api, state) != 0:
+        _uncertain(state, chunk, emit, "a previous attempt's answer was lost")
+        return None
+    state.sending(chunk.chunk_no)
     pois = state.chunk_requests(chunk.chunk_no)
-    before = api.possible_extra_credits
-    if kind == "enrich":
-        batch = api.enrich_batch(pois, allow_double_charge=True)
-        results = [r.model_dump(mode="json") for r in batch.results]
-    else:
-        results = [api.validate(pois[0], allow_double_charge=True).model_dump(mode="json")]
-    extra = api.possible_extra_credits - before + (len(pois) if uncertain else 0)
+    extra = len(pois) if lost and resend else 0
+    for attempt in range(3):
+        try:
+            if kind == "enrich":
+                results = [r.model_dump(mode="json") for r in api.enrich_batch(pois).results]
+            else:
+                results = [api.validate(pois[0]).model_dump(mode="json")]
+            break
+        except OutcomeUnknown as exc:
+            # Billed or not? Where the key is ours alone the usage tells; else hold it.
+            if attempt == 2 or usage_unexplained(api, state) != 0:
+                _uncertain(state, chunk, emit, f"its answer was lost ({exc})")
+                return None
     path = workdir / f"chunk-{chunk.chunk_no:05d}" / "sync.jsonl.gz"
     path.parent.mkdir(parents=True, exist_ok=True)
     body = "".join(json.dumps(r, separators=(",", ":")) + "\n" for r in results).encode()
@@ -96,3 +108,13 @@ def send_batch(
     )
     emit(ChunkSubmitted(chunk.chunk_no, "sync", chunk.rows, None))
     return Fetched(chunk.chunk_no, path, str(ref), "sync", held=0, partial=False)
+
+
+def _uncertain(state: RunState, chunk: Chunk, emit: Emit, what: str) -> None:
+    why = (
+        f"chunk {chunk.chunk_no}: a synchronous request without an Idempotency-Key may have"
+        f" been billed: {what}; held as uncertain, not re-sent blind (--resend-uncertain sends"
+        " it again)"
+    )
+    state.uncertain(chunk.chunk_no, why)
+    emit(Note(why))

@@ -1,0 +1,66 @@
+"""Balance a settled run's ledger to the credit the service itself booked.
+
+The ledger charges by the spec's rule as each chunk loads; the service's `current_usage` delta
+over the run is what the user pays. Once nothing of the run is left open, any difference is
+recorded as one signed `adjustment` entry (`RunState.adjusted`) with its reason, unless the
+key was plainly used by someone else: another run on the same key overlapped this one in the
+warehouse, or the usage moved by more than the run could explain. Those are said, not adjusted.
+
+An adjustment that equals, with its sign, the rows the run charged only for an all-null status
+object teaches that the service does not bill that shape: the reading is kept per target
+(`billing_readings`) and the load's billing rule follows it from then on.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from placeflow.runstate import RunState
+from placeflow.warehouse import sql_text
+
+NULL_STATUS = "null_status"
+"""A success whose status object is present with only nulls, and no other value."""
+
+
+def concurrent_runs(state: RunState) -> list[str]:
+    """Other runs on the same key and service whose time overlapped this run's."""
+    rows = state.con.execute(
+        sql_text("queries/concurrent_runs"), {"run_id": state.run_id, "now": state.now()}
+    ).fetchall()
+    return [str(r[0]) for r in rows]
+
+
+def null_status_rows(state: RunState) -> int:
+    row = state.con.execute(sql_text("queries/null_status_rows"), {"run_id": state.run_id})
+    found = row.fetchone()
+    return int(found[0]) if found else 0
+
+
+def _target(state: RunState) -> str:
+    row = state.con.execute("select target from runs where run_id = ?", [state.run_id])
+    found = row.fetchone()
+    return str(found[0]) if found else ""
+
+
+def balance(
+    state: RunState, delta: int, totals: Mapping[str, int], *, submitted: int, extra: int
+) -> str | None:
+    """Adjust the ledger to the usage `delta` when the key was ours alone; a message, or None
+    when the ledger already balances."""
+    charged = totals.get("charge", 0)
+    diff = delta - charged - totals.get("adjustment", 0)
+    if diff == 0:
+        return None
+    said = f"usage moved {delta:,}, the ledger charged {charged:,} (difference {diff:+,})"
+    others = concurrent_runs(state)
+    if others:
+        return f"{said}; not adjusted: run(s) {', '.join(others)} used the same key meanwhile"
+    if diff > submitted - charged + extra or diff < -charged:
+        return f"{said}; not adjusted: more than this run could explain (another user of the key?)"
+    why = "the service billed differently from the spec's rule"
+    nulls = null_status_rows(state) if diff < 0 else 0
+    if nulls and nulls == -diff:
+        why = f"the service did not bill {nulls:,} row(s) whose status held only nulls"
+        state.learnt(_target(state), NULL_STATUS, billed=False)
+    state.adjusted(diff, f"{said}: {why}")
+    return f"ledger adjusted by {diff:+,} to the service's usage: {why}"

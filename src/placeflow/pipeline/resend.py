@@ -1,0 +1,86 @@
+"""Whether a chunk whose request may have reached the service can be sent again.
+
+A job chunk records `sending_at` before its POST. Found on resume without a batch_id, its
+answer was lost: within `idempotency_window` the POST is replayed under the same
+Idempotency-Key and body (the service replays the job, never charging twice). Older than
+that, the service may have forgotten the key (the spec does not show its retention), so a
+replay could create and bill a second job. Then the usage decides, where the key is ours
+alone: when `current_usage` moved by exactly what the run's own ledger explains and none of
+its jobs is in flight, the POST never created a job and is sent; otherwise the chunk is held
+as uncertain and said so (`--resend-uncertain` sends it anyway, accepting the risk).
+
+The window defaults to 5 s: the spec only asks for a prompt retry and shows no retention, and
+5 s is the shortest retention met in a service of this spec. Within it a replay is safe on any
+reading; past it the usage is asked (one request), and a chunk the usage cannot clear is held,
+never paid twice.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+
+from placeflow.api.client import PlaceApiClient
+from placeflow.api.errors import UsageUnknown
+from placeflow.options import RunOptions
+from placeflow.pipeline.reconcile import concurrent_runs
+from placeflow.runstate import Chunk, RunState
+from placeflow.warehouse import sql_text
+
+
+@dataclass(frozen=True)
+class Verdict:
+    send: bool
+    why: str
+
+
+def usage_unexplained(api: PlaceApiClient, state: RunState) -> int | None:
+    """current_usage less the run's usage before and what its ledger explains; None when the
+    usage cannot be had, the key is not ours alone, or a job of the run is in flight."""
+    row = state.con.execute(
+        "select usage_before from runs where run_id = ?", [state.run_id]
+    ).fetchone()
+    if row is None or row[0] is None or concurrent_runs(state):
+        return None
+    found = state.con.execute(
+        sql_text("queries/run_usage_explained"), {"run_id": state.run_id}
+    ).fetchone()
+    assert found is not None
+    explained, in_flight = int(found[0]), int(found[1])
+    if in_flight:
+        return None
+    try:
+        now = api.usage().current_usage
+    except UsageUnknown:
+        return None
+    return now - int(row[0]) - explained
+
+
+def vet(
+    api: PlaceApiClient, state: RunState, chunk: Chunk, options: RunOptions, now: datetime
+) -> Verdict:
+    """Send, replay or hold a chunk that was being sent when the run stopped."""
+    if chunk.sending_at is None:
+        return Verdict(True, "never sent")
+    sent = chunk.sending_at
+    if sent.tzinfo is None:
+        sent = sent.replace(tzinfo=now.tzinfo)
+    age = (now - sent).total_seconds()
+    if age <= options.idempotency_window:
+        return Verdict(True, f"replayed {age:.0f} s after its POST, under its Idempotency-Key")
+    if options.resend_uncertain:
+        return Verdict(True, "sent again: --resend-uncertain accepts a possible double charge")
+    moved = usage_unexplained(api, state)
+    if moved == 0:
+        return Verdict(True, "usage shows its earlier POST created no job; sent")
+    reason = (
+        "the usage cannot tell (another user of the key, a job in flight, or no figure)"
+        if moved is None
+        else f"usage moved {moved:,} credits more than the run's ledger explains"
+    )
+    return Verdict(
+        False,
+        f"chunk {chunk.chunk_no}: its POST {age:.0f} s ago got no answer and may have created a"
+        f" job the service no longer replays; {reason}. Held as uncertain:"
+        " --resend-uncertain sends it again, accepting a possible double charge",
+    )

@@ -1,0 +1,265 @@
+"""Issue 11, the pipeline half: a run against a service that reads the spec otherwise stays
+money-safe. Each test serves the sandbox on loopback on a manual clock shared with the client
+(real HTTP, virtual time) and asserts on what the sandbox itself billed and counted."""
+
+from __future__ import annotations
+
+import csv
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import pytest
+
+import placeflow
+from placeflow.api.client import PlaceApiClient
+from placeflow.api.errors import TransientError
+from placeflow.api.limiter import RateLimits
+from placeflow.api.retry import RetryPolicy
+from placeflow.emulator import FaultConfig, KeySpec, ManualClock, Sandbox, SandboxConfig
+from placeflow.events import ChunkSubmitted, Event
+from placeflow.options import RunOptions
+from placeflow.pipeline.account import RunSummary
+from placeflow.redact import Secret
+from placeflow.service import Target
+
+KEY = "sk_money_safe_key_9c9c"
+QUICK = RetryPolicy(initial_backoff=0.5, max_backoff=4.0, jitter=0.0)
+PATIENCE = RetryPolicy(max_attempts=6, initial_backoff=1.0, max_backoff=8.0, jitter=0.0)
+
+
+@dataclass(frozen=True)
+class VirtualTarget(Target):
+    """A target whose clients share the sandbox's manual clock (waits advance it)."""
+
+    clock: ManualClock = field(default_factory=ManualClock, compare=False)
+
+    def client(self, *, timeout: float = 30.0) -> PlaceApiClient:
+        return PlaceApiClient(
+            base_url=self.base_url,
+            api_key=self.api_key.reveal(),
+            limits=self.limits,
+            clock=self.clock.now,
+            wall_clock=self.clock.now,
+            sleep=self.clock.sleep,
+            retry=QUICK,
+            accounting_retry=PATIENCE,
+            timeout=timeout,
+        )
+
+
+@dataclass
+class Rig:
+    sandbox: Sandbox
+    clock: ManualClock
+    target: VirtualTarget
+
+    def now(self) -> datetime:
+        return datetime.fromtimestamp(self.clock.now(), UTC)
+
+    def key(self) -> dict[str, Any]:
+        return dict(self.sandbox.stats()["keys"][KEY])
+
+    def billed_credits(self) -> int:
+        return int(self.key()["credits"]["charged"])
+
+    def rows_billed_twice(self) -> int:
+        return int(self.key()["billed"]["rows_billed_twice"])
+
+
+@pytest.fixture
+def rig() -> Iterator[Any]:
+    started: list[Any] = []
+
+    def serve(faults: FaultConfig | None = None, **config: Any) -> Rig:
+        clock = ManualClock()
+        sandbox = Sandbox(
+            SandboxConfig(
+                keys=(KeySpec(key=KEY, credits=1_000_000),),
+                clock=clock,
+                faults=faults or FaultConfig(),
+                **config,
+            )
+        )
+        ctx = sandbox.serve()
+        srv = ctx.__enter__()
+        started.append((sandbox, ctx))
+        target = VirtualTarget(
+            base_url=srv.base_url, api_key=Secret(KEY), label="virtual sandbox",
+            limits=RateLimits.for_tier("paid"), clock=clock,
+        )  # fmt: skip
+        return Rig(sandbox, clock, target)
+
+    yield serve
+    for sandbox, ctx in reversed(started):
+        ctx.__exit__(None, None, None)
+        assert not sandbox.backend.internal_errors
+
+
+def write_places(path: Path, n: int) -> Path:
+    with path.open("w", newline="", encoding="utf-8") as f:
+        writer = csv.writer(f)
+        writer.writerow(["id", "name", "address", "city", "country"])
+        for i in range(n):
+            writer.writerow([f"u{i}", f"Corner Shop {i}", f"{i} Elm Street", "Springfield", "USA"])
+    return path
+
+
+def go(r: Rig, csv_path: Path, db: Path, **options: Any) -> RunSummary:
+    events: list[Event] = []
+    return placeflow.run(
+        [str(csv_path)], options=RunOptions(force=True, **options), db=db,
+        target=r.target, clock=r.now, on_event=events.append,
+    )  # fmt: skip
+
+
+def ledger(db: Path) -> dict[str, int]:
+    with duckdb.connect(str(db), read_only=True) as con:
+        rows = con.execute(
+            "select kind, sum(credits) from credit_ledger group by kind"
+        ).fetchall()
+    return {str(k): int(v) for k, v in rows}
+
+
+def test_ledger_balances_to_usage_and_learns_unbilled_null_status(
+    rig: Any, tmp_path: Path
+) -> None:
+    """A service that does not bill all-null status rows: the ledger is adjusted to its usage
+    (charges + adjustments = what it billed), and the next run settles that shape as it does."""
+    r = rig(FaultConfig(null_status_rate=0.3, bill_null_status=False), rows_per_second=50.0)
+    f, db = write_places(tmp_path / "p.csv", 90), tmp_path / "wh.duckdb"
+    s = go(r, f, db, mode="enrich", route="job", chunk_rows=30)
+    assert s.status == "completed", s.message
+    assert s.difference is not None and s.difference < 0 and s.adjustment == s.difference
+    assert s.ledger_vs_usage == 0 and "status held only nulls" in (s.message or "")
+    kinds = ledger(db)
+    assert kinds["charge"] + kinds["adjustment"] == r.billed_credits()
+    with duckdb.connect(str(db), read_only=True) as con:
+        view = con.execute("select difference, adjustment, ledger_vs_usage from run_credits")
+        assert view.fetchall() == [(s.difference, s.adjustment, 0)]
+        learnt = con.execute("select shape, billed from billing_readings").fetchall()
+    assert learnt == [("null_status", False)]
+    again = go(r, write_places(tmp_path / "q.csv", 60), db, mode="enrich", route="job")
+    assert again.difference == 0 and again.adjustment == 0, again.message
+    assert ledger(db)["charge"] + ledger(db)["adjustment"] == r.billed_credits()
+
+
+def test_one_refused_result_file_holds_only_its_own_chunk(rig: Any, tmp_path: Path) -> None:
+    """The file origin refuses one job's file forever: every other chunk loads, the run ends
+    interrupted naming that chunk and why."""
+    r = rig(rows_per_second=50.0)
+    refused: list[int] = []
+
+    def on_event(event: Event) -> None:
+        if isinstance(event, ChunkSubmitted) and event.chunk_no == 1 and event.batch_id:
+            r.sandbox.backend.refuse_file(event.batch_id)
+            refused.append(event.chunk_no)
+
+    f, db = write_places(tmp_path / "p.csv", 100), tmp_path / "wh.duckdb"
+    s = placeflow.run(
+        [str(f)], options=RunOptions(route="job", chunk_rows=20), db=db, target=r.target,
+        clock=r.now, on_event=on_event,
+    )  # fmt: skip
+    assert refused == [1]
+    assert s.status == "interrupted" and "chunk 1" in (s.message or "")
+    assert "ResultUnavailable" in (s.message or "")
+    with duckdb.connect(str(db), read_only=True) as con:
+        states = dict(con.execute("select chunk_no, status from jobs").fetchall())
+    assert {k: v for k, v in states.items() if k != 1} == {0: "loaded", 2: "loaded",
+                                                          3: "loaded", 4: "loaded"}
+    assert states[1] == "completed"
+    assert r.rows_billed_twice() == 0
+
+
+def test_sync_resets_after_processing_never_pay_twice(rig: Any, tmp_path: Path) -> None:
+    """Synchronous batches whose answers are lost after billing are never re-sent blind: the
+    sandbox bills no row twice, and the held chunks are named."""
+    r = rig(FaultConfig(seed=3, sync_reset_after_rate=0.3))
+    f, db = write_places(tmp_path / "p.csv", 100), tmp_path / "wh.duckdb"
+    s = go(r, f, db, mode="enrich", route="sync")
+    assert r.rows_billed_twice() == 0
+    key = r.key()
+    assert key["billed"]["rows"] == key["billed"]["distinct_rows"]
+    if s.status == "interrupted":
+        assert "uncertain" in (s.message or "")
+    kinds = ledger(db)
+    assert kinds.get("charge", 0) <= r.billed_credits()
+
+
+def test_usage_unknown_at_the_end_does_not_fail_done_work(rig: Any, tmp_path: Path) -> None:
+    """A burst of 5xx on GET /v1/usage at the end: the run completes, usage_after is unknown
+    (null) in the summary and in runs, and a message says so."""
+    r = rig(rows_per_second=50.0)
+    loaded: list[int] = []
+
+    def on_event(event: Event) -> None:
+        if type(event).__name__ == "RowsLoaded":
+            loaded.append(1)
+            if len(loaded) == 2:  # the last chunk loaded: the service goes down for usage
+                r.sandbox.backend.set_faults(FaultConfig(error_503_rate=1.0))
+
+    f, db = write_places(tmp_path / "p.csv", 40), tmp_path / "wh.duckdb"
+    s = placeflow.run(
+        [str(f)], options=RunOptions(route="job", chunk_rows=20), db=db, target=r.target,
+        clock=r.now, on_event=on_event,
+    )  # fmt: skip
+    assert s.status == "completed" and s.succeeded + s.failed == 40
+    assert s.usage_after is None and s.usage_delta is None
+    assert "usage after the run is unknown" in (s.message or "")
+    with duckdb.connect(str(db), read_only=True) as con:
+        row = con.execute("select status, usage_after, message from runs").fetchone()
+    assert row is not None and row[0] == "completed" and row[1] is None
+    assert "unknown" in str(row[2])
+
+
+def test_stuck_job_is_cancelled_and_its_processed_rows_loaded(rig: Any, tmp_path: Path) -> None:
+    """A job whose progress stops is taken as stuck after --stuck-after: cancelled at the
+    sandbox, its chunk marked stuck, its processed rows loaded, the rest reported."""
+    r = rig(FaultConfig(seed=5, job_stall_rate=1.0), rows_per_second=20.0)
+    f, db = write_places(tmp_path / "p.csv", 40), tmp_path / "wh.duckdb"
+    s = go(r, f, db, route="job", chunk_rows=40, stuck_after=60.0)
+    with duckdb.connect(str(db), read_only=True) as con:
+        row = con.execute("select status, error_code, rows_loaded, error from jobs").fetchone()
+    assert row is not None and row[0] == "loaded" and row[1] == "STUCK"
+    assert 0 < int(row[2]) < 40 and "stuck" in str(row[3])
+    assert s.status == "completed_with_failures" and s.not_answered == 40 - int(row[2])
+    assert r.sandbox.stats()["requests"].get("DELETE /v1/jobs/{batch_id}")
+    assert ledger(db)["charge"] == r.billed_credits()
+
+
+def test_lost_post_after_retention_is_not_paid_twice(rig: Any, tmp_path: Path) -> None:
+    """The answer of a job POST is lost, the run stops; resumed after the service forgot the
+    Idempotency-Key (retention 5 s, resume 12 s later): no second job is bought blind."""
+    r = rig(FaultConfig(idempotency_retention_seconds=5.0), rows_per_second=50.0)
+
+    def step(name: str, fn: Callable[..., Any]) -> Callable[..., Any]:
+        if name != "submit":
+            return fn
+
+        def submit_losing_answers(*args: Any, **kwargs: Any) -> Any:
+            r.sandbox.backend.set_faults(
+                FaultConfig(idempotency_retention_seconds=5.0, drop_response_rate=1.0)
+            )
+            return fn(*args, **kwargs)
+
+        return submit_losing_answers
+
+    f, db = write_places(tmp_path / "p.csv", 20), tmp_path / "wh.duckdb"
+    with pytest.raises(TransientError):
+        placeflow.run(
+            [str(f)], options=RunOptions(route="job", chunk_rows=20), db=db, target=r.target,
+            clock=r.now, step=step,
+        )  # fmt: skip
+    with duckdb.connect(str(db), read_only=True) as con:
+        (sending,) = con.execute("select sending_at from jobs").fetchone() or (None,)
+        (run_id,) = con.execute("select run_id from runs").fetchone() or ("",)
+    assert sending is not None
+    r.sandbox.backend.set_faults(FaultConfig(idempotency_retention_seconds=5.0))
+    r.clock.advance(12.0)
+    s = placeflow.resume(str(run_id), db=db, target=r.target, clock=r.now)
+    assert r.rows_billed_twice() == 0
+    assert r.sandbox.stats()["jobs"]["created"] == 1
+    assert s.status == "interrupted" and "uncertain" in (s.message or "")
