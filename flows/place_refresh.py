@@ -3,30 +3,36 @@
 The order of a run is the library's (`placeflow.orchestrate`); this flow only reads the
 settings, opens the target, passes a step wrapper that turns each stage into a task (network
 stages retried for transient failures only: a retry resumes from the warehouse, so it never
-pays twice) and publishes the summary. Parameters are plain values: the inputs, the options
-(`RunOptions`, the CLI's flags), the database path and, to resume, a run id.
+pays twice) and publishes the summary (flows/artifacts.py: markdown, rejects and changes
+tables, a link to the HTML report). Parameters are plain values: the inputs, the options
+(`RunOptions`, the CLI's flags), the database path, to resume a run id, and `export_to` (a
+directory, file:// or postgresql:// URL) to end a completed run with an incremental export.
+Under a Prefect server of its own (PREFECT_API_URL), the key's rate limits are kept by the
+server's global concurrency limits, shared with every other flow run on it.
 """
 
 from __future__ import annotations
 
 import inspect
+import sys
 from collections.abc import Callable
 from typing import Any, ParamSpec, TypeVar, cast
 
 from prefect import flow, task
-from prefect.artifacts import create_markdown_artifact
 from prefect.cache_policies import NO_CACHE
 from prefect.states import Failed
 
 import placeflow
+from flows.artifacts import Published, publish, run_export
 from flows.progress_artifact import ProgressArtifact
+from flows.rate_gate import gated
 from placeflow.api.errors import TransientError
-from placeflow.config import load_settings
+from placeflow.config import load_settings, postgres_password, prefect_server_url
 from placeflow.errors import BudgetRefused, PlaceflowError, RunStopped
 from placeflow.events import Event
 from placeflow.options import RunOptions
 from placeflow.pipeline.account import RunSummary
-from placeflow.report import EXIT_OK, exit_code, exit_code_for, markdown_summary
+from placeflow.report import EXIT_FAILED, EXIT_OK, exit_code, exit_code_for
 from placeflow.service import open_target
 from placeflow.warehouse import DEFAULT_DB
 
@@ -65,12 +71,45 @@ def as_task(name: str, fn: Callable[P, R]) -> Callable[P, R]:
     return cast(Callable[P, R], make(fn))
 
 
-def _publish(summary: RunSummary) -> None:
-    create_markdown_artifact(
-        key="place-refresh-summary",
-        markdown=markdown_summary(summary),
+PREFIX = "place-refresh"
+"""The artifact keys' prefix: place-refresh-summary, -rejects, -changes, -report, -progress."""
+
+
+def _publish(summary: RunSummary, db: str, export_to: str | None = None) -> Published:
+    exported = run_export(db, export_to, password=postgres_password()) if export_to else None
+    return publish(
+        summary,
+        db=db,
+        prefix=PREFIX,
         description=f"placeflow run {summary.run_id}",
+        exported=exported,
     )
+
+
+def finish(summary: RunSummary, db: str, export_to: str | None) -> Any:
+    """A completed run's end: export (when asked), artifacts, and the flow's result."""
+    done = _publish(summary, db, export_to)
+    data = {**summary.as_dict(), "exit_code": exit_code_for(summary.status)}
+    if done.export_error is not None:
+        message = f"the run completed but its export failed: {done.export_error}"
+        data = {**data, "exit_code": EXIT_FAILED, "message": message}
+        return Failed(message=message, data=data)
+    if data["exit_code"] != EXIT_OK:
+        return Failed(message=summary.message or summary.status, data=data)
+    return data
+
+
+def stopped_state(exc: PlaceflowError, db: str) -> Any:
+    """The Failed state of a run that raised (its artifacts published when it has a summary)."""
+    code = exit_code(exc)
+    stopped = exc.summary if isinstance(exc, RunStopped) else None
+    if stopped is None:
+        data = {"status": "failed", "message": str(exc), "exit_code": code}
+        return Failed(message=str(exc), data=data)
+    if not isinstance(exc, BudgetRefused):
+        _publish(stopped, db)
+    data = {**stopped.as_dict(), "exit_code": code, "message": stopped.message or str(exc)}
+    return Failed(message=str(exc), data=data)
 
 
 @flow(name="place_refresh", log_prints=False)
@@ -80,6 +119,7 @@ def place_refresh(
     db: str = DEFAULT_DB,
     resume_run_id: str | None = None,
     on_event: Callable[[Event], None] | None = None,
+    export_to: str | None = None,
 ) -> Any:
     """Validate or enrich places from files into DuckDB, spending the fewest credits.
 
@@ -87,7 +127,8 @@ def place_refresh(
     did not complete returns a Failed state carrying the same dict, with its exit code.
     `on_event` is for a caller in this process (the CLI's live display): a live callback is
     not stored with the flow run (Prefect keeps a placeholder), and a deployment's run has
-    none. Either way the run's events move a progress artifact.
+    none. Either way the run's events move a progress artifact. With `export_to`, a completed
+    run ends with an incremental export there (its summary in the markdown artifact).
     """
     options = options or RunOptions()
     progress = ProgressArtifact(f"placeflow run of {db}", forward=on_event)
@@ -95,9 +136,13 @@ def place_refresh(
         settings = load_settings()
         with open_target(
             api_key=settings.api_key, base_url=settings.base_url, limits=settings.limits
-        ) as target:
+        ) as opened:
+            target = gated(opened, server_url=prefect_server_url(), sandbox=settings.uses_sandbox)
             if settings.uses_sandbox:
-                print(f"placeflow: no PLACEFLOW_API_KEY set; using the {target.label}")
+                print(
+                    f"placeflow: no PLACEFLOW_API_KEY set; using the {target.label}",
+                    file=sys.stderr,
+                )
             if resume_run_id:
                 summary = placeflow.resume(
                     resume_run_id, db=db, target=target, poll_timeout=options.poll_timeout,
@@ -109,17 +154,5 @@ def place_refresh(
                     on_event=progress,
                 )  # fmt: skip
     except PlaceflowError as exc:
-        code = exit_code(exc)
-        stopped = exc.summary if isinstance(exc, RunStopped) else None
-        if stopped is None:
-            data = {"status": "failed", "message": str(exc), "exit_code": code}
-            return Failed(message=str(exc), data=data)
-        if not isinstance(exc, BudgetRefused):
-            _publish(stopped)
-        data = {**stopped.as_dict(), "exit_code": code, "message": stopped.message or str(exc)}
-        return Failed(message=str(exc), data=data)
-    _publish(summary)
-    data = {**summary.as_dict(), "exit_code": exit_code_for(summary.status)}
-    if data["exit_code"] != EXIT_OK:
-        return Failed(message=summary.message or summary.status, data=data)
-    return data
+        return stopped_state(exc, db)
+    return finish(summary, db, export_to)

@@ -22,8 +22,15 @@ KEY = "place-refresh-progress"
 class ProgressArtifact:
     """An event callback: tallies events and moves the flow run's progress artifact."""
 
-    def __init__(self, description: str, forward: Callable[[Event], None] | None = None) -> None:
+    def __init__(
+        self,
+        description: str,
+        forward: Callable[[Event], None] | None = None,
+        *,
+        key: str = KEY,
+    ) -> None:
         self.tally = Tally()
+        self._key = key
         self._forward = forward
         self._description = description
         self._shown = -1
@@ -39,7 +46,7 @@ class ProgressArtifact:
         self._shown = percent
         if self._id is None:
             made = create_progress_artifact(
-                progress=float(percent), key=KEY, description=self._description
+                progress=float(percent), key=self._key, description=self._description
             )
             self._id = cast(UUID, made)  # called from sync code: the synchronous variant ran
         else:

@@ -14,6 +14,7 @@ from __future__ import annotations
 import hashlib
 import threading
 import time
+from dataclasses import replace
 
 from prefect.client.orchestration import get_client
 from prefect.client.schemas.actions import (
@@ -25,6 +26,7 @@ from prefect.exceptions import ObjectAlreadyExists
 
 from placeflow.api.limiter import RateLimits
 from placeflow.redact import Secret
+from placeflow.service import Target
 
 
 def limit_names(base_url: str, api_key: Secret, limits: RateLimits) -> list[str]:
@@ -89,3 +91,16 @@ class PrefectRateGate:
         """Send nothing from this process for `seconds` (the server answered 429 or 503)."""
         with self._lock:
             self._blocked_until = max(self._blocked_until, time.monotonic() + seconds)
+
+
+def gated(target: Target, *, server_url: str | None, sandbox: bool) -> Target:
+    """`target` with this gate when flows run under a Prefect server of their own (`server_url`,
+    PREFECT_API_URL) and talk to a real service: every flow run on that server, on any machine,
+    then keeps the key's limits together. Otherwise the target as it is (the machine's limiter;
+    an embedded sandbox is each process's own)."""
+    if server_url is None or sandbox:
+        return target
+    return replace(
+        target,
+        gate=PrefectRateGate(target.limits, base_url=target.base_url, api_key=target.api_key),
+    )

@@ -81,6 +81,13 @@ def in_ci(env: Mapping[str, str] | None = None) -> bool:
     return env.get("CI", "").strip().lower() not in ("", "0", "false", "no")
 
 
+def prefect_server_url(env: Mapping[str, str] | None = None) -> str | None:
+    """PREFECT_API_URL: set when flows run against a Prefect server of their own (a worker, a
+    served deployment, `prefect server start`); unset under the ephemeral in-process one."""
+    env = os.environ if env is None else env
+    return env.get("PREFECT_API_URL", "").strip() or None
+
+
 def postgres_password(env: Mapping[str, str] | None = None) -> Secret | None:
     """PGPASSWORD, for `placeflow export --to postgresql://...` when the URL carries none."""
     env = os.environ if env is None else env

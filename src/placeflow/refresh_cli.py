@@ -1,10 +1,11 @@
 """`placeflow refresh`: its argparse wiring and handler (the `refresh_stale_places` flow).
 
     placeflow refresh --db PATH --older-than DURATION [--mode validate|enrich]
-                      [--max-credits N] [--limit N] [--country CC] [--json]
+                      [--max-credits N] [--limit N] [--country CC] [--json] [--quiet]
 
 Scripts outside the project rely on this form. The summary is `run`'s, plus the changes the
-refresh found (by kind) and the places found changed per credit charged.
+refresh found (by kind) and the places found changed per credit charged. On a terminal a live
+progress display is drawn on stderr, as for `run` (never under --json, --quiet or CI).
 """
 
 from __future__ import annotations
@@ -55,12 +56,15 @@ def add_parsers(sub: Any) -> None:
     p.add_argument("--limit", type=int, default=None, metavar="N", help="at most N places")
     p.add_argument("--country", default=None, metavar="CC", help="only places of this country")
     p.add_argument("--json", action="store_true", help="print one machine-readable summary")
+    p.add_argument(
+        "-q", "--quiet", action="store_true", help="no live progress display on the terminal"
+    )
     p.set_defaults(func=refresh_command)
 
 
 def refresh_command(args: argparse.Namespace) -> int:
     """Check the arguments, run the flow in this process, print its summary."""
-    from placeflow.config import apply_prefect_defaults, load_settings
+    from placeflow.config import apply_prefect_defaults, in_ci, load_settings
     from placeflow.errors import OptionsError
     from placeflow.refresh import parse_duration
 
@@ -71,16 +75,21 @@ def refresh_command(args: argparse.Namespace) -> int:
     load_settings()
     apply_prefect_defaults()
     from flows.refresh import refresh_stale_places  # Prefect loads only for runs
+    from placeflow.progress import ProgressDisplay, wanted
 
-    state: State[Any] = refresh_stale_places(  # type: ignore[assignment]
-        db=args.db,
-        older_than=args.older_than,
-        mode=args.mode,
-        max_credits=args.max_credits,
-        limit=args.limit,
-        country=args.country,
-        return_state=True,
-    )
+    show = wanted(sys.stderr, quiet=args.quiet, as_json=args.json, ci=in_ci())
+    with ProgressDisplay(title="placeflow refresh", enabled=show) as display:
+        # the display is an in-process callback: Prefect stores a placeholder for it
+        state: State[Any] = refresh_stale_places(  # type: ignore[assignment]
+            db=args.db,
+            older_than=args.older_than,
+            mode=args.mode,
+            max_credits=args.max_credits,
+            limit=args.limit,
+            country=args.country,
+            on_event=display if show else None,
+            return_state=True,
+        )
     data = state.result(raise_on_failure=False)
     if not isinstance(data, dict):
         print(f"placeflow: the refresh failed: {state.message or data}", file=sys.stderr)

@@ -6,10 +6,10 @@ import hashlib
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from placeflow.api.client import PlaceApiClient
-from placeflow.api.limiter import RateLimiter, RateLimits, machine_limiter
+from placeflow.api.limiter import RateGate, RateLimiter, RateLimits, machine_limiter
 from placeflow.emulator import DEFAULT_API_KEY, Sandbox, SandboxConfig
 from placeflow.errors import ConfigError
 from placeflow.redact import Secret
@@ -23,13 +23,17 @@ class Target:
     api_key: Secret
     label: str
     limits: RateLimits
+    gate: RateGate | None = field(default=None, compare=False)
+    """What keeps the key's limits, when not the machine's limiter (`shared_limiter`): a flow
+    under a Prefect server passes one shared by every process talking to that server."""
 
     def client(self, *, timeout: float = 30.0) -> PlaceApiClient:
-        """A client whose limiter is shared with every other client of this key in the process."""
+        """A client whose limiter is shared with every other client of this key: `gate` when
+        given, else the machine's limiter of this key."""
         return PlaceApiClient(
             base_url=self.base_url,
             api_key=self.api_key.reveal(),
-            limiter=shared_limiter(self),
+            limiter=self.gate if self.gate is not None else shared_limiter(self),
             timeout=timeout,
         )
 
