@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import time
 from typing import TYPE_CHECKING, Any
 
 from placeflow.config import apply_prefect_defaults, in_ci, load_settings
@@ -70,15 +71,22 @@ def dispatch(args: argparse.Namespace) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
+    from placeflow.cli_checks import FINISHED, check_inputs, stored_status
     from placeflow.options import RunOptions
 
+    began = time.monotonic()
     if args.command == "run":
         params: dict[str, Any] = {
             "inputs": list(args.inputs),
             "db": args.db,
             "options": options_from_args(args),  # checked here, before Prefect starts
         }
+        for notice in check_inputs(params["inputs"], params["options"]):  # before Prefect too
+            print(f"placeflow: {notice}", file=sys.stderr)
     else:
+        stored = stored_status(args.db, args.run_id)
+        if stored.status in FINISHED:  # nothing to do: change nothing, say so
+            return _finished(stored.run_id, stored.status, args.db, as_json=args.json)
         params = {"resume_run_id": args.run_id, "db": args.db}
         if args.poll_timeout is not None:
             params["options"] = RunOptions(poll_timeout=args.poll_timeout)
@@ -97,18 +105,34 @@ def _run(args: argparse.Namespace) -> int:
     if not isinstance(data, dict):
         print(f"placeflow: the run failed: {state.message or data}", file=sys.stderr)
         return EXIT_FAILED
-    return _print_outcome(data, as_json=args.json)
+    return _print_outcome(data, as_json=args.json, wall_seconds=time.monotonic() - began)
 
 
-def _print_outcome(data: dict[str, Any], *, as_json: bool) -> int:
+def _finished(run_id: str, status: str, db: str, *, as_json: bool) -> int:
+    """A resume of a run that has nothing left to do: one line (or document), nothing written."""
+    message = f"run {run_id} is finished ({status}); nothing to resume"
+    if status == "refused":
+        message += "; run the command again with a larger --max-credits or more credits"
+    if as_json:
+        print(json.dumps({"run_id": run_id, "status": status, "message": message,
+                          "db": db, "exit_code": EXIT_OK}, sort_keys=True))  # fmt: skip
+    else:
+        print(f"placeflow: {message}")
+    return EXIT_OK
+
+
+def _print_outcome(
+    data: dict[str, Any], *, as_json: bool, wall_seconds: float | None = None
+) -> int:
     from placeflow.pipeline.account import RunSummary
     from placeflow.report import text_summary
 
     code = int(data.pop("exit_code", EXIT_OK))
     if as_json:
-        print(json.dumps({**data, "exit_code": code}, sort_keys=True, default=str))
+        extra = {"wall_seconds": round(wall_seconds, 3)} if wall_seconds is not None else {}
+        print(json.dumps({**data, **extra, "exit_code": code}, sort_keys=True, default=str))
     elif "run_id" in data:
-        print(text_summary(RunSummary(**data)))
+        print(text_summary(RunSummary(**data), wall_seconds=wall_seconds))
     else:
         print(f"placeflow: {data.get('message') or data.get('status')}", file=sys.stderr)
     return code
@@ -137,15 +161,24 @@ def _estimate(args: argparse.Namespace) -> int:
         "requests_at_least": e.requests,
         "target": "the embedded sandbox" if settings.uses_sandbox else str(settings.base_url),
     }
+    if options.max_credits is not None:  # would `run` with the same options be refused?
+        out["max_credits"] = options.max_credits
+        out["would_refuse"] = e.credits > options.max_credits
     if args.json:
         print(json.dumps(out, sort_keys=True))
     else:
         print(f"estimate against {out['target']} (nothing sent, nothing spent):")
         for name, value in out.items():
-            if name != "target":
+            if name not in ("target", "max_credits", "would_refuse"):
                 print(
                     f"  {name.replace('_', ' '):<20} {value:,}"
                     if isinstance(value, int)
                     else f"  {name.replace('_', ' '):<20} {value}"
                 )
+        if options.max_credits is not None:
+            verdict = "would refuse it" if out["would_refuse"] else "is within it"
+            print(
+                f"  --max-credits {options.max_credits:,}: a run of these options {verdict}"
+                f" (it could cost {e.credits:,} credits)"
+            )
     return EXIT_OK if seen.rows_read or not seen.rejected else EXIT_USAGE

@@ -58,7 +58,7 @@ class RunOptions(BaseModel):
     max_credits: int | None = Field(
         default=None,
         description="refuse to start if the run could cost more than N credits",
-        json_schema_extra={"metavar": "N", "estimate": False},
+        json_schema_extra={"metavar": "N"},
     )
     max_age_days: float = Field(
         default=30.0,

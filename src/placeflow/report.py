@@ -51,16 +51,29 @@ def _duplicates(s: RunSummary) -> str:
     return f"{s.duplicates:,} (exact {exact:,}, fuzzy {s.fuzzy_duplicates:,})"
 
 
-def summary_rows(s: RunSummary) -> list[tuple[str, str]]:
+def against(target: str) -> str:
+    """'against https://...' for a URL, 'against the embedded sandbox at ...' otherwise."""
+    return f"against {target}" if "://" in target.split(" ")[0] else f"against the {target}"
+
+
+def _time(s: RunSummary, wall_seconds: float | None) -> str:
+    """The run's own seconds, or the command's total with the Prefect start beside it."""
+    if wall_seconds is None or wall_seconds <= s.seconds:
+        return f"{s.seconds:,.1f} s"
+    return f"{wall_seconds:,.1f} s (Prefect start and finish {wall_seconds - s.seconds:,.1f} s)"
+
+
+def summary_rows(s: RunSummary, *, wall_seconds: float | None = None) -> list[tuple[str, str]]:
     delta = _n(s.usage_delta)
     if s.ledger_vs_usage:
         delta += f" (ledger charged {s.charged:,}; difference {s.ledger_vs_usage:+,})"
+    refused = s.status == "refused"
     rows = [
         ("rows read", _n(s.rows_read)),
         ("rejected", _n(s.rejected)),
         ("duplicates", _duplicates(s)),
         ("skipped as fresh", _n(s.skipped_fresh)),
-        ("places submitted", _n(s.submitted)),
+        ("places submitted", "0 (refused: nothing sent)" if refused else _n(s.submitted)),
         ("succeeded", _n(s.succeeded)),
         ("failed", _n(s.failed)),
         ("credits estimated (at most)", _n(s.credits_estimated)),
@@ -68,12 +81,12 @@ def summary_rows(s: RunSummary) -> list[tuple[str, str]]:
         ("credits charged", _n(s.charged)),
         ("credits released", _n(s.released)),
         ("usage delta (service)", delta),
-        ("time", f"{s.seconds:,.1f} s"),
+        ("time", _time(s, wall_seconds)),
     ]
     if s.timings:
         by = ", ".join(f"{k} {v:,.1f} s" for k, v in s.timings.items() if k != "total")
         rows.append(("time by stage", by))
-    if s.not_answered:
+    if s.not_answered and not refused:
         rows.insert(7, ("not answered (retried next run)", _n(s.not_answered)))
     if s.possible_extra_credits:
         rows.append(("possible extra charges", _n(s.possible_extra_credits)))
@@ -85,10 +98,11 @@ def summary_rows(s: RunSummary) -> list[tuple[str, str]]:
     return rows
 
 
-def text_summary(s: RunSummary) -> str:
-    head = f"run {s.run_id}: {s.status} against the {s.target}"
-    width = max(len(label) for label, _ in summary_rows(s))
-    lines = [head] + [f"  {label:<{width}}  {value}" for label, value in summary_rows(s)]
+def text_summary(s: RunSummary, *, wall_seconds: float | None = None) -> str:
+    head = f"run {s.run_id}: {s.status} {against(s.target)}"
+    rows = summary_rows(s, wall_seconds=wall_seconds)
+    width = max(len(label) for label, _ in rows)
+    lines = [head] + [f"  {label:<{width}}  {value}" for label, value in rows]
     if s.message:
         lines.append(f"  {s.message}")
     return "\n".join(lines)

@@ -1,0 +1,58 @@
+"""What the CLI checks before it starts Prefect (whose temporary server takes seconds to start).
+
+Arguments, input files and the run asked to resume are looked at here, in this process, so an
+error the user can fix is said at once, with its exit code, and without a flow run.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from placeflow.errors import InputError, UnknownRun
+from placeflow.options import RunOptions
+from placeflow.pipeline.read import read_inputs
+
+
+def check_inputs(inputs: list[str], options: RunOptions) -> list[str]:
+    """Read the inputs as the run will; raise `InputError` when no file has a data row.
+
+    Returns notices for the user: the files (of several) that carry no data row.
+    """
+    _, info = read_inputs(inputs, mapping=dict(options.mapping) or None, encoding=options.encoding)
+    if info.rows == 0:
+        names = ", ".join(info.files)
+        raise InputError(
+            f"{names}: no data rows (the file is empty or has a header only); "
+            "nothing to read as places"
+        )
+    return [
+        f"{name}: no data rows (empty, or a header only); the other files are run"
+        for name in info.empty_files
+    ]
+
+
+@dataclass(frozen=True)
+class StoredRun:
+    """A run as the warehouse records it."""
+
+    run_id: str
+    status: str
+    message: str | None
+
+
+def stored_status(db: str, run_id: str) -> StoredRun:
+    """The run's status in the warehouse; `UnknownRun` when the file or the run is not there."""
+    from placeflow.warehouse import reading
+
+    if not Path(db).is_file():
+        raise UnknownRun(f"no warehouse at {db}; nothing to resume (check --db)")
+    with reading(db) as con:
+        row = con.execute("select status, message from runs where run_id = ?", [run_id]).fetchone()
+    if row is None:
+        raise UnknownRun(f"no run {run_id} in {db}; `placeflow runs --db {db}` lists them")
+    return StoredRun(run_id, str(row[0]), None if row[1] is None else str(row[1]))
+
+
+FINISHED = frozenset({"completed", "refused"})
+"""Statuses a resume has nothing to do for."""
