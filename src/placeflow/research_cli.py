@@ -3,6 +3,14 @@
 Hook it into the CLI with `research_cli.add_parser(sub)` beside the other commands and, in
 dispatch, `if args.command == "research": return research_cli.handle(args)`. It also runs alone:
 `python -m placeflow.research_cli research INPUT... --field ...`.
+
+    placeflow research INPUT... --field NAME[:TYPE[:A|B]] ... [--json]
+    placeflow research --from-warehouse [--older-than D] [--country CC] [--limit N] --field ...
+
+`--from-warehouse` researches the places runs already loaded into `--db` (refresh's selection,
+`placeflow.refresh.WarehouseSource`; `--older-than 0`, the default, takes them all), so no file
+is needed. On a terminal a live display (`placeflow.progress`) follows the research's events on
+stderr; `--json` prints exactly one JSON document on stdout, notices on stderr.
 """
 
 from __future__ import annotations

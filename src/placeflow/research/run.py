@@ -6,6 +6,10 @@ One place is researched once and its answers fan out to every input row with its
 is sent before the estimate (from the rate card) is within `--max-credits` and the key's balance,
 and the service's own `estimate_only` answer agrees with it. The same command resumes a run
 that stopped (crash, budget, credits, unavailable research) instead of planning it again.
+The input is files or any read-stage `Source` (the warehouse's places: `WarehouseSource`); the
+stages report typed events (`placeflow.events`) to an `on_event` callback, as runs do. The input
+rows, rejects and places are recorded by `placeflow.runstate` (their one writer); the research
+tables (research_runs, research_requests, research_answers, research_ledger) by this package.
 """
 
 from __future__ import annotations
