@@ -11,19 +11,24 @@ every pipeline process. Its section of bench/RESULTS.md lies between pipeline-be
 1. requests per 1,000 input rows, counted by the sandbox: the pipeline's job route, its sync
    route, a naive one-request-per-place loop and an enrich-batch-of-10 loop;
 2. wall time of the job route against the least possible time at a realistic processing rate;
-3. local overhead at the sandbox's fastest setting against a bare DuckDB baseline;
+3. local overhead at the sandbox's fastest setting against a bare DuckDB baseline, each size
+   run --repeat times (min and median), with the run summary's own `timings` per stage;
 4. peak RSS of the pipeline process per input size;
 5. credits per unique valid place on a first run (unique and 30%-duplicates inputs) and on an
-   unchanged rerun.
+   unchanged rerun;
+6. with --rows-10m: 10M unique rows (wall, CPU, peak RSS, rows accounted, credits per place).
+
+The 1-minute load average is printed before every measured run and written beside the figures.
 
     python3 -m uv run --frozen python bench/pipeline_bench.py [--sizes 10000,100000,1000000]
-        [--real-rows 100000] [--rate 2000] [--quick] [--smoke]
+        [--real-rows 100000] [--rate 2000] [--repeat 3] [--rows-10m] [--quick] [--smoke]
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import pickle
 import shutil
 import sys
 import tempfile
@@ -40,6 +45,7 @@ import inputs  # bench helper, beside this script
 import measure
 import naive
 import report
+from overhead_report import loads
 
 from placeflow.config import apply_prefect_defaults
 from placeflow.emulator import KeySpec, Sandbox, SandboxConfig
@@ -96,6 +102,18 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         action="store_true",
         help="tiny sizes and no Prefect-backed pipeline runs: proves the script works",
     )
+    p.add_argument(
+        "--repeat",
+        type=int,
+        default=3,
+        help="runs of each overhead size, each with its own baseline (min and median)",
+    )
+    p.add_argument(
+        "--rows-10m",
+        action="store_true",
+        help="also run the 10M-unique-row scenario (wall, CPU, peak RSS, credits per place)",
+    )
+    p.add_argument("--big-rows", type=int, default=10_000_000, help="rows of --rows-10m")
     p.add_argument("--workdir", default=None, help="keep inputs and warehouses here")
     p.add_argument("--out", default=str(Path(__file__).with_name("RESULTS.md")))
     args = p.parse_args(argv)
@@ -103,6 +121,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         args.sizes, args.real_rows, args.dup_rows, args.sample = "10000,100000", 20_000, 20_000, 200
     if args.smoke:
         args.sizes, args.real_rows, args.dup_rows, args.sample = "300", 300, 300, 30
+        args.repeat = 1
     args.size_list = [int(s) for s in args.sizes.split(",") if s.strip()]
     return args
 
@@ -222,20 +241,81 @@ def scenario_credits(
     return {"first": first, "rerun": rerun, "unique": unique, "rows": frame.height}
 
 
+def load_average() -> float:
+    """The machine's 1-minute load average now (it is shared: printed beside each figure)."""
+    return os.getloadavg()[0]
+
+
+def note(text: str) -> None:
+    print(f"[pipeline-bench] {text}", file=sys.stderr, flush=True)
+
+
+def fast_run(pipe: Pipeline, csv: Path, db: Path) -> measure.Run:
+    """One job-route run against a sandbox at its fastest setting, on a new warehouse."""
+    with sandbox(rows_per_second=None, rate_window_scale=FAST_SCALE) as (sb, url):
+        return pipe.run(sb, url, csv, db, "--route", "job", limits=FAST_LIMITS)
+
+
+def drop_run(work: Path, run: measure.Run, *dbs: Path) -> None:
+    """A repeat's warehouse and result files removed (the disk is not the measure)."""
+    shutil.rmtree(work / "runs" / str(run.summary.get("run_id")), ignore_errors=True)
+    for db in dbs:
+        for path in (db, db.with_name(db.name + ".wal")):
+            path.unlink(missing_ok=True)
+
+
 def scenario_overhead(
     args: argparse.Namespace, pool: inputs.Pool, pipe: Pipeline, work: Path
 ) -> list[dict[str, Any]]:
+    """Each size `--repeat` times: a run on a new warehouse, then the bare DuckDB baseline
+    over the same input and that run's result files."""
     rows = []
     for n in args.size_list:
         csv = inputs.write(inputs.unique_frame(pool, n), work / f"u{n}.csv")
-        db = work / f"u{n}.duckdb"
-        with sandbox(rows_per_second=None, rate_window_scale=FAST_SCALE) as (sb, url):
-            run = pipe.run(sb, url, csv, db, "--route", "job", limits=FAST_LIMITS)
-        files = f"{work}/runs/{run.summary.get('run_id')}/chunk-*/*.jsonl.gz"
-        base = measure.baseline(csv, files, work / f"base{n}.duckdb", cwd=work)
-        rows.append({"rows": n, "run": run, "baseline": base})
+        row: dict[str, Any] = {"rows": n, "runs": [], "baselines": [], "loads": []}
+        for i in range(args.repeat):
+            row["loads"].append(load_average())
+            db = work / f"u{n}-{i}.duckdb"
+            run = fast_run(pipe, csv, db)
+            files = f"{work}/runs/{run.summary.get('run_id')}/chunk-*/*.jsonl.gz"
+            base = measure.baseline(csv, files, work / f"base{n}-{i}.duckdb", cwd=work)
+            note(
+                f"{n:,} rows, run {i + 1}/{args.repeat}: wall {run.proc.wall:.1f} s, CPU "
+                f"{run.proc.cpu:.1f} s, peak RSS {run.proc.peak_rss_mb:,.0f} MB; baseline wall "
+                f"{base['proc'].wall:.1f} s, CPU {base['proc'].cpu:.1f} s; load "
+                f"{row['loads'][-1]:.1f}; timings {run.summary.get('timings')}"
+            )
+            row["runs"].append(run)
+            row["baselines"].append(base)
+            drop_run(work, run, db, work / f"base{n}-{i}.duckdb")
+        by_wall = sorted(range(args.repeat), key=lambda k: row["runs"][k].proc.wall)
+        mid = by_wall[len(by_wall) // 2]
+        row["run"], row["baseline"] = row["runs"][mid], row["baselines"][mid]  # the median run
+        rows.append(row)
         csv.unlink()
     return rows
+
+
+def scenario_big(
+    args: argparse.Namespace, pool: inputs.Pool, pipe: Pipeline, work: Path
+) -> dict[str, Any]:
+    """`--big-rows` unique places (10M), the CSV written a million rows at a time."""
+    n, step = args.big_rows, 1_000_000
+    csv = work / f"u{n}.csv"
+    with csv.open("wb") as f:
+        for offset in range(0, n, step):
+            part = inputs.unique_frame(pool, min(step, n - offset), offset=offset)
+            part.write_csv(f, include_header=offset == 0)
+    load = load_average()
+    note(f"{n:,} rows written; running (load {load:.1f})")
+    run = fast_run(pipe, csv, work / f"u{n}.duckdb")
+    note(
+        f"{n:,} rows: wall {run.proc.wall:.1f} s, CPU {run.proc.cpu:.1f} s, peak RSS "
+        f"{run.proc.peak_rss_mb:,.0f} MB; timings {run.summary.get('timings')}"
+    )
+    drop_run(work, run, work / f"u{n}.duckdb")
+    csv.unlink()
+    return {"rows": n, "run": run, "load": load}
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -245,7 +325,8 @@ def main(argv: list[str] | None = None) -> None:
     work = Path(args.workdir) if args.workdir else Path(tempfile.mkdtemp(prefix="pipeline_bench_"))
     work.mkdir(parents=True, exist_ok=True)
     pool = inputs.load_pool()
-    results: dict[str, Any] = {"pool": pool.source, "args": args}
+    results: dict[str, Any] = {"pool": pool.source, "args": args, "loads": [load_average()]}
+    note(f"load average {results['loads'][0]:.1f} at the start")
     t0 = time.perf_counter()
     try:
         with prefect_server(not args.smoke) as (prefect_api, prefect_start):
@@ -255,10 +336,16 @@ def main(argv: list[str] | None = None) -> None:
             if pipe is not None:
                 results["credits"] = scenario_credits(args, pool, pipe, work)
                 results["overhead"] = scenario_overhead(args, pool, pipe, work)
+                if args.rows_10m:
+                    results["big"] = scenario_big(args, pool, pipe, work)
     finally:
         if not args.workdir:
             shutil.rmtree(work, ignore_errors=True)
     results["total_seconds"] = time.perf_counter() - t0
+    results["loads"].append(load_average())
+    note(f"load average {loads(results['loads'])} (start, end)")
+    kept = Path(tempfile.gettempdir()) / "pipeline_bench_results.pickle"
+    kept.write_bytes(pickle.dumps(results))  # the measures, should rendering them fail
     text = report.render(
         results,
         command=command,
