@@ -92,6 +92,25 @@ class RunOptions(BaseModel):
         description="seconds to wait for bulk jobs before cancelling them (default 3600)",
         json_schema_extra={"metavar": "SECONDS", "estimate": False, "identity": False},
     )
+    stuck_after: float = Field(
+        default=600.0,
+        description="seconds a running job's progress may stand still before it is taken as"
+        " stuck, cancelled and its processed rows loaded (default 600)",
+        json_schema_extra={"metavar": "SECONDS", "estimate": False, "identity": False},
+    )
+    idempotency_window: float = Field(
+        default=5.0,
+        description="seconds within which a job POST whose answer was lost is replayed under"
+        " its Idempotency-Key; older ones are checked against usage first (default 5)",
+        json_schema_extra={"metavar": "SECONDS", "estimate": False, "identity": False},
+    )
+    resend_uncertain: bool = Field(
+        default=False,
+        description="send again chunks whose earlier request may have been charged without"
+        " its answer (accepts paying twice)",
+        json_schema_extra={"estimate": False, "identity": False},
+    )
+
 
     @field_validator("attributes", mode="before")
     @classmethod
@@ -144,11 +163,12 @@ class RunOptions(BaseModel):
             raise ValueError(f"chunk rows must be 1 to {MAX_JOB_ROWS:,}")
         return value
 
-    @field_validator("poll_timeout")
+    @field_validator("poll_timeout", "stuck_after", "idempotency_window")
     @classmethod
-    def _timeout(cls, value: float) -> float:
+    def _timeout(cls, value: float, info: ValidationInfo) -> float:
         if value <= 0:
-            raise ValueError("--poll-timeout must be more than 0 seconds")
+            flag = "--" + str(info.field_name).replace("_", "-")
+            raise ValueError(f"{flag} must be more than 0 seconds")
         return value
 
     @field_validator("mapping", mode="before")

@@ -24,7 +24,8 @@ import duckdb
 import polars as pl
 
 from placeflow.api.client import PlaceApiClient
-from placeflow.api.errors import InsufficientCredits
+from placeflow.api.errors import DownloadError, InsufficientCredits, TransientError
+from placeflow.api.models import JobStatus
 from placeflow.errors import BudgetRefused, CreditsRanOut
 from placeflow.events import Event, Note
 from placeflow.notamatch import not_a_match_pairs
@@ -33,11 +34,12 @@ from placeflow.pipeline.account import RunSummary, account
 from placeflow.pipeline.dedupe import dedupe
 from placeflow.pipeline.fetch import Fetched, fetch, on_disk
 from placeflow.pipeline.fresh import mark_fresh
-from placeflow.pipeline.load import load
+from placeflow.pipeline.load import LoadError, load
 from placeflow.pipeline.normalize import normalize
 from placeflow.pipeline.plan import Estimate, Plan, chunk_table, estimate, plan, refusal
 from placeflow.pipeline.poll import poll
 from placeflow.pipeline.read import FileSource, Source, read
+from placeflow.pipeline.resend import vet
 from placeflow.pipeline.submit import send_batch, submit_job
 from placeflow.runstate import (
     Clock,
@@ -51,6 +53,15 @@ from placeflow.runstate import (
 from placeflow.service import Target
 from placeflow.steps import SYSTEM_TIMER, Stages, Step, Timer, direct, emitter
 from placeflow.warehouse import DEFAULT_DB, Warehouse, connect
+
+
+CHUNK_FAILURES = (DownloadError, LoadError, TransientError)
+"""What settling one chunk may raise that is that chunk's alone: noted on it, retried by a
+resume, never stopping the others."""
+
+
+PER_INVOCATION = ("poll_timeout", "stuck_after", "idempotency_window", "resend_uncertain")
+"""Options a resume takes from its own invocation rather than from the stored run."""
 
 
 def as_source(inputs: Source | Sequence[str]) -> Source:
@@ -215,33 +226,74 @@ def _carry_out(
         if fetched is not None:
             r.each("load", load)(state, fetched, kind=kind, emit=emit)
 
+    held: dict[int, str] = {}  # chunks that could not settle (or be sent) now, and why
+
+    def settle(chunk_no: int, get: Callable[[], Fetched | None]) -> None:
+        """One chunk's fetch and load; its failure is its own, never the other chunks'."""
+        try:
+            load_it(get())
+        except CHUNK_FAILURES as exc:
+            held[chunk_no] = f"chunk {chunk_no}: {type(exc).__name__}: {exc}"
+            state.note_error(chunk_no, held[chunk_no])
+            emit(Note(f"{held[chunk_no]}; the other chunks carry on"))
+
+    def fetch_of(status: JobStatus) -> Callable[[], Fetched | None]:
+        def get() -> Fetched | None:
+            return r.each("fetch", fetch)(api, state, status, workdir=workdir, emit=emit)
+
+        return get
+
+    def refetch(batch_id: str) -> Callable[[], Fetched | None]:
+        return lambda: fetch_of(api.job_status(batch_id))()
+
     stopped: str | None = None
     try:
         try:
             for chunk in state.chunks("completed", "cancelled"):  # ended, not loaded: a crash
                 found = on_disk(state, chunk)
                 if found is not None:
-                    load_it(found)
+                    settle(chunk.chunk_no, _given(found))
                 elif chunk.route == "job" and chunk.batch_id:
-                    status = api.job_status(chunk.batch_id)
-                    load_it(r.each("fetch", fetch)(api, state, status, workdir=workdir, emit=emit))
+                    settle(chunk.chunk_no, refetch(chunk.batch_id))
                 else:
                     state.reopened(chunk.chunk_no)
             for chunk in state.chunks("planned", "submitted"):
                 if chunk.route == "sync":
                     send = r.each("send-batch", send_batch)
-                    load_it(send(api, state, chunk, kind=kind, workdir=workdir, emit=emit))
+                    sent_sync = send(
+                        api, state, chunk, kind=kind, workdir=workdir, emit=emit,
+                        resend=options.resend_uncertain,
+                    )  # fmt: skip
+                    if sent_sync is None:
+                        held[chunk.chunk_no] = f"chunk {chunk.chunk_no}: uncertain (see its error)"
+                    settle(chunk.chunk_no, _given(sent_sync))
             due: dict[str, float] = {}
             try:
                 for chunk in state.chunks("planned"):
-                    if chunk.route == "job":
-                        sent = r.each("submit", submit_job)(api, state, chunk, kind=kind, emit=emit)
-                        if sent.due is not None:
-                            due[sent.batch_id] = sent.due
+                    if chunk.route != "job":
+                        continue
+                    verdict = vet(api, state, chunk, options, state.now())
+                    if not verdict.send:
+                        held[chunk.chunk_no] = verdict.why
+                        state.uncertain(chunk.chunk_no, verdict.why)
+                        emit(Note(verdict.why))
+                        continue
+                    sent = r.each("submit", submit_job)(api, state, chunk, kind=kind, emit=emit)
+                    if sent.due is not None:
+                        due[sent.batch_id] = sent.due
             finally:
                 polled = r.stream("poll", poll)
-                for status in polled(api, state, due=due, timeout=options.poll_timeout, emit=emit):
-                    load_it(r.each("fetch", fetch)(api, state, status, workdir=workdir, emit=emit))
+                for status in polled(
+                    api, state, due=due, timeout=options.poll_timeout,
+                    stuck_after=options.stuck_after, emit=emit,
+                ):  # fmt: skip
+                    settle(state.chunk_of(status.batch_id), fetch_of(status))
+            if held:
+                stopped_chunks = "; ".join(held[k] for k in sorted(held))
+                state.interrupted(
+                    f"{len(held)} chunk(s) held: {stopped_chunks}."
+                    f" `placeflow resume {state.run_id}` retries them"
+                )
         except InsufficientCredits as exc:
             stopped = (
                 f"credits ran out: {exc}. Add credits, then `placeflow resume {state.run_id}`;"
@@ -254,6 +306,10 @@ def _carry_out(
     if stopped:
         raise CreditsRanOut(stopped, run_id=state.run_id, summary=summary)
     return summary
+
+
+def _given(fetched: Fetched | None) -> Callable[[], Fetched | None]:
+    return lambda: fetched
 
 
 def _finish(summary: RunSummary, r: Stages) -> RunSummary:
@@ -310,7 +366,7 @@ def run(
         if same is not None:
             state = RunState(con, same, clock=clock)
             options = stored_run(con, same).options.model_copy(
-                update={"poll_timeout": options.poll_timeout}
+                update={n: getattr(options, n) for n in PER_INVOCATION}
             )
         else:
             state = _open(
@@ -327,6 +383,8 @@ def resume(
     db: Path | str = DEFAULT_DB,
     target: Target,
     poll_timeout: float | None = None,
+    resend_uncertain: bool = False,
+    stuck_after: float | None = None,
     step: Step = direct,
     on_event: Callable[[Event], None] | None = None,
     clock: Clock = utc_now,
@@ -339,7 +397,8 @@ def resume(
         con = held_while_writing(wh, api)
         stored = stored_run(con, run_id)
         options = stored.options
-        if poll_timeout is not None:
-            options = options.model_copy(update={"poll_timeout": poll_timeout})
+        given = {"poll_timeout": poll_timeout, "stuck_after": stuck_after}
+        given = {k: v for k, v in given.items() if v is not None}
+        options = options.model_copy(update={**given, "resend_uncertain": resend_uncertain})
         state = RunState(con, run_id, clock=clock)
         return _finish(_carry_out(r, api, state, options, workdir_for(db, run_id), started), r)

@@ -4,10 +4,7 @@ money-safe. Each test serves the sandbox on loopback on a manual clock shared wi
 
 from __future__ import annotations
 
-import csv
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -15,97 +12,15 @@ import duckdb
 import pytest
 
 import placeflow
-from placeflow.api.client import PlaceApiClient
 from placeflow.api.errors import TransientError
-from placeflow.api.limiter import RateLimits
-from placeflow.api.retry import RetryPolicy
-from placeflow.emulator import FaultConfig, KeySpec, ManualClock, Sandbox, SandboxConfig
+from placeflow.emulator import FaultConfig
 from placeflow.events import ChunkSubmitted, Event
 from placeflow.options import RunOptions
 from placeflow.pipeline.account import RunSummary
-from placeflow.redact import Secret
-from placeflow.service import Target
 
-KEY = "sk_money_safe_key_9c9c"
-QUICK = RetryPolicy(initial_backoff=0.5, max_backoff=4.0, jitter=0.0)
-PATIENCE = RetryPolicy(max_attempts=6, initial_backoff=1.0, max_backoff=8.0, jitter=0.0)
+from .virtual_rig import Rig, rig, write_places
 
-
-@dataclass(frozen=True)
-class VirtualTarget(Target):
-    """A target whose clients share the sandbox's manual clock (waits advance it)."""
-
-    clock: ManualClock = field(default_factory=ManualClock, compare=False)
-
-    def client(self, *, timeout: float = 30.0) -> PlaceApiClient:
-        return PlaceApiClient(
-            base_url=self.base_url,
-            api_key=self.api_key.reveal(),
-            limits=self.limits,
-            clock=self.clock.now,
-            wall_clock=self.clock.now,
-            sleep=self.clock.sleep,
-            retry=QUICK,
-            accounting_retry=PATIENCE,
-            timeout=timeout,
-        )
-
-
-@dataclass
-class Rig:
-    sandbox: Sandbox
-    clock: ManualClock
-    target: VirtualTarget
-
-    def now(self) -> datetime:
-        return datetime.fromtimestamp(self.clock.now(), UTC)
-
-    def key(self) -> dict[str, Any]:
-        return dict(self.sandbox.stats()["keys"][KEY])
-
-    def billed_credits(self) -> int:
-        return int(self.key()["credits"]["charged"])
-
-    def rows_billed_twice(self) -> int:
-        return int(self.key()["billed"]["rows_billed_twice"])
-
-
-@pytest.fixture
-def rig() -> Iterator[Any]:
-    started: list[Any] = []
-
-    def serve(faults: FaultConfig | None = None, **config: Any) -> Rig:
-        clock = ManualClock()
-        sandbox = Sandbox(
-            SandboxConfig(
-                keys=(KeySpec(key=KEY, credits=1_000_000),),
-                clock=clock,
-                faults=faults or FaultConfig(),
-                **config,
-            )
-        )
-        ctx = sandbox.serve()
-        srv = ctx.__enter__()
-        started.append((sandbox, ctx))
-        target = VirtualTarget(
-            base_url=srv.base_url, api_key=Secret(KEY), label="virtual sandbox",
-            limits=RateLimits.for_tier("paid"), clock=clock,
-        )  # fmt: skip
-        return Rig(sandbox, clock, target)
-
-    yield serve
-    for sandbox, ctx in reversed(started):
-        ctx.__exit__(None, None, None)
-        assert not sandbox.backend.internal_errors
-
-
-def write_places(path: Path, n: int) -> Path:
-    with path.open("w", newline="", encoding="utf-8") as f:
-        writer = csv.writer(f)
-        writer.writerow(["id", "name", "address", "city", "country"])
-        for i in range(n):
-            writer.writerow([f"u{i}", f"Corner Shop {i}", f"{i} Elm Street", "Springfield", "USA"])
-    return path
+__all__ = ["rig"]  # the fixture
 
 
 def go(r: Rig, csv_path: Path, db: Path, **options: Any) -> RunSummary:
@@ -232,8 +147,8 @@ def test_stuck_job_is_cancelled_and_its_processed_rows_loaded(rig: Any, tmp_path
 
 def test_lost_post_after_retention_is_not_paid_twice(rig: Any, tmp_path: Path) -> None:
     """The answer of a job POST is lost, the run stops; resumed after the service forgot the
-    Idempotency-Key (retention 5 s, resume 12 s later): no second job is bought blind."""
-    r = rig(FaultConfig(idempotency_retention_seconds=5.0), rows_per_second=50.0)
+    Idempotency-Key (retention 20 s, resume 30 s later): no second job is bought blind."""
+    r = rig(FaultConfig(idempotency_retention_seconds=20.0), rows_per_second=50.0)
 
     def step(name: str, fn: Callable[..., Any]) -> Callable[..., Any]:
         if name != "submit":
@@ -241,7 +156,7 @@ def test_lost_post_after_retention_is_not_paid_twice(rig: Any, tmp_path: Path) -
 
         def submit_losing_answers(*args: Any, **kwargs: Any) -> Any:
             r.sandbox.backend.set_faults(
-                FaultConfig(idempotency_retention_seconds=5.0, drop_response_rate=1.0)
+                FaultConfig(idempotency_retention_seconds=20.0, drop_response_rate=1.0)
             )
             return fn(*args, **kwargs)
 
@@ -257,8 +172,8 @@ def test_lost_post_after_retention_is_not_paid_twice(rig: Any, tmp_path: Path) -
         (sending,) = con.execute("select sending_at from jobs").fetchone() or (None,)
         (run_id,) = con.execute("select run_id from runs").fetchone() or ("",)
     assert sending is not None
-    r.sandbox.backend.set_faults(FaultConfig(idempotency_retention_seconds=5.0))
-    r.clock.advance(12.0)
+    r.sandbox.backend.set_faults(FaultConfig(idempotency_retention_seconds=20.0))
+    r.clock.advance(30.0)
     s = placeflow.resume(str(run_id), db=db, target=r.target, clock=r.now)
     assert r.rows_billed_twice() == 0
     assert r.sandbox.stats()["jobs"]["created"] == 1

@@ -16,7 +16,9 @@ from typing import Any
 import duckdb
 
 from placeflow.api.client import PlaceApiClient
+from placeflow.api.errors import UsageUnknown
 from placeflow.changes import record_changes
+from placeflow.pipeline.reconcile import balance
 from placeflow.runstate import RunState
 
 
@@ -49,6 +51,10 @@ class RunSummary:
     fuzzy_duplicates: int = 0
     """Of `duplicates`, the rows the fuzzy pass merged into another place (match_rule
     probabilistic); the rest repeat an exact place_key."""
+    adjustment: int = 0
+    """Signed adjustment entries that balanced the ledger to the service's usage delta."""
+    difference: int | None = None
+    """usage_delta - charged before any adjustment (None when usage is unknown)."""
     changes: dict[str, int] = field(default_factory=dict)
     """Changes this run found in places it re-checked (place_changes rows), by kind."""
     places_changed: int = 0
@@ -82,7 +88,7 @@ def ledger_totals(con: duckdb.DuckDBPyConnection, run_id: str) -> dict[str, int]
         "select kind, coalesce(sum(credits), 0) from credit_ledger where run_id = ? group by kind",
         [run_id],
     ).fetchall()
-    totals = {"hold": 0, "charge": 0, "release": 0}
+    totals = {"hold": 0, "charge": 0, "release": 0, "adjustment": 0}
     totals.update({str(kind): int(total) for kind, total in rows})
     return totals
 
@@ -120,9 +126,12 @@ def account(
     ).fetchone()
     assert run is not None
     usage_before, submitted, status, created_at, target, extra, stored = run
-    usage_after = (
-        api.usage().current_usage if api is not None and usage_before is not None else None
-    )
+    usage_after, usage_note = None, None
+    if api is not None and usage_before is not None:
+        try:
+            usage_after = api.usage().current_usage
+        except UsageUnknown as exc:  # work already done stands; the figure is unknown
+            usage_note = f"usage after the run is unknown ({exc}); the ledger is not balanced"
     totals = ledger_totals(con, run_id)
     delta = (
         usage_after - usage_before if usage_after is not None and usage_before is not None else None
@@ -145,6 +154,13 @@ def account(
         )
     else:
         final, message = "completed", None
+    if delta is not None and not unfinished and final != "refused":
+        balance_note = balance(
+            state, delta, totals, submitted=int(submitted), extra=int(extra or 0)
+        )
+        totals = ledger_totals(con, run_id)
+        message = "; ".join(m for m in (message, balance_note) if m) or None
+    message = "; ".join(m for m in (message, usage_note) if m) or None
     if final != "refused":
         state.closed(
             status=final if final != "completed_with_failures" else "completed",
@@ -182,7 +198,9 @@ def account(
         usage_before=usage_before,
         usage_after=usage_after,
         usage_delta=delta,
-        ledger_vs_usage=None if delta is None else delta - totals["charge"],
+        ledger_vs_usage=None if delta is None else delta - totals["charge"] - totals["adjustment"],
+        adjustment=totals["adjustment"],
+        difference=None if delta is None else delta - totals["charge"],
         possible_extra_credits=int(extra or 0),
         chunks=chunks_total,
         chunks_failed=bad,

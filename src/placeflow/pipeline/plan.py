@@ -135,12 +135,13 @@ def build_requests(unique: pl.DataFrame, options: RunOptions) -> pl.DataFrame:
 
 
 def choose_route(places: int, options: RunOptions) -> Literal["sync", "job"]:
-    """Synchronous calls when they take no more requests than a job would, else bulk jobs."""
+    """Synchronous calls only when they take strictly fewer requests than a job (3), else bulk
+    jobs: a job is idempotent, a synchronous call whose answer is lost is not (issue 11)."""
     if options.route != "auto":
         return options.route
     per_request = MAX_ENRICH_BATCH if options.mode == "enrich" else 1
     sync_requests = -(-places // per_request)
-    return "sync" if sync_requests <= JOB_MIN_REQUESTS else "job"
+    return "sync" if sync_requests < JOB_MIN_REQUESTS else "job"
 
 
 def plan_chunks(requests: pl.DataFrame, options: RunOptions) -> pl.DataFrame:
