@@ -17,7 +17,7 @@ EPILOG = (
     "exit codes: 0 success; 1 the run failed or stopped part way (see its message; "
     "`placeflow resume RUN_ID` finishes it); 2 bad arguments or unreadable input; "
     "3 refused before spending (over --max-credits or the key's balance) or stopped "
-    "when credits ran out"
+    "when credits ran out; 130 stopped by Ctrl-C (`placeflow resume RUN_ID` finishes it)"
 )
 
 

@@ -53,6 +53,12 @@ def add_run_parsers(sub: Any) -> None:
         p.add_argument(
             "-q", "--quiet", action="store_true", help="no live progress display on the terminal"
         )
+        p.add_argument(
+            "--cancel-on-interrupt",
+            action="store_true",
+            help="on Ctrl-C also ask the service to cancel the run's running jobs (their"
+            " finished work is billed anyway; without it they finish and resume loads them)",
+        )
     est = sub.add_parser(
         "estimate",
         help="what a run would cost, spending nothing",
@@ -72,6 +78,7 @@ def dispatch(args: argparse.Namespace) -> int:
 
 def _run(args: argparse.Namespace) -> int:
     from placeflow.cli_checks import FINISHED, check_inputs, stored_status
+    from placeflow.interrupt import Interrupt
     from placeflow.options import RunOptions
 
     began = time.monotonic()
@@ -97,10 +104,18 @@ def _run(args: argparse.Namespace) -> int:
 
     show = wanted(sys.stderr, quiet=args.quiet, as_json=args.json, ci=in_ci())
     with ProgressDisplay(title=f"placeflow {args.command}", enabled=show) as display:
-        # the display is an in-process callback: Prefect stores a placeholder for it
-        state: State[Any] = place_refresh(  # type: ignore[assignment]
-            **params, on_event=display if show else None, return_state=True
-        )
+        stop = Interrupt(
+            db=args.db, as_json=args.json, cancel_jobs=args.cancel_on_interrupt,
+            run_id=params.get("resume_run_id"),
+        )  # fmt: skip
+        stop.arm()  # Ctrl-C: one line with the resume command, exit 130 (placeflow.interrupt)
+        try:
+            # the display is an in-process callback: Prefect stores a placeholder for it
+            state: State[Any] = place_refresh(  # type: ignore[assignment]
+                **params, on_event=display if show else None, return_state=True
+            )
+        finally:
+            stop.disarm()
     data = state.result(raise_on_failure=False)
     if not isinstance(data, dict):
         print(f"placeflow: the run failed: {state.message or data}", file=sys.stderr)

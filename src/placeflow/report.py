@@ -14,6 +14,8 @@ EXIT_USAGE = 2
 """Bad arguments or input files that cannot be read as places."""
 EXIT_REFUSED = 3
 """Refused before spending (budget or credits), or stopped when credits ran out."""
+EXIT_INTERRUPTED = 130
+"""Stopped by Ctrl-C (SIGINT): state saved, `placeflow resume RUN_ID` finishes the run."""
 
 
 EXIT_CODES: tuple[tuple[type[BaseException], int], ...] = (

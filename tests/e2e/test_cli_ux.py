@@ -1,0 +1,66 @@
+"""Ctrl-C of a real `placeflow run` (issue 12): it stops at once with one JSON document naming
+the run and the exact resume command, exit 130, no traceback or crash noise, the run marked
+`interrupted` in the warehouse; resuming it then completes the job the sandbox kept running."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import duckdb
+
+import placeflow
+from placeflow.api.limiter import RateLimits
+from placeflow.redact import Secret
+from placeflow.report import EXIT_INTERRUPTED
+from placeflow.service import Target
+
+from .conftest import KEY, ServeSandbox, places, write_csv
+
+ROOT = Path(__file__).resolve().parents[2]
+NOISE = ("Traceback", "Crash detected", "nanobind", "KeyboardInterrupt", " ERROR ")
+
+
+def test_ctrl_c_saves_the_run_prints_resume_and_resume_completes(
+    tmp_path: Path, serve_sandbox: ServeSandbox, prefect_api: str
+) -> None:
+    """SIGINT once the job is polled: exit 130, one JSON document with run_id, `interrupted`
+    and `placeflow resume RUN_ID --db ...`; no noise; the job is not cancelled; resume loads it."""
+    sb = serve_sandbox(rows_per_second=4.0)  # 20 rows: the job runs for about 5 s
+    csv, db = write_csv(tmp_path / "p.csv", places(20)), tmp_path / "wh.duckdb"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PLACEFLOW_")}
+    env.update(PLACEFLOW_API_KEY=KEY, PLACEFLOW_BASE_URL=sb.base_url, PREFECT_API_URL=prefect_api)
+    cmd = [sys.executable, "-m", "placeflow.cli", "run", str(csv), "--db", str(db)]
+    with subprocess.Popen(
+        [*cmd, "--route", "job", "--json"], env=env, cwd=ROOT, text=True,
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True,
+    ) as proc:  # fmt: skip
+        deadline = time.monotonic() + 180
+        while sb.requests("GET /v1/jobs/{batch_id}") == 0:  # the job is submitted and polled
+            assert proc.poll() is None and time.monotonic() < deadline, "no job was polled"
+            time.sleep(0.05)
+        os.killpg(proc.pid, signal.SIGINT)  # as a terminal's Ctrl-C: the whole group
+        out, err = proc.communicate(timeout=30)
+    assert proc.returncode == EXIT_INTERRUPTED, err[-3000:]
+    for noise in NOISE:
+        assert noise not in out + err, (out + err)[-3000:]
+    doc = json.loads(out)  # exactly one document
+    run_id = doc["run_id"]
+    assert doc["status"] == "interrupted"
+    assert doc["next"] == f"placeflow resume {run_id} --db {db}"
+    assert doc["jobs_submitted"] == 1
+    with duckdb.connect(str(db), read_only=True) as con:
+        assert con.execute("select status from runs").fetchall() == [("interrupted",)]
+    assert sb.requests("DELETE /v1/jobs/{batch_id}") == 0  # finished work is billed: kept
+    target = Target(
+        base_url=sb.base_url, api_key=Secret(KEY), label="test sandbox",
+        limits=RateLimits.for_tier("paid"),
+    )  # fmt: skip
+    summary = placeflow.resume(run_id, db=db, target=target)
+    assert summary.status == "completed" and summary.succeeded + summary.failed == 20
+    assert sb.requests("POST /v1/jobs/enrich") == 1  # re-attached, not sent again
