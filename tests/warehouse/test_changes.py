@@ -1,4 +1,4 @@
-"""Change history: place_changes against the sandbox's own ground truth, the noise rules, history."""
+"""Change history: place_changes against the sandbox's ground truth, noise rules, history."""
 
 from __future__ import annotations
 
@@ -14,8 +14,8 @@ import pytest
 
 from placeflow.changes import record_changes
 from placeflow.warehouse import connect
-from tests.warehouse.helpers import add_run, attribute, enrich_line, plan_chunk, write_lines
 from tests.warehouse.dataset import load
+from tests.warehouse.helpers import add_run, attribute, enrich_line, plan_chunk, write_lines
 from tests.warehouse.sandbox_runs import run_places, sandbox_answer, sent_requests
 
 T0 = datetime(2026, 3, 1, tzinfo=UTC)
