@@ -7,7 +7,15 @@ import sys
 import threading
 from collections.abc import Sequence
 
-from placeflow import commands, export_cli, match_cli, refresh_cli, report_cli, research_cli
+from placeflow import (
+    commands,
+    export_cli,
+    match_cli,
+    refresh_cli,
+    report_cli,
+    research_cli,
+    rows_cli,
+)
 from placeflow.emulator import FaultConfig, Sandbox, SandboxConfig, parse_key_spec
 from placeflow.emulator.settings import DEFAULT_API_KEY, DEFAULT_CREDITS, KeySpec
 from placeflow.errors import OptionsError, PlaceflowError
@@ -130,6 +138,7 @@ def build_parser() -> argparse.ArgumentParser:
     export_cli.add_parser(sub)
     report_cli.add_parsers(sub)
     match_cli.add_parser(sub)
+    rows_cli.add_parsers(sub)
     _sandbox_parser(sub)
     return parser
 

@@ -143,6 +143,8 @@ def _print_outcome(
     from placeflow.report import text_summary
 
     code = int(data.pop("exit_code", EXIT_OK))
+    for warning in (data.get("inputs") or {}).get("warnings", []):
+        print(f"placeflow: warning: {warning}", file=sys.stderr)
     if as_json:
         extra = {"wall_seconds": round(wall_seconds, 3)} if wall_seconds is not None else {}
         print(json.dumps({**data, **extra, "exit_code": code}, sort_keys=True, default=str))
@@ -155,6 +157,7 @@ def _print_outcome(
 
 def _estimate(args: argparse.Namespace) -> int:
     from placeflow.orchestrate import preview
+    from placeflow.pipeline.mapping_report import describe, input_report
     from placeflow.service import open_target
 
     options = options_from_args(args)
@@ -176,10 +179,15 @@ def _estimate(args: argparse.Namespace) -> int:
         "requests_at_least": e.requests,
         "target": "the embedded sandbox" if settings.uses_sandbox else str(settings.base_url),
     }
+    inputs = input_report(seen.stages)  # which column feeds which field, per file
+    for warning in inputs.get("warnings", []):
+        print(f"placeflow: warning: {warning}", file=sys.stderr)
     if options.max_credits is not None:  # would `run` with the same options be refused?
         out["max_credits"] = options.max_credits
         out["would_refuse"] = e.credits > options.max_credits
     if args.json:
+        out["held_failing"] = seen.stages["fresh"].held_failing
+        out["inputs"] = inputs
         print(json.dumps(out, sort_keys=True))
     else:
         print(f"estimate against {out['target']} (nothing sent, nothing spent):")
@@ -190,6 +198,7 @@ def _estimate(args: argparse.Namespace) -> int:
                     if isinstance(value, int)
                     else f"  {name.replace('_', ' '):<20} {value}"
                 )
+        print("\n".join(f"  {line}" for line in describe(inputs)))
         if options.max_credits is not None:
             verdict = "would refuse it" if out["would_refuse"] else "is within it"
             print(

@@ -66,6 +66,10 @@ class RunOptions(BaseModel):
         json_schema_extra={"flag": "--max-age", "metavar": "DAYS"},
     )
     force: bool = Field(default=False, description="send fresh places again")
+    retry_failed: bool = Field(
+        default=False,
+        description="send again places that failed 3 times in a row (held back otherwise)",
+    )
     dedupe: DedupeMode = Field(
         default="fuzzy",
         description="fuzzy: the exact place_key, then probabilistic matching of the places"

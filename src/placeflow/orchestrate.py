@@ -35,6 +35,7 @@ from placeflow.pipeline.dedupe import dedupe
 from placeflow.pipeline.fetch import Fetched, fetch, on_disk
 from placeflow.pipeline.fresh import mark_fresh
 from placeflow.pipeline.load import LoadError, load
+from placeflow.pipeline.mapping_report import input_report
 from placeflow.pipeline.normalize import normalize
 from placeflow.pipeline.plan import Estimate, Plan, chunk_table, estimate, plan, refusal
 from placeflow.pipeline.poll import poll
@@ -175,7 +176,7 @@ def _open(
         frames = {
             "run_rows": planned.run_rows,
             "rejects": planned.rejects,
-            "run_places": planned.places.select("place_key", "chunk_no", "position", "request"),
+            "run_places": planned.places.drop("route"),
             "jobs": chunk_table(planned.places, run_id=state.run_id, kind=options.mode, now=now)
             if planned.places.height
             else pl.DataFrame(),
@@ -195,6 +196,7 @@ def _open(
         "rejected": c["rejected"],
         "duplicates": c["duplicates"],
         "skipped_fresh": c["skipped_fresh"],
+        "held_failing": r.stages["fresh"].held_failing,
         "submitted": c["to_send"],
         "credits_estimated": cost.credits,
         "usage_before": usage_before,
@@ -315,7 +317,8 @@ def _given(fetched: Fetched | None) -> Callable[[], Fetched | None]:
 def _finish(summary: RunSummary, r: Stages) -> RunSummary:
     summary.stages.update({k: v for k, v in r.stages.items() if v is not summary})
     wall, cpu = r.timings()
-    return replace(summary, timings=wall, cpu_timings=cpu)
+    summary = replace(summary, timings=wall, cpu_timings=cpu)
+    return replace(summary, inputs=input_report(r.stages)) if "read" in r.stages else summary
 
 
 # --- the entry points ---------------------------------------------------------------------------

@@ -6,6 +6,7 @@ import json
 
 from placeflow.errors import BudgetRefused, CreditsRanOut, PlaceflowError, UsageError
 from placeflow.pipeline.account import RunSummary
+from placeflow.pipeline.mapping_report import describe
 
 EXIT_OK = 0
 EXIT_FAILED = 1
@@ -88,6 +89,8 @@ def summary_rows(s: RunSummary, *, wall_seconds: float | None = None) -> list[tu
     if s.timings:
         by = ", ".join(f"{k} {v:,.1f} s" for k, v in s.timings.items() if k != "total")
         rows.append(("time by stage", by))
+    if s.held_failing:
+        rows.insert(4, ("held back (kept failing; --retry-failed)", _n(s.held_failing)))
     if s.not_answered and not refused:
         rows.insert(7, ("not answered (retried next run)", _n(s.not_answered)))
     if s.possible_extra_credits:
@@ -107,6 +110,7 @@ def text_summary(s: RunSummary, *, wall_seconds: float | None = None) -> str:
     lines = [head] + [f"  {label:<{width}}  {value}" for label, value in rows]
     if s.message:
         lines.append(f"  {s.message}")
+    lines += [f"  {line}" for line in describe(s.inputs)]  # columns used and ignored, warnings
     return "\n".join(lines)
 
 

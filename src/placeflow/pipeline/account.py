@@ -55,6 +55,11 @@ class RunSummary:
     """Signed adjustment entries that balanced the ledger to the service's usage delta."""
     difference: int | None = None
     """usage_delta - charged before any adjustment (None when usage is unknown)."""
+    held_failing: int = 0
+    """Input rows whose place failed several times in a row: held back, not sent."""
+    inputs: dict[str, Any] = field(default_factory=dict)
+    """Per file which column fed which field and which were ignored, and input warnings
+    (`placeflow.pipeline.mapping_report`); empty for a resume, which reads nothing."""
     changes: dict[str, int] = field(default_factory=dict)
     """Changes this run found in places it re-checked (place_changes rows), by kind."""
     places_changed: int = 0
@@ -171,8 +176,8 @@ def account(
         )
     found = record_changes(con, run_id, now=now) if final != "refused" else None
     counts = con.execute(
-        "select rows_read, rejected, duplicates, skipped_fresh, credits_estimated, message"
-        " from runs where run_id = ?",
+        "select rows_read, rejected, duplicates, skipped_fresh, credits_estimated, message,"
+        " coalesce(held_failing, 0) from runs where run_id = ?",
         [run_id],
     ).fetchone()
     assert counts is not None
@@ -187,6 +192,7 @@ def account(
         duplicates=int(counts[2]),
         fuzzy_duplicates=_fuzzy_duplicates(con, run_id),
         skipped_fresh=int(counts[3]),
+        held_failing=int(counts[6]),
         submitted=int(submitted),
         succeeded=succeeded,
         failed=failed,

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 import polars as pl
 
 from placeflow.pipeline.clusters import DedupeMode, clusters
+from placeflow.pipeline.corekey import keys_and_cores
 from placeflow.pipeline.placekey import identity_columns, place_key_expr, place_keys
 
 __all__ = ["DedupeInfo", "dedupe", "identity_columns", "place_key_expr", "place_keys"]
@@ -36,7 +37,8 @@ def dedupe(
     mode: DedupeMode = "exact",
     not_a_match: pl.DataFrame | None = None,
 ) -> tuple[pl.DataFrame, DedupeInfo]:
-    """Add `place_key`, `disposition` (submitted/duplicate) and `first_row_ord` (the row sent).
+    """Add `place_key`, `core_key` (see `corekey`), `disposition` (submitted/duplicate) and
+    `first_row_ord` (the row sent).
 
     Rows keep their order; running it again on its own output changes nothing. `mode`
     (`placeflow.pipeline.clusters`): fuzzy also merges the places the fuzzy pass matches
@@ -45,7 +47,7 @@ def dedupe(
     """
     first = pl.col("row_ord").min().over("place_key").alias("first_row_ord")
     keyed, fuzzy = clusters(
-        places.with_columns(place_keys(places)), mode=mode, not_a_match=not_a_match
+        places.with_columns(*keys_and_cores(places)), mode=mode, not_a_match=not_a_match
     )
     keyed = keyed.with_columns(first)
     submitted = pl.col("row_ord") == pl.col("first_row_ord")

@@ -52,12 +52,80 @@ def fresh_keys(
         con.unregister(CANDIDATES)
 
 
+HOLD_AFTER = 3
+"""Failures in a row (no success since) after which a place is held back (`held_failing`)."""
+CORE_CANDIDATES = "fresh_core_candidates"
+
+
 @dataclass(frozen=True)
 class FreshInfo:
-    """How many places to send were skipped: a fresh outcome of the same kind exists."""
+    """How many places to send were skipped (a fresh outcome exists, under their key or their
+    core key) or held back (they failed HOLD_AFTER times in a row), and what to tell the user."""
 
     candidates: int
     fresh: int
+    fresh_by_core: int = 0
+    held_failing: int = 0
+    warnings: tuple[str, ...] = ()
+
+
+def _query(
+    con: duckdb.DuckDBPyConnection, name: str, frame: pl.DataFrame, sql: str, **params: object
+) -> pl.DataFrame:
+    con.register(name, frame.to_arrow())
+    try:
+        out: pl.DataFrame = con.sql(sql_text(sql), params=params).pl()
+        return out
+    finally:
+        con.unregister(name)
+
+
+def fresh_by_core(
+    con: duckdb.DuckDBPyConnection,
+    candidates: pl.DataFrame,
+    *,
+    signature: str,
+    max_age: timedelta,
+    now: datetime,
+) -> pl.DataFrame:
+    """place_key -> outcome_key: candidates whose earlier place (same core key, region and
+    postcode then empty or the same) has a fresh outcome (sql/queries/fresh_core_keys.sql)."""
+    none = pl.DataFrame(schema={"place_key": pl.String, "outcome_key": pl.String})
+    if candidates.height == 0:
+        return none
+    frame = candidates.select("place_key", "core_key", "region", "postcode")
+    try:
+        return _query(
+            con, CORE_CANDIDATES, frame, "queries/fresh_core_keys",
+            signature=signature, cutoff=now - max_age,
+        )  # fmt: skip
+    except duckdb.BinderException:  # a warehouse from before core keys (read-only preview)
+        return none
+
+
+def failing(con: duckdb.DuckDBPyConnection) -> pl.DataFrame:
+    """Places that failed HOLD_AFTER times in a row: place_key, failures_in_a_row, last_error."""
+    out: pl.DataFrame = con.sql(
+        sql_text("queries/failing_places"), params={"failures": HOLD_AFTER}
+    ).pl()
+    return out.select("place_key", "failures_in_a_row", "last_error")
+
+
+def _rekey_warnings(sent: pl.DataFrame, by_core: pl.DataFrame) -> tuple[str, ...]:
+    """A file most of whose places are known only under other keys: say so."""
+    if by_core.height == 0:
+        return ()
+    matched = pl.col("place_key").is_in(by_core["place_key"].implode())
+    per_file = sent.group_by("source_file", maintain_order=True).agg(
+        pl.len().alias("places"), matched.sum().alias("matched")
+    )
+    return tuple(
+        f"{file}: {m:,} of {n:,} places have new keys but match places run before once region "
+        "and postcode are left aside (a newly mapped column?); their earlier outcomes are used "
+        "and they are not bought again"
+        for file, n, m in per_file.iter_rows()
+        if m * 2 > n
+    )
 
 
 def mark_fresh(
@@ -67,25 +135,73 @@ def mark_fresh(
     *,
     now: datetime,
 ) -> tuple[pl.DataFrame, FreshInfo]:
-    """Fresh stage: the places to send that have a fresh outcome become `skipped_fresh`.
+    """Fresh stage: the places to send that have a fresh outcome become `skipped_fresh`, and
+    those that keep failing `held_failing` (unless `retry_failed`).
 
-    Without a warehouse (`con` None) or with `force`, nothing is fresh.
+    A fresh outcome is found under the place's own key, else under an earlier key of the same
+    core (`outcome_key` names whose outcome answers each row). Without a warehouse (`con` None)
+    or with `force`, nothing is fresh.
     """
-    first = deduped.filter(pl.col("disposition") == "submitted").select("place_key")
+    submitted = pl.col("disposition") == "submitted"
+    sent = deduped.filter(submitted)
+    first = sent.select("place_key")
     fresh = pl.DataFrame(schema={"place_key": pl.String})
-    if con is not None and not options.force and first.height:
-        fresh = fresh_keys(
-            con,
-            first,
-            signature=options.signature,
-            max_age=timedelta(days=options.max_age_days),
-            now=now,
-        ).select("place_key")
-    is_fresh = pl.col("place_key").is_in(fresh["place_key"].implode())
-    marked = deduped.with_columns(
-        pl.when((pl.col("disposition") == "submitted") & is_fresh)
-        .then(pl.lit("skipped_fresh"))
-        .otherwise(pl.col("disposition"))
-        .alias("disposition")
+    by_core = pl.DataFrame(schema={"place_key": pl.String, "outcome_key": pl.String})
+    held = pl.DataFrame(
+        schema={"place_key": pl.String, "failures_in_a_row": pl.Int64, "last_error": pl.String}
     )
-    return marked, FreshInfo(candidates=first.height, fresh=fresh.height)
+    known = con is not None and bool(
+        con.execute("select exists (select 1 from runs)").fetchall()[0][0]
+    )
+    if con is not None and known and not options.force and first.height:
+        max_age = timedelta(days=options.max_age_days)
+        fresh = fresh_keys(
+            con, first, signature=options.signature, max_age=max_age, now=now
+        ).select("place_key")
+        rest = sent.filter(~pl.col("place_key").is_in(fresh["place_key"].implode()))
+        by_core = fresh_by_core(con, rest, signature=options.signature, max_age=max_age, now=now)
+    if con is not None and known and not options.retry_failed and first.height:
+        held = failing(con)
+    is_fresh = pl.col("place_key").is_in(fresh["place_key"].implode())
+    core = deduped.select("place_key").join(by_core, on="place_key", how="left")["outcome_key"]
+    is_core = core.is_not_null()
+    is_held = pl.col("place_key").is_in(held["place_key"].implode())
+    marked = deduped.with_columns(
+        pl.when(submitted & is_fresh).then(pl.lit("skipped_fresh"))
+        .when(submitted & is_core).then(pl.lit("skipped_fresh"))
+        .when(submitted & is_held).then(pl.lit("held_failing"))
+        .otherwise(pl.col("disposition")).alias("disposition"),
+        pl.coalesce(core, pl.col("place_key")).alias("outcome_key"),
+    )  # fmt: skip
+    held_note = pl.concat_str(
+        pl.lit("failed "),
+        pl.col("failures_in_a_row").cast(pl.String),
+        pl.lit(" times in a row (last: "),
+        pl.col("last_error").fill_null("no reason given"),
+        pl.lit("); --retry-failed sends it again"),
+    )
+    core_note = pl.concat_str(
+        pl.lit("fresh outcome of "), pl.col("outcome_key"),
+        pl.lit(" (the same place before its region or postcode was filled)"),
+    )  # fmt: skip
+    marked = (
+        marked.join(held, on="place_key", how="left", maintain_order="left")
+        .with_columns(
+            pl.when(pl.col("disposition") == "held_failing").then(held_note)
+            .when(
+                (pl.col("disposition") == "skipped_fresh")
+                & (pl.col("outcome_key") != pl.col("place_key"))
+            ).then(core_note)
+            .otherwise(pl.col("note") if "note" in deduped.columns else None)
+            .alias("note")
+        )
+        .drop("failures_in_a_row", "last_error")
+    )  # fmt: skip
+    info = FreshInfo(
+        candidates=first.height,
+        fresh=fresh.height + by_core.height,
+        fresh_by_core=by_core.height,
+        held_failing=int((marked.get_column("disposition") == "held_failing").sum()),
+        warnings=_rekey_warnings(sent, by_core),
+    )
+    return marked, info

@@ -37,6 +37,9 @@ RUN_ROW_COLUMNS = (
     "disposition",
     "note",
 )
+ROW_DETAIL_COLUMNS = ("outcome_key", "core_key", *AUDIT_COLUMNS, *PLACE_FIELDS)
+"""Kept in run_rows when the frame has them: whose outcome answers the row, its core key and
+its normalised fields (for `placeflow rows` and the run_row_outcomes view)."""
 REJECT_COLUMNS = ("row_ord", "source_file", "source_row", "source_id", "field", "reason", "raw")
 
 
@@ -64,10 +67,11 @@ def plan(
 ) -> tuple[Plan, PlanInfo]:
     """Plan stage: the request of each place still to send, chunked; every row's disposition."""
     to_send = deduped.filter(pl.col("disposition") == "submitted")
+    details = [c for c in ROW_DETAIL_COLUMNS if c in deduped.columns]
     places = plan_chunks(build_requests(to_send, options), options)
     run_rows = pl.concat(
         [
-            deduped.select(*RUN_ROW_COLUMNS, *(c for c in AUDIT_COLUMNS if c in deduped.columns)),
+            deduped.select(*RUN_ROW_COLUMNS, *details),
             rejects.select(
                 "row_ord",
                 "source_file",
@@ -131,7 +135,8 @@ def build_requests(unique: pl.DataFrame, options: RunOptions) -> pl.DataFrame:
         if options.include_summary:
             extra += ',"include_summary":true'
         request = request.str.strip_suffix("}") + pl.lit(extra + "}")
-    return unique.sort("row_ord").select("place_key", request.alias("request"))
+    core = ["core_key"] if "core_key" in unique.columns else []
+    return unique.sort("row_ord").select("place_key", request.alias("request"), *core)
 
 
 def choose_route(places: int, options: RunOptions) -> Literal["sync", "job"]:

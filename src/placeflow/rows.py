@@ -1,0 +1,102 @@
+"""The user's own rows back with their outcomes (`placeflow rows`), and read-only SQL on the
+warehouse (`placeflow query`).
+
+`row_outcomes` reads the run_row_outcomes view for one run (every input row: its disposition,
+reject reason, normalised fields and its place's latest outcome) and, for each input file that
+is still where the run read it, puts the file's own columns in front, matched by row number.
+The original columns are read as the file is now, as text; a name the output already uses gets
+" (input)" added.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import duckdb
+import polars as pl
+
+from placeflow.errors import PlaceflowError, UsageError
+from placeflow.options import RunOptions
+from placeflow.pipeline.csvfile import ROW, codec_name, read_csv_table
+from placeflow.pipeline.read import PARQUET_MAGIC
+from placeflow.warehouse import reading
+
+ROWS_SQL = "select * from run_row_outcomes where run_id = ? order by row_ord"
+SUFFIXES = (".csv", ".parquet")
+
+
+def _original(path: Path, encoding: str) -> pl.DataFrame | None:
+    """The file's columns as text with `source_row`, or None when it cannot be read now."""
+    try:
+        with path.open("rb") as handle:
+            parquet = handle.read(4) == PARQUET_MAGIC
+        if parquet:
+            frame = pl.read_parquet(path)
+            return frame.select(
+                pl.int_range(1, pl.len() + 1, dtype=pl.Int64).alias("source_row"),
+                *[pl.col(c).cast(pl.String) for c in frame.columns],
+            )
+        table = read_csv_table(path, codec_name(encoding))
+    except (OSError, pl.exceptions.PolarsError, ValueError, PlaceflowError):
+        return None  # not readable now: the file's own columns are left out
+    names = list(dict.fromkeys(h or f"column {i + 1}" for i, h in enumerate(table.header)))
+    if len(names) != len(table.header):
+        return None  # duplicate header names: which one is meant is unclear
+    body = table.body.select(pl.col(ROW).alias("source_row"), *table.body.columns[: len(names)])
+    return body.rename(dict(zip(body.columns[1:], names, strict=True)))
+
+
+def row_outcomes(db: Path | str, run_id: str, *, original: bool = True) -> pl.DataFrame:
+    """Every input row of the run with its outcome; the input's own columns first if it can
+    still be read (`original`)."""
+    if not Path(db).exists():
+        raise UsageError(f"no warehouse at {db}: a run creates it")
+    with reading(db) as con:
+        stored = con.execute("select options from runs where run_id = ?", [run_id]).fetchall()
+        if not stored:
+            raise UsageError(f"no run {run_id!r} in {db}; `placeflow runs` lists them")
+        rows: pl.DataFrame = con.sql(ROWS_SQL, params=[run_id]).pl()
+    if not original or rows.height == 0:
+        return rows
+    encoding = RunOptions.parse(stored[0][0]).encoding if stored[0][0] else "utf8"
+    parts = []
+    for (name,), part in rows.group_by(["source_file"], maintain_order=True):  # per file
+        found = _original(Path(str(name)), encoding)
+        if found is None:
+            parts.append(part)
+            continue
+        taken = set(rows.columns)
+        found = found.rename(
+            {c: f"{c} (input)" for c in found.columns[1:] if c in taken}
+        ).with_columns(pl.col("source_row").cast(pl.Int64))
+        joined = part.join(found, on="source_row", how="left", maintain_order="left")
+        parts.append(joined.select(*found.columns[1:], *part.columns))
+    return pl.concat(parts, how="diagonal_relaxed").sort("row_ord")
+
+
+def write_rows(frame: pl.DataFrame, out: Path) -> None:
+    """Write CSV or Parquet, by the file's suffix."""
+    suffix = out.suffix.lower()
+    if suffix == ".parquet":
+        frame.write_parquet(out)
+    elif suffix == ".csv":
+        flat = frame.with_columns(
+            [pl.col(c).cast(pl.String) for c, t in frame.schema.items() if t.is_nested()]
+        )
+        flat.write_csv(out)
+    else:
+        raise UsageError(f"--out {out}: name a .csv or .parquet file")
+
+
+def query(db: Path | str, sql: str) -> pl.DataFrame:
+    """Run SQL on a read-only connection to the warehouse (a write is refused by DuckDB)."""
+    if not Path(db).exists():
+        raise UsageError(f"no warehouse at {db}: a run creates it")
+    with reading(db) as con:
+        try:
+            relation = con.sql(sql)
+            frame: pl.DataFrame = pl.DataFrame() if relation is None else relation.pl()
+        except duckdb.Error as err:
+            first = str(err).splitlines()[0]
+            raise UsageError(f"the query failed: {first}") from None
+    return frame
