@@ -114,7 +114,7 @@ def test_cli_from_warehouse_with_a_limit_prints_exactly_one_json_document(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     """research --from-warehouse --limit 5 --json: 5 places researched (the sandbox billed 5),
-    stdout is one JSON document and nothing else."""
+    stdout is one JSON document and nothing else; --country FR selects none of these US places."""
     sb = serve(fail_rate=0.0)
     db, keys = loaded_warehouse(tmp_path, sb, 8)
     monkeypatch.setenv("PLACEFLOW_API_KEY", KEY)
@@ -128,6 +128,11 @@ def test_cli_from_warehouse_with_a_limit_prints_exactly_one_json_document(
     assert out["submitted"] == 5 and out["charged"] == 5 and out["status"] == "completed"
     assert sb.research()["billed_places"] == 5
     assert set(researched(db)) < keys and len(researched(db)) == 5
+    other = [*argv[:-3], "--country", "FR", "--db", str(db), "--json"]  # the places are in the US
+    assert main(other) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["rows_read"] == 0 and out["submitted"] == 0 and out["charged"] == 0
+    assert sb.research()["billed_places"] == 5
 
 
 def test_cli_from_warehouse_refuses_inputs_beside_it_and_a_missing_warehouse(
