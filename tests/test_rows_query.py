@@ -190,3 +190,22 @@ def test_a_newly_mapped_region_buys_nothing_again(
         ).fetchall()
         assert run_checks(con) == {} or all(v == 0 for v in run_checks(con).values())
     assert keys == [(8, 8)]
+
+
+def test_estimate_shows_the_mapping_and_warns_on_stderr(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`estimate --json` carries per file the columns used and ignored; a header name given
+    twice is a warning on stderr; the text form lists `field <- column` lines."""
+    twice = tmp_path / "twice.csv"
+    twice.write_text("name,lat,lat,lon,country\nA,1,2,3,US\n", encoding="utf-8")
+    args = [str(FIXTURE), str(twice), "--db", str(tmp_path / "none.duckdb")]
+    assert main(["estimate", *args, "--json"]) == 0
+    captured = capsys.readouterr()
+    out = json.loads(captured.out)
+    assert out["inputs"]["files"][str(FIXTURE)]["columns"] == MAPPED_BY_A_PERSON
+    assert out["inputs"]["files"][str(twice)]["ignored"] == []
+    assert "'lat' more than once" in captured.err
+    assert main(["estimate", *args]) == 0
+    text = capsys.readouterr().out
+    assert "region <- 'State/Province'" in text and "ignored: 'Ownership Type'" in text
