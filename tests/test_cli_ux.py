@@ -122,6 +122,43 @@ def test_resume_of_a_finished_run_changes_nothing(
     assert_clean_error(unknown, 2, "no run no-such-run")
 
 
+def test_completed_rerun_keeps_no_stale_unfinished_message(
+    served: tuple[Sandbox, str], tmp_path: Path
+) -> None:
+    """A run stopped with chunks unfinished, then finished: summary and runs.message are clean."""
+    _, url = served
+    db = tmp_path / "w.duckdb"
+    target = Target(
+        base_url=url, api_key=Secret(KEY), label="test sandbox",
+        limits=RateLimits.for_tier("paid"),
+    )  # fmt: skip
+    run_id = placeflow.run(
+        [str(write_places(tmp_path / "p.csv", 5))], options=RunOptions(), db=db, target=target
+    ).run_id
+    stale = f"1 chunk(s) unfinished: `placeflow resume {run_id}` finishes them"
+    with duckdb.connect(str(db)) as con:  # as the stopped run left it
+        con.execute(
+            "update runs set status = 'interrupted', message = ? where run_id = ?", [stale, run_id]
+        )
+    finished = placeflow.resume(run_id, db=db, target=target)
+    assert finished.status == "completed" and not finished.message
+    with duckdb.connect(str(db), read_only=True) as con:
+        assert con.execute("select message from runs").fetchall() == [(None,)]
+
+
+def test_json_errors_are_one_document(tmp_path: Path) -> None:
+    """Under --json a missing file and a --db that cannot be written give one JSON document."""
+    places = str(write_places(tmp_path / "p.csv", 3))
+    for args in (
+        ("run", str(tmp_path / "nope.csv"), "--db", str(tmp_path / "w.duckdb")),
+        ("run", places, "--db", "/proc/placeflow-test/w.duckdb"),
+    ):
+        done = cli(*args, "--json")
+        assert_clean_error(done, 2, "")
+        doc = json.loads(done.stdout)
+        assert doc["exit_code"] == 2 and doc["status"] == "error" and doc["message"]
+
+
 def test_estimate_takes_max_credits_and_says_whether_run_would_refuse(
     served: tuple[Sandbox, str], tmp_path: Path
 ) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 import threading
 from collections.abc import Sequence
@@ -19,7 +20,7 @@ from placeflow import (
 from placeflow.emulator import FaultConfig, Sandbox, SandboxConfig, parse_key_spec
 from placeflow.emulator.settings import DEFAULT_API_KEY, DEFAULT_CREDITS, KeySpec
 from placeflow.errors import OptionsError, PlaceflowError
-from placeflow.report import EXIT_FAILED, EXIT_OK, exit_code
+from placeflow.report import EXIT_FAILED, EXIT_OK, error_document, exit_code
 
 EPILOG = (
     "exit codes: 0 success; 1 the run failed or stopped part way (see its message; "
@@ -154,7 +155,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return commands.dispatch(args)
     except PlaceflowError as exc:  # codes by class: placeflow.report.EXIT_CODES
         print(f"placeflow: {exc}", file=sys.stderr)
-        return exit_code(exc) or EXIT_FAILED
+        code = exit_code(exc) or EXIT_FAILED
+        if getattr(args, "json", False):  # under --json every exit path prints one document
+            print(json.dumps(error_document(exc, code, getattr(args, "db", None)), sort_keys=True))
+        return code
 
 
 if __name__ == "__main__":

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from placeflow.errors import InputError, UnknownRun
+from placeflow.errors import InputError, UnknownRun, UsageError
 from placeflow.options import RunOptions
 from placeflow.pipeline.read import read_inputs
 
@@ -56,3 +56,20 @@ def stored_status(db: str, run_id: str) -> StoredRun:
 
 FINISHED = frozenset({"completed", "refused"})
 """Statuses a resume has nothing to do for."""
+
+
+def check_db(db: str) -> None:
+    """`UsageError` when the warehouse path cannot be written (read-only place, not a folder)."""
+    path = Path(db)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if path.exists():
+            with path.open("ab"):  # opened for writing, nothing written
+                pass
+        else:
+            with path.open("xb"):
+                pass
+            path.unlink()
+    except OSError as exc:
+        reason = exc.strerror or str(exc)
+        raise UsageError(f"--db {db} cannot be written ({reason}); choose another path") from None

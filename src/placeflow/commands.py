@@ -77,7 +77,7 @@ def dispatch(args: argparse.Namespace) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from placeflow.cli_checks import FINISHED, check_inputs, stored_status
+    from placeflow.cli_checks import FINISHED, check_db, check_inputs, stored_status
     from placeflow.interrupt import Interrupt
     from placeflow.options import RunOptions
 
@@ -90,6 +90,7 @@ def _run(args: argparse.Namespace) -> int:
         }
         for notice in check_inputs(params["inputs"], params["options"]):  # before Prefect too
             print(f"placeflow: {notice}", file=sys.stderr)
+        check_db(args.db)
     else:
         stored = stored_status(args.db, args.run_id)
         if stored.status in FINISHED:  # nothing to do: change nothing, say so
@@ -118,8 +119,8 @@ def _run(args: argparse.Namespace) -> int:
             stop.disarm()
     data = state.result(raise_on_failure=False)
     if not isinstance(data, dict):
-        print(f"placeflow: the run failed: {state.message or data}", file=sys.stderr)
-        return EXIT_FAILED
+        data = {"status": "failed", "message": f"the run failed: {state.message or data}"}
+        data["exit_code"] = EXIT_FAILED
     return _print_outcome(data, as_json=args.json, wall_seconds=time.monotonic() - began)
 
 

@@ -366,7 +366,7 @@ class RunState:
     ) -> None:
         self.con.execute(
             "update runs set status = ?, finished_at = ?, succeeded = ?, failed = ?,"
-            " usage_after = ?, message = coalesce(?, message) where run_id = ?",
+            " usage_after = ?, message = ? where run_id = ?",  # none left from an earlier stop
             [status, self.now(), succeeded, failed, usage_after, message, self.run_id],
         )
 
