@@ -166,7 +166,8 @@ def test_a_newly_mapped_region_buys_nothing_again(
     served: tuple[Sandbox, Target], tmp_path: Path
 ) -> None:
     """Run a file without its region, then map the region: keys change, but the fresh stage
-    finds the earlier outcomes by core key, sends nothing, and says why."""
+    finds the earlier outcomes by core key, sends nothing, and says why; when those outcomes
+    are stale the places are sent again, with a warning."""
     sandbox, target = served
     data = tmp_path / "stores.csv"
     text = FIXTURE.read_text(encoding="utf-8-sig").replace("State/Province", "Area")
@@ -181,7 +182,10 @@ def test_a_newly_mapped_region_buys_nothing_again(
     )  # fmt: skip
     assert second.submitted == 0 and second.skipped_fresh == 8
     assert sandbox.stats()["keys"][KEY]["credits"]["charged"] == charged
-    assert any("new keys" in w for w in second.inputs["warnings"])
+    assert any(
+        "8 of 8 places were run before under other keys" in w and "8 use their earlier" in w
+        for w in second.inputs["warnings"]
+    )
     with duckdb.connect(str(db), read_only=True) as con:
         keys = con.execute(
             "select count(*) filter (where outcome_key <> place_key),"
@@ -190,6 +194,13 @@ def test_a_newly_mapped_region_buys_nothing_again(
         ).fetchall()
         assert run_checks(con) == {} or all(v == 0 for v in run_checks(con).values())
     assert keys == [(8, 8)]
+    stale = placeflow.run(
+        [str(data)], options=RunOptions(route="sync", mapping={"region": "Area"}, max_age_days=0),
+        db=db, target=target,
+    )  # fmt: skip
+    assert stale.submitted == 8  # nothing fresh: sent again, but not silently
+    assert any("0 use their earlier fresh outcomes, 8 are sent again" in w
+               for w in stale.inputs["warnings"])  # fmt: skip
 
 
 def test_estimate_shows_the_mapping_and_warns_on_stderr(

@@ -111,19 +111,36 @@ def failing(con: duckdb.DuckDBPyConnection) -> pl.DataFrame:
     return out.select("place_key", "failures_in_a_row", "last_error")
 
 
-def _rekey_warnings(sent: pl.DataFrame, by_core: pl.DataFrame) -> tuple[str, ...]:
-    """A file most of whose places are known only under other keys: say so."""
-    if by_core.height == 0:
+def rekeyed(con: duckdb.DuckDBPyConnection, candidates: pl.DataFrame) -> pl.DataFrame:
+    """Candidates no run sent under their own key but one did under their core key
+    (sql/queries/rekeyed_places.sql): the same places, newly keyed."""
+    none = pl.DataFrame(schema={"place_key": pl.String})
+    if candidates.height == 0:
+        return none
+    frame = candidates.select("place_key", "core_key")
+    try:
+        return _query(con, CORE_CANDIDATES, frame, "queries/rekeyed_places")
+    except duckdb.BinderException:  # a warehouse from before core keys (read-only preview)
+        return none
+
+
+def _rekey_warnings(
+    sent: pl.DataFrame, by_core: pl.DataFrame, renamed: pl.DataFrame
+) -> tuple[str, ...]:
+    """A file most of whose places were run before under other keys: say so, and whether
+    their earlier outcomes were used or they are bought again."""
+    if renamed.height == 0:
         return ()
     matched = pl.col("place_key").is_in(by_core["place_key"].implode())
+    moved = pl.col("place_key").is_in(renamed["place_key"].implode())
     per_file = sent.group_by("source_file", maintain_order=True).agg(
-        pl.len().alias("places"), matched.sum().alias("matched")
+        pl.len().alias("places"), moved.sum().alias("moved"), (moved & matched).sum().alias("used")
     )
     return tuple(
-        f"{file}: {m:,} of {n:,} places have new keys but match places run before once region "
-        "and postcode are left aside (a newly mapped column?); their earlier outcomes are used "
-        "and they are not bought again"
-        for file, n, m in per_file.iter_rows()
+        f"{file}: {m:,} of {n:,} places were run before under other keys (region or postcode"
+        f" newly filled or mapped differently?); {u:,} use their earlier fresh outcomes,"
+        f" {m - u:,} are sent again"
+        for file, n, m, u in per_file.iter_rows()
         if m * 2 > n
     )
 
@@ -147,6 +164,7 @@ def mark_fresh(
     first = sent.select("place_key")
     fresh = pl.DataFrame(schema={"place_key": pl.String})
     by_core = pl.DataFrame(schema={"place_key": pl.String, "outcome_key": pl.String})
+    renamed = pl.DataFrame(schema={"place_key": pl.String})
     held = pl.DataFrame(
         schema={"place_key": pl.String, "failures_in_a_row": pl.Int64, "last_error": pl.String}
     )
@@ -160,6 +178,7 @@ def mark_fresh(
         ).select("place_key")
         rest = sent.filter(~pl.col("place_key").is_in(fresh["place_key"].implode()))
         by_core = fresh_by_core(con, rest, signature=options.signature, max_age=max_age, now=now)
+        renamed = rekeyed(con, sent)
     if con is not None and known and not options.retry_failed and first.height:
         held = failing(con)
     is_fresh = pl.col("place_key").is_in(fresh["place_key"].implode())
@@ -202,6 +221,6 @@ def mark_fresh(
         fresh=fresh.height + by_core.height,
         fresh_by_core=by_core.height,
         held_failing=int((marked.get_column("disposition") == "held_failing").sum()),
-        warnings=_rekey_warnings(sent, by_core),
+        warnings=_rekey_warnings(sent, by_core, renamed),
     )
     return marked, info
