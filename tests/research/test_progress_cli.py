@@ -77,6 +77,7 @@ def last(text: str, label: str) -> int:
     return int(seen[-1].replace(",", ""))
 
 
+@pytest.mark.slow  # a child process: seconds of imports; the events are proved in-process
 def test_on_a_terminal_the_display_ends_on_the_sandbox_figures(
     tmp_path: Path, serve: ServeSandbox
 ) -> None:
