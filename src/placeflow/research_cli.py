@@ -28,7 +28,7 @@ from placeflow.config import in_ci, load_settings, research_kill_at
 from placeflow.errors import OptionsError, PlaceflowError
 from placeflow.pipeline.read import InputError, Source
 from placeflow.refresh import WarehouseSource, parse_duration
-from placeflow.report import EXIT_FAILED, EXIT_USAGE
+from placeflow.report import EXIT_FAILED, EXIT_REFUSED, EXIT_USAGE
 from placeflow.research.fields import FieldSpecError, build_specs
 from placeflow.research.plan import RateCardError, ResearchSpec
 from placeflow.research.run import ResearchOptions, research
@@ -167,8 +167,7 @@ def handle(args: argparse.Namespace) -> int:
         settings = load_settings()
         hook = _kill_hook()
     except (FieldSpecError, ValueError, OptionsError, InputError) as exc:
-        print(f"placeflow research: {exc}", file=sys.stderr)
-        return EXIT_USAGE
+        return _fail(exc, EXIT_USAGE, as_json=args.json)
     try:
         with (
             open_target(
@@ -182,15 +181,20 @@ def handle(args: argparse.Namespace) -> int:
                 on_event=display if show else None,
             )  # fmt: skip
     except RateCardError as exc:
-        print(f"placeflow research: {exc}", file=sys.stderr)
-        return 3
+        return _fail(exc, EXIT_REFUSED, as_json=args.json)
     except (InputError, FileNotFoundError) as exc:
-        print(f"placeflow research: {exc}", file=sys.stderr)
-        return EXIT_USAGE
+        return _fail(exc, EXIT_USAGE, as_json=args.json)
     except PlaceflowError as exc:
-        print(f"placeflow research: {exc}", file=sys.stderr)
-        return EXIT_FAILED
+        return _fail(exc, EXIT_FAILED, as_json=args.json)
     return _print(out, as_json=args.json)
+
+
+def _fail(exc: Exception, code: int, *, as_json: bool) -> int:
+    """An error exit: the reason on stderr and, under --json, still one document on stdout."""
+    print(f"placeflow research: {exc}", file=sys.stderr)
+    if as_json:
+        print(json.dumps({"status": "error", "message": str(exc), "exit_code": code}))
+    return code
 
 
 def _print(out: dict[str, Any], *, as_json: bool) -> int:

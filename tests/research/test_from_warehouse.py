@@ -138,7 +138,8 @@ def test_cli_from_warehouse_with_a_limit_prints_exactly_one_json_document(
 def test_cli_from_warehouse_refuses_inputs_beside_it_and_a_missing_warehouse(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """--from-warehouse with INPUT files, or with no warehouse at --db, exits 2 and says why."""
+    """--from-warehouse with INPUT files, or with no warehouse at --db, exits 2 and says why
+    (under --json in one JSON document)."""
     csv = write_csv(tmp_path / "p.csv", places(2))
     db = str(tmp_path / "none.duckdb")
     both = ["research", str(csv), "--from-warehouse", "--field", "vegan:bool", "--db", db]
@@ -148,4 +149,7 @@ def test_cli_from_warehouse_refuses_inputs_beside_it_and_a_missing_warehouse(
     assert "no warehouse" in capsys.readouterr().err
     assert main(["research", "--field", "vegan:bool", "--db", db]) == 2
     assert "--from-warehouse" in capsys.readouterr().err
+    assert main([*both, "--json"]) == 2  # under --json an error exit is one document too
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["status"] == "error" and doc["exit_code"] == 2 and "not both" in doc["message"]
     assert not Path(db).exists()
