@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from prefect import get_run_logger
 from prefect.artifacts import (
     create_link_artifact,
     create_markdown_artifact,
@@ -54,6 +55,7 @@ class Published:
     report: str | None = None
     export: dict[str, Any] | None = None
     export_error: str | None = None
+    report_error: str | None = None
 
 
 def export_markdown(summary: ExportSummary) -> str:
@@ -111,11 +113,16 @@ def publish(
     if db == MEMORY:
         return done
     run_id = summary.run_id
-    with reading(db) as con:
-        rejects = rejects_table(con, run_id)
-        changes = changes_table(con, run_id)
-        out = report_path(db, run_id)
-        info = write_report(con, run_id, out) if out is not None else None
+    try:
+        with reading(db) as con:
+            rejects = rejects_table(con, run_id)
+            changes = changes_table(con, run_id)
+            out = report_path(db, run_id)
+            info = write_report(con, run_id, out) if out is not None else None
+    except Exception as exc:  # the run's outcome stands; the summary artifact is published
+        done.report_error = f"{type(exc).__name__}: {exc}"
+        get_run_logger().warning("placeflow: no tables or report for %s: %s", run_id, exc)
+        return done
     key = artifact_key(prefix, "rejects")
     create_table_artifact(
         key=key,
