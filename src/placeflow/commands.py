@@ -121,7 +121,8 @@ def _run(args: argparse.Namespace) -> int:
     if not isinstance(data, dict):
         data = {"status": "failed", "message": f"the run failed: {state.message or data}"}
         data["exit_code"] = EXIT_FAILED
-    return _print_outcome(data, as_json=args.json, wall_seconds=time.monotonic() - began)
+    wall = time.monotonic() - began
+    return _print_outcome(data, as_json=args.json, wall_seconds=wall, db=args.db)
 
 
 def _finished(run_id: str, status: str, db: str, *, as_json: bool) -> int:
@@ -138,7 +139,7 @@ def _finished(run_id: str, status: str, db: str, *, as_json: bool) -> int:
 
 
 def _print_outcome(
-    data: dict[str, Any], *, as_json: bool, wall_seconds: float | None = None
+    data: dict[str, Any], *, as_json: bool, wall_seconds: float | None = None, db: str = DEFAULT_DB
 ) -> int:
     from placeflow.pipeline.account import RunSummary
     from placeflow.report import text_summary
@@ -147,7 +148,11 @@ def _print_outcome(
     for warning in (data.get("inputs") or {}).get("warnings", []):
         print(f"placeflow: warning: {warning}", file=sys.stderr)
     if as_json:
-        extra = {"wall_seconds": round(wall_seconds, 3)} if wall_seconds is not None else {}
+        extra: dict[str, Any] = {}
+        if wall_seconds is not None:
+            extra["wall_seconds"] = round(wall_seconds, 3)
+        if data.get("run_id") and data.get("status") == "interrupted":  # what finishes it
+            extra["next"] = f"placeflow resume {data['run_id']} --db {db}"
         print(json.dumps({**data, **extra, "exit_code": code}, sort_keys=True, default=str))
     elif "run_id" in data:
         print(text_summary(RunSummary(**data), wall_seconds=wall_seconds))

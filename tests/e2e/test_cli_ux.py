@@ -64,3 +64,22 @@ def test_ctrl_c_saves_the_run_prints_resume_and_resume_completes(
     summary = placeflow.resume(run_id, db=db, target=target)
     assert summary.status == "completed" and summary.succeeded + summary.failed == 20
     assert sb.requests("POST /v1/jobs/enrich") == 1  # re-attached, not sent again
+
+
+def test_json_without_a_key_is_one_document_on_stdout(tmp_path: Path, prefect_api: str) -> None:
+    """Without PLACEFLOW_API_KEY, `run --json` keeps the sandbox notice on stderr: stdout is one
+    JSON document, whose time counts the whole command."""
+    csv, db = write_csv(tmp_path / "p.csv", places(6)), tmp_path / "wh.duckdb"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PLACEFLOW_")}
+    env["PREFECT_API_URL"] = prefect_api
+    done = subprocess.run(
+        [sys.executable, "-m", "placeflow.cli", "run", str(csv), "--db", str(db), "--json"],
+        env=env, cwd=ROOT, capture_output=True, text=True, timeout=300, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    doc = json.loads(done.stdout)  # the whole of stdout
+    assert doc["status"] == "completed" and doc["rows_read"] == 6
+    assert doc["wall_seconds"] >= doc["seconds"]
+    assert "no PLACEFLOW_API_KEY" in done.stderr
+    for noise in NOISE:
+        assert noise not in done.stdout + done.stderr
