@@ -221,20 +221,15 @@ def normalize(rows: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame, Normalize
     kept = work.select(*KEYS, "note", *cleaned).filter(~pl.col("_bad"))
     has_lat, has_lon = (pl.col(f"_{c}_number").is_not_null() for c in RANGES)
     hidden = pl.any_horizontal(pl.col("^_hidden_.*$"))
-    note = (
+    half: pl.Expr = (
         pl.when(has_lat & ~has_lon).then(pl.lit("latitude given without longitude; both dropped"))
         .when(has_lon & ~has_lat).then(pl.lit("longitude given without latitude; both dropped"))
     )  # fmt: skip
+    removed = pl.lit("control or bidi-override characters removed")
     note = (
         pl.when(hidden)
-        .then(
-            pl.concat_str(
-                pl.lit("control or bidi-override characters removed"),
-                pl.concat_str(pl.lit("; "), note),
-                ignore_nulls=True,
-            )
-        )
-        .otherwise(note)
+        .then(pl.concat_str(removed, pl.concat_str(pl.lit("; "), half), ignore_nulls=True))
+        .otherwise(half)
     )
     places = kept.select(
         *KEYS,
@@ -242,7 +237,7 @@ def normalize(rows: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame, Normalize
         pl.col("_alpha2").alias("country"),
         *[pl.when(has_lat & has_lon).then(pl.col(f"_{c}_number")).alias(c) for c in RANGES],
         pl.coalesce(note, pl.col("note")).alias("note"),
-        note.is_not_null().alias("_nulled"),
+        half.is_not_null().alias("_nulled"),
         (pl.col("_alpha2") != pl.col("_country")).fill_null(False).alias("_mapped"),
     )
     places, fixes = repair(places)  # lost ZIP zeros, coordinates outside the row's country
