@@ -225,6 +225,10 @@ class RunState:
         and no batch_id knows the request may have reached the service."""
         self._chunk(chunk_no, sending_at=self.now())
 
+    def not_sent(self, chunk_no: int) -> None:
+        """The POST was answered with a refusal (e.g. 402): nothing reached the service."""
+        self._chunk(chunk_no, sending_at=None)
+
     def uncertain(self, chunk_no: int, why: str) -> None:
         """A chunk whose request may have been charged without its answer: held, not re-sent
         blind (`--resend-uncertain` sends it again)."""

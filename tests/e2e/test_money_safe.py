@@ -165,8 +165,8 @@ def test_lost_post_after_retention_is_not_paid_twice(rig: Any, tmp_path: Path) -
     f, db = write_places(tmp_path / "p.csv", 20), tmp_path / "wh.duckdb"
     with pytest.raises(TransientError):
         placeflow.run(
-            [str(f)], options=RunOptions(route="job", chunk_rows=20), db=db, target=r.target,
-            clock=r.now, step=step,
+            [str(f)], options=RunOptions(route="job", chunk_rows=20, idempotency_window=10.0),
+            db=db, target=r.target, clock=r.now, step=step,
         )  # fmt: skip
     with duckdb.connect(str(db), read_only=True) as con:
         (sending,) = con.execute("select sending_at from jobs").fetchone() or (None,)

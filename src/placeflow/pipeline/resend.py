@@ -9,10 +9,11 @@ alone: when `current_usage` moved by exactly what the run's own ledger explains 
 its jobs is in flight, the POST never created a job and is sent; otherwise the chunk is held
 as uncertain and said so (`--resend-uncertain` sends it anyway, accepting the risk).
 
-The window defaults to 5 s: the spec only asks for a prompt retry and shows no retention, and
-5 s is the shortest retention met in a service of this spec. Within it a replay is safe on any
-reading; past it the usage is asked (one request), and a chunk the usage cannot clear is held,
-never paid twice.
+The window defaults to 60 s: the spec asks for a prompt retry and shows no retention; a minute
+covers a crash and an immediate resume (a replay then re-attaches, as the kill tests show),
+while a service forgetting keys sooner needs a shorter window (`--idempotency-window`): past
+it the usage is asked (one request), and a chunk the usage cannot clear is held, never paid
+twice.
 """
 
 from __future__ import annotations

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from placeflow.api.client import PlaceApiClient
-from placeflow.api.errors import OutcomeUnknown
+from placeflow.api.errors import ApiError, OutcomeUnknown
 from placeflow.api.models import TERMINAL_JOB_STATUSES, JobKind
 from placeflow.events import ChunkSubmitted, CreditsHeld, Emit, Note
 from placeflow.pipeline.fetch import Fetched
@@ -45,9 +45,14 @@ def submit_job(
     assert chunk.idempotency_key is not None
     if chunk.sending_at is None:
         state.sending_job(chunk.chunk_no)  # written ahead: a lost answer is known on resume
-    submission = api.submit_job_body(
-        kind, state.chunk_body(chunk.chunk_no), idempotency_key=chunk.idempotency_key
-    )
+    try:
+        submission = api.submit_job_body(
+            kind, state.chunk_body(chunk.chunk_no), idempotency_key=chunk.idempotency_key
+        )
+    except ApiError as exc:
+        if not isinstance(exc, OutcomeUnknown):  # answered with a refusal: no job was created
+            state.not_sent(chunk.chunk_no)
+        raise
     job = submission.job
     due = None
     if job.status not in TERMINAL_JOB_STATUSES and job.eta_seconds is not None:
