@@ -103,9 +103,9 @@ class RunOptions(BaseModel):
         json_schema_extra={"metavar": "SECONDS", "estimate": False, "identity": False},
     )
     idempotency_window: float = Field(
-        default=5.0,
+        default=60.0,
         description="seconds within which a job POST whose answer was lost is replayed under"
-        " its Idempotency-Key; older ones are checked against usage first (default 5)",
+        " its Idempotency-Key; older ones are checked against usage first (default 60)",
         json_schema_extra={"metavar": "SECONDS", "estimate": False, "identity": False},
     )
     resend_uncertain: bool = Field(
