@@ -14,7 +14,8 @@ BREAKS: dict[str, list[str]] = {
     "run_rows_count_mismatch": ["update runs set rows_read = 7 where run_id = 'r1'"],
     "disposition_count_mismatch": ["update runs set duplicates = 0 where run_id = 'r1'"],
     "submitted_place_not_planned": [
-        "insert into run_rows values ('r1', 6, 'in.csv', 7, null, 'Q', 'submitted', null)"],
+        "insert into run_rows (run_id, row_ord, source_file, source_row, source_id, place_key,"
+        " disposition, note) values ('r1', 6, 'in.csv', 7, null, 'Q', 'submitted', null)"],
     "planned_place_not_submitted": [
         "update run_rows set disposition = 'duplicate' where run_id = 'r1' and place_key = 'C'"],
     "rejected_row_without_reject": ["delete from rejects where run_id = 'r1'"],

@@ -21,9 +21,16 @@ from placeflow.warehouse import (
     transaction,
 )
 
-TABLES = {"runs", "run_rows", "rejects", "run_places", "jobs", "validations", "enrichments",
-          "credit_ledger", "schema_migrations"}
-VIEWS = {"place_outcomes", "places_latest", "run_credits"}
+TABLES = {
+    "runs", "run_rows", "rejects", "run_places", "jobs", "validations", "enrichments",
+    "credit_ledger", "schema_migrations", "billing_readings", "place_changes", "not_a_match",
+    "export_state", "export_log", "research_runs", "research_requests", "research_answers",
+    "research_ledger",
+}  # fmt: skip
+VIEWS = {
+    "place_outcomes", "places_latest", "run_credits", "place_facts", "place_history",
+    "research_latest", "run_row_outcomes",
+}  # fmt: skip
 
 
 def test_connect_creates_the_database_and_its_parent(tmp_path: Path) -> None:
