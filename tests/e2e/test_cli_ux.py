@@ -83,3 +83,29 @@ def test_json_without_a_key_is_one_document_on_stdout(tmp_path: Path, prefect_ap
     assert "no PLACEFLOW_API_KEY" in done.stderr
     for noise in NOISE:
         assert noise not in done.stdout + done.stderr
+
+
+def test_ctrl_c_with_cancel_on_interrupt_cancels_the_running_job(
+    tmp_path: Path, serve_sandbox: ServeSandbox, prefect_api: str
+) -> None:
+    """With --cancel-on-interrupt, Ctrl-C also asks the service to cancel the running job."""
+    sb = serve_sandbox(rows_per_second=1.0)
+    csv, db = write_csv(tmp_path / "p.csv", places(20)), tmp_path / "wh.duckdb"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PLACEFLOW_")}
+    env.update(PLACEFLOW_API_KEY=KEY, PLACEFLOW_BASE_URL=sb.base_url, PREFECT_API_URL=prefect_api)
+    cmd = [sys.executable, "-m", "placeflow.cli", "run", str(csv), "--db", str(db), "--quiet"]
+    with subprocess.Popen(
+        [*cmd, "--route", "job", "--cancel-on-interrupt"], env=env, cwd=ROOT, text=True,
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True,
+    ) as proc:  # fmt: skip
+        deadline = time.monotonic() + 180
+        while sb.requests("GET /v1/jobs/{batch_id}") == 0:
+            assert proc.poll() is None and time.monotonic() < deadline, "no job was polled"
+            time.sleep(0.05)
+        os.killpg(proc.pid, signal.SIGINT)
+        out, err = proc.communicate(timeout=30)
+    assert proc.returncode == EXIT_INTERRUPTED, err[-3000:]
+    assert out == ""  # the one line is a notice: stderr
+    lines = [line for line in err.splitlines() if "interrupted" in line]
+    assert len(lines) == 1 and "1 cancelled" in lines[0] and "placeflow resume" in lines[0]
+    assert sb.requests("DELETE /v1/jobs/{batch_id}") == 1
