@@ -108,13 +108,18 @@ class RunOptions(BaseModel):
         " its Idempotency-Key; older ones are checked against usage first (default 60)",
         json_schema_extra={"metavar": "SECONDS", "estimate": False, "identity": False},
     )
+    warehouse_wait: float = Field(
+        default=120.0,
+        description="seconds to wait for another process to let go of the warehouse before"
+        " refusing (default 120; a run holds it only while writing)",
+        json_schema_extra={"metavar": "SECONDS", "estimate": False, "identity": False},
+    )
     resend_uncertain: bool = Field(
         default=False,
         description="send again chunks whose earlier request may have been charged without"
         " its answer (accepts paying twice)",
         json_schema_extra={"estimate": False, "identity": False},
     )
-
 
     @field_validator("attributes", mode="before")
     @classmethod
@@ -167,7 +172,7 @@ class RunOptions(BaseModel):
             raise ValueError(f"chunk rows must be 1 to {MAX_JOB_ROWS:,}")
         return value
 
-    @field_validator("poll_timeout", "stuck_after", "idempotency_window")
+    @field_validator("poll_timeout", "stuck_after", "idempotency_window", "warehouse_wait")
     @classmethod
     def _timeout(cls, value: float, info: ValidationInfo) -> float:
         if value <= 0:

@@ -55,13 +55,14 @@ from placeflow.service import Target
 from placeflow.steps import SYSTEM_TIMER, Stages, Step, Timer, direct, emitter
 from placeflow.warehouse import DEFAULT_DB, Warehouse, connect
 
-
 CHUNK_FAILURES = (DownloadError, LoadError, TransientError)
 """What settling one chunk may raise that is that chunk's alone: noted on it, retried by a
 resume, never stopping the others."""
 
 
-PER_INVOCATION = ("poll_timeout", "stuck_after", "idempotency_window", "resend_uncertain")
+PER_INVOCATION = (
+    "poll_timeout", "stuck_after", "idempotency_window", "resend_uncertain", "warehouse_wait",
+)  # fmt: skip
 """Options a resume takes from its own invocation rather than from the stored run."""
 
 
@@ -362,7 +363,7 @@ def run(
     source = as_source(inputs)
     started = clock()
     r = Stages(step=step, emit=emitter(on_event), timer=timer)
-    with Warehouse(db) as wh, target.client() as api:
+    with Warehouse(db, wait=options.warehouse_wait) as wh, target.client() as api:
         con = held_while_writing(wh, api)
         print_ = fingerprint(source, options)
         same = unfinished_run(con, print_)

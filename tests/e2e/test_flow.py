@@ -188,7 +188,7 @@ def test_the_key_appears_nowhere(
 def test_a_second_run_on_a_busy_database_refuses_clearly(
     tmp_path: Path, serve_sandbox: ServeSandbox
 ) -> None:
-    """While another process writes the warehouse, a run stops at once with a clear message."""
+    """While another process holds the warehouse past the run's wait, it refuses clearly."""
     import subprocess
     import sys
 
@@ -209,7 +209,7 @@ def test_a_second_run_on_a_busy_database_refuses_clearly(
     try:
         assert holder.stdout is not None and holder.stdout.readline().strip() == "locked"
         f = write_csv(tmp_path / "p.csv", places(5))
-        state, s = run_flow(inputs=[str(f)], db=str(db))
+        state, s = run_flow(inputs=[str(f)], db=str(db), warehouse_wait=0.5)
     finally:
         holder.kill()
         holder.wait()
