@@ -15,7 +15,9 @@ from __future__ import annotations
 
 import inspect
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import Any, ParamSpec, TypeVar, cast
 
 from prefect import flow, task
@@ -33,7 +35,7 @@ from placeflow.events import Event
 from placeflow.options import RunOptions
 from placeflow.pipeline.account import RunSummary
 from placeflow.report import EXIT_FAILED, EXIT_OK, exit_code, exit_code_for
-from placeflow.service import open_target
+from placeflow.service import Target, open_target
 from placeflow.warehouse import DEFAULT_DB
 
 P = ParamSpec("P")
@@ -75,41 +77,69 @@ PREFIX = "place-refresh"
 """The artifact keys' prefix: place-refresh-summary, -rejects, -changes, -report, -progress."""
 
 
-def _publish(summary: RunSummary, db: str, export_to: str | None = None) -> Published:
-    exported = run_export(db, export_to, password=postgres_password()) if export_to else None
-    return publish(
-        summary,
-        db=db,
-        prefix=PREFIX,
-        description=f"placeflow run {summary.run_id}",
-        exported=exported,
-    )
+@contextmanager
+def service_target() -> Iterator[Target]:
+    """The service the settings name (or the embedded sandbox, said on stderr), its requests
+    kept to the key's limits by the Prefect server's when one of its own is in use."""
+    settings = load_settings()
+    with open_target(
+        api_key=settings.api_key, base_url=settings.base_url, limits=settings.limits
+    ) as opened:
+        target = gated(opened, server_url=prefect_server_url(), sandbox=settings.uses_sandbox)
+        if settings.uses_sandbox:
+            print(f"placeflow: no PLACEFLOW_API_KEY set; using the {target.label}", file=sys.stderr)
+        yield target
 
 
-def finish(summary: RunSummary, db: str, export_to: str | None) -> Any:
-    """A completed run's end: export (when asked), artifacts, and the flow's result."""
-    done = _publish(summary, db, export_to)
-    data = {**summary.as_dict(), "exit_code": exit_code_for(summary.status)}
-    if done.export_error is not None:
-        message = f"the run completed but its export failed: {done.export_error}"
-        data = {**data, "exit_code": EXIT_FAILED, "message": message}
-        return Failed(message=message, data=data)
-    if data["exit_code"] != EXIT_OK:
-        return Failed(message=summary.message or summary.status, data=data)
-    return data
+def _describe_run(summary: RunSummary) -> str:
+    return f"placeflow run {summary.run_id}"
 
 
-def stopped_state(exc: PlaceflowError, db: str) -> Any:
-    """The Failed state of a run that raised (its artifacts published when it has a summary)."""
-    code = exit_code(exc)
-    stopped = exc.summary if isinstance(exc, RunStopped) else None
-    if stopped is None:
-        data = {"status": "failed", "message": str(exc), "exit_code": code}
+@dataclass(frozen=True)
+class Ending:
+    """How a flow publishes its end: the artifact keys' prefix and what a summary is called."""
+
+    prefix: str = PREFIX
+    what: str = "run"
+    describe: Callable[[RunSummary], str] = _describe_run
+
+    def publish(self, summary: RunSummary, db: str, export_to: str | None = None) -> Published:
+        exported = run_export(db, export_to, password=postgres_password()) if export_to else None
+        return publish(
+            summary,
+            db=db,
+            prefix=self.prefix,
+            description=self.describe(summary),
+            exported=exported,
+        )
+
+    def finish(self, summary: RunSummary, db: str, export_to: str | None) -> Any:
+        """A completed run's end: export (when asked), artifacts, and the flow's result."""
+        done = self.publish(summary, db, export_to)
+        data = {**summary.as_dict(), "exit_code": exit_code_for(summary.status)}
+        if done.export_error is not None:
+            message = f"the {self.what} completed but its export failed: {done.export_error}"
+            data = {**data, "exit_code": EXIT_FAILED, "message": message}
+            return Failed(message=message, data=data)
+        if data["exit_code"] != EXIT_OK:
+            return Failed(message=summary.message or summary.status, data=data)
+        return data
+
+    def stopped(self, exc: PlaceflowError, db: str) -> Any:
+        """The Failed state of a run that raised (its artifacts published when it has a
+        summary)."""
+        code = exit_code(exc)
+        stopped = exc.summary if isinstance(exc, RunStopped) else None
+        if stopped is None:
+            data = {"status": "failed", "message": str(exc), "exit_code": code}
+            return Failed(message=str(exc), data=data)
+        if not isinstance(exc, BudgetRefused):
+            self.publish(stopped, db)
+        data = {**stopped.as_dict(), "exit_code": code, "message": stopped.message or str(exc)}
         return Failed(message=str(exc), data=data)
-    if not isinstance(exc, BudgetRefused):
-        _publish(stopped, db)
-    data = {**stopped.as_dict(), "exit_code": code, "message": stopped.message or str(exc)}
-    return Failed(message=str(exc), data=data)
+
+
+RUN = Ending()
 
 
 @flow(name="place_refresh", log_prints=False)
@@ -133,16 +163,7 @@ def place_refresh(
     options = options or RunOptions()
     progress = ProgressArtifact(f"placeflow run of {db}", forward=on_event)
     try:
-        settings = load_settings()
-        with open_target(
-            api_key=settings.api_key, base_url=settings.base_url, limits=settings.limits
-        ) as opened:
-            target = gated(opened, server_url=prefect_server_url(), sandbox=settings.uses_sandbox)
-            if settings.uses_sandbox:
-                print(
-                    f"placeflow: no PLACEFLOW_API_KEY set; using the {target.label}",
-                    file=sys.stderr,
-                )
+        with service_target() as target:
             if resume_run_id:
                 summary = placeflow.resume(
                     resume_run_id, db=db, target=target, poll_timeout=options.poll_timeout,
@@ -154,5 +175,5 @@ def place_refresh(
                     on_event=progress,
                 )  # fmt: skip
     except PlaceflowError as exc:
-        return stopped_state(exc, db)
-    return finish(summary, db, export_to)
+        return RUN.stopped(exc, db)
+    return RUN.finish(summary, db, export_to)

@@ -14,7 +14,7 @@ from __future__ import annotations
 import hashlib
 import threading
 import time
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 from prefect.client.orchestration import get_client
 from prefect.client.schemas.actions import (
@@ -24,9 +24,9 @@ from prefect.client.schemas.actions import (
 from prefect.concurrency.sync import rate_limit
 from prefect.exceptions import ObjectAlreadyExists
 
-from placeflow.api.limiter import RateLimits
+from placeflow.api.limiter import RateGate, RateLimits
 from placeflow.redact import Secret
-from placeflow.service import Target
+from placeflow.service import Target, shared_limiter
 
 
 def limit_names(base_url: str, api_key: Secret, limits: RateLimits) -> list[str]:
@@ -93,14 +93,41 @@ class PrefectRateGate:
             self._blocked_until = max(self._blocked_until, time.monotonic() + seconds)
 
 
-def gated(target: Target, *, server_url: str | None, sandbox: bool) -> Target:
-    """`target` with this gate when flows run under a Prefect server of their own (`server_url`,
-    PREFECT_API_URL) and talk to a real service: every flow run on that server, on any machine,
-    then keeps the key's limits together. Otherwise the target as it is (the machine's limiter;
-    an embedded sandbox is each process's own)."""
-    if server_url is None or sandbox:
+@dataclass(frozen=True)
+class BothGates:
+    """The machine's limiter, then the Prefect server's: a deployment's run keeps the key's
+    limits with the analysts' runs on its machine (the file) and with the flow runs on other
+    machines (the server)."""
+
+    machine: RateGate
+    server: RateGate
+
+    def acquire(self) -> float:
+        return self.machine.acquire() + self.server.acquire()
+
+    def delay(self) -> float:
+        return max(self.machine.delay(), self.server.delay())
+
+    def defer(self, seconds: float) -> None:
+        self.machine.defer(seconds)
+        self.server.defer(seconds)
+
+
+def gated(
+    target: Target, *, server_url: str | None, sandbox: bool, deployed: bool | None = None
+) -> Target:
+    """`target` with this gate when a deployment's flow run (a worker's or `serve`'s: they may
+    be on other machines) runs under a Prefect server of its own (`server_url`,
+    PREFECT_API_URL) and talks to a real service: every such flow run keeps the key's limits
+    together. Otherwise the target as it is: the machine's limiter, which every process of the
+    machine shares (an analyst's `placeflow run` and a worker on the same machine included);
+    an embedded sandbox is each process's own. `deployed` defaults to whether the current flow
+    run belongs to a deployment."""
+    if deployed is None:
+        from prefect.runtime import flow_run
+
+        deployed = flow_run.deployment_id is not None
+    if server_url is None or sandbox or not deployed:
         return target
-    return replace(
-        target,
-        gate=PrefectRateGate(target.limits, base_url=target.base_url, api_key=target.api_key),
-    )
+    server = PrefectRateGate(target.limits, base_url=target.base_url, api_key=target.api_key)
+    return replace(target, gate=BothGates(shared_limiter(target), server))

@@ -21,7 +21,7 @@ SAMPLES = str(Path(__file__).resolve().parents[1] / "data" / "samples" / "*.csv"
 
 def test_estimate_counts_and_costs_without_spending(capsys: pytest.CaptureFixture[str],
                                                     tmp_path: Path) -> None:
-    """`estimate` on the samples: 864 rows, 55 duplicates (31 exact, 24 fuzzy), 809 places and credits."""
+    """`estimate` on the samples: 864 rows, 55 duplicates (31 exact, 24 fuzzy), 809 places."""
     code = main(["estimate", SAMPLES, "--db", str(tmp_path / "none.duckdb"), "--json"])
     out = json.loads(capsys.readouterr().out)
     assert code == 0

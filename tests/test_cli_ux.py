@@ -23,11 +23,14 @@ from placeflow.report import against, text_summary
 from placeflow.service import Target
 from tests.test_run import write_places
 
+pytestmark = pytest.mark.slow  # starts placeflow/Prefect processes: minutes on 2 cores
+
 KEY = "sk_cli_ux_paid_key_77"
 
 PROBE = """
 import sys
 from placeflow.cli import main
+
 code = main(sys.argv[1:])
 print("PREFECT-LOADED" if "prefect" in sys.modules else "PREFECT-NOT-LOADED", file=sys.stderr)
 sys.exit(code)

@@ -67,7 +67,8 @@ def test_counts_each_chunk_once_and_eta_from_the_observed_rate() -> None:
     t(RowsLoaded(0, 400, 390, 10))
     t(RowsLoaded(0, 400, 390, 10))
     t(CreditsCharged(0, 390, 10))
-    assert (len(t.submitted), len(t.jobs), t.rows_loaded, t.loaded_split()) == (2, 2, 400, (390, 10))
+    counted = (len(t.submitted), len(t.jobs), t.rows_loaded, t.loaded_split())
+    assert counted == (2, 2, 400, (390, 10))
     assert (t.credits_held, t.credits_charged, t.credits_released) == (400, 390, 10)
     assert 0.1 < t.fraction() < 1.0
     t(StageFinished("account", None, {}))

@@ -23,6 +23,8 @@ from placeflow.redact import Secret
 from placeflow.service import Target
 from placeflow.warehouse import run_checks
 
+pytestmark = pytest.mark.slow  # starts placeflow/Prefect processes: minutes on 2 cores
+
 KEY = "sk_rows_paid_key_5678"
 FIXTURE = Path(__file__).parent / "fixtures" / "real_shapes_stores.csv"
 MAPPED_BY_A_PERSON = {

@@ -13,6 +13,7 @@ import time
 from pathlib import Path
 
 import duckdb
+import pytest
 
 import placeflow
 from placeflow.api.limiter import RateLimits
@@ -21,6 +22,8 @@ from placeflow.report import EXIT_INTERRUPTED
 from placeflow.service import Target
 
 from .conftest import KEY, ServeSandbox, places, write_csv
+
+pytestmark = pytest.mark.slow  # starts placeflow/Prefect processes: minutes on 2 cores
 
 ROOT = Path(__file__).resolve().parents[2]
 NOISE = ("Traceback", "Crash detected", "nanobind", "KeyboardInterrupt", " ERROR ")

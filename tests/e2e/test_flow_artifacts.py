@@ -18,6 +18,8 @@ import pytest
 
 from .conftest import ServeSandbox
 
+pytestmark = pytest.mark.slow  # starts placeflow/Prefect processes: minutes on 2 cores
+
 ROOT = Path(__file__).resolve().parents[2]
 FODORS = ROOT / "data" / "samples" / "restaurants_fodors.csv"
 PLACES = 150

@@ -20,7 +20,7 @@ from placeflow.pipeline.read import FileSource, read
 
 from .conftest import KEY, ServeSandbox, run_flow, write_csv
 
-pytestmark = pytest.mark.usefixtures("prefect_api")
+pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("prefect_api")]
 
 ROOT = Path(__file__).resolve().parents[2]
 NAMES = ("asahi ramen", "baja fresh", "la cachette", "cafe bizou", "campanile",

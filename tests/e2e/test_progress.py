@@ -22,6 +22,8 @@ import pytest
 
 from .conftest import KEY, Served, ServeSandbox
 
+pytestmark = pytest.mark.slow  # starts placeflow/Prefect processes: minutes on 2 cores
+
 ROOT = Path(__file__).resolve().parents[2]
 SAMPLES = sorted(str(p) for p in (ROOT / "data" / "samples").glob("*.csv"))
 ANSI = re.compile(rb"\x1b(\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(\x07|\x1b\\)|[@-Z\\-_])")

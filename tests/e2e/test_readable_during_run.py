@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import duckdb
+import pytest
 
 import placeflow
 from placeflow.api.limiter import RateLimits
@@ -20,9 +21,12 @@ from placeflow.service import Target
 
 from .conftest import KEY, ServeSandbox, places, write_csv
 
+pytestmark = pytest.mark.slow  # starts placeflow/Prefect processes: minutes on 2 cores
+
 READER = """
 import sys
 from placeflow.warehouse import connect
+
 with connect(sys.argv[1], read_only=True, wait=60) as con:
     print(con.execute("select count(*) from jobs where status = 'submitted'").fetchall()[0][0])
 """

@@ -25,6 +25,8 @@ from tests.warehouse.test_changes import _fields
 
 from .conftest import KEY, Served, ServeSandbox
 
+pytestmark = pytest.mark.slow  # starts placeflow/Prefect processes: minutes on 2 cores
+
 SIGNATURE = placeflow.RunOptions().signature
 """The main job's and the refresh's: enrich with the default attributes."""
 

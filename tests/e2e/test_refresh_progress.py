@@ -19,6 +19,8 @@ from placeflow.service import Target
 from .conftest import KEY, ServeSandbox
 from .test_progress import ANSI, ROOT, counts, environment, run_in_pipes, run_in_terminal
 
+pytestmark = pytest.mark.slow  # starts placeflow/Prefect processes: minutes on 2 cores
+
 PLACES = 120
 
 

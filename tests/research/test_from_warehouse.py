@@ -31,6 +31,8 @@ from placeflow.service import Target
 
 from .conftest import KEY, SCALE, Served, ServeSandbox, places, spec, write_csv
 
+pytestmark = pytest.mark.slow  # starts placeflow/Prefect processes: minutes on 2 cores
+
 PER_ROW = 4  # 3 fields + identity
 
 

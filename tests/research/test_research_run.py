@@ -7,10 +7,13 @@ from pathlib import Path
 from typing import Any
 
 import duckdb
+import pytest
 
 from placeflow.research.run import ResearchOptions
 
 from .conftest import KEY, ServeSandbox, places, spec, write_csv
+
+pytestmark = pytest.mark.slow  # starts placeflow/Prefect processes: minutes on 2 cores
 
 PER_ROW = 4  # 3 fields + identity
 
