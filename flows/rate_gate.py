@@ -124,9 +124,9 @@ def gated(
     an embedded sandbox is each process's own. `deployed` defaults to whether the current flow
     run belongs to a deployment."""
     if deployed is None:
-        from prefect.runtime import flow_run
+        from prefect.runtime import deployment
 
-        deployed = flow_run.deployment_id is not None
+        deployed = deployment.id is not None
     if server_url is None or sandbox or not deployed:
         return target
     server = PrefectRateGate(target.limits, base_url=target.base_url, api_key=target.api_key)
