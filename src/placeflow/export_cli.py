@@ -85,11 +85,11 @@ def _print(summary: ExportSummary, *, as_json: bool) -> None:
 
 
 def run(argv: list[str] | None = None) -> int:
-    """`python -m placeflow.export_cli export ...` until the CLI carries the sub-command."""
+    """`python -m placeflow.export_cli export ...`, the same as `placeflow export ...`."""
     parser = argparse.ArgumentParser(prog="placeflow")
     add_parser(parser.add_subparsers(dest="command", required=True))
     args = parser.parse_args(argv)
-    return int(args.handler(args))
+    return int(args.func(args))
 
 
 if __name__ == "__main__":
