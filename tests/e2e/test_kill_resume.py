@@ -22,6 +22,8 @@ from placeflow.warehouse import run_checks
 
 from .conftest import KEY, ServeSandbox, places, write_csv
 
+pytestmark = pytest.mark.slow  # placeflow subprocesses killed and rerun, as the crash matrix
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
