@@ -120,7 +120,7 @@ class JobPoller:
         self.learner = learner or EtaLearner()
         self._clock = clock or client.clock
         self._sleep = sleep or client.sleep
-        self._rand = rand or random.random
+        self._rand = rand or random.Random().random  # noqa: S311 - jitter, not secrets; own state
         self.polls = 0
         """GET /v1/jobs/{batch_id} requests made by this poller (DELETEs not included)."""
         self.polls_by_job: Counter[str] = Counter()

@@ -91,7 +91,7 @@ class ApiSession:
         clock: Callable[[], float] = time.monotonic,
         wall_clock: Callable[[], float] = time.time,
         sleep: Callable[[float], None] = time.sleep,
-        rand: Callable[[], float] = random.random,
+        rand: Callable[[], float] | None = None,
         on_possible_double_charge: Callable[[PossibleDoubleCharge], None] | None = None,
     ) -> None:
         if limits is not None and limiter is not None:
@@ -115,7 +115,8 @@ class ApiSession:
         self.clock = clock
         self.wall_clock = wall_clock
         self.sleep = sleep
-        self._rand = rand
+        # jitter from a generator of its own: the global `random` state is the caller's
+        self._rand = rand or random.Random().random  # noqa: S311 - jitter, not secrets
         self._on_possible_double_charge = on_possible_double_charge
         self._lock = threading.Lock()
         self._double_charges: list[PossibleDoubleCharge] = []
