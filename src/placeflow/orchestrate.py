@@ -18,7 +18,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 import duckdb
 import polars as pl
@@ -53,7 +53,7 @@ from placeflow.runstate import (
 )
 from placeflow.service import Target
 from placeflow.steps import SYSTEM_TIMER, Stages, Step, Timer, direct, emitter
-from placeflow.warehouse import DEFAULT_DB, Warehouse, connect
+from placeflow.warehouse import DEFAULT_DB, Warehouse, connect, held_while_writing, workdir_for
 
 CHUNK_FAILURES = (DownloadError, LoadError, TransientError)
 """What settling one chunk may raise that is that chunk's alone: noted on it, retried by a
@@ -323,24 +323,6 @@ def _finish(summary: RunSummary, r: Stages) -> RunSummary:
 
 
 # --- the entry points ---------------------------------------------------------------------------
-
-
-def held_while_writing(wh: Warehouse, api: PlaceApiClient) -> duckdb.DuckDBPyConnection:
-    """The run's connection, let go whenever the client waits (polls, backoffs), so that
-    `placeflow runs` and read-only connections of other processes can read between writes."""
-    wait = api.sleep
-
-    def sleep(seconds: float) -> None:
-        wh.release()
-        wait(seconds)
-
-    api.sleep = sleep
-    return cast(duckdb.DuckDBPyConnection, wh)  # it stands for the connection it opens
-
-
-def workdir_for(db: Path | str, run_id: str) -> Path:
-    """Where a run's verified result files live: beside the database, per run."""
-    return Path(db).parent / "runs" / run_id
 
 
 def run(

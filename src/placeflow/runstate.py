@@ -16,7 +16,6 @@ from __future__ import annotations
 import json
 import secrets
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Literal
 
@@ -24,9 +23,14 @@ import duckdb
 import polars as pl
 
 from placeflow.errors import UnknownRun
-from placeflow.options import RunOptions
 from placeflow.pipeline.plan import chunk_body as plan_body
+from placeflow.runread import Chunk, StoredRun, stored_run, unfinished_run
 from placeflow.warehouse import insert_frame, transaction
+
+__all__ = [
+    "Chunk", "Clock", "RunState", "StoredRun", "new_run_id", "open_run", "record_rows",
+    "stored_run", "unfinished_run", "utc_now",
+]  # fmt: skip
 
 Clock = Callable[[], datetime]
 LedgerKind = Literal["hold", "charge", "release", "adjustment"]
@@ -38,51 +42,6 @@ def utc_now() -> datetime:
 
 def new_run_id(now: datetime) -> str:
     return f"run_{now.strftime('%Y%m%dT%H%M%S')}_{secrets.token_hex(3)}"
-
-
-@dataclass(frozen=True)
-class Chunk:
-    """A chunk's row in `jobs`, as the stages need it."""
-
-    chunk_no: int
-    route: str
-    status: str
-    rows: int
-    idempotency_key: str | None
-    batch_id: str | None
-    result_path: str | None
-    result_sha256: str | None
-    sending_at: datetime | None = None
-    error_code: str | None = None
-
-
-@dataclass(frozen=True)
-class StoredRun:
-    """A run as recorded: enough to resume it."""
-
-    run_id: str
-    status: str
-    options: RunOptions
-    inputs: tuple[str, ...]
-
-
-def unfinished_run(con: duckdb.DuckDBPyConnection, fingerprint: str) -> str | None:
-    """The newest run of the same command that did not finish, to resume instead of redo."""
-    row = con.execute(
-        "select run_id from runs where fingerprint = ? and status in ('running', 'interrupted')"
-        " order by created_at desc limit 1",
-        [fingerprint],
-    ).fetchone()
-    return str(row[0]) if row else None
-
-
-def stored_run(con: duckdb.DuckDBPyConnection, run_id: str) -> StoredRun:
-    row = con.execute(
-        "select status, options, inputs from runs where run_id = ?", [run_id]
-    ).fetchone()
-    if row is None:
-        raise UnknownRun(f"no run {run_id} in this database: `placeflow runs` lists them")
-    return StoredRun(run_id, str(row[0]), RunOptions.parse(str(row[1])), tuple(json.loads(row[2])))
 
 
 def open_run(state: RunState, run: dict[str, Any], plan: dict[str, pl.DataFrame] | None) -> None:

@@ -20,7 +20,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import duckdb
 
@@ -28,6 +28,8 @@ from placeflow.errors import WarehouseError
 
 if TYPE_CHECKING:  # polars loads only where a frame is written (a report needs none)
     import polars as pl
+
+    from placeflow.api.client import PlaceApiClient
 
 DEFAULT_DB = "data/placeflow.duckdb"
 """Where runs land unless told otherwise (the CLI's and the flow's default)."""
@@ -165,6 +167,24 @@ class Warehouse:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def held_while_writing(wh: Warehouse, api: PlaceApiClient) -> duckdb.DuckDBPyConnection:
+    """The run's connection, let go whenever the client waits (polls, backoffs), so that
+    `placeflow runs` and read-only connections of other processes can read between writes."""
+    wait = api.sleep
+
+    def sleep(seconds: float) -> None:
+        wh.release()
+        wait(seconds)
+
+    api.sleep = sleep
+    return cast(duckdb.DuckDBPyConnection, wh)  # it stands for the connection it opens
+
+
+def workdir_for(db: Path | str, run_id: str) -> Path:
+    """Where a run's verified result files live: beside the database, per run."""
+    return Path(db).parent / "runs" / run_id
 
 
 def _open(path: Path | str, *, read_only: bool, wait: float) -> duckdb.DuckDBPyConnection:

@@ -17,7 +17,8 @@ from placeflow.api.client import PlaceApiClient
 from placeflow.api.download import download_result
 from placeflow.api.models import JobStatus
 from placeflow.events import Emit, FileVerified, Note
-from placeflow.runstate import Chunk, RunState
+from placeflow.runread import Chunk
+from placeflow.runstate import RunState
 
 Billing = Literal["job", "sync"]
 

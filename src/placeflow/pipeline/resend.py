@@ -25,7 +25,8 @@ from placeflow.api.client import PlaceApiClient
 from placeflow.api.errors import UsageUnknown
 from placeflow.options import RunOptions
 from placeflow.pipeline.reconcile import concurrent_runs
-from placeflow.runstate import Chunk, RunState
+from placeflow.runread import Chunk
+from placeflow.runstate import RunState
 from placeflow.warehouse import sql_text
 
 

@@ -24,7 +24,8 @@ from placeflow.api.models import TERMINAL_JOB_STATUSES, JobKind
 from placeflow.events import ChunkSubmitted, CreditsHeld, Emit, Note
 from placeflow.pipeline.fetch import Fetched
 from placeflow.pipeline.resend import usage_unexplained
-from placeflow.runstate import Chunk, RunState
+from placeflow.runread import Chunk
+from placeflow.runstate import RunState
 
 
 @dataclass(frozen=True)
