@@ -4,6 +4,8 @@
     ├── UsageError                      the caller's arguments or input (CLI exit code 2)
     │   ├── InputError                  a file cannot be read as places (names it, says what to do)
     │   ├── SourceProblem               why a source cannot be read (its reader adds which file)
+    │   ├── FieldSpecError              a research attribute spec breaks the spec's limits
+    │   │                               (placeflow.research.fields; also a ValueError)
     │   ├── OptionsError                run options out of bounds (also a ValueError)
     │   ├── ConfigError                 the environment's settings do not fit (also a ValueError)
     │   └── UnknownRun                  no such run in this warehouse (also a LookupError)
@@ -15,16 +17,30 @@
     │   ├── MigrationError              the database and sql/schema/ disagree (placeflow.warehouse)
     │   └── LoadError                   a result file does not match its chunk (pipeline.load)
     ├── RequestRejected                 refused before sending: a row breaks the spec's limits
+    ├── RateCardError                   the rate card cannot price research: refused, nothing
+    │                                   spent (placeflow.research.plan; also a ValueError)
+    ├── Stop                            a research run stops before sending more (research.send)
+    ├── ExportError                     an export could not complete (placeflow.export)
     ├── TransientError                  may succeed if retried (placeflow.api.errors: 429, 503, 5xx,
     │                                   connection lost, timed out); retry only these
     ├── ApiError                        terminal answers of the service (placeflow.api.errors:
     │                                   400, 401, 402 InsufficientCredits, 403, 404, 409, 422,
     │                                   unexpected, outcome unknown, job failed, job timed out)
-    └── DownloadError                   a result file could not be fetched and verified
+    │   └── UnexpectedResponse
+    │       └── AnswerMismatch          a research answer's rows are not the places sent
+    │                                   (placeflow.research.load; also a ValueError)
+    ├── DownloadError                   a result file could not be fetched and verified
+    └── UnsafeRedirect                  a result-file host redirected where a download must not
+                                        go (placeflow.api.transport)
 
 The API branches are drawn in full in `placeflow.api.errors`. Transient errors are retried (by
 the client, then by a Prefect task); everything else is terminal and raised at once. The CLI
 maps these classes to exit codes in one table (`placeflow.report.EXIT_CODES`).
+
+The sandbox's own errors (`placeflow.emulator`: `ServiceError`, its ledger's
+`InsufficientCredits`) are not placeflow's: they become the HTTP error replies that the client
+raises as the classes above. tests/test_errors_tree.py checks that every public exception class
+of the package derives from `PlaceflowError` and is drawn here or in `placeflow.api.errors`.
 """
 
 from __future__ import annotations

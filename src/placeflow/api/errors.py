@@ -6,8 +6,9 @@
     │   ├── RateLimited                 429: `wait` from Retry-After
     │   ├── ServiceUnavailable          503: `wait` from Retry-After or the maintenance resume_at
     │   ├── ServerError                 500 and other 5xx
-    │   └── ConnectionLost              connection refused, reset or dropped; `maybe_sent`
-    │       └── RequestTimedOut         no answer within the timeout
+    │   ├── ConnectionLost              connection refused, reset or dropped; `maybe_sent`
+    │   │   └── RequestTimedOut         no answer within the timeout
+    │   └── UsageUnknown                GET /v1/usage gave no figure within the run's patience
     ├── ApiError                        terminal: retrying the same request cannot help
     │   ├── BadRequest                  400: `details` per field (`pois[17].poi_name`)
     │   ├── Unauthorized                401: missing or invalid key

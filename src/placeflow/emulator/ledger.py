@@ -11,6 +11,8 @@ EntryKind = Literal["hold", "charge", "release"]
 
 
 class InsufficientCredits(Exception):
+    """The sandbox's own: a hold the balance cannot cover (answered as a 402 reply)."""
+
     def __init__(self, needed: int, available: int) -> None:
         super().__init__(f"needs {needed} credits, {available} available")
         self.needed = needed

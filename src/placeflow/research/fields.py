@@ -23,6 +23,7 @@ import yaml  # type: ignore[import-untyped]  # PyYAML ships no stubs; safe_load 
 from pydantic import ValidationError
 
 from placeflow.api.models import MAX_RESEARCH_ATTRIBUTES, DeepResearchFieldSpec
+from placeflow.errors import UsageError
 
 VALUE_TYPES = ("bool", "enum", "string", "number")
 MAX_NAME = 100
@@ -31,7 +32,7 @@ RESERVED = ("existence",)
 """`existence` is the attribute validate_existence adds to every row."""
 
 
-class FieldSpecError(ValueError):
+class FieldSpecError(UsageError, ValueError):
     """An attribute spec breaks the spec's limits; nothing was sent."""
 
 

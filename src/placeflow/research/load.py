@@ -19,6 +19,7 @@ from typing import Any
 import duckdb
 import polars as pl
 
+from placeflow.api.errors import UnexpectedResponse
 from placeflow.api.models import DeepResearchResponse, DeepResearchRow
 from placeflow.api.retry import parse_timestamp
 from placeflow.research.plan import Rates, ResearchSpec
@@ -52,7 +53,7 @@ ANSWER_SCHEMA: dict[str, Any] = {
 }
 
 
-class AnswerMismatch(ValueError):
+class AnswerMismatch(UnexpectedResponse, ValueError):
     """An answer whose rows do not match the places the request sent."""
 
 

@@ -22,13 +22,14 @@ from placeflow.api.models import (
     PricingCard,
     UsageResponse,
 )
+from placeflow.errors import PlaceflowError
 from placeflow.pipeline.columns import PLACE_FIELDS
 
 FIELD_RATE = "deep_research_field"
 IDENTITY_RATE = "verify_identity"
 
 
-class RateCardError(ValueError):
+class RateCardError(PlaceflowError, ValueError):
     """The rate card does not price deep research, or disagrees with the service's estimate."""
 
 
