@@ -4,24 +4,29 @@ from __future__ import annotations
 
 import argparse
 import json
+import shlex
 import sys
 import time
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from typing import TYPE_CHECKING, Any
 
+from placeflow.cli_args import add_db, add_json, add_quiet
 from placeflow.config import apply_prefect_defaults, in_ci, load_settings
 from placeflow.options import add_option_flags, options_from_args
 from placeflow.report import EXIT_FAILED, EXIT_OK, EXIT_USAGE
-from placeflow.warehouse import DEFAULT_DB
 
 if TYPE_CHECKING:
     from prefect.client.schemas.objects import State
 
+    from placeflow.interrupt import Interrupt
+
 
 def _common(p: argparse.ArgumentParser, *, command: str) -> None:
     p.add_argument("inputs", nargs="+", metavar="INPUT", help="CSV or Parquet files, or globs")
-    p.add_argument("--db", default=DEFAULT_DB, help=f"DuckDB warehouse (default {DEFAULT_DB})")
+    add_db(p)
     add_option_flags(p, command=command)
-    p.add_argument("--json", action="store_true", help="print one machine-readable summary")
+    add_json(p)
 
 
 def add_run_parsers(sub: Any) -> None:
@@ -40,7 +45,7 @@ def add_run_parsers(sub: Any) -> None:
         " replay lost submissions, load what was not loaded.",
     )
     resume.add_argument("run_id", metavar="RUN_ID")
-    resume.add_argument("--db", default=DEFAULT_DB, help=f"DuckDB warehouse (default {DEFAULT_DB})")
+    add_db(resume)
     resume.add_argument(
         "--poll-timeout",
         type=float,
@@ -48,11 +53,9 @@ def add_run_parsers(sub: Any) -> None:
         metavar="SECONDS",
         help="seconds to wait for bulk jobs before cancelling them (default: the run's own)",
     )
-    resume.add_argument("--json", action="store_true", help="print one machine-readable summary")
+    add_json(resume)
     for p in (run, resume):
-        p.add_argument(
-            "-q", "--quiet", action="store_true", help="no live progress display on the terminal"
-        )
+        add_quiet(p)
         p.add_argument(
             "--cancel-on-interrupt",
             action="store_true",
@@ -93,6 +96,7 @@ def _run(args: argparse.Namespace) -> int:
         check_db(args.db)
     else:
         stored = stored_status(args.db, args.run_id)
+        check_db(args.db)  # a read-only warehouse is said here, as for run
         if stored.status in FINISHED:  # nothing to do: change nothing, say so
             return _finished(stored.run_id, stored.status, args.db, as_json=args.json)
         params = {"resume_run_id": args.run_id, "db": args.db}
@@ -101,28 +105,53 @@ def _run(args: argparse.Namespace) -> int:
     load_settings()  # a key without a base URL is refused here, before Prefect starts
     apply_prefect_defaults()
     from flows.place_refresh import place_refresh  # Prefect loads only for runs
+
+    stop = Interrupt(
+        db=args.db, as_json=args.json, cancel_jobs=args.cancel_on_interrupt,
+        run_id=params.get("resume_run_id"),
+    )  # fmt: skip
+    data, message = flow_result(
+        place_refresh, params, title=f"placeflow {args.command}", quiet=args.quiet,
+        as_json=args.json, guard=_armed(stop),
+    )  # fmt: skip
+    if not isinstance(data, dict):
+        data = {"status": "failed", "message": f"the run failed: {message or data}"}
+        data["exit_code"] = EXIT_FAILED
+    if "next" in data and data["next"] is None and getattr(args, "argv", None) is not None:
+        data["next"] = shlex.join(["placeflow", *args.argv])  # a stop before the run was recorded
+    wall = time.monotonic() - began
+    return print_outcome(data, as_json=args.json, wall_seconds=wall, resume_db=args.db)
+
+
+@contextmanager
+def _armed(stop: Interrupt) -> Iterator[None]:
+    """Ctrl-C: one line with the resume command, exit 130 (placeflow.interrupt)."""
+    stop.arm()
+    try:
+        yield
+    finally:
+        stop.disarm()
+
+
+def flow_result(
+    flow: Callable[..., Any],
+    params: dict[str, Any],
+    *,
+    title: str,
+    quiet: bool,
+    as_json: bool,
+    guard: AbstractContextManager[object] | None = None,
+) -> tuple[Any, str | None]:
+    """Call a flow in this process, the live display on stderr while it runs (only on a
+    terminal, never under --json, --quiet or CI): its result (the summary dict when it ended
+    with one) and its final state's message. `guard` is held while the flow runs."""
     from placeflow.progress import ProgressDisplay, wanted
 
-    show = wanted(sys.stderr, quiet=args.quiet, as_json=args.json, ci=in_ci())
-    with ProgressDisplay(title=f"placeflow {args.command}", enabled=show) as display:
-        stop = Interrupt(
-            db=args.db, as_json=args.json, cancel_jobs=args.cancel_on_interrupt,
-            run_id=params.get("resume_run_id"),
-        )  # fmt: skip
-        stop.arm()  # Ctrl-C: one line with the resume command, exit 130 (placeflow.interrupt)
-        try:
-            # the display is an in-process callback: Prefect stores a placeholder for it
-            state: State[Any] = place_refresh(  # type: ignore[assignment]
-                **params, on_event=display if show else None, return_state=True
-            )
-        finally:
-            stop.disarm()
-    data = state.result(raise_on_failure=False)
-    if not isinstance(data, dict):
-        data = {"status": "failed", "message": f"the run failed: {state.message or data}"}
-        data["exit_code"] = EXIT_FAILED
-    wall = time.monotonic() - began
-    return _print_outcome(data, as_json=args.json, wall_seconds=wall, db=args.db)
+    show = wanted(sys.stderr, quiet=quiet, as_json=as_json, ci=in_ci())
+    with ProgressDisplay(title=title, enabled=show) as display, guard or nullcontext():
+        # the display is an in-process callback: Prefect stores a placeholder for it
+        state: State[Any] = flow(**params, on_event=display if show else None, return_state=True)
+    return state.result(raise_on_failure=False), state.message
 
 
 def _finished(run_id: str, status: str, db: str, *, as_json: bool) -> int:
@@ -138,9 +167,15 @@ def _finished(run_id: str, status: str, db: str, *, as_json: bool) -> int:
     return EXIT_OK
 
 
-def _print_outcome(
-    data: dict[str, Any], *, as_json: bool, wall_seconds: float | None = None, db: str = DEFAULT_DB
+def print_outcome(
+    data: dict[str, Any],
+    *,
+    as_json: bool,
+    wall_seconds: float | None = None,
+    resume_db: str | None = None,
 ) -> int:
+    """Print a flow's summary (text, or one JSON document) and return its exit code; with
+    `resume_db`, an interrupted run's JSON names the command that finishes it (`next`)."""
     from placeflow.pipeline.account import RunSummary
     from placeflow.report import text_summary
 
@@ -151,8 +186,8 @@ def _print_outcome(
         extra: dict[str, Any] = {}
         if wall_seconds is not None:
             extra["wall_seconds"] = round(wall_seconds, 3)
-        if data.get("run_id") and data.get("status") == "interrupted":  # what finishes it
-            extra["next"] = f"placeflow resume {data['run_id']} --db {db}"
+        if resume_db and data.get("run_id") and data.get("status") == "interrupted":
+            extra["next"] = f"placeflow resume {data['run_id']} --db {resume_db}"
         print(json.dumps({**data, **extra, "exit_code": code}, sort_keys=True, default=str))
     elif "run_id" in data:
         print(text_summary(RunSummary(**data), wall_seconds=wall_seconds))

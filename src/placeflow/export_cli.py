@@ -16,9 +16,9 @@ import sys
 from typing import Any
 
 from placeflow.api.errors import PlaceflowError
+from placeflow.cli_args import add_db, add_json, fail
 from placeflow.config import postgres_password
 from placeflow.export import DEFAULT_TABLES, TABLES, ExportSummary, export
-from placeflow.warehouse import DEFAULT_DB
 
 
 def add_parser(sub: Any) -> argparse.ArgumentParser:
@@ -32,7 +32,7 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
             " changed since the last export to the same destination is sent."
         ),
     )
-    p.add_argument("--db", default=str(DEFAULT_DB), help=f"the warehouse (default {DEFAULT_DB})")
+    add_db(p)
     p.add_argument("--to", required=True, dest="to", metavar="DEST",
                    help="a directory, file:///path or postgresql://user@host:port/db")
     p.add_argument("--tables", default=None,
@@ -40,7 +40,7 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
                         f" (default {','.join(DEFAULT_TABLES)})")
     p.add_argument("--full", action="store_true",
                    help="send every row again, not only what changed")
-    p.add_argument("--json", action="store_true", help="print one JSON summary")
+    add_json(p, "print one JSON summary")
     p.set_defaults(func=main)
     return p
 
@@ -63,11 +63,7 @@ def main(args: argparse.Namespace) -> int:
 
 
 def _fail(args: argparse.Namespace, code: int, message: str) -> int:
-    if args.json:
-        print(json.dumps({"exit_code": code, "error": message}))
-    else:
-        print(f"placeflow export: {message}", file=sys.stderr)
-    return code
+    return fail(message, code=code, as_json=args.json, prog="placeflow export")
 
 
 def _print(summary: ExportSummary, *, as_json: bool) -> None:

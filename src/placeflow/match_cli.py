@@ -8,10 +8,11 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from placeflow.cli_args import add_db
 from placeflow.notamatch import mark_not_a_match
 from placeflow.report import EXIT_OK
 from placeflow.runstate import utc_now
-from placeflow.warehouse import DEFAULT_DB, Warehouse
+from placeflow.warehouse import Warehouse
 
 
 def add_parser(sub: Any) -> None:
@@ -26,7 +27,7 @@ def add_parser(sub: Any) -> None:
     p.add_argument("key_a", metavar="KEY_A", help="place_key of one place")
     p.add_argument("key_b", metavar="KEY_B", help="place_key of the other")
     p.add_argument("--note", default=None, metavar="TEXT", help="why they differ")
-    p.add_argument("--db", default=DEFAULT_DB, help=f"DuckDB warehouse (default {DEFAULT_DB})")
+    add_db(p)
     p.set_defaults(func=not_a_match_command)
 
 

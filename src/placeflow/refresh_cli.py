@@ -11,15 +11,12 @@ progress display is drawn on stderr, as for `run` (never under --json, --quiet o
 from __future__ import annotations
 
 import argparse
-import json
 import sys
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from placeflow.report import EXIT_FAILED, EXIT_OK
-from placeflow.warehouse import DEFAULT_DB
-
-if TYPE_CHECKING:
-    from prefect.client.schemas.objects import State
+from placeflow.cli_args import add_db, add_json, add_quiet
+from placeflow.commands import flow_result, print_outcome
+from placeflow.report import EXIT_FAILED
 
 
 def add_parsers(sub: Any) -> None:
@@ -33,7 +30,7 @@ def add_parsers(sub: Any) -> None:
         " it takes the places most likely to have changed first, up to the budget. Every"
         " change found is recorded in place_changes.",
     )
-    p.add_argument("--db", default=DEFAULT_DB, help=f"DuckDB warehouse (default {DEFAULT_DB})")
+    add_db(p)
     p.add_argument(
         "--older-than",
         required=True,
@@ -55,16 +52,14 @@ def add_parsers(sub: Any) -> None:
     )
     p.add_argument("--limit", type=int, default=None, metavar="N", help="at most N places")
     p.add_argument("--country", default=None, metavar="CC", help="only places of this country")
-    p.add_argument("--json", action="store_true", help="print one machine-readable summary")
-    p.add_argument(
-        "-q", "--quiet", action="store_true", help="no live progress display on the terminal"
-    )
+    add_json(p)
+    add_quiet(p)
     p.set_defaults(func=refresh_command)
 
 
 def refresh_command(args: argparse.Namespace) -> int:
     """Check the arguments, run the flow in this process, print its summary."""
-    from placeflow.config import apply_prefect_defaults, in_ci, load_settings
+    from placeflow.config import apply_prefect_defaults, load_settings
     from placeflow.errors import OptionsError
     from placeflow.refresh import parse_duration
 
@@ -75,37 +70,20 @@ def refresh_command(args: argparse.Namespace) -> int:
     load_settings()
     apply_prefect_defaults()
     from flows.refresh import refresh_stale_places  # Prefect loads only for runs
-    from placeflow.progress import ProgressDisplay, wanted
 
-    show = wanted(sys.stderr, quiet=args.quiet, as_json=args.json, ci=in_ci())
-    with ProgressDisplay(title="placeflow refresh", enabled=show) as display:
-        # the display is an in-process callback: Prefect stores a placeholder for it
-        state: State[Any] = refresh_stale_places(  # type: ignore[assignment]
-            db=args.db,
-            older_than=args.older_than,
-            mode=args.mode,
-            max_credits=args.max_credits,
-            limit=args.limit,
-            country=args.country,
-            on_event=display if show else None,
-            return_state=True,
-        )
-    data = state.result(raise_on_failure=False)
+    params = {
+        "db": args.db,
+        "older_than": args.older_than,
+        "mode": args.mode,
+        "max_credits": args.max_credits,
+        "limit": args.limit,
+        "country": args.country,
+    }
+    data, message = flow_result(
+        refresh_stale_places, params, title="placeflow refresh", quiet=args.quiet,
+        as_json=args.json,
+    )  # fmt: skip
     if not isinstance(data, dict):
-        print(f"placeflow: the refresh failed: {state.message or data}", file=sys.stderr)
+        print(f"placeflow: the refresh failed: {message or data}", file=sys.stderr)
         return EXIT_FAILED
     return print_outcome(data, as_json=args.json)
-
-
-def print_outcome(data: dict[str, Any], *, as_json: bool) -> int:
-    from placeflow.pipeline.account import RunSummary
-    from placeflow.report import text_summary
-
-    code = int(data.pop("exit_code", EXIT_OK))
-    if as_json:
-        print(json.dumps({**data, "exit_code": code}, sort_keys=True, default=str))
-    elif "run_id" in data:
-        print(text_summary(RunSummary(**data)))
-    else:
-        print(f"placeflow: {data.get('message') or data.get('status')}", file=sys.stderr)
-    return code

@@ -12,7 +12,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from placeflow.warehouse import DEFAULT_DB, READ_WAIT, connect
+from placeflow.cli_args import add_db, add_json
+from placeflow.warehouse import READ_WAIT, connect
 
 EXIT_OK = 0
 EXIT_USAGE = 2
@@ -27,13 +28,11 @@ def add_parsers(sub: Any) -> None:
         " changes and map, as one HTML file that opens offline (inline SVG charts, no script).",
     )
     report.add_argument("run_id", metavar="RUN_ID")
-    report.add_argument(
-        "--db", default=str(DEFAULT_DB), help=f"DuckDB warehouse (default {DEFAULT_DB})"
-    )
+    add_db(report)
     report.add_argument(
         "--out", default=None, metavar="PATH", help="where to write it (default report-RUN_ID.html)"
     )
-    report.add_argument("--json", action="store_true", help="print where it went as JSON")
+    add_json(report, "print where it went as JSON")
     report.set_defaults(func=report_command)
     runs = sub.add_parser(
         "runs",
@@ -41,11 +40,9 @@ def add_parsers(sub: Any) -> None:
         description="List recent runs, newest first, with their status, rows, outcomes,"
         " credits (estimated, charged, the service's usage delta), duration and changes.",
     )
-    runs.add_argument(
-        "--db", default=str(DEFAULT_DB), help=f"DuckDB warehouse (default {DEFAULT_DB})"
-    )
+    add_db(runs)
     runs.add_argument("--limit", type=int, default=20, help="how many runs (default 20)")
-    runs.add_argument("--json", action="store_true", help="print one JSON document (a list)")
+    add_json(runs, "print one JSON document (a list)")
     runs.set_defaults(func=runs_command)
 
 

@@ -24,6 +24,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from placeflow.cli_args import add_db, add_json, add_quiet
 from placeflow.config import in_ci, load_settings, research_kill_at
 from placeflow.errors import OptionsError, PlaceflowError
 from placeflow.pipeline.read import InputError, Source
@@ -32,7 +33,6 @@ from placeflow.report import EXIT_FAILED, EXIT_REFUSED, EXIT_USAGE
 from placeflow.research.fields import FieldSpecError, build_specs
 from placeflow.research.plan import RateCardError, ResearchSpec
 from placeflow.research.run import ResearchOptions, research
-from placeflow.warehouse import DEFAULT_DB
 
 
 def add_parser(sub: Any) -> argparse.ArgumentParser:
@@ -100,11 +100,9 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
         help="the key is used by others too: a lost answer is held uncertain, never"
         " judged from the usage delta",
     )
-    p.add_argument("--db", default=str(DEFAULT_DB), help=f"DuckDB warehouse (default {DEFAULT_DB})")
-    p.add_argument("--json", action="store_true", help="print one machine-readable summary")
-    p.add_argument(
-        "-q", "--quiet", action="store_true", help="no live progress display on the terminal"
-    )
+    add_db(p)
+    add_json(p)
+    add_quiet(p)
     p.set_defaults(func=handle)
     return p
 

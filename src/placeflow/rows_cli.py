@@ -14,8 +14,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from placeflow.cli_args import add_db, add_json, fail
 from placeflow.errors import UsageError
-from placeflow.warehouse import DEFAULT_DB
 
 
 def add_parsers(sub: Any) -> None:
@@ -31,12 +31,12 @@ def add_parsers(sub: Any) -> None:
         ),
     )
     rows.add_argument("run_id", metavar="RUN_ID")
-    rows.add_argument("--db", default=str(DEFAULT_DB), help=f"the warehouse (default {DEFAULT_DB})")
+    add_db(rows)
     rows.add_argument("--out", required=True, type=Path, metavar="FILE",
                       help="FILE.csv or FILE.parquet")  # fmt: skip
     rows.add_argument("--no-original", dest="original", action="store_false",
                       help="leave out the input file's own columns")  # fmt: skip
-    rows.add_argument("--json", action="store_true", help="print one JSON summary")
+    add_json(rows, "print one JSON summary")
     rows.set_defaults(func=rows_main)
     q = sub.add_parser(
         "query",
@@ -47,19 +47,15 @@ def add_parsers(sub: Any) -> None:
         ),
     )
     q.add_argument("sql", metavar="SQL")
-    q.add_argument("--db", default=str(DEFAULT_DB), help=f"the warehouse (default {DEFAULT_DB})")
+    add_db(q)
     shape = q.add_mutually_exclusive_group()
-    shape.add_argument("--json", action="store_true", help="print the rows as one JSON array")
+    add_json(shape, "print the rows as one JSON array")
     shape.add_argument("--csv", action="store_true", help="print the rows as CSV")
     q.set_defaults(func=query_main)
 
 
 def _fail(as_json: bool, message: str) -> int:
-    if as_json:
-        print(json.dumps({"exit_code": 2, "error": message}))
-    else:
-        print(f"placeflow: {message}", file=sys.stderr)
-    return 2
+    return fail(message, code=2, as_json=as_json)
 
 
 def rows_main(args: argparse.Namespace) -> int:

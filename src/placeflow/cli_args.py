@@ -1,0 +1,37 @@
+"""What several commands' argument wiring shares, written once: --db, --json, --quiet, and the
+plain error exit (one JSON document under --json, else the reason on stderr)."""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Any
+
+from placeflow.warehouse import DEFAULT_DB
+
+QUIET_HELP = "no live progress display on the terminal"
+
+
+def add_db(p: Any) -> None:
+    """`--db PATH`, the DuckDB warehouse (a parser or an argument group)."""
+    p.add_argument("--db", default=DEFAULT_DB, help=f"DuckDB warehouse (default {DEFAULT_DB})")
+
+
+def add_json(p: Any, help: str = "print one machine-readable summary") -> None:
+    """`--json`, with what the command then prints."""
+    p.add_argument("--json", action="store_true", help=help)
+
+
+def add_quiet(p: Any) -> None:
+    """`-q/--quiet`: no live progress display (it is drawn only on a terminal anyway)."""
+    p.add_argument("-q", "--quiet", action="store_true", help=QUIET_HELP)
+
+
+def fail(message: str, *, code: int, as_json: bool, prog: str = "placeflow") -> int:
+    """An error exit: `{"exit_code", "error"}` on stdout under --json, else `prog: message` on
+    stderr; returns `code`."""
+    if as_json:
+        print(json.dumps({"exit_code": code, "error": message}))
+    else:
+        print(f"{prog}: {message}", file=sys.stderr)
+    return code
