@@ -58,6 +58,21 @@ class AnswerMismatch(UnexpectedResponse, ValueError):
 
 
 @dataclass(frozen=True)
+class Answer:
+    """One answered request, with what its rows are read and charged by."""
+
+    run_id: str
+    request_no: int
+    place_keys: Sequence[str]
+    """The places the request sent, in order: the answer's rows must be these."""
+    response: DeepResearchResponse
+    spec: ResearchSpec
+    rates: Rates
+    field_shas: dict[str, str]
+    now: datetime
+
+
+@dataclass(frozen=True)
 class Loaded:
     charged: int
     rows: int
@@ -86,18 +101,12 @@ def _verdict(identity: dict[str, Any] | None, part: str, key: str) -> str | None
     return None if value is None else str(value)
 
 
-def answer_frame(
-    *,
-    run_id: str,
-    request_no: int,
-    place_keys: Sequence[str],
-    response: DeepResearchResponse,
-    spec: ResearchSpec,
-    rates: Rates,
-    field_shas: dict[str, str],
-    now: datetime,
-) -> pl.DataFrame:
+def answer_frame(answer: Answer) -> pl.DataFrame:
     """The long-form rows of one answer (at most 10 places x 21 fields)."""
+    run_id, request_no, place_keys, response = (
+        answer.run_id, answer.request_no, answer.place_keys, answer.response
+    )  # fmt: skip
+    spec, rates, field_shas, now = answer.spec, answer.rates, answer.field_shas, answer.now
     if len(response.rows) != len(place_keys):
         raise AnswerMismatch(
             f"request {request_no}: {len(response.rows)} rows answered {len(place_keys)} places"
@@ -151,30 +160,13 @@ def answer_frame(
     ).select(list(ANSWER_SCHEMA))
 
 
-def load_answer(
-    con: duckdb.DuckDBPyConnection,
-    *,
-    run_id: str,
-    request_no: int,
-    place_keys: Sequence[str],
-    response: DeepResearchResponse,
-    spec: ResearchSpec,
-    rates: Rates,
-    field_shas: dict[str, str],
-    now: datetime,
-) -> Loaded:
+def load_answer(con: duckdb.DuckDBPyConnection, answer: Answer) -> Loaded:
     """Answers, ledger and request state of one answered request, in one transaction."""
-    frame = answer_frame(
-        run_id=run_id,
-        request_no=request_no,
-        place_keys=place_keys,
-        response=response,
-        spec=spec,
-        rates=rates,
-        field_shas=field_shas,
-        now=now,
-    )
-    credits = charged(response, spec, rates)
+    frame = answer_frame(answer)
+    run_id, request_no, response, now = (
+        answer.run_id, answer.request_no, answer.response, answer.now
+    )  # fmt: skip
+    credits = charged(response, answer.spec, answer.rates)
     meta = response.meta
     errored = sum(1 for r in response.rows if r.status == "error")
     capped = sum(1 for r in response.rows if r.status == "cost_capped")

@@ -33,7 +33,7 @@ from placeflow.api.errors import (
 )
 from placeflow.api.models import DeepResearchResponse
 from placeflow.events import ChunkSubmitted, CreditsCharged, Emit, Note, RowsLoaded, ignore
-from placeflow.research.load import UNAVAILABLE, load_answer
+from placeflow.research.load import UNAVAILABLE, Answer, load_answer
 from placeflow.research.plan import Rates, ResearchSpec
 from placeflow.warehouse import sql_text, transaction
 
@@ -190,8 +190,7 @@ def load_received(ctx: SendContext, request_no: int) -> str:
         ctx.emit(Note(f"request {request_no}: research unavailable (nothing billed); retried"))
         return "unavailable"
     ctx.emit(ChunkSubmitted(request_no, ROUTE, len(place_keys), response.request_id))
-    loaded = load_answer(
-        ctx.con,
+    answer = Answer(
         run_id=ctx.run_id,
         request_no=request_no,
         place_keys=place_keys,
@@ -201,6 +200,7 @@ def load_received(ctx: SendContext, request_no: int) -> str:
         field_shas=ctx.field_shas,
         now=ctx.now(),
     )
+    loaded = load_answer(ctx.con, answer)
     ok = loaded.rows - loaded.errored
     ctx.emit(RowsLoaded(request_no, loaded.rows, ok, loaded.errored))
     ctx.emit(CreditsCharged(request_no, loaded.charged, 0))
