@@ -8,6 +8,7 @@ import os
 import subprocess
 import sys
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import duckdb
@@ -58,11 +59,30 @@ def assert_clean_error(done: subprocess.CompletedProcess[str], code: int, words:
         assert noise not in done.stderr + done.stdout
 
 
+@dataclass(frozen=True)
+class Served:
+    sandbox: Sandbox
+    url: str
+    target: Target
+    """What the library path (`placeflow.run`, `placeflow.resume`) is given to reach it."""
+
+
 @pytest.fixture
-def served() -> Iterator[tuple[Sandbox, str]]:
+def served() -> Iterator[Served]:
     sandbox = Sandbox(SandboxConfig(keys=(KeySpec(key=KEY),)))
     with sandbox.serve() as srv:
-        yield sandbox, srv.base_url
+        target = Target(
+            base_url=srv.base_url, api_key=Secret(KEY), label="test sandbox",
+            limits=RateLimits.for_tier("paid"),
+        )  # fmt: skip
+        yield Served(sandbox, srv.base_url, target)
+
+
+def completed_run(served: Served, tmp_path: Path, n: int) -> tuple[Path, RunSummary]:
+    """The warehouse of one run of `n` places on the library path, and its summary."""
+    db = tmp_path / "w.duckdb"
+    places = [str(write_places(tmp_path / "p.csv", n))]
+    return db, placeflow.run(places, options=RunOptions(), db=db, target=served.target)
 
 
 @pytest.mark.parametrize(
@@ -94,24 +114,14 @@ def test_missing_file_and_bad_argument_fail_before_prefect(tmp_path: Path) -> No
     assert_clean_error(bad, 2, "--max-credits must be 0 or more")
 
 
-def test_resume_of_a_finished_run_changes_nothing(
-    served: tuple[Sandbox, str], tmp_path: Path
-) -> None:
+def test_resume_of_a_finished_run_changes_nothing(served: Served, tmp_path: Path) -> None:
     """`resume` of a completed run says it is finished, writes nothing, starts no Prefect."""
-    sandbox, url = served
-    db = tmp_path / "w.duckdb"
-    target = Target(
-        base_url=url, api_key=Secret(KEY), label="test sandbox",
-        limits=RateLimits.for_tier("paid"),
-    )  # fmt: skip
-    summary = placeflow.run(
-        [str(write_places(tmp_path / "p.csv", 12))], options=RunOptions(), db=db, target=target
-    )
+    db, summary = completed_run(served, tmp_path, 12)
     assert summary.status == "completed"
     query = "select * from run_credits order by all"
     with duckdb.connect(str(db), read_only=True) as con:
         before = con.execute(query).fetchall()
-    requests = sandbox.stats()["requests"]
+    requests = served.sandbox.stats()["requests"]
     done = cli("resume", summary.run_id, "--db", str(db), "--json")
     assert done.returncode == 0, done.stderr
     doc = json.loads(done.stdout)
@@ -120,30 +130,21 @@ def test_resume_of_a_finished_run_changes_nothing(
     assert "PREFECT-NOT-LOADED" in done.stderr
     with duckdb.connect(str(db), read_only=True) as con:
         assert con.execute(query).fetchall() == before
-    assert sandbox.stats()["requests"] == requests  # the service saw nothing
+    assert served.sandbox.stats()["requests"] == requests  # the service saw nothing
     unknown = cli("resume", "no-such-run", "--db", str(db))
     assert_clean_error(unknown, 2, "no run no-such-run")
 
 
-def test_completed_rerun_keeps_no_stale_unfinished_message(
-    served: tuple[Sandbox, str], tmp_path: Path
-) -> None:
+def test_completed_rerun_keeps_no_stale_unfinished_message(served: Served, tmp_path: Path) -> None:
     """A run stopped with chunks unfinished, then finished: summary and runs.message are clean."""
-    _, url = served
-    db = tmp_path / "w.duckdb"
-    target = Target(
-        base_url=url, api_key=Secret(KEY), label="test sandbox",
-        limits=RateLimits.for_tier("paid"),
-    )  # fmt: skip
-    run_id = placeflow.run(
-        [str(write_places(tmp_path / "p.csv", 5))], options=RunOptions(), db=db, target=target
-    ).run_id
+    db, first = completed_run(served, tmp_path, 5)
+    run_id = first.run_id
     stale = f"1 chunk(s) unfinished: `placeflow resume {run_id}` finishes them"
     with duckdb.connect(str(db)) as con:  # as the stopped run left it
         con.execute(
             "update runs set status = 'interrupted', message = ? where run_id = ?", [stale, run_id]
         )
-    finished = placeflow.resume(run_id, db=db, target=target)
+    finished = placeflow.resume(run_id, db=db, target=served.target)
     assert finished.status == "completed" and not finished.message
     with duckdb.connect(str(db), read_only=True) as con:
         assert con.execute("select message from runs").fetchall() == [(None,)]
@@ -163,11 +164,10 @@ def test_json_errors_are_one_document(tmp_path: Path) -> None:
 
 
 def test_estimate_takes_max_credits_and_says_whether_run_would_refuse(
-    served: tuple[Sandbox, str], tmp_path: Path
+    served: Served, tmp_path: Path
 ) -> None:
     """`estimate --max-credits N` is accepted and says whether a run would be refused."""
-    _, url = served
-    env = {"PLACEFLOW_API_KEY": KEY, "PLACEFLOW_BASE_URL": url}
+    env = {"PLACEFLOW_API_KEY": KEY, "PLACEFLOW_BASE_URL": served.url}
     places = str(write_places(tmp_path / "p.csv", 20))
     db = str(tmp_path / "w.duckdb")
     low = cli("estimate", places, "--db", db, "--max-credits", "1", "--json", env=env)

@@ -21,12 +21,40 @@ from placeflow.redact import Secret
 from placeflow.report import EXIT_INTERRUPTED
 from placeflow.service import Target
 
-from .conftest import KEY, ServeSandbox, places, write_csv
+from .conftest import KEY, Served, ServeSandbox, places, write_csv
 
 pytestmark = pytest.mark.slow  # starts placeflow/Prefect processes: minutes on 2 cores
 
 ROOT = Path(__file__).resolve().parents[2]
 NOISE = ("Traceback", "Crash detected", "nanobind", "KeyboardInterrupt", " ERROR ")
+
+
+def cli_env(**settings: str) -> dict[str, str]:
+    """This process's environment without its PLACEFLOW_ settings, plus `settings`."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PLACEFLOW_")}
+    return {**env, **settings}
+
+
+def interrupted_run(
+    sb: Served, csv: Path, db: Path, *flags: str, prefect_api: str
+) -> tuple[int, str, str]:
+    """`placeflow run CSV --db DB --route job FLAGS` against `sb`, sent SIGINT (to its whole
+    process group, as a terminal's Ctrl-C) once the sandbox saw its job polled: its exit code,
+    stdout and stderr."""
+    env = cli_env(PLACEFLOW_API_KEY=KEY, PLACEFLOW_BASE_URL=sb.base_url,
+                  PREFECT_API_URL=prefect_api)  # fmt: skip
+    cmd = [sys.executable, "-m", "placeflow.cli", "run", str(csv), "--db", str(db)]
+    with subprocess.Popen(
+        [*cmd, "--route", "job", *flags], env=env, cwd=ROOT, text=True,
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True,
+    ) as proc:  # fmt: skip
+        deadline = time.monotonic() + 180
+        while sb.requests("GET /v1/jobs/{batch_id}") == 0:  # the job is submitted and polled
+            assert proc.poll() is None and time.monotonic() < deadline, "no job was polled"
+            time.sleep(0.05)
+        os.killpg(proc.pid, signal.SIGINT)
+        out, err = proc.communicate(timeout=30)
+    return proc.returncode, out, err
 
 
 def test_ctrl_c_saves_the_run_prints_resume_and_resume_completes(
@@ -36,20 +64,8 @@ def test_ctrl_c_saves_the_run_prints_resume_and_resume_completes(
     and `placeflow resume RUN_ID --db ...`; no noise; the job is not cancelled; resume loads it."""
     sb = serve_sandbox(rows_per_second=4.0)  # 20 rows: the job runs for about 5 s
     csv, db = write_csv(tmp_path / "p.csv", places(20)), tmp_path / "wh.duckdb"
-    env = {k: v for k, v in os.environ.items() if not k.startswith("PLACEFLOW_")}
-    env.update(PLACEFLOW_API_KEY=KEY, PLACEFLOW_BASE_URL=sb.base_url, PREFECT_API_URL=prefect_api)
-    cmd = [sys.executable, "-m", "placeflow.cli", "run", str(csv), "--db", str(db)]
-    with subprocess.Popen(
-        [*cmd, "--route", "job", "--json"], env=env, cwd=ROOT, text=True,
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True,
-    ) as proc:  # fmt: skip
-        deadline = time.monotonic() + 180
-        while sb.requests("GET /v1/jobs/{batch_id}") == 0:  # the job is submitted and polled
-            assert proc.poll() is None and time.monotonic() < deadline, "no job was polled"
-            time.sleep(0.05)
-        os.killpg(proc.pid, signal.SIGINT)  # as a terminal's Ctrl-C: the whole group
-        out, err = proc.communicate(timeout=30)
-    assert proc.returncode == EXIT_INTERRUPTED, err[-3000:]
+    code, out, err = interrupted_run(sb, csv, db, "--json", prefect_api=prefect_api)
+    assert code == EXIT_INTERRUPTED, err[-3000:]
     for noise in NOISE:
         assert noise not in out + err, (out + err)[-3000:]
     doc = json.loads(out)  # exactly one document
@@ -73,8 +89,7 @@ def test_json_without_a_key_is_one_document_on_stdout(tmp_path: Path, prefect_ap
     """Without PLACEFLOW_API_KEY, `run --json` keeps the sandbox notice on stderr: stdout is one
     JSON document, whose time counts the whole command."""
     csv, db = write_csv(tmp_path / "p.csv", places(6)), tmp_path / "wh.duckdb"
-    env = {k: v for k, v in os.environ.items() if not k.startswith("PLACEFLOW_")}
-    env["PREFECT_API_URL"] = prefect_api
+    env = cli_env(PREFECT_API_URL=prefect_api)
     done = subprocess.run(
         [sys.executable, "-m", "placeflow.cli", "run", str(csv), "--db", str(db), "--json"],
         env=env, cwd=ROOT, capture_output=True, text=True, timeout=300, check=False,
@@ -94,20 +109,10 @@ def test_ctrl_c_with_cancel_on_interrupt_cancels_the_running_job(
     """With --cancel-on-interrupt, Ctrl-C also asks the service to cancel the running job."""
     sb = serve_sandbox(rows_per_second=1.0)
     csv, db = write_csv(tmp_path / "p.csv", places(20)), tmp_path / "wh.duckdb"
-    env = {k: v for k, v in os.environ.items() if not k.startswith("PLACEFLOW_")}
-    env.update(PLACEFLOW_API_KEY=KEY, PLACEFLOW_BASE_URL=sb.base_url, PREFECT_API_URL=prefect_api)
-    cmd = [sys.executable, "-m", "placeflow.cli", "run", str(csv), "--db", str(db), "--quiet"]
-    with subprocess.Popen(
-        [*cmd, "--route", "job", "--cancel-on-interrupt"], env=env, cwd=ROOT, text=True,
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True,
-    ) as proc:  # fmt: skip
-        deadline = time.monotonic() + 180
-        while sb.requests("GET /v1/jobs/{batch_id}") == 0:
-            assert proc.poll() is None and time.monotonic() < deadline, "no job was polled"
-            time.sleep(0.05)
-        os.killpg(proc.pid, signal.SIGINT)
-        out, err = proc.communicate(timeout=30)
-    assert proc.returncode == EXIT_INTERRUPTED, err[-3000:]
+    code, out, err = interrupted_run(
+        sb, csv, db, "--quiet", "--cancel-on-interrupt", prefect_api=prefect_api
+    )
+    assert code == EXIT_INTERRUPTED, err[-3000:]
     assert out == ""  # the one line is a notice: stderr
     lines = [line for line in err.splitlines() if "interrupted" in line]
     assert len(lines) == 1 and "1 cancelled" in lines[0] and "placeflow resume" in lines[0]
