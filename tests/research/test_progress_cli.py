@@ -3,24 +3,20 @@ own events on a pty; under --json one JSON document and not one control characte
 
 from __future__ import annotations
 
-import fcntl
 import json
 import os
 import re
-import select
-import struct
 import subprocess
 import sys
-import termios
-import time
 from pathlib import Path
 
 import pytest
 
+from tests.e2e.test_progress import ANSI, run_in_terminal  # the pty runner of `run`'s test
+
 from .conftest import KEY, SCALE, ServeSandbox, places, write_csv
 
 ROOT = Path(__file__).resolve().parents[2]
-ANSI = re.compile(rb"\x1b(\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(\x07|\x1b\\)|[@-Z\\-_])")
 LIMIT = 120.0  # seconds: a bound on a stuck child, never a timing assert
 
 
@@ -40,34 +36,6 @@ def environment(base_url: str) -> dict[str, str]:
 def command(csv: Path, db: Path, *extra: str) -> list[str]:
     return [sys.executable, "-m", "placeflow.cli", "research", str(csv), "--field", "vegan:bool",
             "--field", "price:enum:$|$$", "--db", str(db), *extra]  # fmt: skip
-
-
-def run_in_terminal(cmd: list[str], env: dict[str, str]) -> tuple[int, bytes]:
-    """Run `cmd` with stdout and stderr on one pseudo-terminal of 140x50; what it received."""
-    master, slave = os.openpty()
-    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 50, 140, 0, 0))
-    with subprocess.Popen(
-        cmd, env=env, cwd=ROOT, stdin=subprocess.DEVNULL, stdout=slave, stderr=slave,
-        start_new_session=True,
-    ) as child:  # fmt: skip
-        os.close(slave)
-        out, deadline = b"", time.monotonic() + LIMIT
-        try:
-            while True:
-                remaining = deadline - time.monotonic()
-                assert remaining > 0, f"no EOF after {LIMIT} s: {out[-2000:]!r}"
-                ready, _, _ = select.select([master], [], [], remaining)
-                try:
-                    chunk = os.read(master, 65536) if ready else b""
-                except OSError:  # EIO once the child's side is closed
-                    chunk = b""
-                if ready and not chunk:
-                    break
-                out += chunk
-        finally:
-            os.close(master)
-        code = child.wait(timeout=LIMIT)
-    return code, out
 
 
 def last(text: str, label: str) -> int:
