@@ -3,8 +3,10 @@ plain error exit (one JSON document under --json, else the reason on stderr)."""
 
 from __future__ import annotations
 
+import argparse
 import json
 import sys
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from placeflow.warehouse import DEFAULT_DB
@@ -25,6 +27,15 @@ def add_json(p: Any, help: str = "print one machine-readable summary") -> None:
 def add_quiet(p: Any) -> None:
     """`-q/--quiet`: no live progress display (it is drawn only on a terminal anyway)."""
     p.add_argument("-q", "--quiet", action="store_true", help=QUIET_HELP)
+
+
+def one_command(add_parser: Callable[[Any], object], argv: Sequence[str] | None = None) -> int:
+    """`python -m placeflow.X_cli COMMAND ...`: a parser of that one sub-command (added by
+    `add_parser`), dispatched by its `func` as `placeflow COMMAND ...` is; the exit code."""
+    parser = argparse.ArgumentParser(prog="placeflow")
+    add_parser(parser.add_subparsers(dest="command", required=True))
+    args = parser.parse_args(argv)
+    return int(args.func(args))
 
 
 def fail(message: str, *, code: int, as_json: bool, prog: str = "placeflow") -> int:

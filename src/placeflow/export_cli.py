@@ -16,7 +16,7 @@ import sys
 from typing import Any
 
 from placeflow.api.errors import PlaceflowError
-from placeflow.cli_args import add_db, add_json, fail
+from placeflow.cli_args import add_db, add_json, fail, one_command
 from placeflow.config import postgres_password
 from placeflow.export import DEFAULT_TABLES, TABLES, ExportSummary, export
 
@@ -82,10 +82,7 @@ def _print(summary: ExportSummary, *, as_json: bool) -> None:
 
 def run(argv: list[str] | None = None) -> int:
     """`python -m placeflow.export_cli export ...`, the same as `placeflow export ...`."""
-    parser = argparse.ArgumentParser(prog="placeflow")
-    add_parser(parser.add_subparsers(dest="command", required=True))
-    args = parser.parse_args(argv)
-    return int(args.func(args))
+    return one_command(add_parser, argv)
 
 
 if __name__ == "__main__":

@@ -24,7 +24,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from placeflow.cli_args import add_db, add_json, add_quiet
+from placeflow.cli_args import add_db, add_json, add_quiet, one_command
 from placeflow.config import in_ci, load_settings, research_kill_at
 from placeflow.errors import OptionsError, PlaceflowError
 from placeflow.pipeline.read import InputError, Source
@@ -212,11 +212,8 @@ def _print(out: dict[str, Any], *, as_json: bool) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="placeflow")
-    sub = parser.add_subparsers(dest="command", required=True)
-    add_parser(sub)
-    args = parser.parse_args(argv)
-    return handle(args)
+    """`python -m placeflow.research_cli research ...`, the same as `placeflow research ...`."""
+    return one_command(add_parser, argv)
 
 
 if __name__ == "__main__":
