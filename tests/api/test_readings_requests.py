@@ -136,7 +136,7 @@ def redirector(location: str) -> Iterator[tuple[str, list[str]]]:
             """Quiet."""
 
     server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread = threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True)
     thread.start()
     try:
         yield f"http://127.0.0.1:{server.server_address[1]}/results/x.jsonl.gz", hits

@@ -12,6 +12,7 @@ import pytest
 
 from placeflow.config import apply_prefect_defaults
 from placeflow.emulator import KeySpec, Sandbox, SandboxConfig, ServedSandbox
+from tests.prefect_harness import EARLY, EarlyServer, pointed_at
 
 apply_prefect_defaults()
 
@@ -20,12 +21,12 @@ KEY = "sk_e2e_paid_key_7a7a"
 
 @pytest.fixture(scope="session")
 def prefect_api() -> Iterator[str]:
-    """One Prefect test harness for the whole session; yields its API URL for subprocesses."""
-    from prefect.settings import PREFECT_API_URL
-    from prefect.testing.utilities import prefect_test_harness
-
-    with prefect_test_harness(server_startup_timeout=120):
-        yield str(PREFECT_API_URL.value())
+    """One Prefect test server for the whole session (started when collection ended, see
+    tests/conftest.py); Prefect in this process points at it; yields its API URL."""
+    if not EARLY:  # a test reached without the collection hook (e.g. requested dynamically)
+        EARLY.append(EarlyServer())
+    with pointed_at(EARLY[0].wait()) as url:
+        yield url
 
 
 class Served:

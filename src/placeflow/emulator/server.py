@@ -55,8 +55,10 @@ class Sandbox:
         )
         self.base_url, self.files_url = served.base_url, served.files_url
         self.backend.base_url, self.backend.files_url = served.base_url, served.files_url
+        # A 50 ms poll: shutdown() waits for the loop's next poll (half a second by default,
+        # twice per sandbox stopped).
         threads = [
-            threading.Thread(target=s.serve_forever, daemon=True, name=f"sandbox-{i}")
+            threading.Thread(target=s.serve_forever, args=(0.05,), daemon=True, name=f"sandbox-{i}")
             for i, s in enumerate((api, files))
         ]
         for t in threads:
