@@ -108,6 +108,44 @@ def run_flow(**params: Any) -> tuple[str, dict[str, Any]]:
     return str(state.type.value), data
 
 
+def run_library(**params: Any) -> tuple[str, dict[str, Any]]:
+    """What `run_flow` returns, from placeflow.run / placeflow.resume without Prefect: the
+    flow's state name and summary dict as the flow makes them (its Ending's rules: a summary
+    with its exit code; an error's summary, message and exit code; FAILED unless exit 0).
+
+    For the tests about the library's behaviour over real HTTP, not about the flow."""
+    import placeflow
+    from placeflow.config import load_settings
+    from placeflow.errors import PlaceflowError, RunStopped
+    from placeflow.options import RunOptions, split_options
+    from placeflow.report import exit_code, exit_code_for
+    from placeflow.service import open_target
+
+    options_given, rest = split_options(params)
+    options = RunOptions.parse(options_given) if options_given else RunOptions()
+    db = rest["db"]
+    settings = load_settings()
+    try:
+        with open_target(
+            api_key=settings.api_key, base_url=settings.base_url, limits=settings.limits
+        ) as target:
+            if rest.get("resume_run_id"):
+                summary = placeflow.resume(
+                    rest["resume_run_id"], db=db, target=target, poll_timeout=options.poll_timeout
+                )
+            else:
+                summary = placeflow.run(rest["inputs"], options=options, db=db, target=target)
+    except PlaceflowError as exc:
+        code = exit_code(exc)
+        stopped = exc.summary if isinstance(exc, RunStopped) else None
+        if stopped is None:
+            return "FAILED", {"status": "failed", "message": str(exc), "exit_code": code}
+        data = {**stopped.as_dict(), "exit_code": code, "message": stopped.message or str(exc)}
+        return "FAILED", data
+    data = {**summary.as_dict(), "exit_code": exit_code_for(summary.status)}
+    return ("COMPLETED" if data["exit_code"] == 0 else "FAILED"), data
+
+
 def write_csv(path: Path, rows: list[dict[str, Any]]) -> Path:
     with path.open("w", newline="", encoding="utf-8") as f:
         writer = csv.DictWriter(f, fieldnames=list(rows[0]))

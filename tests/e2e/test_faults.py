@@ -2,7 +2,10 @@
 
 Whatever the service does, a run finishes, or stops with a clear message where it cannot;
 every input row has a disposition; nothing is charged twice; the warehouse checks are clean.
-Most scenarios are marked slow (`pytest -m slow`); a fast subset runs in every suite.
+Most scenarios are marked slow (`pytest -m slow`); a fast subset runs in every suite. Each
+failure mode alone is the library's to survive, so those runs go through placeflow.run (no
+Prefect); every fault together, credits running out and resumed, and the queued job at the
+timeout run under the place_refresh flow (its task retries, Failed states and resume).
 """
 
 from __future__ import annotations
@@ -17,10 +20,9 @@ import pytest
 from placeflow.emulator import FaultConfig, KeySpec
 from placeflow.warehouse import run_checks
 
-from .conftest import KEY, ServeSandbox, places, run_flow, write_csv
+from .conftest import KEY, ServeSandbox, places, run_flow, run_library, write_csv
 
-pytestmark = pytest.mark.usefixtures("prefect_api")
-
+flow = pytest.mark.usefixtures("prefect_api")
 slow = pytest.mark.slow
 ALL_TOGETHER = {
     "error_500_rate": 0.05,
@@ -47,7 +49,6 @@ SCENARIOS = [
     pytest.param({"corrupt_download_rate": 1.0}, id="corrupted-downloads"),
     pytest.param({"expire_url_rate": 1.0}, id="expired-urls", marks=slow),
     pytest.param({"job_fail_rate": 0.5}, id="failed-jobs", marks=slow),
-    pytest.param(ALL_TOGETHER, id="all-together"),
 ]
 
 
@@ -65,21 +66,36 @@ def assert_sound(db: Path, stats: dict[str, Any], summary: dict[str, Any], rows:
     assert accounted == rows == summary["rows_read"]
 
 
-@pytest.mark.parametrize("faults", SCENARIOS)
-def test_run_survives(tmp_path: Path, serve_sandbox: ServeSandbox, faults: dict[str, Any]) -> None:
-    """Under the fault, the run completes (or reports failed jobs, to be retried), paying once."""
-    sb = serve_sandbox(
-        faults=FaultConfig(seed=11, retry_after_seconds=1, **faults), rows_per_second=5_000.0
-    )
+def survives(sb: Any, tmp_path: Path, run: Any) -> None:
+    """A 60-row run in 3 jobs completes (or reports failed jobs, to be retried), paying once."""
     f = write_csv(tmp_path / "p.csv", places(60))
     db = tmp_path / "wh.duckdb"
-    state, s = run_flow(inputs=[str(f)], db=str(db), route="job", chunk_rows=20)
+    state, s = run(inputs=[str(f)], db=str(db), route="job", chunk_rows=20)
     if s["chunks_failed"]:
         assert state == "FAILED" and s["exit_code"] == 1 and "retried" in s["message"]
     else:
         assert state == "COMPLETED", s
         assert s["succeeded"] + s["failed"] == s["submitted"] == 60
     assert_sound(db, sb.stats(), s, 60)
+
+
+@pytest.mark.parametrize("faults", SCENARIOS)
+def test_run_survives(tmp_path: Path, serve_sandbox: ServeSandbox, faults: dict[str, Any]) -> None:
+    """Under the fault, the run completes (or reports failed jobs, to be retried), paying once."""
+    sb = serve_sandbox(
+        faults=FaultConfig(seed=11, retry_after_seconds=1, **faults), rows_per_second=5_000.0
+    )
+    survives(sb, tmp_path, run_library)
+
+
+@flow
+def test_flow_survives_every_fault_together(tmp_path: Path, serve_sandbox: ServeSandbox) -> None:
+    """Under every fault at once, the flow completes (or fails with failed jobs to be
+    retried), paying once."""
+    sb = serve_sandbox(
+        faults=FaultConfig(seed=11, retry_after_seconds=1, **ALL_TOGETHER), rows_per_second=5_000.0
+    )
+    survives(sb, tmp_path, run_flow)
 
 
 def test_a_job_that_never_finishes_is_cancelled_and_reported(
@@ -90,7 +106,9 @@ def test_a_job_that_never_finishes_is_cancelled_and_reported(
     sb.sandbox.inject("JOB", "stall")
     f = write_csv(tmp_path / "p.csv", places(40))
     db = tmp_path / "wh.duckdb"
-    state, s = run_flow(inputs=[str(f)], db=str(db), route="job", chunk_rows=20, poll_timeout=4.0)
+    state, s = run_library(
+        inputs=[str(f)], db=str(db), route="job", chunk_rows=20, poll_timeout=4.0
+    )
     assert state == "FAILED" and s["exit_code"] == 1
     assert s["chunks_failed"] == 1 and s["not_answered"] == 10  # half of the stalled 20 rows
     assert sb.stats()["requests"]["DELETE /v1/jobs/{batch_id}"] == {"200": 1}
@@ -100,6 +118,7 @@ def test_a_job_that_never_finishes_is_cancelled_and_reported(
     assert_sound(db, sb.stats(), s, 40)
 
 
+@flow
 def test_credits_running_out_mid_run_leave_a_resumable_run(
     tmp_path: Path, serve_sandbox: ServeSandbox
 ) -> None:
@@ -132,6 +151,7 @@ def test_credits_running_out_mid_run_leave_a_resumable_run(
 
 
 @slow
+@flow
 def test_a_job_still_queued_at_the_timeout_is_cancelled_with_nothing_charged(
     tmp_path: Path, serve_sandbox: ServeSandbox
 ) -> None:

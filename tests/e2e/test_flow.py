@@ -1,4 +1,7 @@
-"""The place_refresh flow end to end over real loopback HTTP, asserting on the sandbox's counts."""
+"""The place_refresh flow end to end over real loopback HTTP, asserting on the sandbox's counts.
+
+The tests of what the library decides (rejects, freshness, the key's balance) run the same
+way through placeflow.run (`run_library`: the flow's state and summary, without Prefect)."""
 
 from __future__ import annotations
 
@@ -12,9 +15,9 @@ import pytest
 
 from placeflow.warehouse import run_checks
 
-from .conftest import ServeSandbox, places, run_flow, write_csv
+from .conftest import ServeSandbox, places, run_flow, run_library, write_csv
 
-pytestmark = pytest.mark.usefixtures("prefect_api")
+flow = pytest.mark.usefixtures("prefect_api")
 
 
 def query(db: Path, sql: str) -> list[tuple[Any, ...]]:
@@ -22,6 +25,7 @@ def query(db: Path, sql: str) -> list[tuple[Any, ...]]:
         return con.execute(sql).fetchall()
 
 
+@flow
 def test_job_route_multi_file_with_duplicates(tmp_path: Path, serve_sandbox: ServeSandbox) -> None:
     """Two files sharing rows: each place sent once in one job; every row accounted for."""
     sb = serve_sandbox()
@@ -47,6 +51,7 @@ def test_job_route_multi_file_with_duplicates(tmp_path: Path, serve_sandbox: Ser
         assert all(n == 0 for n in run_checks(con).values())
 
 
+@flow
 def test_sync_route_for_small_work(tmp_path: Path, serve_sandbox: ServeSandbox) -> None:
     """Twelve places go as two enrich-batch calls, charged per answered place, no job."""
     sb = serve_sandbox()
@@ -64,16 +69,17 @@ def test_validate_mode_and_rerun_costs_nothing(tmp_path: Path, serve_sandbox: Se
     sb = serve_sandbox()
     f = write_csv(tmp_path / "p.csv", places(50))
     db = str(tmp_path / "wh.duckdb")
-    _, first = run_flow(inputs=[str(f)], db=db, mode="validate")
+    _, first = run_library(inputs=[str(f)], db=db, mode="validate")
     charged = sb.credits()["charged"]
     before = {route: sum(c.values()) for route, c in sb.stats()["requests"].items()}
-    state, second = run_flow(inputs=[str(f)], db=db, mode="validate")
+    state, second = run_library(inputs=[str(f)], db=db, mode="validate")
     after = {route: sum(c.values()) for route, c in sb.stats()["requests"].items()}
     assert state == "COMPLETED" and second["submitted"] == 0
     assert second["skipped_fresh"] == first["succeeded"]
     assert sb.credits()["charged"] == charged and after == before
 
 
+@flow
 def test_budget_refusal_spends_nothing(tmp_path: Path, serve_sandbox: ServeSandbox) -> None:
     """Over --max-credits the run is refused with exit code 3 and the sandbox sees no POST."""
     sb = serve_sandbox()
@@ -87,6 +93,7 @@ def test_budget_refusal_spends_nothing(tmp_path: Path, serve_sandbox: ServeSandb
     assert query(db, "select status from runs") == [("refused",)]
 
 
+@flow
 def test_failed_job_is_recorded_and_only_its_places_are_retried(
     tmp_path: Path, serve_sandbox: ServeSandbox
 ) -> None:
@@ -109,6 +116,7 @@ def test_failed_job_is_recorded_and_only_its_places_are_retried(
     assert third["submitted"] == failed_rows, "only the places that failed are sent again"
 
 
+@flow
 def test_summary_artifact_is_published(
     tmp_path: Path, serve_sandbox: ServeSandbox, prefect_api: str
 ) -> None:
@@ -143,13 +151,14 @@ def test_refused_when_the_key_cannot_cover_the_holds(
 
     sb = serve_sandbox(keys=(KeySpec(key=KEY, credits=30),))
     f = write_csv(tmp_path / "p.csv", places(50))
-    state, s = run_flow(inputs=[str(f)], db=str(tmp_path / "wh.duckdb"), route="job")
+    state, s = run_library(inputs=[str(f)], db=str(tmp_path / "wh.duckdb"), route="job")
     assert state == "FAILED" and s["exit_code"] == 3
     assert "30 available" in s["message"] and "add credits" in s["message"]
     assert not [r for r in sb.stats()["requests"] if r.startswith("POST")]
     assert sb.credits()["held_total"] == 0
 
 
+@flow
 def test_the_key_appears_nowhere(
     tmp_path: Path,
     serve_sandbox: ServeSandbox,
@@ -185,6 +194,7 @@ def test_the_key_appears_nowhere(
     assert KEY.encode() not in db.read_bytes()
 
 
+@flow
 def test_a_second_run_on_a_busy_database_refuses_clearly(
     tmp_path: Path, serve_sandbox: ServeSandbox
 ) -> None:
@@ -293,7 +303,7 @@ def test_hostile_rows_are_rejected_or_kept_verbatim(
     ]
     f = write_csv(tmp_path / "hostile.csv", rows)
     db = tmp_path / "wh.duckdb"
-    state, s = run_flow(inputs=[str(f)], db=str(db))
+    state, s = run_library(inputs=[str(f)], db=str(db))
     assert state == "COMPLETED" and s["rows_read"] == 10 and s["rejected"] == 4
     assert s["submitted"] == 6
     statuses = {code for counts in sb.stats()["requests"].values() for code in counts}
