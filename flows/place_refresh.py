@@ -13,11 +13,13 @@ server's global concurrency limits, shared with every other flow run on it.
 
 from __future__ import annotations
 
+import functools
 import inspect
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any, ParamSpec, TypeVar, cast
 
 from prefect import flow, task
@@ -32,10 +34,13 @@ from placeflow.api.errors import TransientError
 from placeflow.config import load_settings, postgres_password, prefect_server_url
 from placeflow.errors import BudgetRefused, PlaceflowError, RunStopped
 from placeflow.events import Event
+from placeflow.interrupt import mark_run
 from placeflow.options import RunOptions
+from placeflow.orchestrate import as_source, fingerprint
 from placeflow.pipeline.account import RunSummary
 from placeflow.report import EXIT_FAILED, EXIT_OK, exit_code, exit_code_for
 from placeflow.service import Target, open_target
+from placeflow.storage import StorageStop, stop_message, storage_stop
 from placeflow.warehouse import DEFAULT_DB
 
 P = ParamSpec("P")
@@ -55,6 +60,15 @@ def _retry_transient(task: Any, task_run: Any, state: Any) -> bool:
     return False
 
 
+@dataclass(frozen=True)
+class _Stopped:
+    """What a task hands back instead of raising when its storage stopped it (a full or
+    read-only disk): the flow raises it again and ends with one message and no traceback
+    (Prefect logs every exception raised in a task as an ERROR with its traceback)."""
+
+    error: BaseException
+
+
 def as_task(name: str, fn: Callable[P, R]) -> Callable[P, R]:
     """The step wrapper: each stage call becomes a task run named after its stage.
 
@@ -70,7 +84,26 @@ def as_task(name: str, fn: Callable[P, R]) -> Callable[P, R]:
         retry_delay_seconds=5 if network else 0,
         retry_condition_fn=_retry_transient if network else None,
     )
-    return cast(Callable[P, R], make(fn))
+
+    @functools.wraps(fn)
+    def body(*args: P.args, **kwargs: P.kwargs) -> R | _Stopped:
+        try:
+            return fn(*args, **kwargs)
+        except Exception as exc:
+            if storage_stop(exc) is None:
+                raise
+            return _Stopped(exc)
+
+    staged = make(body)
+
+    @functools.wraps(fn)
+    def call(*args: P.args, **kwargs: P.kwargs) -> R:
+        result = staged(*args, **kwargs)
+        if isinstance(result, _Stopped):
+            raise result.error
+        return result
+
+    return call
 
 
 PREFIX = "place-refresh"
@@ -138,6 +171,40 @@ class Ending:
         data = {**stopped.as_dict(), "exit_code": code, "message": stopped.message or str(exc)}
         return Failed(message=str(exc), data=data)
 
+    def out_of_storage(
+        self,
+        stop: StorageStop,
+        db: str,
+        *,
+        run_id: str | None = None,
+        command: str | None = None,
+        since: datetime | None = None,
+    ) -> Any:
+        """The Failed state of a run its storage stopped: the run marked `interrupted` when
+        the warehouse still takes a write, its id, state and the command that finishes it."""
+        found = None
+        try:
+            found = mark_run(
+                db, run_id=run_id, fingerprint=command, since=since,
+                message=lambda rid, path: stop_message(stop, rid, path),
+            )  # fmt: skip
+        except Exception:  # a warehouse that cannot even be read: said, not recorded
+            found = None
+        data: dict[str, Any] = {"status": "failed", "exit_code": EXIT_FAILED, "db": db}
+        if found is None and run_id is not None:
+            data.update(run_id=run_id, status="interrupted")
+        elif found is not None:
+            data.update(found.figures, run_id=found.run_id, status=found.status)
+            data.update(jobs_submitted=found.jobs_submitted, recorded=found.marked)
+        message = stop_message(stop, data.get("run_id"), db)
+        # `next`: the resume command; None before the run was recorded (the CLI then names
+        # the same command again)
+        data["next"] = (
+            f"placeflow resume {data['run_id']} --db {db}" if data.get("run_id") else None
+        )
+        data["message"] = message
+        return Failed(message=message, data=data)
+
 
 RUN = Ending()
 
@@ -162,6 +229,7 @@ def place_refresh(
     """
     options = options or RunOptions()
     progress = ProgressArtifact(f"placeflow run of {db}", forward=on_event)
+    command = None if resume_run_id else _command(inputs or [], options)
     try:
         with service_target() as target:
             if resume_run_id:
@@ -174,6 +242,19 @@ def place_refresh(
                     inputs or [], options=options, db=db, target=target, step=as_task,
                     on_event=progress,
                 )  # fmt: skip
-    except PlaceflowError as exc:
-        return RUN.stopped(exc, db)
+    except Exception as exc:
+        stop = None if isinstance(exc, RunStopped) else storage_stop(exc)
+        if stop is not None:  # a full or read-only disk, raised as it is or inside our error
+            return RUN.out_of_storage(stop, db, run_id=resume_run_id, command=command)
+        if isinstance(exc, PlaceflowError):
+            return RUN.stopped(exc, db)
+        raise
     return RUN.finish(summary, db, export_to)
+
+
+def _command(inputs: list[str], options: RunOptions) -> str | None:
+    """The identity of the run command (as the run computes it), to find its run afterwards."""
+    try:
+        return fingerprint(as_source(inputs), options)
+    except Exception:  # unreadable inputs: the run itself says why
+        return None

@@ -14,16 +14,18 @@ incremental export (Parquet directory or PostgreSQL URL), summarised in the mark
 from __future__ import annotations
 
 from collections.abc import Callable
+from datetime import UTC, datetime
 from typing import Any
 
 from prefect import flow
 
 from flows.place_refresh import Ending, as_task, service_target
 from flows.progress_artifact import ProgressArtifact
-from placeflow.errors import PlaceflowError
+from placeflow.errors import PlaceflowError, RunStopped
 from placeflow.events import Event
 from placeflow.options import RunOptions
 from placeflow.refresh import refresh
+from placeflow.storage import storage_stop
 from placeflow.warehouse import DEFAULT_DB
 
 PREFIX = "refresh"
@@ -59,6 +61,7 @@ def refresh_stale_places(
     progress = ProgressArtifact(
         f"placeflow refresh of {db}", forward=on_event, key=f"{PREFIX}-progress"
     )
+    began = datetime.now(UTC)
     try:
         options = RunOptions(poll_timeout=poll_timeout) if poll_timeout else None
         with service_target() as target:
@@ -67,6 +70,11 @@ def refresh_stale_places(
                 country=country, options=options, target=target, step=as_task,
                 on_event=progress,
             )  # fmt: skip
-    except PlaceflowError as exc:
-        return REFRESH.stopped(exc, db)
+    except Exception as exc:
+        stop = None if isinstance(exc, RunStopped) else storage_stop(exc)
+        if stop is not None:  # a full or read-only disk: the refresh opened since `began`
+            return REFRESH.out_of_storage(stop, db, since=began)
+        if isinstance(exc, PlaceflowError):
+            return REFRESH.stopped(exc, db)
+        raise
     return REFRESH.finish(summary, db, export_to)

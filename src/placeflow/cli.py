@@ -23,10 +23,12 @@ from placeflow.errors import OptionsError, PlaceflowError
 from placeflow.report import EXIT_FAILED, EXIT_OK, error_document, exit_code
 
 EPILOG = (
-    "exit codes: 0 success; 1 the run failed or stopped part way (see its message; "
-    "`placeflow resume RUN_ID` finishes it); 2 bad arguments or unreadable input; "
-    "3 refused before spending (over --max-credits or the key's balance) or stopped "
-    "when credits ran out; 130 stopped by Ctrl-C (`placeflow resume RUN_ID` finishes it)"
+    "exit codes: 0 success; 1 the run failed or stopped part way, a full disk too (see its "
+    "message; `placeflow resume RUN_ID` finishes it); 2 bad arguments, unreadable input or a "
+    "--db that cannot be written; 3 refused before spending (over --max-credits or the key's "
+    "balance) or stopped when credits ran out; 130 stopped by Ctrl-C (`placeflow resume "
+    "RUN_ID` finishes it; a second Ctrl-C, or --cancel-on-interrupt, also cancels the "
+    "submitted jobs)"
 )
 
 
@@ -147,6 +149,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    args.argv = list(sys.argv[1:] if argv is None else argv)  # the command, to say it again
     try:
         if args.command == "sandbox":
             return _run_sandbox(args)

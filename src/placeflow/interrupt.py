@@ -3,10 +3,14 @@
 The warehouse is written ahead (a chunk's row before its POST, its batch_id right after), so a
 run stopped at any instant resumes without paying twice: stopping is the crash the run already
 survives. On SIGINT the CLI therefore marks the run `interrupted` (when the warehouse lets it
-within a moment), optionally cancels the run's submitted jobs (`--cancel-on-interrupt`: their
-finished work is billed anyway), prints one line (or one JSON document) with the exact
-`placeflow resume` command, stops Prefect's temporary server and leaves with EXIT_INTERRUPTED,
-without unwinding the flow (no Prefect crash report, no traceback, no objects left to leak).
+within a moment), prints one line (or one JSON document) with the exact `placeflow resume`
+command, stops Prefect's temporary server and leaves with EXIT_INTERRUPTED, without unwinding
+the flow (no Prefect crash report, no traceback, no objects left to leak).
+
+Jobs the run submitted keep running (their finished work is billed anyway, and resume loads
+it) unless the user asks otherwise: `--cancel-on-interrupt`, or a second Ctrl-C while the first
+is handled. When jobs are running, the first Ctrl-C's line says so and the CLI waits
+`SECOND_WAIT` seconds for that second Ctrl-C before it leaves.
 """
 
 from __future__ import annotations
@@ -16,7 +20,9 @@ import os
 import signal
 import sys
 import threading
+import time
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from types import FrameType
 from typing import Any
@@ -25,6 +31,24 @@ from placeflow.report import EXIT_INTERRUPTED
 
 MARK_WAIT = 3.0
 """Seconds to wait for the warehouse to take the `interrupted` mark before leaving without it."""
+SECOND_WAIT = 4.0
+"""Seconds the first Ctrl-C waits for a second one (which also cancels the running jobs)."""
+FIGURES = ("rows_read", "rejected", "duplicates", "skipped_fresh", "submitted", "succeeded")
+"""The run's counts an interrupted or stopped run's JSON document carries."""
+
+
+@dataclass(frozen=True)
+class Marked:
+    """A run as the warehouse records it once it was marked stopped (or could not be)."""
+
+    run_id: str
+    status: str
+    marked: bool
+    """Whether the warehouse took the mark (a full or read-only disk refuses it)."""
+    jobs_submitted: int = 0
+    jobs_done: int = 0
+    jobs_running: int = 0
+    figures: dict[str, int] = field(default_factory=dict)
 
 
 class Interrupt:
@@ -39,6 +63,7 @@ class Interrupt:
         self.run_id = run_id
         self.since = datetime.now(UTC)
         self._previous: Any = None
+        self._second = threading.Event()
 
     def arm(self) -> None:
         self._previous = signal.signal(signal.SIGINT, self._handle)
@@ -47,12 +72,20 @@ class Interrupt:
         if self._previous is not None:
             signal.signal(signal.SIGINT, self._previous)
 
+    def _again(self, signum: int, frame: FrameType | None) -> None:
+        """The second Ctrl-C: cancel the submitted jobs too; any further one is ignored."""
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        self._second.set()
+
     def _handle(self, signum: int, frame: FrameType | None) -> None:
-        signal.signal(signal.SIGINT, signal.SIG_IGN)  # one Ctrl-C does it; the rest wait
+        signal.signal(signal.SIGINT, self._again)  # runs nested while this one works
         try:
             outcome = self.stop()
-            line = json.dumps(outcome, sort_keys=True) if self.as_json else outcome["message"]
-            print(line, file=sys.stdout if self.as_json else sys.stderr)
+            hinted = outcome.pop("_hinted", False)  # its line is printed: only news follows
+            if self.as_json:
+                print(json.dumps(outcome, sort_keys=True))
+            elif not hinted or outcome.get("cancelled"):
+                print(outcome["message"], file=sys.stderr)
         finally:
             sys.stdout.flush()
             sys.stderr.flush()
@@ -61,28 +94,69 @@ class Interrupt:
 
     def stop(self) -> dict[str, Any]:
         """Mark the run, cancel its jobs when asked; the outcome as the JSON document."""
-        found = _bounded(lambda: _mark(self.db, self.run_id, self.since))
-        run_id, status, figures = found if found else (self.run_id, None, {})
-        cancelled = _bounded(lambda: _cancel(self.db, run_id)) if self.cancel_jobs else None
-        if run_id is None:
-            message = "placeflow: interrupted before the run was recorded; nothing was saved"
-            nxt = None
-        else:
-            nxt = f"placeflow resume {run_id} --db {self.db}"
-            jobs = figures.get("jobs_submitted", 0)
-            saved = f"run {run_id} saved ({status or 'state unknown'}, {jobs} job(s) submitted"
-            if cancelled is not None:
-                saved += f", {cancelled} cancelled"
-            message = f"placeflow: interrupted; {saved}); finish it with: {nxt}"
+        found: Marked | None = _bounded(
+            lambda: mark_run(self.db, run_id=self.run_id, since=self.since, message=_ctrl_c)
+        )
+        if found is None and self.run_id is not None:
+            found = Marked(self.run_id, "interrupted", marked=False)
+        if found is None:
+            signal.signal(signal.SIGINT, signal.SIG_IGN)
+            return {
+                "run_id": None, "status": "interrupted", "next": None, "db": self.db,
+                "message": "placeflow: interrupted before the run was recorded; nothing was saved",
+                "exit_code": EXIT_INTERRUPTED,
+            }  # fmt: skip
+        nxt = f"placeflow resume {found.run_id} --db {self.db}"
+        saved = f"run {found.run_id} saved ({found.status}, {found.jobs_submitted} job(s) submitted"
+        head = f"placeflow: interrupted; {saved}); finish it with: {nxt}"
+        cancel, hinted = self.cancel_jobs or self._second.is_set(), False
+        if not cancel and found.jobs_running:
+            hinted = True
+            print(
+                f"{head}; press Ctrl-C again within {SECOND_WAIT:g} s to also cancel the"
+                f" {found.jobs_running} submitted job(s) still running",
+                file=sys.stderr,
+                flush=True,
+            )
+            cancel = self._wait_second(SECOND_WAIT)
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        cancelled = None
+        if cancel and found.jobs_running:
+            cancelled = _bounded(lambda: _cancel(self.db, found.run_id))
+        message = head
+        if cancelled is not None:
+            message = (
+                f"placeflow: interrupted; {saved}, {cancelled} cancelled); finish it with: {nxt}"
+            )
         return {
-            "run_id": run_id,
-            "status": status or "interrupted",
+            **found.figures,
+            "run_id": found.run_id,
+            "status": found.status,
             "message": message,
             "next": nxt,
             "db": self.db,
             "exit_code": EXIT_INTERRUPTED,
-            **figures,
+            "jobs_submitted": found.jobs_submitted,
+            "jobs_done": found.jobs_done,
+            "jobs_running": found.jobs_running,
+            "cancelled": cancelled or 0,
+            "_hinted": hinted,
         }
+
+    def _wait_second(self, seconds: float) -> bool:
+        """Wait up to `seconds` for the second Ctrl-C, in short slices: a signal delivered to
+        another thread runs its handler here at the next slice."""
+        deadline = time.monotonic() + seconds
+        while not self._second.is_set():
+            left = deadline - time.monotonic()
+            if left <= 0:
+                break
+            self._second.wait(min(left, 0.1))
+        return self._second.is_set()
+
+
+def _ctrl_c(run_id: str, db: str) -> str:
+    return f"interrupted (Ctrl-C); `placeflow resume {run_id} --db {db}` finishes it"
 
 
 def _bounded(work: Callable[[], Any]) -> Any:
@@ -101,36 +175,84 @@ def _bounded(work: Callable[[], Any]) -> Any:
     return box[0] if box else None
 
 
-def _mark(db: str, run_id: str | None, since: datetime) -> tuple[str, str, dict[str, int]] | None:
+def mark_run(
+    db: str,
+    *,
+    run_id: str | None = None,
+    since: datetime | None = None,
+    fingerprint: str | None = None,
+    message: Callable[[str, str], str],
+) -> Marked | None:
+    """Mark the run `interrupted` with `message(run_id, db)` and read it back; None when no
+    such run is recorded. The run is `run_id`, else the newest opened at or after `since`,
+    else the newest unfinished one of the command `fingerprint`. When the warehouse cannot be
+    written (a full or read-only disk), it is only read: `marked` says which."""
     import duckdb
 
-    con = duckdb.connect(db)  # this process's own database instance, when the run holds it
     try:
+        con = duckdb.connect(db)  # this process's own database instance, when the run holds it
+        writable = True
+    except duckdb.Error:
+        con = duckdb.connect(db, read_only=True)
+        writable = False
+    try:
+        run_id = run_id or _find(con, since, fingerprint)
         if run_id is None:
-            row = con.execute(
-                "select run_id from runs where created_at >= ? order by created_at desc limit 1",
-                [since],
-            ).fetchone()
-            if row is None:
-                return None
-            run_id = str(row[0])
-        message = f"interrupted (Ctrl-C); `placeflow resume {run_id} --db {db}` finishes it"
-        con.execute(
-            "update runs set status = 'interrupted', message = ? where run_id = ?"
-            " and status in ('planned', 'running')",
-            [message, run_id],
-        )
-        status = con.execute("select status from runs where run_id = ?", [run_id]).fetchone()
-        jobs = con.execute(
-            "select count(*) filter (where batch_id is not null),"
-            " count(*) filter (where status in ('completed', 'loaded'))"
-            " from jobs where run_id = ?",
-            [run_id],
-        ).fetchone()
+            return None
+        marked = False
+        if writable:
+            try:
+                con.execute(
+                    "update runs set status = 'interrupted', message = ? where run_id = ?"
+                    " and status in ('planned', 'running')",
+                    [message(run_id, db), run_id],
+                )
+                marked = True
+            except duckdb.Error:  # a full disk: the run stays as the crash left it
+                marked = False
+        return _read_back(con, run_id, marked)
     finally:
         con.close()
-    figures = {"jobs_submitted": int(jobs[0]), "jobs_done": int(jobs[1])} if jobs else {}
-    return run_id, str(status[0]) if status else "interrupted", figures
+
+
+def _find(con: Any, since: datetime | None, fingerprint: str | None) -> str | None:
+    if since is not None:
+        row = con.execute(
+            "select run_id from runs where created_at >= ? order by created_at desc limit 1",
+            [since],
+        ).fetchone()
+        if row is not None:
+            return str(row[0])
+    if fingerprint is not None:
+        row = con.execute(
+            "select run_id from runs where fingerprint = ?"
+            " and status in ('planned', 'running', 'interrupted')"
+            " order by created_at desc limit 1",
+            [fingerprint],
+        ).fetchone()
+        if row is not None:
+            return str(row[0])
+    return None
+
+
+def _read_back(con: Any, run_id: str, marked: bool) -> Marked:
+    row = con.execute(
+        "select status, rows_read, rejected, duplicates, skipped_fresh, submitted, succeeded"
+        " from runs where run_id = ?",
+        [run_id],
+    ).fetchone()
+    jobs = con.execute(
+        "select count(*) filter (where batch_id is not null),"
+        " count(*) filter (where status in ('completed', 'loaded')),"
+        " count(*) filter (where status = 'submitted' and batch_id is not null)"
+        " from jobs where run_id = ?",
+        [run_id],
+    ).fetchone()
+    submitted, done, running = (int(n) for n in jobs) if jobs else (0, 0, 0)
+    if row is None:
+        return Marked(run_id, "interrupted", marked, submitted, done, running)
+    figures = {k: int(v) for k, v in zip(FIGURES, row[1:], strict=True) if v is not None}
+    return Marked(run_id, str(row[0]), marked, submitted, done, running, figures)
 
 
 def _cancel(db: str, run_id: str | None) -> int:
