@@ -20,8 +20,7 @@ from placeflow.redact import Secret
 from placeflow.refresh import refresh, select_stale
 from placeflow.runstate import utc_now
 from placeflow.service import Target
-from tests.warehouse.sandbox_runs import SAMPLES, sandbox_answer
-from tests.warehouse.test_changes import _fields
+from tests.warehouse.sandbox_runs import SAMPLES, changed_fields
 
 from .conftest import KEY, Served, ServeSandbox
 
@@ -43,26 +42,6 @@ def target_of(served: Served) -> Target:
 def requests_of(con: duckdb.DuckDBPyConnection, run_id: str) -> dict[str, str]:
     rows = con.execute("select place_key, request from run_places where run_id = ?", [run_id])
     return {str(k): str(r) for k, r in rows.fetchall()}
-
-
-def ground_truth(requests: dict[str, str]) -> set[tuple[str, str]]:
-    """(place_key, field) the sandbox itself changed from epoch 0 to 1, for places it answered
-    both times (as tests/warehouse/test_changes.py reads its answers)."""
-    changed = set()
-    for key, text in requests.items():
-        request = json.loads(text)
-        before = sandbox_answer(request, mode="enrich", epoch=0)
-        after = sandbox_answer(request, mode="enrich", epoch=1)
-        if not (before["success"] and after["success"]):
-            continue
-        old, new = _fields(before), _fields(after)
-        for name in old:
-            if name == "closure_reason":
-                if old[name][0] == new[name][0] == "closed" and old[name][1] != new[name][1]:
-                    changed.add((key, name))
-            elif old[name] != new[name]:
-                changed.add((key, name))
-    return changed
 
 
 @dataclass
@@ -122,7 +101,7 @@ def test_refresh_rechecks_every_place_and_records_exactly_the_sandbox_changes(
                 [s.run_id],
             ).fetchall()
         )
-    truth = ground_truth(sent)
+    truth = changed_fields({k: json.loads(r) for k, r in sent.items()})
     assert truth and found == truth
     assert s.changes == kinds and sum(kinds.values()) == len(truth)
     assert s.places_changed == len({k for k, _ in truth})

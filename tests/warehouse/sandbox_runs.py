@@ -1,128 +1,81 @@
-"""Runs of the sample places against a sandbox served on loopback, recorded as a run would be.
+"""Runs of the sample places against a sandbox served on loopback, through `placeflow.run`.
 
-A small, stable driver (the pipeline's stages are being refactored): the sample files' places
-keyed by `place_keys`, sent in one bulk job over HTTP to a served sandbox at a given epoch, its
-result file downloaded and loaded by the real loader (`load_result`), with the runs, run_places
-and jobs rows a run writes. Also the sandbox's own ground truth for the same requests
-(emulator/synth.py), to compare the warehouse with.
+`run_places` is one whole run of the library's entry point (no Prefect, no order of its own):
+the sample files (or a head of them) against a sandbox at a given epoch, recorded in a
+warehouse file as of an injected clock. `sandbox_answer` is the sandbox's own ground truth for a
+request (emulator/synth.py) and `changed_fields` what it changed between two epochs, to compare
+the warehouse with.
 """
 
 from __future__ import annotations
 
 import json
-import time
-from collections.abc import Sequence
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 import duckdb
-import httpx
-import polars as pl
 
-from placeflow.api.models import ALLOWED_ENRICH_ATTRIBUTES, DEFAULT_ENRICH_ATTRIBUTES
+import placeflow
+from placeflow.api.limiter import RateLimits
+from placeflow.api.models import JobKind
 from placeflow.emulator import DEFAULT_API_KEY, Sandbox, SandboxConfig
 from placeflow.emulator.synth import SynthSettings, enrich_outcome, validate_outcome
-from placeflow.pipeline.load import load_result
-from placeflow.pipeline.placekey import place_keys
-from placeflow.warehouse import insert_frame
+from placeflow.options import RunOptions
+from placeflow.redact import Secret
+from placeflow.service import Target
 
 ROOT = Path(__file__).resolve().parents[2]
 SAMPLES = sorted((ROOT / "data" / "samples").glob("*.csv"))
 STAMP = "2026-01-01T00:00:00Z"
-FIELDS = ("poi_name", "street", "address", "city", "region", "postcode", "country", "latitude",
-          "longitude")
 
 
-def sample_places() -> pl.DataFrame:
-    """The sample restaurants as normalised places: unique place_key, request fields."""
-    frames = [pl.read_csv(p, infer_schema=False) for p in SAMPLES]
-    raw = pl.concat([f.select("name", "addr", "city") for f in frames])
-    places = raw.select(
-        pl.col("name").str.strip_chars().alias("poi_name"),
-        pl.col("addr").str.strip_chars().alias("street"),
-        pl.lit(None, pl.String).alias("address"),
-        pl.col("city").str.strip_chars().alias("city"),
-        pl.lit(None, pl.String).alias("region"),
-        pl.lit(None, pl.String).alias("postcode"),
-        pl.lit("US").alias("country"),
-        pl.lit(None, pl.Float64).alias("latitude"),
-        pl.lit(None, pl.Float64).alias("longitude"),
-    ).filter(pl.col("poi_name").is_not_null())
-    keyed = places.with_columns(place_keys(places))
-    return keyed.unique("place_key", keep="first", maintain_order=True)
+@dataclass(frozen=True)
+class Runs:
+    """A warehouse file's connection, opened once its runs are done, and their ids by label."""
+
+    con: duckdb.DuckDBPyConnection
+    ids: dict[str, str]
 
 
-def _requests(places: pl.DataFrame, mode: str, attributes: Sequence[str]) -> list[str]:
-    fields = [pl.col("place_key").alias("id"), *(pl.col(f) for f in FIELDS)]
-    plain = places.select(pl.struct(fields).struct.json_encode()).to_series().to_list()
-    if mode == "validate":
-        return [str(r) for r in plain]
-    extra = ',"attributes":' + json.dumps(list(attributes)) + "}"
-    return [str(r)[:-1] + extra for r in plain]
+def sample_head(path: Path, rows: int) -> Path:
+    """The first `rows` records of the first sample file, written to `path` (a smaller input)."""
+    lines = SAMPLES[0].read_text(encoding="utf-8").splitlines(keepends=True)
+    path.write_text("".join(lines[: rows + 1]), encoding="utf-8")
+    return path
 
 
 def run_places(
-    con: duckdb.DuckDBPyConnection,
-    workdir: Path,
+    db: Path,
     *,
-    run_id: str,
     epoch: int,
     now: datetime,
-    mode: str = "enrich",
-    attributes: Sequence[str] = (),
-    places: pl.DataFrame | None = None,
+    mode: JobKind = "enrich",
+    inputs: Sequence[Path] = tuple(SAMPLES),
     fail_rate: float = 0.01,
 ) -> str:
-    """One completed run of `places` (the samples by default) sent as one bulk job to a
-    sandbox at `epoch`, loaded into the warehouse as of `now`; returns run_id."""
-    places = sample_places() if places is None else places
-    chosen = attributes or DEFAULT_ENRICH_ATTRIBUTES
-    attrs = () if mode == "validate" else tuple(
-        a for a in ALLOWED_ENRICH_ATTRIBUTES if a in chosen)
-    requests = _requests(places, mode, attrs)
-    path = workdir / f"{run_id}.jsonl.gz"
+    """One completed `placeflow.run` of `inputs` into `db` against a sandbox at `epoch`, its
+    clock standing at `now`: every place sent again (force) in one bulk job; returns run_id."""
     sandbox = Sandbox(SandboxConfig(epoch=epoch, fail_rate=fail_rate))
-    with sandbox.serve() as served, httpx.Client(
-        base_url=served.base_url, headers={"X-API-Key": DEFAULT_API_KEY}, timeout=30
-    ) as http:
-        body = '{"pois":[' + ",".join(requests) + "]}"
-        submitted = http.post(f"/v1/jobs/{mode}", content=body,
-                              headers={"Content-Type": "application/json"})
-        submitted.raise_for_status()
-        batch_id = submitted.json()["batch_id"]
-        status = http.get(f"/v1/jobs/{batch_id}").json()
-        for _ in range(200):  # bounded poll: the sandbox finishes a job at submission
-            if status["status"] == "completed":
-                break
-            time.sleep(0.05)
-            status = http.get(f"/v1/jobs/{batch_id}").json()
-        assert status["status"] == "completed", status
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_bytes(httpx.get(status["results"]["files"][0]["url"]).content)
-    signature = f"{mode}|{','.join(attrs)}|no-summary"
-    con.execute(
-        "insert into runs (run_id, created_at, status, mode, attributes, signature, submitted)"
-        " values (?, ?, 'running', ?, ?, ?, ?)",
-        [run_id, now, mode, ",".join(attrs), signature, places.height],
-    )
-    insert_frame(con, "run_places", pl.DataFrame({
-        "run_id": run_id,
-        "place_key": places["place_key"],
-        "chunk_no": pl.Series([0] * places.height, dtype=pl.Int32),
-        "position": pl.Series(range(places.height), dtype=pl.Int32),
-        "request": requests,
-    }))
-    con.execute(
-        "insert into jobs (run_id, chunk_no, route, kind, rows, status, batch_id, credits_held,"
-        " created_at) values (?, 0, 'job', ?, ?, 'completed', ?, ?, ?)",
-        [run_id, mode, places.height, batch_id, places.height, now],
-    )
-    load_result(con, run_id=run_id, chunk_no=0, kind=mode,  # type: ignore[arg-type]
-                path=path, billing="job", held=places.height, ref=batch_id, now=now)
-    con.execute("update runs set status = 'completed', finished_at = ? where run_id = ?",
-                [now, run_id])
-    return run_id
+    options = RunOptions(mode=mode, force=True, dedupe="exact", route="job")
+    with sandbox.serve() as served:
+        target = Target(
+            base_url=served.base_url,
+            api_key=Secret(DEFAULT_API_KEY),
+            label="test sandbox",
+            limits=RateLimits.for_tier("paid"),
+        )
+        summary = placeflow.run(
+            [str(p) for p in inputs], options=options, db=db, target=target, clock=lambda: now
+        )
+    assert summary.status == "completed", summary.message
+    stats = sandbox.stats()
+    assert stats["requests"][f"POST /v1/jobs/{mode}"] == {"200": 1}
+    assert summary.charged == stats["keys"][DEFAULT_API_KEY]["credits"]["charged"]
+    return summary.run_id
 
 
 def sent_requests(con: duckdb.DuckDBPyConnection, run_id: str) -> dict[str, dict[str, Any]]:
@@ -133,10 +86,67 @@ def sent_requests(con: duckdb.DuckDBPyConnection, run_id: str) -> dict[str, dict
     return {str(k): json.loads(r) for k, r in rows}
 
 
-def sandbox_answer(request: dict[str, Any], *, mode: str, epoch: int,
-                   fail_rate: float = 0.01) -> dict[str, Any]:
+def sandbox_answer(
+    request: Mapping[str, Any], *, mode: str, epoch: int, fail_rate: float = 0.01
+) -> dict[str, Any]:
     """What the sandbox answers for a request at an epoch (its own synthesis)."""
     settings = SynthSettings(epoch=epoch, fail_rate=fail_rate)
     if mode == "validate":
-        return validate_outcome(request, settings=settings, now=STAMP)
-    return enrich_outcome(request, settings=settings, now=STAMP)
+        return validate_outcome(dict(request), settings=settings, now=STAMP)
+    return enrich_outcome(dict(request), settings=settings, now=STAMP)
+
+
+# --- what the sandbox changed between two epochs ------------------------------------------------
+
+
+def _digits(value: str | None) -> str | None:
+    return re.sub(r"\D", "", value) or None if value else None
+
+
+def _site(value: str | None) -> str | None:
+    if not value:
+        return None
+    text = re.sub(r"^[a-z][a-z0-9+.-]*://", "", value.strip().lower())
+    return re.sub(r"^www\.", "", text).split("?")[0].split("#")[0].rstrip("/") or None
+
+
+def _band(confidence: float | None) -> str | None:
+    return None if confidence is None else "likely" if confidence >= 0.5 else "unlikely"
+
+
+def answer_fields(answer: Mapping[str, Any]) -> dict[str, Any]:
+    """An enrich answer's compared fields, as the sandbox gave them (noise rules applied)."""
+    attributes = answer["attributes"]
+
+    def value(name: str) -> Any:
+        return attributes[name]["value"]
+
+    op = answer["operational_status"]
+    return {
+        "operational_status": op["status"],
+        "closure_reason": (op["status"], op["closure_reason"]),
+        "existence": _band(answer["status"]["existence_confidence"]),
+        "opening_hours": json.dumps(value("opening_hours"), sort_keys=True),
+        "phone": _digits((value("phone") or {}).get("number")),
+        "website": _site((value("website") or {}).get("url")),
+    }
+
+
+def changed_fields(requests: Mapping[str, Mapping[str, Any]]) -> set[tuple[str, str]]:
+    """(place_key, field) the sandbox itself changed between epoch 0 and 1 for these enrich
+    requests, of places it answered both times (a failed answer is no change)."""
+    changed = set()
+    for key, request in requests.items():
+        before = sandbox_answer(request, mode="enrich", epoch=0)
+        after = sandbox_answer(request, mode="enrich", epoch=1)
+        if not (before["success"] and after["success"]):
+            continue
+        old, new = answer_fields(before), answer_fields(after)
+        for name in old:
+            if name == "closure_reason":
+                both_closed = old[name][0] == new[name][0] == "closed"
+                if both_closed and old[name][1] != new[name][1]:
+                    changed.add((key, name))
+            elif old[name] != new[name]:
+                changed.add((key, name))
+    return changed

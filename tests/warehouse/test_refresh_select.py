@@ -10,10 +10,9 @@ import duckdb
 import polars as pl
 import pytest
 
-from placeflow.changes import record_changes
 from placeflow.refresh import select_stale
 from placeflow.warehouse import connect, sql_text
-from tests.warehouse.sandbox_runs import run_places, sample_places
+from tests.warehouse.sandbox_runs import Runs, run_places, sample_head
 
 T0 = datetime(2026, 3, 1, tzinfo=UTC)
 DAY = timedelta(days=1)
@@ -22,15 +21,19 @@ VALIDATE = "validate||no-summary"
 
 
 @pytest.fixture(scope="module")
-def warehouse(tmp_path_factory: pytest.TempPathFactory) -> Iterator[duckdb.DuckDBPyConnection]:
-    """All samples enriched at epoch 0; 40 days later the first 100 re-enriched at epoch 1."""
+def warehouse(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Runs]:
+    """All samples enriched at epoch 0; 40 days later the first 100 records re-enriched at
+    epoch 1 (each run records its changes itself)."""
     work = tmp_path_factory.mktemp("stale")
-    con = connect(":memory:")
-    run_places(con, work, run_id="r1", epoch=0, now=T0)
-    run_places(con, work, run_id="r2", epoch=1, now=T0 + 40 * DAY,
-               places=sample_places().head(100))
-    record_changes(con, "r2", now=T0 + 40 * DAY)
-    yield con
+    db = work / "wh.duckdb"
+    ids = {
+        "r1": run_places(db, epoch=0, now=T0),
+        "r2": run_places(
+            db, epoch=1, now=T0 + 40 * DAY, inputs=[sample_head(work / "head.csv", 100)]
+        ),
+    }
+    con = connect(db)
+    yield Runs(con, ids)
     con.close()
 
 
@@ -38,38 +41,50 @@ def _answered(con: duckdb.DuckDBPyConnection) -> dict[str, tuple[datetime | None
     """place_key -> (last successful outcome, last attempt)."""
     rows = con.execute(
         "select place_key, max(outcome_at) filter (where success), max(outcome_at)"
-        " from place_outcomes group by place_key").fetchall()
+        " from place_outcomes group by place_key"
+    ).fetchall()
     return {str(k): (t, a) for k, t, a in rows}
 
 
-def test_stale_places_are_those_answered_before_the_cutoff(
-        warehouse: duckdb.DuckDBPyConnection) -> None:
+def test_stale_places_are_those_answered_before_the_cutoff(warehouse: Runs) -> None:
     """older_than 30 days at day 45 selects every place not re-answered by r2 (never answered
     first, then oldest); older_than 0 selects them all; right after r2, none of r2's is due."""
+    con = warehouse.con
     now = T0 + 45 * DAY
-    answered = _answered(warehouse)
-    stale = select_stale(warehouse, older_than=30 * DAY, mode="enrich", signature=ENRICH, now=now)
+    answered = _answered(con)
+    stale = select_stale(con, older_than=30 * DAY, mode="enrich", signature=ENRICH, now=now)
     cutoff = now - 30 * DAY
     expected = {k for k, (t, a) in answered.items() if (t is None or t <= cutoff) and a <= cutoff}
     assert set(stale["place_key"]) == expected
     never = stale["answered_at"].null_count()
     assert never > 0 and stale["answered_at"].head(never).is_null().all()
     assert stale["answered_at"].tail(stale.height - never).is_sorted()
-    everything = select_stale(warehouse, older_than=timedelta(0), mode="enrich",
-                              signature=ENRICH, now=now)
+    everything = select_stale(
+        con, older_than=timedelta(0), mode="enrich", signature=ENRICH, now=now
+    )
     assert everything.height == len(answered)
-    after = select_stale(warehouse, older_than=DAY, mode="enrich", signature=ENRICH,
-                         now=T0 + 40 * DAY + timedelta(hours=1))
+    after = select_stale(
+        con, older_than=DAY, mode="enrich", signature=ENRICH, now=T0 + 40 * DAY + timedelta(hours=1)
+    )
     assert set(after["place_key"]) == {k for k, (_, a) in answered.items() if a == T0}
 
 
-def test_each_place_comes_with_its_stored_request(warehouse: duckdb.DuckDBPyConnection) -> None:
+def test_each_place_comes_with_its_stored_request(warehouse: Runs) -> None:
     """The request is the latest run's stored one, rebuilt for the chosen mode; no CSV needed."""
-    stale = select_stale(warehouse, older_than=timedelta(0), mode="validate",
-                         signature=VALIDATE, now=T0 + 45 * DAY, limit=5)
+    stale = select_stale(
+        warehouse.con,
+        older_than=timedelta(0),
+        mode="validate",
+        signature=VALIDATE,
+        now=T0 + 45 * DAY,
+        limit=5,
+    )
     assert stale.height == 5
-    stored = dict(warehouse.execute(
-        "select place_key, request from run_places where run_id = 'r1'").fetchall())
+    stored = dict(
+        warehouse.con.execute(
+            "select place_key, request from run_places where run_id = ?", [warehouse.ids["r1"]]
+        ).fetchall()
+    )
     for row in stale.iter_rows(named=True):
         sent = json.loads(stored[row["place_key"]])
         request = json.loads(row["request"])
@@ -78,21 +93,30 @@ def test_each_place_comes_with_its_stored_request(warehouse: duckdb.DuckDBPyConn
         assert row["poi_name"] == sent["poi_name"] and row["city"] == sent["city"]
 
 
-def test_an_enrichment_answers_a_validation(warehouse: duckdb.DuckDBPyConnection) -> None:
+def test_an_enrichment_answers_a_validation(warehouse: Runs) -> None:
     """A validate refresh counts the enrichments' answers: r2's places are not stale at 30 days."""
-    stale = select_stale(warehouse, older_than=30 * DAY, mode="validate", signature=VALIDATE,
-                         now=T0 + 45 * DAY)
-    assert not set(stale["place_key"]) & set(sample_places().head(100)["place_key"])
+    stale = select_stale(
+        warehouse.con, older_than=30 * DAY, mode="validate", signature=VALIDATE, now=T0 + 45 * DAY
+    )
+    r2 = {
+        str(k)
+        for (k,) in warehouse.con.execute(
+            "select place_key from run_places where run_id = ?", [warehouse.ids["r2"]]
+        ).fetchall()
+    }
+    assert len(r2) == 100 and stale.height > 0
+    assert not set(stale["place_key"]) & r2
 
 
-def test_a_budget_takes_the_likeliest_changes_first(warehouse: duckdb.DuckDBPyConnection) -> None:
+def test_a_budget_takes_the_likeliest_changes_first(warehouse: Runs) -> None:
     """With a budget smaller than the stale set: at most budget places, by priority, each with
     its reason; places that changed before and unknown verdicts outrank plain old answers."""
+    con = warehouse.con
     now = T0 + 100 * DAY
-    every = select_stale(warehouse, older_than=timedelta(0), mode="enrich", signature=ENRICH,
-                         now=now)
-    chosen = select_stale(warehouse, older_than=timedelta(0), mode="enrich", signature=ENRICH,
-                          now=now, budget=30)
+    every = select_stale(con, older_than=timedelta(0), mode="enrich", signature=ENRICH, now=now)
+    chosen = select_stale(
+        con, older_than=timedelta(0), mode="enrich", signature=ENRICH, now=now, budget=30
+    )
     assert chosen.height == 30
     assert chosen["priority"].is_sorted(descending=True)
     priorities: list[float] = every["priority"].sort(descending=True).to_list()
@@ -100,19 +124,33 @@ def test_a_budget_takes_the_likeliest_changes_first(warehouse: duckdb.DuckDBPyCo
     assert all(chosen["reason"].to_list())
     changed = every.filter(pl.col("changes_before") > 0)
     assert changed.height > 0
-    plain = every.filter((pl.col("changes_before") == 0) & (pl.col("operational_status") == "open")
-                         & (pl.col("existence_confidence") >= 0.6)
-                         & pl.col("answered_run_id").eq("r2"))
+    plain = every.filter(
+        (pl.col("changes_before") == 0)
+        & (pl.col("operational_status") == "open")
+        & (pl.col("existence_confidence") >= 0.6)
+        & pl.col("answered_run_id").eq(warehouse.ids["r2"])
+    )
     assert min(changed["priority"].to_list()) > max(plain["priority"].to_list())
-    assert select_stale(warehouse, older_than=timedelta(0), mode="enrich", signature=ENRICH,
-                        now=now, budget=30, credits_per_place=3).height == 10
+    assert (
+        select_stale(
+            con,
+            older_than=timedelta(0),
+            mode="enrich",
+            signature=ENRICH,
+            now=now,
+            budget=30,
+            credits_per_place=3,
+        ).height
+        == 10
+    )
 
 
-def test_failing_places_are_found(warehouse: duckdb.DuckDBPyConnection) -> None:
+def test_failing_places_are_found(warehouse: Runs) -> None:
     """failing_places lists the places that failed in both of their runs and never succeeded."""
-    rows = warehouse.execute(sql_text("queries/failing_places"), {"failures": 2}).fetchall()
-    expected = warehouse.execute(
+    rows = warehouse.con.execute(sql_text("queries/failing_places"), {"failures": 2}).fetchall()
+    expected = warehouse.con.execute(
         "select place_key from place_outcomes group by place_key"
-        " having count(*) = 2 and not bool_or(success)").fetchall()
-    assert {r[0] for r in rows} == {r[0] for r in expected}
+        " having count(*) = 2 and not bool_or(success)"
+    ).fetchall()
+    assert rows and {r[0] for r in rows} == {r[0] for r in expected}
     assert all(r[1] == 2 for r in rows)
