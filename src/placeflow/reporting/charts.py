@@ -108,8 +108,16 @@ def _svg(parts: list[str]) -> str:
     return parts[0]
 
 
-def _label_bars(ax: Any, bars: Any, values: Sequence[float]) -> None:
+def _ranked_bars(
+    ax: Any, names: Sequence[str], values: Sequence[float], colour: Any, xlabel: str
+) -> None:
+    """Horizontal bars top down in the order given, each labelled with its value, with room
+    right of the longest for its label."""
+    bars = ax.barh(names, values, color=colour)
     ax.bar_label(bars, labels=[f"{v:,.0f}" for v in values], padding=3, fontsize=8)
+    ax.invert_yaxis()
+    ax.set_xlim(0, max([*values, 1]) * 1.15)
+    ax.set_xlabel(xlabel)
 
 
 def funnel(run: Row) -> str:
@@ -127,11 +135,10 @@ def funnel(run: Row) -> str:
     with _chart("funnel", WIDTH, 1.9, left=label_room(names), top=0.35) as (fig, out):
         ax = fig.subplots()
         values = [int(v or 0) for _, v, _ in steps]
-        bars = ax.barh(names, values, color=[s[2] for s in steps])
-        _label_bars(ax, bars, values)
-        ax.invert_yaxis()
-        ax.set_xlabel("rows (read, rejected, duplicates, fresh) and places (sent and after)")
-        ax.set_xlim(0, max([*values, 1]) * 1.15)
+        _ranked_bars(
+            ax, names, values, [s[2] for s in steps],
+            "rows (read, rejected, duplicates, fresh) and places (sent and after)",
+        )  # fmt: skip
         ax.set_title("What happened to every row")
     return _svg(out)
 
@@ -150,11 +157,7 @@ def reject_reasons(rejects: list[Row], total: int) -> str:
         out,
     ):
         ax = fig.subplots()
-        bars = ax.barh(labels, values, color="#c62828")
-        _label_bars(ax, bars, values)
-        ax.invert_yaxis()
-        ax.set_xlim(0, max([*values, 1]) * 1.15)
-        ax.set_xlabel("rejected rows")
+        _ranked_bars(ax, labels, values, "#c62828", "rejected rows")
     return _svg(out)
 
 
@@ -271,14 +274,13 @@ def credits(run: Row) -> str:
         ("usage delta (service)", run["usage_delta"], "#ef6c00"),
     ]
     shown = [(n, int(v), c) for n, v, c in steps if v is not None]
-    with _chart("credits", WIDTH, 1.4, left=label_room([n for n, _, _ in shown])) as (fig, out):
-        ax = fig.subplots()
-        values = [v for _, v, _ in shown]
-        bars = ax.barh([n for n, _, _ in shown], values, color=[c for _, _, c in shown])
-        _label_bars(ax, bars, values)
-        ax.invert_yaxis()
-        ax.set_xlim(0, max([*values, 1]) * 1.15)
-        ax.set_xlabel("credits")
+    names, values, colours = (
+        [n for n, _, _ in shown],
+        [v for _, v, _ in shown],
+        [c for _, _, c in shown],
+    )
+    with _chart("credits", WIDTH, 1.4, left=label_room(names)) as (fig, out):
+        _ranked_bars(fig.subplots(), names, values, colours, "credits")
     return _svg(out)
 
 
@@ -348,11 +350,7 @@ def changes(rows: list[Row]) -> str:
     values = [int(r["changes"]) for r in rows]
     with _chart("changes", WIDTH, 0.1 + 0.3 * len(kinds), left=label_room(kinds)) as (fig, out):
         ax = fig.subplots()
-        bars = ax.barh(kinds, values, color="#ef6c00")
-        _label_bars(ax, bars, values)
-        ax.invert_yaxis()
-        ax.set_xlim(0, max([*values, 1]) * 1.15)
-        ax.set_xlabel("changes")
+        _ranked_bars(ax, kinds, values, "#ef6c00", "changes")
     return _svg(out)
 
 
