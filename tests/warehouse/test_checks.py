@@ -40,6 +40,8 @@ BREAKS: dict[str, list[str]] = {
         " where run_id = 'r1' and kind = 'charge' and chunk_no = 1"],
     "run_outcome_count_mismatch": ["update runs set succeeded = 3 where run_id = 'r1'"],
     "usage_delta_unexplained": ["update runs set usage_after = 1009 where run_id = 'r1'"],
+    "run_places_duplicate": [
+        "insert into run_places select * from run_places where run_id = 'r1' and place_key = 'A'"],
     "request_id_mismatch": [
         "update run_places set request = '{\"id\":\"other\"}' where place_key = 'A'"],
 }

@@ -214,3 +214,45 @@ def test_key_hint_holds_at_most_four_characters_of_the_key(
     con.execute(insert, ["r2", "…a1b2"])
     with pytest.raises(duckdb.ConstraintException):
         con.execute(insert, ["r3", "sk_live_a1b2"])
+
+
+def test_a_writer_checkpoints_after_hundreds_of_megabytes_of_log(tmp_path: Path) -> None:
+    """A writable connection, first or reopened, folds its log into the file only past
+    CHECKPOINT_THRESHOLD (DuckDB's 16 MB default is under two chunks' outcomes)."""
+    wh = warehouse.Warehouse(tmp_path / "w.duckdb")
+    setting = "select current_setting('checkpoint_threshold')"
+    first = wh.execute(setting).fetchone()
+    wh.release()
+    again = wh.execute(setting).fetchone()
+    wh.close()
+    assert first == again == ("512.0 MiB",)
+
+
+def test_migration_013_keeps_the_plan_and_drops_its_indexes() -> None:
+    """A warehouse of the migrations before 013 keeps its run_rows and run_places rows, and
+    their constraints but the primary-key and unique indexes."""
+    con = duckdb.connect(":memory:")
+    con.execute(
+        "create table schema_migrations (version varchar primary key, name varchar,"
+        " applied_at timestamptz)"
+    )
+    for version, name in warehouse.migrations():
+        if version < "013":
+            con.execute(sql_text(f"schema/{version}_{name}"))
+            con.execute("insert into schema_migrations values (?, ?, now())", [version, name])
+    con.execute("insert into run_rows (run_id, row_ord, source_file, source_row, place_key,"
+                " disposition) values ('r1', 0, 'a.csv', 1, 'A', 'submitted')")
+    con.execute("insert into run_places (run_id, place_key, chunk_no, position, request)"
+                " values ('r1', 'A', 0, 0, '{}')")
+    assert "013" in migrate(con)
+    assert con.execute("select run_id, row_ord, place_key from run_rows").fetchall() == [
+        ("r1", 0, "A")]
+    assert con.execute("select place_key, chunk_no, request from run_places").fetchall() == [
+        ("A", 0, "{}")]
+    kinds = con.execute("select distinct constraint_type from duckdb_constraints()"
+                        " where table_name in ('run_rows', 'run_places')").fetchall()
+    assert {k for (k,) in kinds} == {"CHECK", "NOT NULL"}
+    with pytest.raises(duckdb.ConstraintException):
+        con.execute("insert into run_rows (run_id, row_ord, source_file, source_row, place_key,"
+                    " disposition) values ('r1', 1, 'a.csv', 2, null, 'submitted')")
+    con.close()
