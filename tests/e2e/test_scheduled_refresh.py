@@ -125,7 +125,8 @@ def refreshed_the_warehouse(db: Path) -> None:
     recorded as runs of the warehouse, their changes (if any) in place_changes."""
     refreshes = query(
         db,
-        "select status, submitted, charged from runs left join run_credits using (run_id)"
+        "select runs.status, runs.submitted, run_credits.charged"
+        " from runs left join run_credits using (run_id)"
         " where inputs like '%warehouse:%'",
     )
     assert refreshes and all(r[0] == "completed" and r[1] == 300 for r in refreshes), refreshes
