@@ -186,6 +186,8 @@ class Pipeline:
             "--db",
             str(db),
             "--json",
+            "--dedupe",  # the unique inputs are renamed copies at one address: exact, so that
+            "exact",  # each stays a place of its own (fuzzy matching: bench/matching_bench.py)
             *extra,
         ]
         child = measure.child(cmd, env=env, cwd=self.work)
