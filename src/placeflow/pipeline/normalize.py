@@ -219,6 +219,8 @@ def normalize(rows: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame, Normalize
     work = work.with_columns(bad.alias("_bad"))
     cleaned = [c for c in work.columns if c.startswith("_")]
     kept = work.select(*KEYS, "note", *cleaned).filter(~pl.col("_bad"))
+    rejects = _rejects(work.filter(pl.col("_bad")), problems)  # few rows: all columns kept
+    del work  # the wide working frame (raw and cleaned columns) is let go before the repair
     has_lat, has_lon = (pl.col(f"_{c}_number").is_not_null() for c in RANGES)
     hidden = pl.any_horizontal(pl.col("^_hidden_.*$"))
     half: pl.Expr = (
@@ -241,7 +243,6 @@ def normalize(rows: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame, Normalize
         (pl.col("_alpha2") != pl.col("_country")).fill_null(False).alias("_mapped"),
     )
     places, fixes = repair(places)  # lost ZIP zeros, coordinates outside the row's country
-    rejects = _rejects(work.filter(pl.col("_bad")), problems)  # few rows: all columns kept
     counts = places.select(pl.col("_nulled").sum(), pl.col("_mapped").sum())
     info = NormalizeInfo(
         rows=rows.height,
