@@ -15,13 +15,12 @@ import duckdb
 import pytest
 
 import placeflow
-from placeflow.api.limiter import RateLimits
-from placeflow.emulator import KeySpec, Sandbox, SandboxConfig
+from placeflow.emulator import Sandbox
 from placeflow.options import RunOptions
 from placeflow.pipeline.account import RunSummary
-from placeflow.redact import Secret
 from placeflow.report import against, text_summary
 from placeflow.service import Target
+from tests.sandbox_target import served as served_sandbox
 from tests.test_run import write_places
 
 pytestmark = pytest.mark.slow  # starts placeflow/Prefect processes: minutes on 2 cores
@@ -69,13 +68,8 @@ class Served:
 
 @pytest.fixture
 def served() -> Iterator[Served]:
-    sandbox = Sandbox(SandboxConfig(keys=(KeySpec(key=KEY),)))
-    with sandbox.serve() as srv:
-        target = Target(
-            base_url=srv.base_url, api_key=Secret(KEY), label="test sandbox",
-            limits=RateLimits.for_tier("paid"),
-        )  # fmt: skip
-        yield Served(sandbox, srv.base_url, target)
+    with served_sandbox(KEY) as (sandbox, target):
+        yield Served(sandbox, target.base_url, target)
 
 
 def completed_run(served: Served, tmp_path: Path, n: int) -> tuple[Path, RunSummary]:

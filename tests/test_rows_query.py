@@ -15,13 +15,12 @@ import polars as pl
 import pytest
 
 import placeflow
-from placeflow.api.limiter import RateLimits
 from placeflow.cli import main
-from placeflow.emulator import KeySpec, Sandbox, SandboxConfig
+from placeflow.emulator import Sandbox
 from placeflow.options import RunOptions
-from placeflow.redact import Secret
 from placeflow.service import Target
 from placeflow.warehouse import run_checks
+from tests.sandbox_target import served as served_sandbox
 
 pytestmark = pytest.mark.slow  # starts placeflow/Prefect processes: minutes on 2 cores
 
@@ -35,12 +34,8 @@ MAPPED_BY_A_PERSON = {
 
 
 def serve(fail_rate: float = 0.0) -> Iterator[tuple[Sandbox, Target]]:
-    sandbox = Sandbox(SandboxConfig(keys=(KeySpec(key=KEY),), fail_rate=fail_rate))
-    with sandbox.serve() as srv:
-        yield sandbox, Target(
-            base_url=srv.base_url, api_key=Secret(KEY), label="test sandbox",
-            limits=RateLimits.for_tier("paid"),
-        )  # fmt: skip
+    with served_sandbox(KEY, fail_rate=fail_rate) as pair:
+        yield pair
 
 
 @pytest.fixture

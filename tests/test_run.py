@@ -12,26 +12,21 @@ import duckdb
 import pytest
 
 import placeflow
-from placeflow.api.limiter import RateLimits
-from placeflow.emulator import KeySpec, Sandbox, SandboxConfig
+from placeflow.emulator import Sandbox
 from placeflow.errors import BudgetRefused, UnknownRun, UsageError
 from placeflow.events import Event, JobProgress, RowsLoaded, StageFinished
 from placeflow.options import RunOptions
-from placeflow.redact import Secret
 from placeflow.service import Target
 from placeflow.warehouse import run_checks
+from tests.sandbox_target import served as served_sandbox
 
 KEY = "sk_run_paid_key_1234"
 
 
 @pytest.fixture
 def served() -> Iterator[tuple[Sandbox, Target]]:
-    sandbox = Sandbox(SandboxConfig(keys=(KeySpec(key=KEY),)))
-    with sandbox.serve() as srv:
-        yield sandbox, Target(
-            base_url=srv.base_url, api_key=Secret(KEY), label="test sandbox",
-            limits=RateLimits.for_tier("paid"),
-        )  # fmt: skip
+    with served_sandbox(KEY) as pair:
+        yield pair
 
 
 def write_places(path: Path, n: int, duplicates: int = 0) -> Path:

@@ -3,7 +3,6 @@ summed, in the data's order, shown in the JSON and the text summary."""
 
 from __future__ import annotations
 
-import csv
 import json
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -12,14 +11,14 @@ from typing import Any
 import pytest
 
 import placeflow
-from placeflow.api.limiter import RateLimits
-from placeflow.emulator import KeySpec, Sandbox, SandboxConfig
+from placeflow.emulator import Sandbox
 from placeflow.events import Event, StageStarted
 from placeflow.options import RunOptions
-from placeflow.redact import Secret
 from placeflow.report import json_summary, text_summary
 from placeflow.service import Target
 from placeflow.steps import Stages, Timer, direct
+from tests.sandbox_target import served as served_sandbox
+from tests.test_run import write_places
 
 KEY = "sk_timings_paid_key_1234"
 
@@ -38,21 +37,8 @@ class Ticks:
 
 @pytest.fixture
 def served() -> Iterator[tuple[Sandbox, Target]]:
-    sandbox = Sandbox(SandboxConfig(keys=(KeySpec(key=KEY),)))
-    with sandbox.serve() as srv:
-        yield sandbox, Target(
-            base_url=srv.base_url, api_key=Secret(KEY), label="test sandbox",
-            limits=RateLimits.for_tier("paid"),
-        )  # fmt: skip
-
-
-def write_places(path: Path, n: int) -> Path:
-    with path.open("w", newline="", encoding="utf-8") as f:
-        writer = csv.writer(f)
-        writer.writerow(["id", "name", "address", "city", "country"])
-        for i in range(n):
-            writer.writerow([f"t{i}", f"Tea Room {i}", f"{i} Oak Lane", "Riverton", "USA"])
-    return path
+    with served_sandbox(KEY) as pair:
+        yield pair
 
 
 def test_a_run_reports_a_timing_for_every_stage_in_order_within_the_total(

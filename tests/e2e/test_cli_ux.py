@@ -16,10 +16,8 @@ import duckdb
 import pytest
 
 import placeflow
-from placeflow.api.limiter import RateLimits
-from placeflow.redact import Secret
 from placeflow.report import EXIT_INTERRUPTED
-from placeflow.service import Target
+from tests.sandbox_target import sandbox_target
 
 from .conftest import KEY, Served, ServeSandbox, places, write_csv
 
@@ -76,10 +74,7 @@ def test_ctrl_c_saves_the_run_prints_resume_and_resume_completes(
     with duckdb.connect(str(db), read_only=True) as con:
         assert con.execute("select status from runs").fetchall() == [("interrupted",)]
     assert sb.requests("DELETE /v1/jobs/{batch_id}") == 0  # finished work is billed: kept
-    target = Target(
-        base_url=sb.base_url, api_key=Secret(KEY), label="test sandbox",
-        limits=RateLimits.for_tier("paid"),
-    )  # fmt: skip
+    target = sandbox_target(sb.base_url, KEY)
     summary = placeflow.resume(run_id, db=db, target=target)
     assert summary.status == "completed" and summary.succeeded + summary.failed == 20
     assert sb.requests("POST /v1/jobs/enrich") == 1  # re-attached, not sent again

@@ -9,8 +9,8 @@ import placeflow
 from placeflow.api.limiter import RateLimits
 from placeflow.emulator import KeySpec, Sandbox, SandboxConfig
 from placeflow.options import RunOptions
-from placeflow.redact import Secret
 from placeflow.service import Target
+from tests.sandbox_target import sandbox_target
 
 from .conftest import KEY, places, write_csv
 
@@ -29,11 +29,8 @@ def test_two_runs_in_one_process_share_the_key_limits(tmp_path: Path) -> None:
     """Concurrent runs of one key stay within 10/s and 100/min together, with zero 429s."""
     sandbox = Sandbox(SandboxConfig(keys=(KeySpec(key=KEY),), rate_window_scale=0.1))
     with sandbox.serve() as srv:
-        target = Target(
-            base_url=srv.base_url,
-            api_key=Secret(KEY),
-            label="test sandbox",
-            limits=RateLimits.for_tier("paid", window_scale=0.1, min_slack=0.1),
+        target = sandbox_target(
+            srv.base_url, KEY, RateLimits.for_tier("paid", window_scale=0.1, min_slack=0.1)
         )
         errors: list[BaseException] = []
         threads = [

@@ -22,11 +22,9 @@ import duckdb
 import pytest
 
 import placeflow
-from placeflow.api.limiter import RateLimits
-from placeflow.redact import Secret
 from placeflow.report import EXIT_FAILED, EXIT_USAGE
-from placeflow.service import Target
 from placeflow.warehouse import Warehouse
+from tests.sandbox_target import sandbox_target
 
 from .conftest import KEY, ServeSandbox, places, write_csv
 
@@ -121,10 +119,7 @@ def test_disk_full_while_downloading_then_resume_finishes(
         assert stored == [(doc["status"],)]  # the document says what the warehouse says
         assert doc["status"] in ("running", "interrupted")  # resumable, as after a crash
         filler.unlink()
-        target = Target(
-            base_url=sb.base_url, api_key=Secret(KEY), label="test sandbox",
-            limits=RateLimits.for_tier("paid"),
-        )  # fmt: skip
+        target = sandbox_target(sb.base_url, KEY)
         summary = placeflow.resume(run_id, db=db, target=target)
     assert summary.status == "completed" and summary.succeeded + summary.failed == 120
     stats = sb.stats()

@@ -20,13 +20,11 @@ from typing import Any
 import duckdb
 
 import placeflow
-from placeflow.api.limiter import RateLimits
 from placeflow.api.models import JobKind
 from placeflow.emulator import DEFAULT_API_KEY, Sandbox, SandboxConfig
 from placeflow.emulator.synth import SynthSettings, enrich_outcome, validate_outcome
 from placeflow.options import RunOptions
-from placeflow.redact import Secret
-from placeflow.service import Target
+from tests.sandbox_target import sandbox_target
 
 ROOT = Path(__file__).resolve().parents[2]
 SAMPLES = sorted((ROOT / "data" / "samples").glob("*.csv"))
@@ -62,12 +60,7 @@ def run_places(
     sandbox = Sandbox(SandboxConfig(epoch=epoch, fail_rate=fail_rate))
     options = RunOptions(mode=mode, force=True, dedupe="exact", route="job")
     with sandbox.serve() as served:
-        target = Target(
-            base_url=served.base_url,
-            api_key=Secret(DEFAULT_API_KEY),
-            label="test sandbox",
-            limits=RateLimits.for_tier("paid"),
-        )
+        target = sandbox_target(served.base_url, DEFAULT_API_KEY)
         summary = placeflow.run(
             [str(p) for p in inputs], options=options, db=db, target=target, clock=lambda: now
         )
