@@ -1,24 +1,17 @@
-"""The report's charts: matplotlib figures saved as static SVG (no script, no font files).
+"""The report's charts, each one static ``<svg>`` element as text (no script, no font files).
 
-Each function takes aggregates from `data.collect` and returns one ``<svg>`` element as text.
-Text stays text (``svg.fonttype: none``), ids are salted per chart so several charts can
-share one HTML page, and nothing in the SVG refers outside it. Margins are fixed (in inches,
-the left one sized from the longest label) rather than computed by a layout engine, which
-would draw every figure twice: a report draws each figure once.
+Each function takes aggregates from `data.collect` and draws them with the small plotter in
+`placeflow.reporting.svg`: text stays text, nothing refers outside the element, and the same
+aggregates give the same bytes. Margins are fixed in inches, the left one sized from the
+longest label.
 """
 
 from __future__ import annotations
 
-import io
-import re
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any
+from collections.abc import Sequence
 
 from placeflow.reporting.data import Row
-
-if TYPE_CHECKING:  # matplotlib loads with the first chart drawn, not with placeflow.reporting
-    from matplotlib.figure import Figure
+from placeflow.reporting.svg import Chart, nice_ticks
 
 STATUS_COLOURS = {
     "open": "#2e7d32",
@@ -41,17 +34,6 @@ ACCENT = "#1565c0"
 MUTED = "#90a4ae"
 _OTHER = ["#8d6e63", "#5c6bc0", "#26a69a", "#ef6c00", "#ab47bc", "#78909c", "#d4e157"]
 
-_RC: dict[Any, Any] = {
-    "svg.fonttype": "none",
-    "font.family": "sans-serif",
-    "font.sans-serif": ["DejaVu Sans", "Liberation Sans", "Arial"],
-    "font.size": 9,
-    "axes.spines.top": False,
-    "axes.spines.right": False,
-    "axes.titlesize": 10,
-    "axes.titleweight": "bold",
-}
-_PROLOGUE = re.compile(r"^.*?(?=<svg)", re.DOTALL)
 WIDTH = 10.5
 """Figure width in inches: drawn at about its own size in the page's 1,040-pixel column."""
 CHAR = 0.075
@@ -68,56 +50,42 @@ def label_room(labels: Sequence[str], *, axis_label: bool = False) -> float:
     return 0.2 + CHAR * longest + (0.25 if axis_label else 0.0)
 
 
-@contextmanager
 def _chart(
     name: str,
-    width: float,
     height: float,
     *,
     left: float = 0.8,
     right: float = 0.3,
     top: float = 0.15,
     bottom: float = BOTTOM,
-) -> Iterator[tuple[Figure, list[str]]]:
-    """A figure for one chart, `height` inches of axes plus the margins (inches) around them;
-    its SVG text is appended to the yielded list on exit."""
-    import matplotlib as mpl
-    from matplotlib.figure import Figure
-
-    out: list[str] = []
-    with mpl.rc_context({**_RC, "svg.hashsalt": f"placeflow-{name}"}):
-        full = height + top + bottom
-        fig = Figure(figsize=(width, full))
-        fig.subplots_adjust(
-            left=left / width, right=1 - right / width, top=1 - top / full, bottom=bottom / full
-        )
-        yield fig, out
-        buf = io.StringIO()
-        fig.savefig(buf, format="svg", metadata={"Date": None, "Creator": None})
-    svg = _PROLOGUE.sub("", buf.getvalue(), count=1)
-    out.append(svg.replace("<svg ", f'<svg class="chart" data-chart="{name}" ', 1))
+) -> Chart:
+    """A chart `WIDTH` inches wide: `height` inches of axes plus the margins (inches)."""
+    return Chart(name, WIDTH, height, left=left, right=right, top=top, bottom=bottom)
 
 
-def _integer_ticks() -> Any:
-    from matplotlib.ticker import MaxNLocator
+def _upto(most: float) -> float:
+    """The top of a value axis: the largest value plus 5 % (1 when all are 0)."""
+    return most * 1.05 if most > 0 else 1.0
 
-    return MaxNLocator(integer=True)
 
-
-def _svg(parts: list[str]) -> str:
-    return parts[0]
+def _categories(c: Chart, names: Sequence[str]) -> None:
+    """Category labels down the y axis, the first on top (`ylim` set for them)."""
+    c.ylim = (len(names) - 0.5, -0.5)
+    c.yaxis(list(range(len(names))), "", list(names))
 
 
 def _ranked_bars(
-    ax: Any, names: Sequence[str], values: Sequence[float], colour: Any, xlabel: str
+    c: Chart, names: Sequence[str], values: Sequence[float], colours: Sequence[str], xlabel: str
 ) -> None:
     """Horizontal bars top down in the order given, each labelled with its value, with room
     right of the longest for its label."""
-    bars = ax.barh(names, values, color=colour)
-    ax.bar_label(bars, labels=[f"{v:,.0f}" for v in values], padding=3, fontsize=8)
-    ax.invert_yaxis()
-    ax.set_xlim(0, max([*values, 1]) * 1.15)
-    ax.set_xlabel(xlabel)
+    c.xlim = (0.0, max([*values, 1]) * 1.15)
+    _categories(c, names)
+    for i, (v, colour) in enumerate(zip(values, colours, strict=True)):
+        c.hbar(i, 0.8, 0.0, v, colour)
+        c.text(c.x(v) + 3, c.y(i), f"{v:,.0f}", size=8)
+    c.xaxis(nice_ticks(*c.xlim, integer=True), xlabel)
+    c.spines()
 
 
 def funnel(run: Row) -> str:
@@ -132,15 +100,13 @@ def funnel(run: Row) -> str:
         ("failed", run["failed"], "#6a1b9a"),
     ]
     names = [s[0] for s in steps]
-    with _chart("funnel", WIDTH, 1.9, left=label_room(names), top=0.35) as (fig, out):
-        ax = fig.subplots()
-        values = [int(v or 0) for _, v, _ in steps]
-        _ranked_bars(
-            ax, names, values, [s[2] for s in steps],
-            "rows (read, rejected, duplicates, fresh) and places (sent and after)",
-        )  # fmt: skip
-        ax.set_title("What happened to every row")
-    return _svg(out)
+    c = _chart("funnel", 1.9, left=label_room(names), top=0.35)
+    _ranked_bars(
+        c, names, [int(v or 0) for _, v, _ in steps], [s[2] for s in steps],
+        "rows (read, rejected, duplicates, fresh) and places (sent and after)",
+    )  # fmt: skip
+    c.title("What happened to every row")
+    return c.svg()
 
 
 def reject_reasons(rejects: list[Row], total: int) -> str:
@@ -152,17 +118,24 @@ def reject_reasons(rejects: list[Row], total: int) -> str:
     if other > 0:
         labels.append("other reasons")
         values.append(other)
-    with _chart("rejects", WIDTH, 0.1 + 0.28 * len(values), left=label_room(labels)) as (
-        fig,
-        out,
-    ):
-        ax = fig.subplots()
-        _ranked_bars(ax, labels, values, "#c62828", "rejected rows")
-    return _svg(out)
+    c = _chart("rejects", 0.1 + 0.28 * len(values), left=label_room(labels))
+    _ranked_bars(c, labels, values, ["#c62828"] * len(values), "rejected rows")
+    return c.svg()
 
 
 def _colour(status: str, i: int) -> str:
     return STATUS_COLOURS.get(status, _OTHER[i % len(_OTHER)])
+
+
+def _stacked(c: Chart, rows: Sequence[str], layers: Sequence[tuple[str, str, list[float]]]) -> None:
+    """Bars of `rows` (top down), each the sum of the layers' values left to right."""
+    _categories(c, rows)
+    left = [0.0] * len(rows)
+    for _, colour, values in layers:
+        for i, v in enumerate(values):
+            if v:
+                c.hbar(i, 0.8, left[i], left[i] + v, colour)
+        left = [a + b for a, b in zip(left, values, strict=True)]
 
 
 def status_mix(outcomes: list[Row], countries: list[str], *, most: int = 12) -> str:
@@ -177,51 +150,37 @@ def status_mix(outcomes: list[Row], countries: list[str], *, most: int = 12) -> 
     blank = "all places" if len(shown) == 1 else "no country"
     rows = [c or blank for c in shown] + (["other countries"] if rest else [])
     legend_rows = -(-len(statuses) // 7)
-    with _chart(
-        "status", WIDTH, 0.1 + 0.3 * len(rows), left=label_room(rows), top=LEGEND * legend_rows
-    ) as (fig, out):
-        ax = fig.subplots()
-        left = [0] * len(rows)
-        for i, status in enumerate(statuses):
-            values = [counts.get((c, status), 0) for c in shown]
-            if rest:
-                values.append(sum(counts.get((c, status), 0) for c in rest))
-            ax.barh(rows, values, left=left, color=_colour(status, i), label=status)
-            left = [a + b for a, b in zip(left, values, strict=True)]
-        ax.invert_yaxis()
-        ax.set_xlabel("places")
-        ax.legend(
-            ncols=min(len(statuses), 7),
-            loc="lower center",
-            bbox_to_anchor=(0.5, 1.0),
-            frameon=False,
-            fontsize=8,
-        )
-    return _svg(out)
+    layers = []
+    for i, status in enumerate(statuses):
+        values = [float(counts.get((c, status), 0)) for c in shown]
+        if rest:
+            values.append(float(sum(counts.get((c, status), 0) for c in rest)))
+        layers.append((status, _colour(status, i), values))
+    c = _chart(
+        "status", 0.1 + 0.3 * len(rows), left=label_room(rows), top=LEGEND * legend_rows + 0.05
+    )
+    totals = [sum(v[i] for _, _, v in layers) for i in range(len(rows))]
+    c.xlim = (0.0, _upto(max(totals, default=0)))
+    _stacked(c, rows, layers)
+    c.xaxis(nice_ticks(*c.xlim, integer=True), "places")
+    c.spines()
+    c.legend_above([(n, colour) for n, colour, _ in layers], 7)
+    return c.svg()
 
 
 def confidence(bins: list[Row]) -> str:
     """Histogram of existence confidence in bins of 0.05."""
     counts = {int(r["bin"]): int(r["places"]) for r in bins}
     top = max(counts.values(), default=0)
-    with _chart("confidence", WIDTH, 1.7, left=label_room([f"{top:,}"], axis_label=True)) as (
-        fig,
-        out,
-    ):
-        ax = fig.subplots()
-        ax.bar(
-            [b / 20 for b in range(20)],
-            [counts.get(b, 0) for b in range(20)],
-            width=0.05,
-            align="edge",
-            color=ACCENT,
-            edgecolor="white",
-            linewidth=0.5,
-        )
-        ax.set_xlim(0, 1)
-        ax.set_xlabel("existence confidence")
-        ax.set_ylabel("places")
-    return _svg(out)
+    c = _chart("confidence", 1.7, left=label_room([f"{top:,}"], axis_label=True))
+    c.xlim, c.ylim = (0.0, 1.0), (0.0, _upto(top))
+    for b in range(20):
+        if counts.get(b, 0):
+            c.vbar(b / 20, 0.05, 0, counts[b], ACCENT, ' stroke="#fff" stroke-width="0.5"')
+    c.xaxis(nice_ticks(0.0, 1.0, most=6), "existence confidence")
+    c.yaxis(nice_ticks(*c.ylim, most=5, integer=True), "places")
+    c.spines()
+    return c.svg()
 
 
 def verdicts(rows: list[Row]) -> str:
@@ -235,33 +194,21 @@ def verdicts(rows: list[Row]) -> str:
         key=lambda v: (list(VERDICT_COLOURS).index(v) if v in VERDICT_COLOURS else 99, v),
     )
     legend_rows = -(-len(names) // 4)
-    with _chart(
-        "verdicts",
-        WIDTH,
-        0.1 + 0.32 * len(order),
-        left=label_room(order),
-        top=0.3 * legend_rows + 0.05,
-    ) as (fig, out):
-        ax = fig.subplots()
-        left = [0.0] * len(order)
-        for i, name in enumerate(names):
-            shares = []
-            for s in order:
-                total = sum(subjects[s].values()) or 1
-                shares.append(100.0 * subjects[s].get(name, 0) / total)
-            ax.barh(
-                order,
-                shares,
-                left=left,
-                label=name,
-                color=VERDICT_COLOURS.get(name, _OTHER[i % len(_OTHER)]),
-            )
-            left = [a + b for a, b in zip(left, shares, strict=True)]
-        ax.invert_yaxis()
-        ax.set_xlim(0, 100)
-        ax.set_xlabel("% of the subject's places")
-        ax.legend(ncols=4, loc="lower center", bbox_to_anchor=(0.5, 1.0), frameon=False, fontsize=7)
-    return _svg(out)
+    layers = []
+    for i, name in enumerate(names):
+        shares = [
+            100.0 * subjects[s].get(name, 0) / (sum(subjects[s].values()) or 1) for s in order
+        ]
+        layers.append((name, VERDICT_COLOURS.get(name, _OTHER[i % len(_OTHER)]), shares))
+    c = _chart(
+        "verdicts", 0.1 + 0.32 * len(order), left=label_room(order), top=0.2 * legend_rows + 0.1
+    )
+    c.xlim = (0.0, 100.0)
+    _stacked(c, order, layers)
+    c.xaxis(nice_ticks(0.0, 100.0, most=6), "% of the subject's places")
+    c.spines()
+    c.legend_above([(n, colour) for n, colour, _ in layers], 4, size=7)
+    return c.svg()
 
 
 def credits(run: Row) -> str:
@@ -273,15 +220,18 @@ def credits(run: Row) -> str:
         ("released", run["released"], "#26a69a"),
         ("usage delta (service)", run["usage_delta"], "#ef6c00"),
     ]
-    shown = [(n, int(v), c) for n, v, c in steps if v is not None]
-    names, values, colours = (
-        [n for n, _, _ in shown],
-        [v for _, v, _ in shown],
-        [c for _, _, c in shown],
-    )
-    with _chart("credits", WIDTH, 1.4, left=label_room(names)) as (fig, out):
-        _ranked_bars(fig.subplots(), names, values, colours, "credits")
-    return _svg(out)
+    shown = [(n, int(v), colour) for n, v, colour in steps if v is not None]
+    names = [n for n, _, _ in shown]
+    c = _chart("credits", 1.4, left=label_room(names))
+    _ranked_bars(c, names, [v for _, v, _ in shown], [k for _, _, k in shown], "credits")
+    return c.svg()
+
+
+def _chunk_ticks(numbers: Sequence[int]) -> list[float]:
+    """Every chunk number when there are few, else round ones."""
+    if len(numbers) <= 20:
+        return [float(n) for n in numbers]
+    return nice_ticks(min(numbers), max(numbers), most=10, integer=True)
 
 
 def credits_per_job(jobs: list[Row]) -> str:
@@ -289,19 +239,18 @@ def credits_per_job(jobs: list[Row]) -> str:
     chunks = [int(j["chunk_no"]) for j in jobs]
     charged = [int(j["charged"]) for j in jobs]
     released = [int(j["released"]) for j in jobs]
-    most = max((c + r for c, r in zip(charged, released, strict=True)), default=0)
-    with _chart("job-credits", WIDTH, 1.7, left=label_room([f"{most:,}"], axis_label=True)) as (
-        fig,
-        out,
-    ):
-        ax = fig.subplots()
-        ax.bar(chunks, charged, color=ACCENT, label="charged", width=0.8)
-        ax.bar(chunks, released, bottom=charged, color="#26a69a", label="released", width=0.8)
-        ax.xaxis.set_major_locator(_integer_ticks())
-        ax.set_xlabel("chunk")
-        ax.set_ylabel("credits")
-        ax.legend(frameon=False, fontsize=8)
-    return _svg(out)
+    most = max((a + b for a, b in zip(charged, released, strict=True)), default=0)
+    c = _chart("job-credits", 1.7, left=label_room([f"{most:,}"], axis_label=True), top=0.35)
+    c.xlim = (min(chunks, default=0) - 0.6, max(chunks, default=0) + 0.6)
+    c.ylim = (0.0, _upto(most))
+    for n, a, b in zip(chunks, charged, released, strict=True):
+        c.vbar(n - 0.4, 0.8, 0, a, ACCENT)
+        c.vbar(n - 0.4, 0.8, a, a + b, "#26a69a")
+    c.xaxis(_chunk_ticks(chunks), "chunk")
+    c.yaxis(nice_ticks(*c.ylim, most=5, integer=True), "credits")
+    c.spines()
+    c.legend_above([("charged", ACCENT), ("released", "#26a69a")], 2)
+    return c.svg()
 
 
 def timeline(jobs: list[Row]) -> str:
@@ -312,75 +261,72 @@ def timeline(jobs: list[Row]) -> str:
         ("finished_s", "loaded_s", "fetched and loaded", "#2e7d32"),
     ]
     height = min(0.6 + 0.2 * len(jobs), 8.2)
-    last = max((int(j["chunk_no"]) for j in jobs), default=0)
-    with _chart(
-        "timeline", WIDTH, height, left=label_room([str(last)], axis_label=True), top=LEGEND
-    ) as (fig, out):
-        ax = fig.subplots()
-        for label_, (start, end, label, colour) in enumerate(phases):
-            spans = [
-                (float(j[start]), float(j[end]) - float(j[start]), int(j["chunk_no"]))
-                for j in jobs
-                if j[start] is not None and j[end] is not None
-            ]
-            ax.barh(
-                [s[2] for s in spans],
-                [s[1] for s in spans],
-                left=[s[0] for s in spans],
-                color=colour,
-                label=label,
-                height=0.7,
-                zorder=label_ + 2,
-            )
-        numbers = [int(j["chunk_no"]) for j in jobs]
-        if len(numbers) <= 20:
-            ax.set_yticks(numbers)
-        else:
-            ax.yaxis.set_major_locator(_integer_ticks())
-        ax.set_ylim(max(numbers) + 0.6, min(numbers) - 0.6)
-        ax.set_xlabel("seconds since the run opened")
-        ax.set_ylabel("chunk")
-        ax.legend(ncols=3, loc="lower center", bbox_to_anchor=(0.5, 1.0), frameon=False, fontsize=8)
-    return _svg(out)
+    numbers = [int(j["chunk_no"]) for j in jobs]
+    c = _chart(
+        "timeline", height, left=label_room([str(max(numbers, default=0))], axis_label=True),
+        top=LEGEND,
+    )  # fmt: skip
+    ends = [float(j[k]) for j in jobs for k in ("planned_s", "loaded_s") if j[k] is not None]
+    c.xlim = (min([0.0, *ends]), _upto(max(ends, default=0.0)))
+    c.ylim = (max(numbers, default=0) + 0.6, min(numbers, default=0) - 0.6)
+    for start, end, _, colour in phases:
+        for j in jobs:
+            if j[start] is not None and j[end] is not None:
+                c.hbar(int(j["chunk_no"]), 0.7, float(j[start]), float(j[end]), colour)
+    c.xaxis(nice_ticks(*c.xlim), "seconds since the run opened")
+    c.yaxis(_chunk_ticks(numbers), "chunk")
+    c.spines()
+    c.legend_above([(label, colour) for _, _, label, colour in phases], 3)
+    return c.svg()
 
 
 def changes(rows: list[Row]) -> str:
     """Detected changes by kind."""
-    kinds = [r["kind"] for r in rows]
+    kinds = [str(r["kind"]) for r in rows]
     values = [int(r["changes"]) for r in rows]
-    with _chart("changes", WIDTH, 0.1 + 0.3 * len(kinds), left=label_room(kinds)) as (fig, out):
-        ax = fig.subplots()
-        _ranked_bars(ax, kinds, values, "#ef6c00", "changes")
-    return _svg(out)
+    c = _chart("changes", 0.1 + 0.3 * len(kinds), left=label_room(kinds))
+    _ranked_bars(c, kinds, values, ["#ef6c00"] * len(values), "changes")
+    return c.svg()
+
+
+def _span(values: Sequence[float]) -> tuple[float, float]:
+    lo, hi = min(values, default=0.0), max(values, default=0.0)
+    pad = (hi - lo) * 0.05 or 1.0
+    return lo - pad, hi + pad
 
 
 def place_map(points: list[Row]) -> str:
-    """The places' coordinates as a scatter, coloured by status (no tiles, no basemap)."""
+    """The places' coordinates as a scatter, coloured by status (no tiles, no basemap), one
+    degree of longitude as long as one of latitude."""
     by_status: dict[str, list[Row]] = {}
     for p in points:
         by_status.setdefault(p["status"], []).append(p)
     labels = [f"{status} ({len(pts):,})" for status, pts in by_status.items()]
     right = 0.4 + 0.065 * max((len(label) for label in labels), default=1)
-    with _chart("map", WIDTH, 4.8, left=label_room(["-180"], axis_label=True), right=right) as (
-        fig,
-        out,
-    ):
-        ax = fig.subplots()
-        for i, (status, pts) in enumerate(sorted(by_status.items())):
-            ax.scatter(
-                [p["longitude"] for p in pts],
-                [p["latitude"] for p in pts],
-                s=10,
-                color=_colour(status, i),
-                label=f"{status} ({len(pts):,})",
-                linewidths=0,
-                alpha=0.8,
-            )
-        ax.set_xlabel("longitude")
-        ax.set_ylabel("latitude")
-        ax.set_aspect("equal", adjustable="datalim")
-        ax.grid(True, color="#eceff1", linewidth=0.5)
-        ax.legend(
-            fontsize=7, markerscale=2, frameon=False, loc="center left", bbox_to_anchor=(1.0, 0.5)
+    c = _chart("map", 4.8, left=label_room(["-180"], axis_label=True), right=right)
+    (x0, x1), (y0, y1) = (
+        _span([float(p["longitude"]) for p in points]),
+        _span([float(p["latitude"]) for p in points]),
+    )
+    per_degree = min((c.x1 - c.x0) / (x1 - x0), (c.y1 - c.y0) / (y1 - y0))
+    wide, high = (c.x1 - c.x0) / per_degree, (c.y1 - c.y0) / per_degree  # degrees shown
+    mid_x, mid_y = (x0 + x1) / 2, (y0 + y1) / 2
+    c.xlim, c.ylim = (mid_x - wide / 2, mid_x + wide / 2), (mid_y - high / 2, mid_y + high / 2)
+    xs, ys = nice_ticks(*c.xlim, most=9), nice_ticks(*c.ylim, most=6)
+    c.grid(xs, ys)
+    legend = []
+    for i, (status, pts) in enumerate(sorted(by_status.items())):
+        colour = _colour(status, i)
+        dots = "".join(
+            f'<circle cx="{c.x(float(p["longitude"])):.1f}" cy="{c.y(float(p["latitude"])):.1f}"'
+            ' r="1.6"/>'
+            for p in pts
         )
-    return _svg(out)
+        c.parts.append(f'<g fill="{colour}" fill-opacity="0.8">{dots}</g>')
+        legend.append((f"{status} ({len(pts):,})", colour))
+    c.xaxis(xs, "longitude")
+    c.yaxis(ys, "latitude")
+    c.spines()
+    mid = (c.y0 + c.y1) / 2 - (len(legend) - 1) * 7
+    c.legend_at(c.x1 + 10, mid, legend, size=7, dots=True)
+    return c.svg()
