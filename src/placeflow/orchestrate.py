@@ -25,7 +25,9 @@ import polars as pl
 
 from placeflow.api.client import PlaceApiClient
 from placeflow.api.errors import DownloadError, InsufficientCredits, TransientError
+from placeflow.api.feed import JobFeed
 from placeflow.api.models import JobStatus
+from placeflow.api.poller import PendingJob
 from placeflow.errors import BudgetRefused, CreditsRanOut
 from placeflow.events import Event, Note
 from placeflow.notamatch import not_a_match_pairs
@@ -51,6 +53,7 @@ from placeflow.runstate import (
     unfinished_run,
     utc_now,
 )
+from placeflow.sender import Sender, locked
 from placeflow.service import Target
 from placeflow.steps import SYSTEM_TIMER, Stages, Step, Timer, direct, emitter
 from placeflow.warehouse import DEFAULT_DB, Warehouse, connect, held_while_writing, workdir_for
@@ -222,8 +225,10 @@ def _carry_out(
     workdir: Path,
     started: datetime,
 ) -> RunSummary:
-    """submit → poll → fetch → load for every chunk not yet loaded, then account."""
-    kind, emit = options.mode, r.emit
+    """submit → poll → fetch → load for every chunk not yet loaded, then account; the job
+    chunks are submitted by a `Sender` beside the poll, so each is fetched and loaded as soon
+    as it ends, while later ones are still being sent."""
+    kind, emit = options.mode, locked(r.emit)  # the sender emits from its own thread
 
     def load_it(fetched: Fetched | None) -> None:
         if fetched is not None:
@@ -262,35 +267,39 @@ def _carry_out(
                     state.reopened(chunk.chunk_no)
             for chunk in state.chunks("planned", "submitted"):
                 if chunk.route == "sync":
-                    send = r.each("send-batch", send_batch)
-                    sent_sync = send(
+                    sent_sync = r.each("send-batch", send_batch)(
                         api, state, chunk, kind=kind, workdir=workdir, emit=emit,
                         resend=options.resend_uncertain,
                     )  # fmt: skip
                     if sent_sync is None:
                         held[chunk.chunk_no] = f"chunk {chunk.chunk_no}: uncertain (see its error)"
                     settle(chunk.chunk_no, _given(sent_sync))
-            due: dict[str, float] = {}
-            try:
-                for chunk in state.chunks("planned"):
-                    if chunk.route != "job":
-                        continue
-                    verdict = vet(api, state, chunk, options, state.now())
+            resumed = [PendingJob(c.batch_id) for c in state.chunks("submitted") if c.batch_id]
+            to_send = [c for c in state.chunks("planned") if c.route == "job"]
+
+            def send_jobs(own: RunState, feed: JobFeed, stopping: Callable[[], bool]) -> None:
+                for chunk in to_send:
+                    if stopping():
+                        return
+                    verdict = vet(api, own, chunk, options, own.now())
                     if not verdict.send:
                         held[chunk.chunk_no] = verdict.why
-                        state.uncertain(chunk.chunk_no, verdict.why)
+                        own.uncertain(chunk.chunk_no, verdict.why)
                         emit(Note(verdict.why))
                         continue
-                    sent = r.each("submit", submit_job)(api, state, chunk, kind=kind, emit=emit)
-                    if sent.due is not None:
-                        due[sent.batch_id] = sent.due
-            finally:
+                    sent = r.each("submit", submit_job)(api, own, chunk, kind=kind, emit=emit)
+                    eta = None if sent.due is None else max(0.0, sent.due - api.clock())
+                    feed.put(PendingJob(sent.batch_id, eta))
+
+            r.expect(*(["submit", "poll"] if to_send else []))  # the data's order, side by side
+            with Sender(state, send_jobs if to_send else None) as sender:
                 polled = r.stream("poll", poll)
                 for status in polled(
-                    api, state, due=due, timeout=options.poll_timeout,
-                    stuck_after=options.stuck_after, emit=emit,
+                    api, state, jobs=resumed, feed=sender.feed,
+                    timeout=options.poll_timeout, stuck_after=options.stuck_after, emit=emit,
                 ):  # fmt: skip
                     settle(state.chunk_of(status.batch_id), fetch_of(status))
+            sender.raise_error()
             if held:
                 stopped_chunks = "; ".join(held[k] for k in sorted(held))
                 state.interrupted(

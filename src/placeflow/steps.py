@@ -5,13 +5,17 @@ runs the stage (`direct`, the identity, without Prefect; a Prefect task in the f
 
 `Stages` also times each stage, wall and CPU seconds by a `Timer` (injectable for tests), summed
 over the calls of a per-chunk stage (submit, poll, fetch, load): a poll generator is timed only
-while it runs, not while the fetch and load it feeds run. The run summary's `timings` and
-`cpu_timings` come from here, in the order the stages first ran, with the invocation's `total`.
+while it runs, not while the fetch and load it feeds run. A stage called from another thread
+(submit, which runs beside poll, fetch and load: `placeflow.sender`) counts that thread's CPU
+seconds, and its wall time overlaps theirs, so it is not part of the stages' sum within
+`total`. The run summary's `timings` and `cpu_timings` come from here, in the order the stages
+first ran, with the invocation's `total`.
 """
 
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, fields
@@ -42,6 +46,8 @@ class Timer:
 
     wall: Callable[[], float] = time.perf_counter
     cpu: Callable[[], float] = time.process_time
+    thread_cpu: Callable[[], float] = time.thread_time
+    """The CPU seconds of the calling thread: a stage run beside the others is timed by it."""
 
 
 SYSTEM_TIMER = Timer()
@@ -59,17 +65,24 @@ class Stages:
         self.wall: dict[str, float] = {}
         self.cpu: dict[str, float] = {}
         self._began = (timer.wall(), timer.cpu())
+        self._thread = threading.get_ident()
+
+    def expect(self, *names: str) -> None:
+        """Stages about to run side by side, listed in the data's order (the timings' order)."""
+        for name in names:
+            self.wall.setdefault(name, 0.0)
+            self.cpu.setdefault(name, 0.0)
 
     def _timed(self, name: str, fn: Callable[[], R]) -> R:
         """`fn()`, its wall and CPU seconds added to `name`'s (the key made when it starts)."""
-        self.wall.setdefault(name, 0.0)
-        self.cpu.setdefault(name, 0.0)
-        wall, cpu = self.timer.wall(), self.timer.cpu()
+        self.expect(name)
+        cpu_of = self.timer.cpu if threading.get_ident() == self._thread else self.timer.thread_cpu
+        wall, cpu = self.timer.wall(), cpu_of()
         try:
             return fn()
         finally:
             self.wall[name] += self.timer.wall() - wall
-            self.cpu[name] += self.timer.cpu() - cpu
+            self.cpu[name] += cpu_of() - cpu
 
     def timings(self) -> tuple[dict[str, float], dict[str, float]]:
         """Wall and CPU seconds by stage, in the order they first ran, each with `total`: the

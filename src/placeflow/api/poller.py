@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from placeflow.api.client import JobSubmission, PlaceApiClient
 from placeflow.api.errors import ApiError, JobFailed, JobTimedOut, TransientError
 from placeflow.api.eta import EtaLearner, JobTrack
+from placeflow.api.feed import JobFeed
 from placeflow.api.models import TERMINAL_JOB_STATUSES, JobStatus, JobSubmitResponse
 from placeflow.api.retry import parse_timestamp
 
@@ -146,36 +147,54 @@ class JobPoller:
         spread = min(delay * self.jitter, self.max_jitter)
         return min(self.ceiling, delay + spread * self._rand())
 
-    def iter_follow(self, jobs: Iterable[JobRef]) -> Iterator[JobStatus]:
+    def iter_follow(
+        self, jobs: Iterable[JobRef], feed: JobFeed | None = None
+    ) -> Iterator[JobStatus]:
         """Yield each job's terminal status as it ends, in the order they end.
 
-        A stuck job is cancelled and its final (cancelled) status yielded; it is named in
-        `stuck`. Raises `JobTimedOut` (carrying the statuses that did end) when `timeout` runs
-        out.
+        `feed` brings jobs submitted while this runs: taken between polls, each given its own
+        `timeout` from when it arrived; while the feed is open, a wait for the next poll is a
+        wait on the feed. A stuck job is cancelled and its final (cancelled) status yielded; it
+        is named in `stuck`. Raises `JobTimedOut` (carrying the statuses that did end) when
+        `timeout` runs out.
         """
-        now = self._clock()
-        deadline = now + self.timeout
         heap: list[_Due] = []
         tracks: dict[str, JobTrack] = {}
+        deadlines: dict[str, float] = {}
         finished: dict[str, JobStatus] = {}
-        for seq, ref in enumerate(jobs):
-            batch_id, eta = _ref(ref)
-            if batch_id in tracks:
-                continue
-            track = tracks[batch_id] = JobTrack(seen_at=now, moved_at=now)
-            _anchor(track, ref)
-            first = now
-            if eta is not None and eta > 0:  # an eta already past: poll at once
-                base = eta * self.learner.correction
-                if not self.learner.learned and eta >= PROBE_AFTER:
-                    base = eta / 4
-                track.delay = self._bounded(base)
-                first += track.delay
-            heapq.heappush(heap, _Due(min(first, deadline), seq, batch_id))
-        seq = len(tracks)
+        seq = 0
+
+        def admit(refs: Iterable[JobRef]) -> None:
+            nonlocal seq
+            now = self._clock()
+            for ref in refs:
+                batch_id, eta = _ref(ref)
+                if batch_id in tracks:
+                    continue
+                track = tracks[batch_id] = JobTrack(seen_at=now, moved_at=now)
+                deadline = deadlines[batch_id] = now + self.timeout
+                _anchor(track, ref)
+                first = now
+                if eta is not None and eta > 0:  # an eta already past: poll at once
+                    base = eta * self.learner.correction
+                    if not self.learner.learned and eta >= PROBE_AFTER:
+                        base = eta / 4
+                    track.delay = self._bounded(base)
+                    first += track.delay
+                seq += 1
+                heapq.heappush(heap, _Due(min(first, deadline), seq, batch_id))
+
+        admit(jobs)
         timed_out: list[str] = []
-        while heap:
+        while heap or (feed is not None and feed.open):
+            if feed is not None and feed.open:
+                wait = None if not heap else max(0.0, heap[0].at - self._clock())
+                arrived = feed.take(wait)
+                if arrived or not heap:
+                    admit(arrived)
+                    continue
             due = heapq.heappop(heap)
+            deadline = deadlines[due.batch_id]
             wait = due.at - self._clock()
             if wait > 0:
                 self._sleep(wait)
@@ -185,7 +204,7 @@ class JobPoller:
             if status is not None and status.terminal:
                 finished[due.batch_id] = status
                 if (self.learner.samples, self.learner.fastest_rate) != learned:
-                    heap = self._rescheduled(heap, tracks, self._clock(), deadline)
+                    heap = self._rescheduled(heap, tracks, self._clock(), deadlines)
                 yield status
                 continue
             now = self._clock()
@@ -205,7 +224,7 @@ class JobPoller:
             seq += 1
             heapq.heappush(heap, _Due(min(now + track.delay, deadline), seq, due.batch_id))
             if (self.learner.samples, self.learner.fastest_rate) != learned:
-                heap = self._rescheduled(heap, tracks, now, deadline)
+                heap = self._rescheduled(heap, tracks, now, deadlines)
         if timed_out:
             raise self._give_up(timed_out, tracks, finished)
 
@@ -246,7 +265,7 @@ class JobPoller:
         return self._bounded(base)
 
     def _rescheduled(
-        self, heap: list[_Due], tracks: dict[str, JobTrack], now: float, deadline: float
+        self, heap: list[_Due], tracks: dict[str, JobTrack], now: float, deadlines: dict[str, float]
     ) -> list[_Due]:
         """Every waiting job's next poll planned again with what the run just learned."""
         out: list[_Due] = []
@@ -264,7 +283,7 @@ class JobPoller:
                 delay = self._bounded(eta * self.learner.correction)
             else:
                 delay = self.plan(track, last)
-            at = min(max(now, track.seen_at + delay), deadline)
+            at = min(max(now, track.seen_at + delay), deadlines[due.batch_id])
             out.append(_Due(at, due.seq, due.batch_id))
         heapq.heapify(out)
         return out

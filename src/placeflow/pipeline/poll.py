@@ -1,7 +1,9 @@
 """Poll stage: follow every submitted job of the run with one poller, yielding each as it ends.
 
-Polls are spaced by each job's `eta_seconds` (a job submitted by this process is first looked
-at when its eta says it is done; a resumed process polls each job once now). Jobs still running
+The jobs are those already submitted when it starts (a resumed run's) and those a sender hands
+it through a `JobFeed` while it runs (`placeflow.sender`). Polls are spaced by each job's
+`eta_seconds` (a job submitted by this process is first looked at when its eta says it is done;
+a resumed process polls each job once now). Jobs still running
 when `timeout` runs out, or whose progress stands still for `stuck_after` seconds (stuck), are
 cancelled with DELETE and settled with what they processed; a job that could not be cancelled
 is left marked, to be deleted before running again.
@@ -9,11 +11,12 @@ is left marked, to be deleted before running again.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 from placeflow.api.client import PlaceApiClient
 from placeflow.api.errors import JobTimedOut
+from placeflow.api.feed import JobFeed
 from placeflow.api.models import JobStatus
 from placeflow.api.poller import JobPoller, PendingJob
 from placeflow.events import Emit, JobProgress, Note
@@ -51,24 +54,20 @@ def poll(
     api: PlaceApiClient,
     state: RunState,
     *,
-    due: Mapping[str, float],
+    jobs: Sequence[PendingJob],
+    feed: JobFeed | None = None,
     timeout: float,
     stuck_after: float | None = None,
     emit: Emit,
 ) -> Iterator[JobStatus]:
-    """Each submitted job's terminal status as it ends (timed-out ones cancelled, then settled)."""
-    now = api.clock()
-    pending = [
-        PendingJob(c.batch_id, due[c.batch_id] - now if c.batch_id in due else None)
-        for c in state.chunks("submitted")
-        if c.batch_id
-    ]
-    if not pending:
+    """Each job's terminal status as it ends (timed-out ones cancelled, then settled): `jobs`,
+    and those `feed` brings until it closes."""
+    if not jobs and feed is None:
         return
     observed: Any = _Observed(api, emit)  # the poller needs only job_status, cancel_job, clock
     poller = JobPoller(observed, floor=POLL_FLOOR, timeout=timeout, stuck_after=stuck_after)
     try:
-        for status in poller.iter_follow(pending):
+        for status in poller.iter_follow(jobs, feed):
             if status.batch_id in poller.stuck:  # cancelled by the poller: marked, then settled
                 why = (
                     f"stuck: its progress did not move for {stuck_after:g} s; cancelled by"
