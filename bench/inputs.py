@@ -1,7 +1,9 @@
 """Benchmark inputs built from real place data: the sample restaurants and `airportsdata`.
 
 The pool is every airport of the installed `airportsdata` package (if it is installed; read at
-run time, never copied into the repository) plus the restaurants of data/samples. A unique input
+run time, never copied into the repository) plus the restaurants of data/samples, kept where the
+pipeline itself (its read, normalize and exact dedupe) accepts a place and keeps it apart from
+every other: one row per place_key, no row it rejects. A unique input
 of N rows cycles through the pool and makes copy c > 0 of a place unique by suffixing its name
 (" 2", " 3", ...), so every row is a distinct place. The duplicates variant takes a unique input
 of N * (1 - share) rows and adds N * share rows repeating earlier ones: half exact copies, half
@@ -12,12 +14,11 @@ from __future__ import annotations
 
 import csv
 import random
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
 import polars as pl
-
-from placeflow.pipeline.placekey import name_identity, street_identity, words
 
 SAMPLES = Path(__file__).resolve().parent.parent / "data" / "samples"
 COLUMNS = ("id", "name", "address", "city", "state", "country", "lat", "lon")
@@ -84,21 +85,34 @@ def load_pool() -> Pool:
             "lon": pl.Float64,
         },
     )
-    # One row per place as the pipeline identifies places (its own name and street rules), so
-    # that a "unique" input really has no duplicates (Fodor's and Zagat share restaurants).
-    ident = pl.DataFrame(
-        {
-            "n": name_identity(frame["name"]),
-            "a": street_identity(frame["address"].fill_null("")),
-            "c": words(frame["city"].fill_null("")),
-            "k": frame["country"],
-            "la": frame["lat"].round(4),
-            "lo": frame["lon"].round(4),
-        }
+    kept = _as_the_pipeline_sees(frame)
+    dropped = frame.height - kept.height
+    return Pool(
+        kept,
+        " + ".join(sources) + f"; {kept.height:,} distinct base places ({dropped:,} left out: "
+        "rejected by the pipeline, or the same place as another once normalised and repaired)",
     )
-    first = ident.with_row_index("i").unique(subset=ident.columns, keep="first")["i"].sort()
-    frame = frame.select(pl.all().gather(first))
-    return Pool(frame, " + ".join(sources) + f"; {frame.height:,} distinct base places")
+
+
+def _as_the_pipeline_sees(frame: pl.DataFrame) -> pl.DataFrame:
+    """The base places the pipeline accepts, one per place_key: the pool run through the
+    pipeline's own read, normalize (with its coordinate repair) and exact dedupe, so that a
+    "unique" input is rows the pipeline sends every one of (Fodor's and Zagat share
+    restaurants; a few airports are in a country code that is not ISO 3166, or share a name
+    and city and lose their coordinates to the repair)."""
+    from placeflow.options import RunOptions
+    from placeflow.pipeline.dedupe import dedupe
+    from placeflow.pipeline.normalize import normalize
+    from placeflow.pipeline.read import FileSource, read
+
+    with tempfile.TemporaryDirectory(prefix="pool_") as tmp:
+        path = Path(tmp) / "pool.csv"
+        frame.with_row_index("id").select(COLUMNS).write_csv(path)
+        rows, _ = read(FileSource((str(path),)), RunOptions(dedupe="exact"))
+        places, _, _ = normalize(rows)
+        keyed, _ = dedupe(places, mode="exact")
+    sent = keyed.filter(pl.col("disposition") == "submitted")["row_ord"].sort()
+    return frame.select(pl.all().gather(sent))
 
 
 def unique_frame(pool: Pool, n: int, offset: int = 0) -> pl.DataFrame:
@@ -144,4 +158,15 @@ def with_duplicates(pool: Pool, n: int, share: float, seed: int = 6) -> tuple[pl
 def write(frame: pl.DataFrame, path: Path) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     frame.write_csv(path)
+    return path
+
+
+def write_unique(pool: Pool, n: int, path: Path, *, step: int = 500_000) -> Path:
+    """`unique_frame(pool, n)` written as one CSV a `step` of rows at a time: at most `step`
+    rows are ever in memory (columnar, never Python objects), whatever n is."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("wb") as f:
+        for offset in range(0, n, step):
+            part = unique_frame(pool, min(step, n - offset), offset=offset)
+            part.write_csv(f, include_header=offset == 0)
     return path

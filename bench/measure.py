@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import resource
+import signal
 import subprocess
 import sys
 import time
@@ -24,6 +25,11 @@ class Child:
     peak_rss_mb: float
     stdout: str
     stderr: str
+    samples: list[tuple[float, float, float]] = field(default_factory=list)
+    """(seconds since start, the measured process's RSS MB, 1-minute load average), sampled
+    while it ran (only when watched)."""
+    stopped: str | None = None
+    """Why the watcher stopped the process (RSS past the limit), or None."""
 
 
 WRAPPER = """
@@ -42,20 +48,79 @@ process would report this process's RSS at fork as its own peak (Linux carries t
 high-water mark over fork and exec), so the measured child is forked from the small wrapper."""
 
 
-def child(cmd: list[str], *, env: dict[str, str] | None = None, cwd: Path | None = None) -> Child:
-    """Run `cmd` to the end: its wall time, and its own rusage from wait4 (CPU, peak RSS)."""
+def _rss_mb(pid: int) -> float:
+    """VmRSS of a process in MB (0 when it is gone)."""
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            for line in f:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1]) / 1024
+    except (OSError, ValueError):
+        pass
+    return 0.0
+
+
+def _measured_pid(wrapper: int) -> int | None:
+    """The wrapper's one child: the measured process."""
+    try:
+        with open(f"/proc/{wrapper}/task/{wrapper}/children") as f:
+            pids = f.read().split()
+    except OSError:
+        return None
+    return int(pids[0]) if pids else None
+
+
+def child(
+    cmd: list[str],
+    *,
+    env: dict[str, str] | None = None,
+    cwd: Path | None = None,
+    rss_limit_mb: float | None = None,
+    wall_limit_s: float | None = None,
+    sample_every: float | None = None,
+) -> Child:
+    """Run `cmd` to the end: its wall time, and its own rusage from wait4 (CPU, peak RSS).
+
+    With a limit or `sample_every`, its RSS and the load average are sampled while it runs
+    (every `sample_every` s, 1 s by default); past `rss_limit_mb` or `wall_limit_s` it is
+    killed and `stopped` says so (its rc is then -9)."""
     base = Path(cwd or ".") / f".child-{os.getpid()}-{time.monotonic_ns()}"
     paths = {k: Path(f"{base}.{k}") for k in ("out", "err", "json")}
+    samples: list[tuple[float, float, float]] = []
+    stopped = None
+    watched = any(x is not None for x in (rss_limit_mb, wall_limit_s, sample_every))
     with paths["out"].open("w+b") as out, paths["err"].open("w+b") as err:
         wrapped = [sys.executable, "-c", WRAPPER, str(paths["json"]), *cmd]
-        subprocess.run(wrapped, env=env, cwd=cwd, stdout=out, stderr=err, check=True)
+        t0 = time.perf_counter()
+        proc = subprocess.Popen(wrapped, env=env, cwd=cwd, stdout=out, stderr=err)
+        while True:
+            try:
+                proc.wait(timeout=(sample_every or 1.0) if watched else None)
+                break
+            except subprocess.TimeoutExpired:
+                pid = _measured_pid(proc.pid)
+                if pid is None:
+                    continue
+                rss, at = _rss_mb(pid), time.perf_counter() - t0
+                samples.append((at, rss, os.getloadavg()[0]))
+                if rss_limit_mb is not None and rss > rss_limit_mb and stopped is None:
+                    stopped = f"RSS {rss:,.0f} MB passed the limit of {rss_limit_mb:,.0f} MB"
+                elif wall_limit_s is not None and at > wall_limit_s and stopped is None:
+                    stopped = f"still running after the limit of {wall_limit_s:,.0f} s"
+                else:
+                    continue
+                os.kill(pid, signal.SIGKILL)
+        if proc.returncode != 0:
+            raise subprocess.CalledProcessError(proc.returncode, wrapped)
         out.seek(0)
         err.seek(0)
         stdout, stderr = out.read().decode(errors="replace"), err.read().decode(errors="replace")
     m = json.loads(paths["json"].read_text())
     for path in paths.values():
         path.unlink()
-    return Child(m["rc"], m["wall"], m["cpu"], m["maxrss_kb"] / 1024, stdout, stderr)
+    return Child(
+        m["rc"], m["wall"], m["cpu"], m["maxrss_kb"] / 1024, stdout, stderr, samples, stopped
+    )
 
 
 def own_cpu() -> float:
@@ -105,7 +170,9 @@ class Run:
         lines = [ln for ln in self.proc.stdout.splitlines() if ln.startswith("{")]
         if self.proc.rc != 0 or not lines:
             raise RuntimeError(
-                f"pipeline run failed (exit {self.proc.rc}):\n{self.proc.stdout[-2000:]}\n"
+                f"pipeline run failed (exit {self.proc.rc}; "
+                f"{self.proc.stopped or 'not stopped by the watcher'}):\n"
+                f"{self.proc.stdout[-2000:]}\n"
                 f"{self.proc.stderr[-4000:]}"
             )
         self.summary = json.loads(lines[-1])

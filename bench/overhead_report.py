@@ -1,6 +1,7 @@
 """The pipeline benchmark's local-overhead sections: repeated runs against repeated bare DuckDB
 baselines (min and median), where the run's own time went (its summary's `timings` and
-`cpu_timings`), and the 10M-row scenario; every figure measured."""
+`cpu_timings`); every figure measured. The 10M-row and real-limits scenarios are
+bench/scale_report.py's."""
 
 from __future__ import annotations
 
@@ -161,56 +162,3 @@ def target_lines(rows: list[dict[str, Any]]) -> list[str]:
         f"{wall_x:.2f}x (target ≤ {WALL_TARGET:g}x): {_ok(wall_x <= WALL_TARGET)} the bare DuckDB "
         f"baseline; load average {loads(big['loads'])}",
     ]
-
-
-def big_section(big: dict[str, Any], rows: list[dict[str, Any]]) -> list[str]:
-    """The 10M-row scenario: wall, CPU, peak RSS, every row accounted, credits per place."""
-    run = big["run"]
-    s, sb = run.summary, run.sandbox
-    accounted = s["rejected"] + s["duplicates"] + s["skipped_fresh"] + s.get("held_failing", 0)
-    answered = s["succeeded"] + s["failed"] + s["not_answered"]
-    per_place = sb["charged"] / s["submitted"] if s["submitted"] else float("nan")
-    per_ok = sb["charged"] / s["succeeded"] if s["succeeded"] else float("nan")
-    rss = run.proc.peak_rss_mb
-    out = [
-        f"## 6. {big['rows']:,} unique rows (`--rows-10m`)",
-        "",
-        "Unique places built from the real pool as above, written in batches; the sandbox at "
-        "its fastest setting as in 3-4. Peak RSS is the pipeline process's own high-water "
-        f"mark (wait4 `ru_maxrss`, its VmHWM). Load average before the run: {big['load']:.1f}.",
-        "",
-        "| rows | wall | flow s | CPU s | peak RSS | rows read | sent | succeeded | failed | "
-        "not answered | credits charged | per place sent | per succeeded place |",
-        "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
-        f"| {big['rows']:,} | {run.proc.wall:,.1f} s | {s['seconds']:,.1f} | "
-        f"{run.proc.cpu:,.1f} | {rss:,.0f} MB | {s['rows_read']:,} | {s['submitted']:,} | "
-        f"{s['succeeded']:,} | {s['failed']:,} | {s['not_answered']:,} | {sb['charged']:,} | "
-        f"{per_place:.4f} | {per_ok:.4f} |",
-        "",
-    ]
-    if s.get("timings"):
-        t, c = s["timings"], s.get("cpu_timings", {})
-        order = sorted(t, key=lambda n: (ORDER.index(n) if n in ORDER else len(ORDER), n))
-        out += [
-            "Time by stage (wall s / CPU s): "
-            + ", ".join(f"{k} {t[k]:.1f} / {c.get(k, 0.0):.1f}" for k in order)
-            + ".",
-            "",
-        ]
-    ref = max(x.proc.peak_rss_mb for x in rows[-1]["runs"]) if rows else None
-    out += [
-        f"- every row accounted: read {s['rows_read']:,} = sent {s['submitted']:,} + "
-        f"rejected, duplicate, fresh or held {accounted:,}; sent = answered {answered:,}: "
-        f"{_ok(s['rows_read'] == big['rows'] and s['submitted'] + accounted == s['rows_read'] and answered == s['submitted'])}",  # noqa: E501
-        f"- credits per succeeded place {per_ok:.4f} (target 1.00): "
-        f"{_ok(abs(per_ok - 1) < 1e-9)}; failed places are free",
-        f"- peak RSS {rss:,.0f} MB (target < 2,048 MB): {_ok(rss < 2048)}"
-        + (
-            f"; {rss / ref:.2f}x the {rows[-1]['rows']:,}-row peak (target < 1.3x): "
-            f"{_ok(rss / ref < 1.3)}"
-            if ref
-            else ""
-        ),
-        "",
-    ]
-    return out

@@ -16,25 +16,30 @@ every pipeline process. Its section of bench/RESULTS.md lies between pipeline-be
 4. peak RSS of the pipeline process per input size;
 5. credits per unique valid place on a first run (unique and 30%-duplicates inputs) and on an
    unchanged rerun;
-6. with --rows-10m: 10M unique rows (wall, CPU, peak RSS, rows accounted, credits per place).
+
+With --rows-10m and --real-limits, bench/scale_bench.py's two scale scenarios run too, each
+writing a section of its own (pipeline-bench-10m, pipeline-bench-limits markers): 10M unique rows
+at the sandbox's fastest (wall, CPU, peak RSS against a 1M run, every row accounted, credits
+per place), and a run at the real service's limits against the least time any client needs.
+--skip-main runs only those (sections 1-5 and their block are left as they are); --big-rows and
+--limits-rows size them (e.g. 2000000 and 1000000 while developing).
 
 The 1-minute load average is printed before every measured run and written beside the figures.
 
     python3 -m uv run --frozen python bench/pipeline_bench.py [--sizes 10000,100000,1000000]
-        [--real-rows 100000] [--rate 2000] [--repeat 3] [--rows-10m] [--quick] [--smoke]
+        [--real-rows 100000] [--rate 2000] [--repeat 3] [--quick] [--smoke]
+        [--rows-10m [--big-rows N] [--big-ref-rows N]] [--real-limits [--limits-rows N]]
+        [--skip-main] [--max-rss-mb 8192] [--max-run-s S]
 """
 
 from __future__ import annotations
 
 import argparse
-import os
 import pickle
 import shutil
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -45,17 +50,23 @@ import inputs  # bench helper, beside this script
 import measure
 import naive
 import report
+import scale_bench
+import scale_report
 from overhead_report import loads
-
-from placeflow.config import apply_prefect_defaults
-from placeflow.emulator import KeySpec, Sandbox, SandboxConfig
-
-KEY = "sk_bench_paid_key_6b6b"
-CHUNK_ROWS = 10_000
-FAST_SCALE = 0.001
-"""The sandbox's rate windows at its fastest setting: a second lasts 1 ms, a minute 60 ms."""
-FAST_LIMITS = f"10/{FAST_SCALE:g}s,100/{60 * FAST_SCALE:g}s"
-"""The same windows for the client: the key's limits are not local overhead."""
+from runner import (  # KEY, prefect_server, sandbox: names other bench scripts import from here
+    CHUNK_ROWS,
+    FAST_LIMITS,
+    FAST_SCALE,
+    KEY,
+    Pipeline,
+    drop_run,
+    fast_run,
+    load_average,
+    note,
+    prefect_server,
+    sandbox,
+    write_section,
+)
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -111,9 +122,41 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument(
         "--rows-10m",
         action="store_true",
-        help="also run the 10M-unique-row scenario (wall, CPU, peak RSS, credits per place)",
+        help="also run the 10M-unique-row scenario (wall, CPU, peak RSS, rows accounted, "
+        "credits per place; section pipeline-bench-10m)",
     )
     p.add_argument("--big-rows", type=int, default=10_000_000, help="rows of --rows-10m")
+    p.add_argument(
+        "--big-ref-rows",
+        type=int,
+        default=1_000_000,
+        help="rows of the reference run --rows-10m's peak RSS is compared with (the overhead "
+        "scenario's run of that size when it made one; 0: none)",
+    )
+    p.add_argument(
+        "--real-limits",
+        action="store_true",
+        help="also run at the real service's limits (sandbox and client), wall against the "
+        "least time any client needs (section pipeline-bench-limits)",
+    )
+    p.add_argument("--limits-rows", type=int, default=10_000_000, help="rows of --real-limits")
+    p.add_argument(
+        "--skip-main",
+        action="store_true",
+        help="run only --rows-10m / --real-limits; sections 1-5 are not run nor rewritten",
+    )
+    p.add_argument(
+        "--max-rss-mb",
+        type=float,
+        default=8192.0,
+        help="a scale run is stopped once its RSS passes this (reported as not completed)",
+    )
+    p.add_argument(
+        "--max-run-s",
+        type=float,
+        default=None,
+        help="a scale run is stopped once it has run this long (reported as not completed)",
+    )
     p.add_argument("--workdir", default=None, help="keep inputs and warehouses here")
     p.add_argument("--out", default=str(Path(__file__).with_name("RESULTS.md")))
     args = p.parse_args(argv)
@@ -124,74 +167,6 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         args.repeat = 1
     args.size_list = [int(s) for s in args.sizes.split(",") if s.strip()]
     return args
-
-
-@contextmanager
-def prefect_server(enabled: bool) -> Iterator[tuple[str | None, float]]:
-    """One Prefect test server for every pipeline process of the benchmark: (API URL, start s)."""
-    if not enabled:
-        yield None, 0.0
-        return
-    apply_prefect_defaults()
-    from prefect.settings import PREFECT_API_URL
-    from prefect.testing.utilities import prefect_test_harness
-
-    t0 = time.perf_counter()
-    with prefect_test_harness(server_startup_timeout=180):
-        yield str(PREFECT_API_URL.value()), time.perf_counter() - t0
-
-
-@contextmanager
-def sandbox(**overrides: Any) -> Iterator[tuple[Sandbox, str]]:
-    sb = Sandbox(SandboxConfig(keys=(KeySpec(key=KEY, credits=10**10),), **overrides))
-    with sb.serve() as served:
-        yield sb, served.base_url
-    errors = sb.backend.internal_errors
-    if errors:
-        raise RuntimeError(f"the sandbox failed internally:\n{errors[-1]}")
-
-
-class Pipeline:
-    """Runs `placeflow run` as a subprocess against a served sandbox, measuring it."""
-
-    def __init__(self, prefect_api: str | None, work: Path) -> None:
-        self.prefect_api = prefect_api
-        self.work = work
-
-    def run(
-        self,
-        sb: Sandbox,
-        base_url: str,
-        csv: Path,
-        db: Path,
-        *extra: str,
-        limits: str | None = None,
-    ) -> measure.Run:
-        """`limits`: the key's rate limits for the client (PLACEFLOW_RATE_LIMITS), to match a
-        sandbox whose windows are scaled; the paid tier's when None."""
-        env = dict(os.environ, PLACEFLOW_API_KEY=KEY, PLACEFLOW_BASE_URL=base_url)
-        env.pop("PLACEFLOW_RATE_LIMITS", None)
-        if limits:
-            env["PLACEFLOW_RATE_LIMITS"] = limits
-        if self.prefect_api:
-            env["PREFECT_API_URL"] = self.prefect_api
-        before = sb.stats()
-        served_cpu = measure.own_cpu()  # this process only serves the sandbox meanwhile
-        cmd = [
-            sys.executable,
-            "-m",
-            "placeflow.cli",
-            "run",
-            str(csv),
-            "--db",
-            str(db),
-            "--json",
-            "--dedupe",  # the unique inputs are renamed copies at one address: exact, so that
-            "exact",  # each stays a place of its own (fuzzy matching: bench/matching_bench.py)
-            *extra,
-        ]
-        child = measure.child(cmd, env=env, cwd=self.work)
-        return measure.Run(child, before, sb.stats(), KEY, measure.own_cpu() - served_cpu)
 
 
 def job_schedule_bound(places: int, rate: float, slots: int) -> tuple[int, float]:
@@ -243,29 +218,6 @@ def scenario_credits(
     return {"first": first, "rerun": rerun, "unique": unique, "rows": frame.height}
 
 
-def load_average() -> float:
-    """The machine's 1-minute load average now (it is shared: printed beside each figure)."""
-    return os.getloadavg()[0]
-
-
-def note(text: str) -> None:
-    print(f"[pipeline-bench] {text}", file=sys.stderr, flush=True)
-
-
-def fast_run(pipe: Pipeline, csv: Path, db: Path) -> measure.Run:
-    """One job-route run against a sandbox at its fastest setting, on a new warehouse."""
-    with sandbox(rows_per_second=None, rate_window_scale=FAST_SCALE) as (sb, url):
-        return pipe.run(sb, url, csv, db, "--route", "job", limits=FAST_LIMITS)
-
-
-def drop_run(work: Path, run: measure.Run, *dbs: Path) -> None:
-    """A repeat's warehouse and result files removed (the disk is not the measure)."""
-    shutil.rmtree(work / "runs" / str(run.summary.get("run_id")), ignore_errors=True)
-    for db in dbs:
-        for path in (db, db.with_name(db.name + ".wal")):
-            path.unlink(missing_ok=True)
-
-
 def scenario_overhead(
     args: argparse.Namespace, pool: inputs.Pool, pipe: Pipeline, work: Path
 ) -> list[dict[str, Any]]:
@@ -298,28 +250,6 @@ def scenario_overhead(
     return rows
 
 
-def scenario_big(
-    args: argparse.Namespace, pool: inputs.Pool, pipe: Pipeline, work: Path
-) -> dict[str, Any]:
-    """`--big-rows` unique places (10M), the CSV written a million rows at a time."""
-    n, step = args.big_rows, 1_000_000
-    csv = work / f"u{n}.csv"
-    with csv.open("wb") as f:
-        for offset in range(0, n, step):
-            part = inputs.unique_frame(pool, min(step, n - offset), offset=offset)
-            part.write_csv(f, include_header=offset == 0)
-    load = load_average()
-    note(f"{n:,} rows written; running (load {load:.1f})")
-    run = fast_run(pipe, csv, work / f"u{n}.duckdb")
-    note(
-        f"{n:,} rows: wall {run.proc.wall:.1f} s, CPU {run.proc.cpu:.1f} s, peak RSS "
-        f"{run.proc.peak_rss_mb:,.0f} MB; timings {run.summary.get('timings')}"
-    )
-    drop_run(work, run, work / f"u{n}.duckdb")
-    csv.unlink()
-    return {"rows": n, "run": run, "load": load}
-
-
 def main(argv: list[str] | None = None) -> None:
     args = parse_args(argv)
     started = datetime.now(UTC)
@@ -334,12 +264,20 @@ def main(argv: list[str] | None = None) -> None:
         with prefect_server(not args.smoke) as (prefect_api, prefect_start):
             results["prefect_start"] = prefect_start
             pipe = Pipeline(prefect_api, work) if not args.smoke else None
-            results["realistic"] = scenario_realistic(args, pool, pipe, work)
-            if pipe is not None:
+            if not args.skip_main:
+                results["realistic"] = scenario_realistic(args, pool, pipe, work)
+            if pipe is not None and not args.skip_main:
                 results["credits"] = scenario_credits(args, pool, pipe, work)
                 results["overhead"] = scenario_overhead(args, pool, pipe, work)
+            if pipe is not None:
+                watched = Pipeline(prefect_api, work, args.max_rss_mb, args.max_run_s)
+                if args.real_limits:  # the shorter first; each section written once measured
+                    results["limits"] = scale_bench.scenario_limits(args, pool, watched, work)
+                    write_scale(results, args, "limits", command=command, started=started)
                 if args.rows_10m:
-                    results["big"] = scenario_big(args, pool, pipe, work)
+                    ref = reference_run(results.get("overhead", []), args.big_ref_rows)
+                    results["big"] = scale_bench.scenario_big(args, pool, watched, work, ref)
+                    write_scale(results, args, "big", command=command, started=started)
     finally:
         if not args.workdir:
             shutil.rmtree(work, ignore_errors=True)
@@ -348,30 +286,55 @@ def main(argv: list[str] | None = None) -> None:
     note(f"load average {loads(results['loads'])} (start, end)")
     kept = Path(tempfile.gettempdir()) / "pipeline_bench_results.pickle"
     kept.write_bytes(pickle.dumps(results))  # the measures, should rendering them fail
-    text = report.render(
-        results,
-        command=command,
-        started=started,
-        machine=report.machine(),
-        bound=job_schedule_bound,
-    )
-    write_section(Path(args.out), text)
-    sys.stdout.write(text)
+    write(results, args, command=command, started=started)
 
 
-def write_section(path: Path, body: str) -> None:
-    """This benchmark's block of RESULTS.md replaced, other scripts' sections kept; without
-    markers yet, the unmarked text before the first section is this benchmark's old block."""
-    start, end = "<!-- pipeline-bench:start -->", "<!-- pipeline-bench:end -->"
-    block = f"{start}\n{body.rstrip()}\n{end}\n"
-    old = path.read_text(encoding="utf-8") if path.exists() else ""
-    if start in old and end in old:
-        head, _, rest = old.partition(start)
-        text = head + block + rest.partition(end)[2].removeprefix("\n")
+def reference_run(overhead: list[dict[str, Any]], rows: int) -> measure.Run | None:
+    """The overhead scenario's run of `rows` with the highest peak RSS, if it made any."""
+    runs = [run for row in overhead if row["rows"] == rows for run in row["runs"]]
+    return max(runs, key=lambda r: r.proc.peak_rss_mb) if runs else None
+
+
+def write(results: dict[str, Any], args: argparse.Namespace, *, command: str, started: Any) -> None:
+    """Sections 1-5 written to --out when this invocation measured them (the others kept)."""
+    if "realistic" in results:
+        text = report.render(
+            results,
+            command=command,
+            started=started,
+            machine=report.machine(),
+            bound=job_schedule_bound,
+        )
+        write_section(Path(args.out), text)
+        sys.stdout.write(text)
+
+
+def write_scale(
+    results: dict[str, Any], args: argparse.Namespace, which: str, *, command: str, started: Any
+) -> None:
+    """A scale scenario's own section written to --out as soon as it is measured."""
+    scenario = results[which]
+    n = scenario["rows"]
+    if which == "big":
+        title, name = f"{n:,} unique rows (`--rows-10m`)", "pipeline-bench-10m"
     else:
-        first = old.find("<!-- ")
-        text = block + ("\n" + old[first:] if first >= 0 else "")
-    path.write_text(text, encoding="utf-8")
+        title, name = (
+            f"{n:,} unique rows at the real limits (`--real-limits`)",
+            "pipeline-bench-limits",
+        )
+    head = scale_report.header(
+        f"placeflow pipeline benchmark: {title}",
+        command,
+        started,
+        report.machine(),
+        results["pool"],
+    )
+    if which == "big":
+        text = scale_report.big_section(scenario, head)
+    else:
+        text = scale_report.limits_section(scenario, head, args.rate, args.max_running)
+    write_section(Path(args.out), text, name)
+    sys.stdout.write(text)
 
 
 if __name__ == "__main__":

@@ -97,8 +97,12 @@ def render(
         lines += _wall(args, real, n, bound)
         lines += overhead_report.overhead(results["overhead"])
         lines += _credits(results)
-        if "big" in results:
-            lines += overhead_report.big_section(results["big"], results["overhead"])
+        if "big" in results or "limits" in results:
+            lines += [
+                "The scale scenarios measured by the same command are in their own sections "
+                "below (pipeline-bench-10m, pipeline-bench-limits).",
+                "",
+            ]
         lines += _targets(results, bound)
     else:
         lines += [
