@@ -20,6 +20,8 @@ MIN_PER_JOB = 3
 
 def command_line(argv: list[str]) -> str:
     prefix = "python3 -m uv run --frozen " if os.environ.get("UV") else ""
+    if os.environ.get("PYTHONPATH"):  # placeflow from another tree (an exported commit)
+        prefix = f"PYTHONPATH={shlex.quote(os.environ['PYTHONPATH'])} {prefix}"
     return prefix + shlex.join(["python", "bench/pipeline_bench.py", *argv])
 
 

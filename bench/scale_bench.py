@@ -104,15 +104,8 @@ def scenario_big(
     reference: measure.Run | None,
 ) -> dict[str, Any]:
     """`--big-rows` unique places at the sandbox's fastest; `reference` is a measured run of
-    `--big-ref-rows` (made here, first, when the overhead scenario made none)."""
+    `--big-ref-rows` (made here, after the big one, when the overhead scenario made none)."""
     out: dict[str, Any] = {"rows": args.big_rows, "ref_rows": args.big_ref_rows}
-    if reference is None and args.big_ref_rows:
-        csv, _ = _input(pool, args.big_ref_rows, work)
-        out["ref_load"] = load_average()
-        note(f"{args.big_ref_rows:,}-row reference run (load {out['ref_load']:.1f})")
-        reference = _fast(pipe, csv, work / "ref.duckdb", work).get("run")
-        csv.unlink()
-    out["ref"] = reference
     csv, out["write_seconds"] = _input(pool, args.big_rows, work)
     out["input_mb"] = csv.stat().st_size / 1e6
     out["load"] = load_average()
@@ -125,7 +118,14 @@ def scenario_big(
     out["load_after"] = load_average()
     out["bench_rss_mb"] = sandbox_peak_rss_mb()
     if "error" in out:
-        return out
+        return out  # no reference: nothing complete to compare it with
+    if reference is None and args.big_ref_rows:  # after the big run, so that it starts first
+        csv, _ = _input(pool, args.big_ref_rows, work)
+        out["ref_load"] = load_average()
+        note(f"{args.big_ref_rows:,}-row reference run (load {out['ref_load']:.1f})")
+        reference = _fast(pipe, csv, work / "ref.duckdb", work).get("run")
+        csv.unlink()
+    out["ref"] = reference
     run = out["run"]
     note(
         f"{args.big_rows:,} rows: wall {run.proc.wall:.1f} s, CPU {run.proc.cpu:.1f} s, "
