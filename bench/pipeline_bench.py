@@ -276,7 +276,14 @@ def main(argv: list[str] | None = None) -> None:
                     write_scale(results, args, "limits", command=command, started=started)
                 if args.rows_10m:
                     ref = reference_run(results.get("overhead", []), args.big_ref_rows)
-                    results["big"] = scale_bench.scenario_big(args, pool, watched, work, ref)
+                    results["big"] = scale_bench.scenario_big(
+                        args,
+                        pool,
+                        watched,
+                        work,
+                        ref,
+                        lambda big: early(big, pool.source, args, command, started),
+                    )
                     write_scale(results, args, "big", command=command, started=started)
     finally:
         if not args.workdir:
@@ -307,6 +314,19 @@ def write(results: dict[str, Any], args: argparse.Namespace, *, command: str, st
         )
         write_section(Path(args.out), text)
         sys.stdout.write(text)
+
+
+def early(
+    big: dict[str, Any], pool: str, args: argparse.Namespace, command: str, started: Any
+) -> None:
+    """The big run's section written as soon as it ends, before its reference run."""
+    write_scale(
+        {"big": big, "pool": pool},
+        args,
+        "big",
+        command=command,
+        started=started,
+    )
 
 
 def write_scale(

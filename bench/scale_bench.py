@@ -21,6 +21,7 @@ import json
 import resource
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -102,9 +103,11 @@ def scenario_big(
     pipe: Pipeline,
     work: Path,
     reference: measure.Run | None,
+    measured: Callable[[dict[str, Any]], None] = lambda out: None,
 ) -> dict[str, Any]:
     """`--big-rows` unique places at the sandbox's fastest; `reference` is a measured run of
-    `--big-ref-rows` (made here, after the big one, when the overhead scenario made none)."""
+    `--big-ref-rows` (made here, after the big one, when the overhead scenario made none).
+    `measured` is given the figures once the big run has ended (before the reference)."""
     out: dict[str, Any] = {"rows": args.big_rows, "ref_rows": args.big_ref_rows}
     csv, out["write_seconds"] = _input(pool, args.big_rows, work)
     out["input_mb"] = csv.stat().st_size / 1e6
@@ -119,6 +122,7 @@ def scenario_big(
     out["bench_rss_mb"] = sandbox_peak_rss_mb()
     if "error" in out:
         return out  # no reference: nothing complete to compare it with
+    measured({**out, "ref": reference})
     if reference is None and args.big_ref_rows:  # after the big run, so that it starts first
         csv, _ = _input(pool, args.big_ref_rows, work)
         out["ref_load"] = load_average()
