@@ -3,8 +3,9 @@ the run's thread polls, fetches and loads the jobs already accepted, so the firs
 loaded while later chunks are still going out, and the local work of loading hides behind the
 service's.
 
-The sender works on a cursor of its own (a second connection to the same database): it writes
-only the rows of the chunks it sends, which DuckDB keeps apart from the loads' transactions. It
+The sender works on a connection of its own (the run's `Warehouse` gives each thread its own,
+let go while that thread waits; a bare connection gives a cursor): it writes only the rows of
+the chunks it sends, which DuckDB keeps apart from the loads' transactions. It
 hands each accepted job to the poller through a `JobFeed`, which it closes when it ends, however
 it ends. An error in the sender (credits ran out, a refusal of the key, a full disk) ends the
 sending; it is kept and raised again in the run's thread by `raise_error` once the jobs already
@@ -21,6 +22,7 @@ from types import TracebackType
 from placeflow.api.feed import JobFeed
 from placeflow.events import Emit, Event
 from placeflow.runstate import RunState
+from placeflow.warehouse import Warehouse
 
 Send = Callable[[RunState, JobFeed, Callable[[], bool]], None]
 """`send(state, feed, stopping)`: send the chunks on `state`, put each accepted job in `feed`,
@@ -46,12 +48,16 @@ class Sender:
     def _main(self) -> None:
         assert self._send is not None and self.feed is not None
         try:
-            cursor = self._state.con.cursor()
+            con = self._state.con
+            own_con = con if isinstance(con, Warehouse) else con.cursor()
             try:
-                own = RunState(cursor, self._state.run_id, clock=self._state.now)
+                own = RunState(own_con, self._state.run_id, clock=self._state.now)
                 self._send(own, self.feed, self._stop.is_set)
             finally:
-                cursor.close()
+                if isinstance(con, Warehouse):
+                    con.release()
+                else:
+                    own_con.close()
         except BaseException as exc:  # kept for the run's thread to raise
             self.error = exc
         finally:

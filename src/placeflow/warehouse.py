@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import re
 import secrets
+import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
@@ -143,33 +144,61 @@ class Warehouse:
     """A run's connection to the warehouse, held only while it is used, so other processes can
     read between writes: `release()` closes it (unless a transaction is open) and the next
     statement opens it again (waiting up to `wait` s for another process). Every attribute is
-    the open connection's, so it stands wherever a connection is taken; `with` closes it."""
+    the open connection's, so it stands wherever a connection is taken; `with` closes it.
+
+    Each thread has a connection of its own (a run's sender writes beside its loads: DuckDB
+    keeps their transactions apart), and `release()` lets go of the calling thread's alone: the
+    file is free for other processes once every thread has let go."""
 
     def __init__(self, path: Path | str, *, wait: float = WRITE_WAIT) -> None:
         self.path = Path(path)
         self.wait = wait
-        self._con: duckdb.DuckDBPyConnection | None = connect(path, wait=wait)  # migrates once
+        self._own = threading.local()
+        self._lock = threading.Lock()
+        self._open: list[duckdb.DuckDBPyConnection] = []
+        self._own.con = connect(path, wait=wait)  # migrates once
+        self._open.append(self._own.con)
         self.opened = 1
         """How many times a connection was opened (a test reads it)."""
 
+    @property
+    def _con(self) -> duckdb.DuckDBPyConnection | None:
+        """The calling thread's connection, if it holds one."""
+        con: duckdb.DuckDBPyConnection | None = getattr(self._own, "con", None)
+        return con
+
     def live(self) -> duckdb.DuckDBPyConnection:
-        """The open connection, opened again if it was released."""
-        if self._con is None:
-            self._con = _open(self.path, read_only=False, wait=self.wait)
-            _writer_settings(self._con)
-            self.opened += 1
-        return self._con
+        """The calling thread's open connection, opened again if it was released."""
+        con = self._con
+        if con is None:
+            con = _open(self.path, read_only=False, wait=self.wait)
+            _writer_settings(con)
+            with self._lock:
+                self._open.append(con)
+                self.opened += 1
+            self._own.con = con
+        return con
 
     def release(self) -> None:
-        """Close the connection now unless a transaction is open (it reopens on next use)."""
-        if self._con is not None and not in_transaction(self._con):
-            self._con.close()
-            self._con = None
+        """Close the calling thread's connection now unless a transaction is open on it (it
+        reopens on next use)."""
+        con = self._con
+        if con is not None and not in_transaction(con):
+            self._forget(con)
 
     def close(self) -> None:
-        if self._con is not None:
-            self._con.close()
-            self._con = None
+        """Close every thread's connection."""
+        with self._lock:
+            held, self._open = self._open, []
+        for con in held:
+            con.close()
+        self._own.con = None
+
+    def _forget(self, con: duckdb.DuckDBPyConnection) -> None:
+        with self._lock:
+            self._open = [c for c in self._open if c is not con]
+        con.close()
+        self._own.con = None
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.live(), name)
@@ -183,7 +212,8 @@ class Warehouse:
 
 def held_while_writing(wh: Warehouse, api: PlaceApiClient) -> duckdb.DuckDBPyConnection:
     """The run's connection, let go whenever the client waits (polls, backoffs), so that
-    `placeflow runs` and read-only connections of other processes can read between writes."""
+    `placeflow runs` and read-only connections of other processes can read between writes: a
+    thread that waits lets go of its own connection (see `Warehouse`)."""
     wait = api.sleep
 
     def sleep(seconds: float) -> None:
