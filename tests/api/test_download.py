@@ -112,6 +112,25 @@ def test_multi_member_gzip_and_missing_final_newline_count_right(tmp_path: Path)
     assert fetch(script, status_of(body, lines=4), tmp_path).lines == 4
 
 
+def test_unchecked_content_keeps_published_bytes_for_the_reader(tmp_path: Path) -> None:
+    """check_content=False checks size and sha256 only: a cut-off gzip the service published is
+    kept, with the job's line count, for the reader that decompresses it to refuse."""
+    cut = GOOD[:-8]
+    script = Script([httpx.Response(200, content=cut)])
+    result = fetch(script, status_of(cut, lines=6), tmp_path, check_content=False)
+    assert result.path.read_bytes() == cut and len(script.requests) == 1
+    assert (result.lines, result.content_checked) == (6, False)
+
+
+def test_unchecked_content_still_refuses_other_bytes(tmp_path: Path) -> None:
+    """check_content=False still fetches again and refuses bytes whose sha256 differs."""
+    bad = GOOD[:-12] + bytes([GOOD[-12] ^ 0xFF]) + GOOD[-11:]
+    script = Script([httpx.Response(200, content=bad)])
+    with pytest.raises(ResultVerificationError):
+        fetch(script, status_of(GOOD), tmp_path, check_content=False, max_attempts=2)
+    assert len(script.requests) == 2 and list(tmp_path.iterdir()) == []
+
+
 def test_decompression_bomb_is_stopped_at_the_cap(tmp_path: Path) -> None:
     """A file that inflates past max_decompressed_bytes raises ResultTooLarge, nothing kept."""
     bomb = gzip.compress(b"\n" * 5_000_000, mtime=0)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gzip
+import json
 from pathlib import Path
 from typing import Any
 
@@ -116,6 +117,20 @@ def test_a_file_that_is_not_gzip_is_a_load_error(
     """An unreadable file raises LoadError and writes nothing."""
     path = tmp_path / "r.jsonl.gz"
     path.write_bytes(b"not gzip at all")
+    with pytest.raises(LoadError, match="cannot be read"):
+        load(con, path)
+    assert con.execute("select count(*) from enrichments").fetchone() == (0,)
+    assert con.execute("select status from jobs").fetchone() == ("completed",)
+
+
+def test_a_gzip_stream_that_breaks_off_is_a_load_error(
+        con: duckdb.DuckDBPyConnection, chunk: list[str], tmp_path: Path) -> None:
+    """A file cut short inside its gzip stream (the fetch leaves that proof to this read)
+    raises LoadError and writes nothing, even when the lines before the cut are whole."""
+    body = gzip.compress(b"".join(
+        json.dumps(enrich_line(k)).encode() + b"\n" for k in chunk), mtime=0)
+    path = tmp_path / "r.jsonl.gz"
+    path.write_bytes(body[:-8])
     with pytest.raises(LoadError, match="cannot be read"):
         load(con, path)
     assert con.execute("select count(*) from enrichments").fetchone() == (0,)
@@ -236,6 +251,17 @@ def test_partial_file_of_a_cancelled_job(
     assert (info.rows, info.charged, info.released) == (2, 2, 3)
     job = con.execute("select rows_loaded, error from jobs").fetchone()
     assert job == (2, "partial result: 2 of 5 rows")
+
+
+def test_a_file_must_hold_the_lines_its_job_reported(
+        con: duckdb.DuckDBPyConnection, chunk: list[str], tmp_path: Path) -> None:
+    """Given the line count the job reported, a file holding another count (here a cancelled
+    job's prefix one line short of it) raises LoadError and writes nothing."""
+    path = write_lines(tmp_path / "r.jsonl.gz", [enrich_line(k) for k in chunk[:2]])
+    with pytest.raises(LoadError, match="the job says 3"):
+        load(con, path, partial=True, lines=3)
+    assert con.execute("select count(*) from enrichments").fetchone() == (0,)
+    assert load(con, path, partial=True, lines=2).rows == 2
 
 
 def test_tolerant_parsing(con: duckdb.DuckDBPyConnection, tmp_path: Path) -> None:

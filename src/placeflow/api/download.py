@@ -3,7 +3,10 @@
 The file is streamed to a temporary name while its sha256 and size are computed and its gzip
 stream is decompressed (never past a cap) to count lines. Only when size and sha256 match the
 job's ``results.files[]``, the gzip stream is complete and the line count equals the job's row
-count is it renamed into place. A short or corrupted download is fetched again (bounded). A
+count is it renamed into place. A caller that decompresses the file anyway and proves its
+stream and line count there (the pipeline's load does, in DuckDB) passes
+``check_content=False``: then only size and sha256 are checked here, and the file's content is
+that reader's to refuse. A short or corrupted download is fetched again (bounded). A
 URL is always tried, whatever its `expires_at` says (a hint: lifetimes are not promised and
 clocks disagree); when the file host refuses it (403, expired) the job is polled once for a
 fresh URL, which is used at once. The download goes through the
@@ -45,13 +48,15 @@ _CHUNK = 64 * 1024
 
 @dataclass(frozen=True)
 class VerifiedFile:
-    """A result file on disk whose sha256, size, gzip framing and line count were checked."""
+    """A result file on disk whose sha256 and size were checked, and its gzip framing and line
+    count too unless `content_checked` is False (then `lines` is what the job reported)."""
 
     batch_id: str
     path: Path
     sha256: str
     size_bytes: int
     lines: int
+    content_checked: bool = True
 
 
 @dataclass
@@ -130,12 +135,14 @@ def download_result(
     max_attempts: int = 3,
     max_refreshes: int = 3,
     max_decompressed_bytes: int = DEFAULT_MAX_DECOMPRESSED,
+    check_content: bool = True,
 ) -> VerifiedFile:
     """Download and verify the result file of a completed job into `dest_dir` (or of a job
     cancelled or failed part way whose processed rows the service published).
 
     Returns the verified file, named ``{batch_id}.jsonl.gz``. Raises `ResultUnavailable`,
     `ResultVerificationError` or `ResultTooLarge`; a partial file is never left behind.
+    `check_content=False` leaves the gzip stream and the line count to the caller's reader.
     """
     if max_attempts < 1 or max_refreshes < 0:
         raise ValueError("need max_attempts >= 1 and max_refreshes >= 0")
@@ -154,7 +161,8 @@ def download_result(
             # means it is stale, and then a fresh one is fetched and used at once.
             attempts += 1
             try:
-                fetched = _fetch(client, meta, part, max_decompressed_bytes)
+                cap = max_decompressed_bytes if check_content else None
+                fetched = _fetch(client, meta, part, cap)
             except _Refused as refused:
                 attempts -= 1  # a refused URL is not a bad download: get a fresh URL instead
                 if refreshes >= max_refreshes:
@@ -207,14 +215,15 @@ def download_result(
             )
             client.sleep(client.retry.backoff(attempts, 0.5))
         assert fetched is not None  # the loop only breaks on a matching download
-        if not fetched.complete or fetched.lines != expected_lines:
+        if check_content and (not fetched.complete or fetched.lines != expected_lines):
             # The bytes are exactly what the service published: fetching again cannot help.
             what = "gzip stream is incomplete" if not fetched.complete else "line count differs"
             raise _mismatch(batch_id, meta, expected_lines, fetched, attempts, what)
         os.replace(part, final)
     finally:
         part.unlink(missing_ok=True)
-    return VerifiedFile(batch_id, final, fetched.sha256, fetched.size, fetched.lines)
+    lines = fetched.lines if check_content else expected_lines
+    return VerifiedFile(batch_id, final, fetched.sha256, fetched.size, lines, check_content)
 
 
 def _hint(meta: JobResultFile, client: PlaceApiClient) -> str:
@@ -251,10 +260,11 @@ def _file_of(status: JobStatus) -> tuple[JobResultFile, int]:
     return results.files[0], expected
 
 
-def _fetch(client: PlaceApiClient, meta: JobResultFile, part: Path, cap: int) -> _Fetched:
+def _fetch(client: PlaceApiClient, meta: JobResultFile, part: Path, cap: int | None) -> _Fetched:
+    """Stream the file to `part`, hashing it; with a `cap`, decompress it too, counting lines."""
     digest = hashlib.sha256()
     size = 0
-    lines = _GzipLines(cap)
+    lines = _GzipLines(cap) if cap is not None else None
     try:
         with client.stream_file(meta.url) as response:
             if response.status_code in _REFUSED:
@@ -266,11 +276,14 @@ def _fetch(client: PlaceApiClient, meta: JobResultFile, part: Path, cap: int) ->
                     size += len(chunk)
                     digest.update(chunk)
                     out.write(chunk)
-                    lines.feed(chunk)
+                    if lines is not None:
+                        lines.feed(chunk)
                     if size > meta.size_bytes:
                         break  # longer than published: stop reading a possibly endless stream
     except httpx.TransportError as exc:
         raise _Retryable(f"transfer broke off ({type(exc).__name__})") from None
+    if lines is None:
+        return _Fetched(digest.hexdigest(), size, 0, complete=False)
     return _Fetched(digest.hexdigest(), size, lines.line_count(), lines.complete)
 
 

@@ -1,9 +1,11 @@
 """Fetch stage: a job that ended is recorded, and its result file downloaded and verified.
 
-The download follows the job's presigned URL (no API key), checks sha256, size, gzip framing
-and line count, and keeps the file under the run's work folder; only then is it recorded on
-the chunk and handed to load. A job with nothing to load (failed, or cancelled before any row)
-ends here, its hold released.
+The download follows the job's presigned URL (no API key), checks sha256 and size while the
+bytes stream in, and keeps the file under the run's work folder; only then is it recorded on
+the chunk and handed to load, with the line count the job reported. The gzip stream and that
+line count are proved where the file is decompressed anyway: by load's one read of it, which
+writes nothing unless both hold. A job with nothing to load (failed, or cancelled before any
+row) ends here, its hold released.
 """
 
 from __future__ import annotations
@@ -33,6 +35,8 @@ class Fetched:
     billing: Billing
     held: int
     partial: bool
+    lines: int | None = None
+    """How many lines the service says the file holds (unknown for a file found on disk)."""
 
 
 def fetch(
@@ -61,7 +65,7 @@ def fetch(
         state.ended(chunk_no, "completed")
     elif not timed_out:
         state.ended(chunk_no, "cancelled")
-    verified = download_result(api, status, workdir / f"chunk-{chunk_no:05d}")
+    verified = download_result(api, status, workdir / f"chunk-{chunk_no:05d}", check_content=False)
     state.result_file(
         chunk_no, path=str(verified.path), sha256=verified.sha256, size=verified.size_bytes
     )
@@ -73,6 +77,7 @@ def fetch(
         "job",
         held=state.held(chunk_no),
         partial=status.status != "completed",
+        lines=verified.lines,
     )
 
 

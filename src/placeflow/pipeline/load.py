@@ -1,10 +1,15 @@
 """Load one chunk's verified result file into the warehouse, in one transaction.
 
-DuckDB reads the gzipped JSON Lines file itself, with explicit column types (``sql/load/``):
-unknown fields are ignored, unfamiliar enum strings kept, a missing attribute is null. Each
-line must carry, in order, the place planned at that position of the chunk, or nothing is
-written. Loading a chunk again replaces its outcomes and its charge/release entries, so a load
-repeated after a crash leaves exactly the rows of one load.
+DuckDB reads the gzipped JSON Lines file itself, with explicit column types (``sql/load/``),
+straight into the outcome table in one statement: unknown fields are ignored, unfamiliar enum
+strings kept, a missing attribute is null. Each line must carry, in order, the place planned at
+that position of the chunk, and the file must hold as many lines as the chunk has places (a
+cancelled job's file: as many as the job says it processed, a prefix of the chunk), or nothing
+is written. That read is also where the file's gzip stream and line count are proved (the fetch
+only proves the bytes are the ones the service published): a stream that breaks off or a line
+that is not JSON of the expected shape is refused. Loading a chunk again replaces its outcomes
+and its charge/release entries, so a load repeated after a crash leaves exactly the rows of one
+load.
 """
 
 from __future__ import annotations
@@ -21,11 +26,10 @@ from placeflow.errors import WarehouseError
 from placeflow.events import CreditsCharged, Emit, RowsLoaded
 from placeflow.pipeline.fetch import Billing, Fetched
 from placeflow.runstate import RunState
-from placeflow.warehouse import sql_text, transaction
+from placeflow.warehouse import in_transaction, sql_text, transaction
 
 Kind = Literal["validate", "enrich"]
 
-STAGE = "load_stage"
 TABLES: dict[str, str] = {"validate": "validations", "enrich": "enrichments"}
 DEFAULT_ATTRIBUTES = ",".join(
     a for a in ALLOWED_ENRICH_ATTRIBUTES if a in DEFAULT_ENRICH_ATTRIBUTES
@@ -56,6 +60,14 @@ class LoadInfo:
     released: int
 
 
+class _Refused(Exception):
+    """The insert stopped (unreadable file or a line not the planned place): rolled back."""
+
+    def __init__(self, cause: duckdb.Error) -> None:
+        super().__init__(str(cause))
+        self.cause = cause
+
+
 def load_result(
     con: duckdb.DuckDBPyConnection,
     *,
@@ -67,6 +79,7 @@ def load_result(
     held: int,
     ref: str,
     partial: bool = False,
+    lines: int | None = None,
     now: datetime | None = None,
 ) -> LoadInfo:
     """Replace the chunk's outcomes and settlement with the file's, in one transaction.
@@ -74,6 +87,8 @@ def load_result(
     billing "job": charge the billable rows, release the rest of `held`; "sync": charge every
     answered (succeeded) row, release nothing. `partial` accepts a file holding only the first
     rows of the chunk (a cancelled job's processed rows); the rest stay without an outcome.
+    `lines`, when given, is how many lines the service says the file holds: the file must
+    hold exactly that many.
     """
     if kind not in TABLES:
         raise ValueError(f"kind must be validate or enrich, not {kind!r}")
@@ -81,108 +96,140 @@ def load_result(
         raise ValueError(f"billing must be job or sync, not {billing!r}")
     loaded_at = now or datetime.now(UTC)
     table = TABLES[kind]
-    with transaction(con):
-        expected = _stage(con, run_id=run_id, chunk_no=chunk_no, kind=kind, path=path)
-        stats = _verify(
-            con, run_id=run_id, chunk_no=chunk_no, path=path, expected=expected, partial=partial
-        )
-        rows, succeeded, billable = stats
-        short = None if rows == expected else f"partial result: {rows:,} of {expected:,} rows"
-        charged = billable if billing == "job" else succeeded
-        released = max(held - charged, 0) if billing == "job" else 0
-        scope = [run_id, chunk_no]
-        con.execute(f"delete from {table} where run_id = ? and chunk_no = ?", scope)  # noqa: S608
-        con.execute(
-            f"insert into {table} by name"  # noqa: S608 - table names are ours
-            f" select ? as run_id, ? as chunk_no, * exclude (expected_key), ? as loaded_at"
-            f" from {STAGE}",
-            [run_id, chunk_no, loaded_at],
-        )
-        settled = f"{rows:,} rows loaded, {billable:,} billable"
-        rule = "billable rows" if billing == "job" else "answered rows of a synchronous batch"
-        RunState(con, run_id).settled(
-            chunk_no,
-            ref=ref,
-            rows=rows,
-            charged=charged,
-            released=released,
-            notes=(f"{rule}; {settled}", f"hold of {held:,} less the charge"),
-            path=str(path),
-            short=short,
-            at=loaded_at,
-        )
-        con.execute(f"drop table {STAGE}")
-    return LoadInfo(rows, succeeded, rows - succeeded, billable, charged, released)
-
-
-def _stage(
-    con: duckdb.DuckDBPyConnection, *, run_id: str, chunk_no: int, kind: Kind, path: Path
-) -> int:
-    """Read the file into a temporary stage table; return how many places the chunk has."""
-    params: dict[str, Any] = {"path": str(path), "run_id": run_id, "chunk_no": chunk_no}
-    if kind == "enrich":
-        params["default_attributes"] = DEFAULT_ATTRIBUTES
-        params["bill_null_status"] = _bills_null_status(con, run_id)
-    try:
-        con.execute(
-            f"create or replace temp table {STAGE} as\n" + sql_text(f"load/stage_{kind}"),
-            params,
-        )
-    except duckdb.Error as exc:
-        raise LoadError(
-            f"the result file cannot be read: {exc}", run_id=run_id, chunk_no=chunk_no, path=path
-        ) from exc
-    return RunState(con, run_id).planned_places(chunk_no)
-
-
-def _bills_null_status(con: duckdb.DuckDBPyConnection, run_id: str) -> bool:
-    """Whether the run's service bills a status object of only nulls (the spec's rule read
-    literally: yes), unless a balanced run taught otherwise (`placeflow.pipeline.reconcile`)."""
-    row = con.execute(
-        "select bool_and(b.billed) from billing_readings b join runs r on b.target = r.target"
-        " where r.run_id = ? and b.shape = 'null_status'",
-        [run_id],
-    ).fetchone()
-    return True if row is None or row[0] is None else bool(row[0])
-
-
-def _verify(
-    con: duckdb.DuckDBPyConnection,
-    *,
-    run_id: str,
-    chunk_no: int,
-    path: Path,
-    expected: int,
-    partial: bool,
-) -> tuple[int, int, int]:
-    """(rows, succeeded, billable) of the stage, after checking it against the chunk."""
-    row = con.execute(
-        f"select count(*), count(*) filter (where success), count(*) filter (where billable),"  # noqa: S608
-        f" count(*) filter (where place_key is distinct from expected_key),"
-        f" min(position) filter (where place_key is distinct from expected_key)"
-        f" from {STAGE}"
-    ).fetchone()
-    assert row is not None
-    rows, succeeded, billable, wrong, first_wrong = row
 
     def fail(message: str) -> LoadError:
         return LoadError(message, run_id=run_id, chunk_no=chunk_no, path=path)
 
+    expected, attributes, bills_null_status = _context(con, run_id, chunk_no)
     if expected == 0:
         raise fail("the chunk has no planned places in run_places")
-    if rows > expected or (rows < expected and not partial):
-        raise fail(f"the file has {rows:,} lines and the chunk {expected:,} places")
-    if wrong:
-        got = con.execute(
-            f"select place_key, expected_key from {STAGE} where position = ?",  # noqa: S608
-            [first_wrong],
-        ).fetchone()
-        assert got is not None
-        raise fail(
-            f"{wrong:,} line(s) carry another place than planned; line {first_wrong + 1} has id"
-            f" {got[0]!r}, expected {got[1]!r}"
+    params: dict[str, Any] = {
+        "path": str(path),
+        "run_id": run_id,
+        "chunk_no": chunk_no,
+        "loaded_at": loaded_at,
+        "guard": True,
+    }
+    if kind == "enrich":
+        params["attributes_requested"] = attributes or DEFAULT_ATTRIBUTES
+        params["bill_null_status"] = bills_null_status
+    try:
+        with transaction(con):
+            scope = [run_id, chunk_no]
+            con.execute(f"delete from {table} where run_id = ? and chunk_no = ?", scope)  # noqa: S608
+            try:
+                written = con.execute(
+                    f"insert into {table} by name"  # noqa: S608 - table names are ours
+                    f" select * exclude (expected_key) from ({sql_text(f'load/lines_{kind}')})",
+                    params,
+                ).fetchone()
+            except duckdb.Error as exc:
+                raise _Refused(exc) from exc
+            rows = int(written[0]) if written else 0
+            wrong_count = _count_problem(rows, expected, partial=partial, lines=lines)
+            if wrong_count:
+                raise fail(wrong_count)
+            counted = con.execute(
+                f"select count(*) filter (where success), count(*) filter (where billable)"  # noqa: S608
+                f" from {table} where run_id = ? and chunk_no = ?",
+                scope,
+            ).fetchone()
+            assert counted is not None
+            succeeded, billable = int(counted[0]), int(counted[1])
+            short = None if rows == expected else f"partial result: {rows:,} of {expected:,} rows"
+            charged = billable if billing == "job" else succeeded
+            released = max(held - charged, 0) if billing == "job" else 0
+            settled = f"{rows:,} rows loaded, {billable:,} billable"
+            rule = "billable rows" if billing == "job" else "answered rows of a synchronous batch"
+            RunState(con, run_id).settled(
+                chunk_no,
+                ref=ref,
+                rows=rows,
+                charged=charged,
+                released=released,
+                notes=(f"{rule}; {settled}", f"hold of {held:,} less the charge"),
+                path=str(path),
+                short=short,
+                at=loaded_at,
+            )
+    except _Refused as refused:
+        # Read it again, unguarded, to say why; unless the load joined a caller's transaction,
+        # which the refusal spoilt: nothing more can be asked of it.
+        params["guard"] = False
+        why = (
+            _diagnosis(con, kind, params, expected, partial=partial, lines=lines)
+            if _free(con)
+            else None
         )
-    return int(rows), int(succeeded), int(billable)
+        raise fail(why or f"the result file was refused: {refused.cause}") from refused.cause
+    return LoadInfo(rows, succeeded, rows - succeeded, billable, charged, released)
+
+
+def _context(
+    con: duckdb.DuckDBPyConnection, run_id: str, chunk_no: int
+) -> tuple[int, str | None, bool]:
+    """How many places the chunk has, the attributes its requests name (comma-separated), and
+    whether the run's service bills a status object of only nulls (the spec's rule read
+    literally: yes), unless a balanced run taught otherwise (`placeflow.pipeline.reconcile`)."""
+    row = con.execute(
+        sql_text("load/chunk_context"), {"run_id": run_id, "chunk_no": chunk_no}
+    ).fetchone()
+    assert row is not None
+    return int(row[0]), row[1] or None, True if row[2] is None else bool(row[2])
+
+
+def _free(con: duckdb.DuckDBPyConnection) -> bool:
+    """Whether no transaction is open on `con` (a spoilt one counts as open)."""
+    try:
+        return not in_transaction(con)
+    except duckdb.Error:
+        return False
+
+
+def _count_problem(rows: int, expected: int, *, partial: bool, lines: int | None) -> str | None:
+    """Why `rows` lines cannot be the chunk's `expected` places, if they cannot."""
+    if rows > expected or (rows < expected and not partial):
+        return f"the file has {rows:,} lines and the chunk {expected:,} places"
+    if lines is not None and rows != lines:
+        return f"the file has {rows:,} lines and the job says {lines:,}"
+    return None
+
+
+def _diagnosis(
+    con: duckdb.DuckDBPyConnection,
+    kind: Kind,
+    params: dict[str, Any],
+    expected: int,
+    *,
+    partial: bool,
+    lines: int | None,
+) -> str | None:
+    """Why the insert was refused, the file read again without the guard: unreadable, the line
+    count, or the first line that carries another place than planned."""
+    query = sql_text(f"load/lines_{kind}")
+    try:
+        row = con.execute(
+            "select count(*), count(*) filter (where place_key is distinct from expected_key),"  # noqa: S608
+            " min(position) filter (where place_key is distinct from expected_key)"
+            f" from ({query})",
+            params,
+        ).fetchone()
+    except duckdb.Error as exc:
+        return f"the result file cannot be read: {exc}"
+    assert row is not None
+    rows, wrong, first_wrong = int(row[0]), int(row[1]), row[2]
+    wrong_count = _count_problem(rows, expected, partial=partial, lines=lines)
+    if wrong_count or not wrong:
+        return wrong_count
+    got = con.execute(
+        f"select place_key, expected_key from ({query}) where position = $line",  # noqa: S608
+        params | {"line": first_wrong},
+    ).fetchone()
+    assert got is not None
+    return (
+        f"{wrong:,} line(s) carry another place than planned; line {first_wrong + 1} has id"
+        f" {got[0]!r}, expected {got[1]!r}"
+    )
 
 
 def load(state: RunState, fetched: Fetched, *, kind: Kind, emit: Emit) -> LoadInfo:
@@ -197,6 +244,7 @@ def load(state: RunState, fetched: Fetched, *, kind: Kind, emit: Emit) -> LoadIn
         held=fetched.held,
         ref=fetched.ref,
         partial=fetched.partial,
+        lines=fetched.lines,
         now=state.now(),
     )
     emit(RowsLoaded(fetched.chunk_no, info.rows, info.succeeded, info.failed))

@@ -1,6 +1,9 @@
--- stage_validate: a verified validate result file (gzipped JSON Lines, one POIValidateResponse
--- per line in chunk order), typed and flattened, each line beside the place expected there.
--- Parameters: $path, $run_id, $chunk_no. Unknown fields are ignored; enum-like fields stay text.
+-- lines_validate: a validate result file (gzipped JSON Lines, one POIValidateResponse per line
+-- in chunk order) as validations rows, each beside the place expected at its line (expected_key).
+-- Parameters: $path, $run_id, $chunk_no, $loaded_at, $guard (when true, a line that does not
+-- carry the place planned at its position, or a line past the chunk's last place, stops the
+-- statement with an error: nothing it would have written is kept). Unknown fields are ignored;
+-- enum-like fields stay text.
 
 with
 
@@ -54,10 +57,19 @@ flattened as (
 
 final as (
     select
+        $run_id as run_id,
+        $chunk_no as chunk_no,
         flattened.*,
+        $loaded_at as loaded_at,
         chunk_places.place_key as expected_key
     from flattened
     left join chunk_places on flattened.position = chunk_places.position
+    where case
+        when $guard and flattened.place_key is distinct from chunk_places.place_key
+            then error('placeflow load guard: line ' || (flattened.position + 1)
+                || ' is not the place planned there')::boolean
+        else true
+    end
 )
 
 select * from final

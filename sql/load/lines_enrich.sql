@@ -1,9 +1,12 @@
--- stage_enrich: a verified enrich result file (gzipped JSON Lines, one POIEnrichResponse per
--- line in chunk order), typed and flattened, each line beside the place expected there.
--- Parameters: $path, $run_id, $chunk_no, $default_attributes (the spec's default list, used when
--- a request named none). Unknown fields and attributes are ignored; enum-like fields stay text;
--- an attribute missing from a line is null. Attributes come as EnrichedAttribute (value, as_of,
--- confidence) or ResultCell (value, confidence, status): one shape holds both.
+-- lines_enrich: an enrich result file (gzipped JSON Lines, one POIEnrichResponse per line in
+-- chunk order) as enrichments rows, each beside the place expected at its line (expected_key).
+-- Parameters: $path, $run_id, $chunk_no, $loaded_at, $attributes_requested (see
+-- chunk_context), $bill_null_status, $guard (when true, a line that does
+-- not carry the place planned at its position, or a line past the chunk's last place, stops the
+-- statement with an error: nothing it would have written is kept). Unknown fields and
+-- attributes are ignored; enum-like fields stay text; an attribute missing from a line is null.
+-- Attributes come as EnrichedAttribute (value, as_of, confidence) or ResultCell (value,
+-- confidence, status): one shape holds both.
 
 with
 
@@ -45,15 +48,6 @@ chunk_places as (
         position
     from run_places
     where run_id = $run_id and chunk_no = $chunk_no
-),
-
--- Every request of a run asks for the same attributes (the planner builds them from the run's
--- options), so the chunk's first request speaks for all of its places.
-chunk_attributes as (
-    select
-        array_to_string(json_extract_string(request, '$.attributes[*]'), ',') as attributes_requested
-    from run_places
-    where run_id = $run_id and chunk_no = $chunk_no and position = 0
 ),
 
 flattened as (
@@ -134,13 +128,20 @@ flattened as (
 
 final as (
     select
+        $run_id as run_id,
+        $chunk_no as chunk_no,
         flattened.*,
-        chunk_places.place_key as expected_key,
-        coalesce(nullif(chunk_attributes.attributes_requested, ''), $default_attributes)
-            as attributes_requested
+        $attributes_requested as attributes_requested,
+        $loaded_at as loaded_at,
+        chunk_places.place_key as expected_key
     from flattened
     left join chunk_places on flattened.position = chunk_places.position
-    left join chunk_attributes on true
+    where case
+        when $guard and flattened.place_key is distinct from chunk_places.place_key
+            then error('placeflow load guard: line ' || (flattened.position + 1)
+                || ' is not the place planned there')::boolean
+        else true
+    end
 )
 
 select * from final
