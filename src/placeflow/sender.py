@@ -24,6 +24,10 @@ from placeflow.events import Emit, Event
 from placeflow.runstate import RunState
 from placeflow.warehouse import Warehouse
 
+STOP_WAIT = 5.0
+"""Seconds a run that stops on an error (or Ctrl-C) waits for the sender's request under way
+to be answered and recorded; one cut short is what the write-ahead state already survives."""
+
 Send = Callable[[RunState, JobFeed, Callable[[], bool]], None]
 """`send(state, feed, stopping)`: send the chunks on `state`, put each accepted job in `feed`,
 and return early when `stopping()` says the run is ending."""
@@ -31,8 +35,9 @@ and return early when `stopping()` says the run is ending."""
 
 class Sender:
     """`send` run in a thread beside the caller; a context manager that starts it and, on
-    exit, asks it to stop (at its next chunk) and waits for it. With nothing to send (`send`
-    None) there is no thread and no `feed`."""
+    exit, asks it to stop (at its next chunk) and waits for it (up to `STOP_WAIT` s when the
+    block ends in an error). With nothing to send (`send` None) there is no thread and no
+    `feed`."""
 
     def __init__(self, state: RunState, send: Send | None) -> None:
         self.feed = JobFeed() if send is not None else None
@@ -76,7 +81,7 @@ class Sender:
     ) -> None:
         self._stop.set()
         if self._thread.is_alive():
-            self._thread.join()
+            self._thread.join(None if exc is None else STOP_WAIT)
 
     def raise_error(self) -> None:
         """Raise what ended the sending early, if anything did (after `__exit__`)."""
