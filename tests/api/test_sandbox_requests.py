@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
 
 from placeflow.api.errors import (
+    BadRequest,
     Forbidden,
     IdempotencyConflict,
     InsufficientCredits,
@@ -152,6 +154,24 @@ def test_bad_rows_never_reach_the_sandbox(make_rig: MakeRig) -> None:
         rig.client.submit_validate_job(chunk)
     assert [d.field for d in info.value.details] == ["pois[2].country"]
     assert rig.count("POST /v1/jobs/validate") == 0
+
+
+def test_a_checked_body_goes_out_unparsed_and_a_bad_row_is_refused_by_the_service(
+    make_rig: MakeRig,
+) -> None:
+    """checked=True sends the bytes unparsed: a row that slipped through is named by the
+    sandbox's 400, and no job is created and nothing held or charged."""
+    rig = make_rig()
+    chunk = rows(5)
+    chunk[2]["country"] = "France"
+    body = json.dumps({"pois": chunk}).encode()
+    with pytest.raises(BadRequest) as info:
+        rig.client.submit_job_body("validate", body, idempotency_key="k-checked", checked=True)
+    assert [d.field for d in info.value.details] == ["pois[2].country"]
+    assert rig.count("POST /v1/jobs/validate", 400) == 1
+    assert rig.stats()["jobs"]["created"] == 0
+    credits = rig.key_stats()["credits"]
+    assert (credits["held"], credits["charged"]) == (0, 0)
 
 
 def test_unknown_and_malformed_batch_ids(make_rig: MakeRig) -> None:
