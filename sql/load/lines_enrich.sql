@@ -1,12 +1,10 @@
 -- lines_enrich: an enrich result file (gzipped JSON Lines, one POIEnrichResponse per line in
--- chunk order) as enrichments rows, each beside the place expected at its line (expected_key).
+-- chunk order) as enrichments rows, line by line (position: the line's, from 0).
 -- Parameters: $path, $run_id, $chunk_no, $loaded_at, $attributes_requested (see
--- chunk_context), $bill_null_status, $guard (when true, a line that does
--- not carry the place planned at its position, or a line past the chunk's last place, stops the
--- statement with an error: nothing it would have written is kept). Unknown fields and
--- attributes are ignored; enum-like fields stay text; an attribute missing from a line is null.
--- Attributes come as EnrichedAttribute (value, as_of, confidence) or ResultCell (value,
--- confidence, status): one shape holds both.
+-- chunk_context), $bill_null_status. Unknown fields and attributes are ignored; enum-like
+-- fields stay text; an attribute missing from a line is null. Attributes come as
+-- EnrichedAttribute (value, as_of, confidence) or ResultCell (value, confidence, status): one
+-- shape holds both.
 
 with
 
@@ -40,14 +38,6 @@ result_lines as (
             request_id: 'varchar'
         }
     )
-),
-
-chunk_places as (
-    select
-        place_key,
-        position
-    from run_places
-    where run_id = $run_id and chunk_no = $chunk_no
 ),
 
 flattened as (
@@ -132,16 +122,8 @@ final as (
         $chunk_no as chunk_no,
         flattened.*,
         $attributes_requested as attributes_requested,
-        $loaded_at as loaded_at,
-        chunk_places.place_key as expected_key
+        $loaded_at as loaded_at
     from flattened
-    left join chunk_places on flattened.position = chunk_places.position
-    where case
-        when $guard and flattened.place_key is distinct from chunk_places.place_key
-            then error('placeflow load guard: line ' || (flattened.position + 1)
-                || ' is not the place planned there')::boolean
-        else true
-    end
 )
 
 select * from final

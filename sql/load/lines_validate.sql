@@ -1,8 +1,6 @@
 -- lines_validate: a validate result file (gzipped JSON Lines, one POIValidateResponse per line
--- in chunk order) as validations rows, each beside the place expected at its line (expected_key).
--- Parameters: $path, $run_id, $chunk_no, $loaded_at, $guard (when true, a line that does not
--- carry the place planned at its position, or a line past the chunk's last place, stops the
--- statement with an error: nothing it would have written is kept). Unknown fields are ignored;
+-- in chunk order) as validations rows, line by line (position: the line's, from 0).
+-- Parameters: $path, $run_id, $chunk_no, $loaded_at. Unknown fields are ignored;
 -- enum-like fields stay text.
 
 with
@@ -29,14 +27,6 @@ result_lines as (
     )
 ),
 
-chunk_places as (
-    select
-        place_key,
-        position
-    from run_places
-    where run_id = $run_id and chunk_no = $chunk_no
-),
-
 flattened as (
     select
         line_no::integer as position,
@@ -60,16 +50,8 @@ final as (
         $run_id as run_id,
         $chunk_no as chunk_no,
         flattened.*,
-        $loaded_at as loaded_at,
-        chunk_places.place_key as expected_key
+        $loaded_at as loaded_at
     from flattened
-    left join chunk_places on flattened.position = chunk_places.position
-    where case
-        when $guard and flattened.place_key is distinct from chunk_places.place_key
-            then error('placeflow load guard: line ' || (flattened.position + 1)
-                || ' is not the place planned there')::boolean
-        else true
-    end
 )
 
 select * from final

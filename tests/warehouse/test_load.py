@@ -99,15 +99,28 @@ def wrong_files(chunk: list[str]) -> dict[str, list[dict[str, Any] | str]]:
     }
 
 
+WHY = {
+    "one line short": "the file has 4 lines and the chunk 5 places",
+    "one line too many": "the file has 6 lines and the chunk 5 places",
+    "two lines swapped": "2 line.s. carry another place than planned; line 1 has id 'pk000001'",
+    "an unknown id": "1 line.s. carry another place than planned; line 5 has id 'stranger'",
+    "an id missing": "1 line.s. carry another place than planned; line 5 has id None",
+    "a broken line": "cannot be read: .*JSON",
+    "a wrong type": "cannot be read: ",
+}
+
+
 @pytest.mark.parametrize("case", list(wrong_files(keys(5))))
 def test_a_file_that_does_not_match_its_chunk_writes_nothing(
         con: duckdb.DuckDBPyConnection, chunk: list[str], tmp_path: Path, case: str) -> None:
-    """A file with wrong count, order, ids or content raises LoadError; the earlier load stays."""
+    """A file with wrong count, order, ids or content raises LoadError saying which; the earlier
+    load stays."""
     load(con, write_lines(tmp_path / "good.jsonl.gz", [enrich_line(k) for k in chunk]))
     before = snapshot(con)
     bad = write_lines(tmp_path / "bad.jsonl.gz", wrong_files(chunk)[case])
-    with pytest.raises(LoadError, match="nothing was loaded"):
+    with pytest.raises(LoadError, match=WHY[case]) as info:
         load(con, bad)
+    assert "nothing was loaded" in str(info.value)
     assert snapshot(con) == before
     assert con.execute("select count(*) from duckdb_tables() where temporary").fetchone() == (0,)
 

@@ -108,34 +108,24 @@ def load_result(
         "run_id": run_id,
         "chunk_no": chunk_no,
         "loaded_at": loaded_at,
-        "guard": True,
     }
     if kind == "enrich":
         params["attributes_requested"] = attributes or DEFAULT_ATTRIBUTES
         params["bill_null_status"] = bills_null_status
+    lines_sql = sql_text(f"load/lines_{kind}")
     try:
         with transaction(con):
             scope = [run_id, chunk_no]
             con.execute(f"delete from {table} where run_id = ? and chunk_no = ?", scope)  # noqa: S608
             try:
-                written = con.execute(
-                    f"insert into {table} by name"  # noqa: S608 - table names are ours
-                    f" select * exclude (expected_key) from ({sql_text(f'load/lines_{kind}')})",
-                    params,
-                ).fetchone()
+                con.execute(f"insert into {table} by name {lines_sql}", params)
             except duckdb.Error as exc:
                 raise _Refused(exc) from exc
-            rows = int(written[0]) if written else 0
-            wrong_count = _count_problem(rows, expected, partial=partial, lines=lines)
-            if wrong_count:
-                raise fail(wrong_count)
-            counted = con.execute(
-                f"select count(*) filter (where success), count(*) filter (where billable)"  # noqa: S608
-                f" from {table} where run_id = ? and chunk_no = ?",
-                scope,
-            ).fetchone()
-            assert counted is not None
-            succeeded, billable = int(counted[0]), int(counted[1])
+            check = _verify(con, table, {"run_id": run_id, "chunk_no": chunk_no})
+            why = check.problem(expected, partial=partial, lines=lines)
+            if why:
+                raise fail(why)
+            rows, succeeded, billable = check.rows, check.succeeded, check.billable
             short = None if rows == expected else f"partial result: {rows:,} of {expected:,} rows"
             charged = billable if billing == "job" else succeeded
             released = max(held - charged, 0) if billing == "job" else 0
@@ -153,16 +143,59 @@ def load_result(
                 at=loaded_at,
             )
     except _Refused as refused:
-        # Read it again, unguarded, to say why; unless the load joined a caller's transaction,
-        # which the refusal spoilt: nothing more can be asked of it.
-        params["guard"] = False
-        why = (
-            _diagnosis(con, kind, params, expected, partial=partial, lines=lines)
-            if _free(con)
-            else None
-        )
+        # Read the file again, into nothing, to say why; unless the load joined a caller's
+        # transaction, which the refusal spoilt: nothing more can be asked of it.
+        why = None
+        if _free(con):
+            try:
+                check = _verify(con, f"({lines_sql})", params)
+            except duckdb.Error as exc:
+                why = f"the result file cannot be read: {exc}"
+            else:
+                why = check.problem(expected, partial=partial, lines=lines)
         raise fail(why or f"the result file was refused: {refused.cause}") from refused.cause
     return LoadInfo(rows, succeeded, rows - succeeded, billable, charged, released)
+
+
+@dataclass(frozen=True)
+class _Check:
+    """A chunk's outcome rows beside its plan (sql/load/verify.sql)."""
+
+    rows: int
+    succeeded: int
+    billable: int
+    wrong: int
+    first_wrong: dict[str, Any] | None
+
+    def problem(self, expected: int, *, partial: bool, lines: int | None) -> str | None:
+        """Why these rows cannot be the chunk's `expected` places, if they cannot."""
+        rows = self.rows
+        if rows > expected or (rows < expected and not partial):
+            return f"the file has {rows:,} lines and the chunk {expected:,} places"
+        if lines is not None and rows != lines:
+            return f"the file has {rows:,} lines and the job says {lines:,}"
+        if self.wrong and self.first_wrong is not None:
+            first = self.first_wrong
+            return (
+                f"{self.wrong:,} line(s) carry another place than planned; line"
+                f" {first['line'] + 1} has id {first['got']!r}, expected {first['expected']!r}"
+            )
+        return None
+
+
+def _verify(con: duckdb.DuckDBPyConnection, rows: str, params: dict[str, Any]) -> _Check:
+    """sql/load/verify.sql over `rows` (the outcome table, or a reading of the file)."""
+    row = con.execute(sql_text("load/verify").format(rows=rows), params).fetchone()
+    assert row is not None
+    return _Check(int(row[0]), int(row[1]), int(row[2]), int(row[3]), row[4])
+
+
+def _free(con: duckdb.DuckDBPyConnection) -> bool:
+    """Whether no transaction is open on `con` (a spoilt one counts as open)."""
+    try:
+        return not in_transaction(con)
+    except duckdb.Error:
+        return False
 
 
 def _context(
@@ -176,60 +209,6 @@ def _context(
     ).fetchone()
     assert row is not None
     return int(row[0]), row[1] or None, True if row[2] is None else bool(row[2])
-
-
-def _free(con: duckdb.DuckDBPyConnection) -> bool:
-    """Whether no transaction is open on `con` (a spoilt one counts as open)."""
-    try:
-        return not in_transaction(con)
-    except duckdb.Error:
-        return False
-
-
-def _count_problem(rows: int, expected: int, *, partial: bool, lines: int | None) -> str | None:
-    """Why `rows` lines cannot be the chunk's `expected` places, if they cannot."""
-    if rows > expected or (rows < expected and not partial):
-        return f"the file has {rows:,} lines and the chunk {expected:,} places"
-    if lines is not None and rows != lines:
-        return f"the file has {rows:,} lines and the job says {lines:,}"
-    return None
-
-
-def _diagnosis(
-    con: duckdb.DuckDBPyConnection,
-    kind: Kind,
-    params: dict[str, Any],
-    expected: int,
-    *,
-    partial: bool,
-    lines: int | None,
-) -> str | None:
-    """Why the insert was refused, the file read again without the guard: unreadable, the line
-    count, or the first line that carries another place than planned."""
-    query = sql_text(f"load/lines_{kind}")
-    try:
-        row = con.execute(
-            "select count(*), count(*) filter (where place_key is distinct from expected_key),"  # noqa: S608
-            " min(position) filter (where place_key is distinct from expected_key)"
-            f" from ({query})",
-            params,
-        ).fetchone()
-    except duckdb.Error as exc:
-        return f"the result file cannot be read: {exc}"
-    assert row is not None
-    rows, wrong, first_wrong = int(row[0]), int(row[1]), row[2]
-    wrong_count = _count_problem(rows, expected, partial=partial, lines=lines)
-    if wrong_count or not wrong:
-        return wrong_count
-    got = con.execute(
-        f"select place_key, expected_key from ({query}) where position = $line",  # noqa: S608
-        params | {"line": first_wrong},
-    ).fetchone()
-    assert got is not None
-    return (
-        f"{wrong:,} line(s) carry another place than planned; line {first_wrong + 1} has id"
-        f" {got[0]!r}, expected {got[1]!r}"
-    )
 
 
 def load(state: RunState, fetched: Fetched, *, kind: Kind, emit: Emit) -> LoadInfo:
