@@ -35,6 +35,7 @@ The 1-minute load average is printed before every measured run and written besid
 from __future__ import annotations
 
 import argparse
+import os
 import pickle
 import shutil
 import sys
@@ -291,7 +292,8 @@ def main(argv: list[str] | None = None) -> None:
     results["total_seconds"] = time.perf_counter() - t0
     results["loads"].append(load_average())
     note(f"load average {loads(results['loads'])} (start, end)")
-    kept = Path(tempfile.gettempdir()) / "pipeline_bench_results.pickle"
+    kept = Path(tempfile.gettempdir()) / f"pipeline_bench_results-{os.getpid()}.pickle"
+    note(f"measures kept in {kept}")
     kept.write_bytes(pickle.dumps(results))  # the measures, should rendering them fail
     write(results, args, command=command, started=started)
 

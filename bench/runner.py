@@ -150,7 +150,8 @@ def write_section(path: Path, body: str, name: str = "pipeline-bench") -> None:
     elif name != "pipeline-bench" and "<!-- pipeline-bench:end -->" in old:
         ends = list(re.finditer(r"<!-- pipeline-bench(-[a-z0-9-]+)?:end -->", old))
         cut = ends[-1].end()  # after the last of the pipeline benchmark's sections
-        text = old[:cut] + "\n\n" + block + old[cut:].removeprefix("\n")
+        rest = old[cut:].lstrip("\n")
+        text = old[:cut] + "\n\n" + block + ("\n" + rest if rest else "")
     elif name != "pipeline-bench":
         text = old.rstrip("\n") + ("\n\n" if old else "") + block
     else:

@@ -31,6 +31,7 @@ from runner import (
     CHUNK_ROWS,
     FAST_LIMITS,
     FAST_SCALE,
+    KEY,
     Pipeline,
     drop_run,
     load_average,
@@ -156,11 +157,13 @@ def _measured(
 ) -> dict[str, Any]:
     """A job-route run, its rows accounted, its warehouse dropped; or why it did not complete
     (failed, or stopped past --max-rss-mb) with what its process measured."""
+    before = sb.stats()
     try:
         run = pipe.run(sb, url, csv, db, "--route", "job", limits=limits)
     except RuntimeError as exc:
         note(f"the run failed: {str(exc)[-3000:]}")
-        return {"error": _why(pipe.last, str(exc)), "proc": pipe.last}
+        seen = measure.delta(before, sb.stats(), KEY)  # how far it got, by the sandbox
+        return {"error": _why(pipe.last, str(exc)), "proc": pipe.last, "sandbox": seen}
     accounted = rows_accounted(db, str(run.summary["run_id"]), work)
     drop_run(work, run, db)
     return {"run": run, "accounted": accounted}

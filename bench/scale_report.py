@@ -182,7 +182,18 @@ def _failed(n: int, scenario: dict[str, Any]) -> list[str]:
         out += [
             f"It ran {_t(proc.wall)} (CPU {proc.cpu:,.1f} s, peak RSS {proc.peak_rss_mb:,.0f} "
             f"MB; load during it {_load(proc)}; RSS by tenths of the run: "
-            f"{_rss_curve(proc)}). {proc.stopped or ''}",
+            f"{_rss_curve(proc)}).",
+            "",
+        ]
+    seen = scenario.get("sandbox")
+    if seen is not None:
+        jobs = seen["routes"].get("POST /v1/jobs/enrich", 0) + seen["routes"].get(
+            "POST /v1/jobs/validate", 0
+        )
+        out += [
+            f"The sandbox had answered {seen['api']:,} API requests of the run ({jobs:,} job "
+            f"submissions), charged {seen['charged']:,} credits"
+            + (": the run was still preparing its input, nothing sent." if not jobs else "."),
             "",
         ]
     return out
