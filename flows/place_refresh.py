@@ -1,36 +1,34 @@
-"""The `place_refresh` flow: `placeflow.run` with each stage call made a Prefect task.
+"""The `place_refresh` flow: `placeflow.run` with its stages made Prefect tasks.
 
 The order of a run is the library's (`placeflow.orchestrate`); this flow only reads the
-settings, opens the target, passes a step wrapper that turns each stage into a task (network
-stages retried for transient failures only: a retry resumes from the warehouse, so it never
-pays twice) and publishes the summary (flows/artifacts.py: markdown, rejects and changes
-tables, a link to the HTML report). Parameters are plain values: the inputs, the options
-(`RunOptions`, the CLI's flags), the database path, to resume a run id, and `export_to` (a
-directory, file:// or postgresql:// URL) to end a completed run with an incremental export.
-Under a Prefect server of its own (PREFECT_API_URL), the key's rate limits are kept by the
-server's global concurrency limits, shared with every other flow run on it.
+settings, opens the target, passes a step wrapper (flows/tasks.py: each per-run stage a task,
+each per-chunk stage a logged call; the network stages retried for transient failures only: a
+retry resumes from the warehouse, so it never pays twice) and publishes the summary
+(flows/artifacts.py: markdown, rejects and changes tables, a link to the HTML report).
+Parameters are plain values: the inputs, the options (`RunOptions`, the CLI's flags), the
+database path, to resume a run id, and `export_to` (a directory, file:// or postgresql:// URL)
+to end a completed run with an incremental export. Under a Prefect server of its own
+(PREFECT_API_URL), the key's rate limits are kept by the server's global concurrency limits,
+shared with every other flow run on it.
 """
 
 from __future__ import annotations
 
-import functools
-import inspect
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, ParamSpec, TypeVar, cast
+from typing import Any
 
-from prefect import flow, task
-from prefect.cache_policies import NO_CACHE
+from prefect import flow
 from prefect.states import Failed
 
 import placeflow
 from flows.artifacts import Published, publish, run_export
 from flows.progress_artifact import ProgressArtifact
 from flows.rate_gate import gated
-from placeflow.api.errors import TransientError
+from flows.tasks import as_task
 from placeflow.config import load_settings, postgres_password, prefect_server_url
 from placeflow.errors import BudgetRefused, PlaceflowError, RunStopped
 from placeflow.events import Event
@@ -42,69 +40,6 @@ from placeflow.report import EXIT_FAILED, EXIT_OK, exit_code, exit_code_for
 from placeflow.service import Target, open_target
 from placeflow.storage import StorageStop, stop_message, storage_stop
 from placeflow.warehouse import DEFAULT_DB
-
-P = ParamSpec("P")
-R = TypeVar("R")
-NETWORK_STAGES = frozenset({"submit", "send-batch", "fetch"})
-"""Stages that talk to the service: their tasks retry transient failures."""
-
-
-def _retry_transient(task: Any, task_run: Any, state: Any) -> bool:
-    """Task retries are for transient failures only; anything else fails the task at once."""
-    try:
-        state.result()
-    except TransientError:
-        return True
-    except Exception:
-        return False
-    return False
-
-
-@dataclass(frozen=True)
-class _Stopped:
-    """What a task hands back instead of raising when its storage stopped it (a full or
-    read-only disk): the flow raises it again and ends with one message and no traceback
-    (Prefect logs every exception raised in a task as an ERROR with its traceback)."""
-
-    error: BaseException
-
-
-def as_task(name: str, fn: Callable[P, R]) -> Callable[P, R]:
-    """The step wrapper: each stage call becomes a task run named after its stage.
-
-    The poll stage is a generator feeding fetch tasks as jobs end; it runs in the flow itself.
-    """
-    if inspect.isgeneratorfunction(fn):
-        return cast(Callable[P, R], fn)  # isgeneratorfunction narrowed R to a Generator
-    network = name in NETWORK_STAGES
-    make = task(
-        name=name,
-        cache_policy=NO_CACHE,
-        retries=3 if network else 0,
-        retry_delay_seconds=5 if network else 0,
-        retry_condition_fn=_retry_transient if network else None,
-    )
-
-    @functools.wraps(fn)
-    def body(*args: P.args, **kwargs: P.kwargs) -> R | _Stopped:
-        try:
-            return fn(*args, **kwargs)
-        except Exception as exc:
-            if storage_stop(exc) is None:
-                raise
-            return _Stopped(exc)
-
-    staged = make(body)
-
-    @functools.wraps(fn)
-    def call(*args: P.args, **kwargs: P.kwargs) -> R:
-        result = staged(*args, **kwargs)
-        if isinstance(result, _Stopped):
-            raise result.error
-        return result
-
-    return call
-
 
 PREFIX = "place-refresh"
 """The artifact keys' prefix: place-refresh-summary, -rejects, -changes, -report, -progress."""

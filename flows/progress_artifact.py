@@ -1,12 +1,15 @@
 """A Prefect progress artifact of a flow run, kept from the run's events (`placeflow.events`).
 
 The percentage is `placeflow.progress.Tally.fraction()`: the same counts the terminal shows.
-The artifact is updated only when the whole percentage changes (at most about a hundred
-updates a run), and the caller's own callback, if any, sees every event first.
+The artifact is updated when the whole percentage changes, at most once every `every` seconds
+(each update is a request to the Prefect server: with one per change, a run of many chunks
+would pay one per chunk), and always when the run reaches 100 %. The caller's own callback, if
+any, sees every event first.
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from typing import cast
 from uuid import UUID
@@ -17,6 +20,27 @@ from placeflow.events import Event
 from placeflow.progress import Tally
 
 KEY = "place-refresh-progress"
+EVERY = 1.0
+"""Seconds between two updates of the artifact (the last one, at 100 %, is never held back)."""
+
+
+class PrefectProgress:
+    """Sends a percentage to the flow run's progress artifact: created with the first value,
+    updated after."""
+
+    def __init__(self, key: str, description: str) -> None:
+        self._key = key
+        self._description = description
+        self._id: UUID | None = None
+
+    def __call__(self, percent: int) -> None:
+        if self._id is None:
+            made = create_progress_artifact(
+                progress=float(percent), key=self._key, description=self._description
+            )
+            self._id = cast(UUID, made)  # called from sync code: the synchronous variant ran
+        else:
+            update_progress_artifact(self._id, float(percent))
 
 
 class ProgressArtifact:
@@ -28,13 +52,17 @@ class ProgressArtifact:
         forward: Callable[[Event], None] | None = None,
         *,
         key: str = KEY,
+        every: float = EVERY,
+        clock: Callable[[], float] = time.monotonic,
+        send: Callable[[int], None] | None = None,
     ) -> None:
         self.tally = Tally()
-        self._key = key
         self._forward = forward
-        self._description = description
+        self._send = send or PrefectProgress(key, description)
+        self._every = every
+        self._clock = clock
         self._shown = -1
-        self._id: UUID | None = None
+        self._at: float | None = None
 
     def __call__(self, event: Event) -> None:
         if self._forward is not None:
@@ -43,11 +71,8 @@ class ProgressArtifact:
         percent = int(self.tally.fraction() * 100)
         if percent == self._shown:
             return
-        self._shown = percent
-        if self._id is None:
-            made = create_progress_artifact(
-                progress=float(percent), key=self._key, description=self._description
-            )
-            self._id = cast(UUID, made)  # called from sync code: the synchronous variant ran
-        else:
-            update_progress_artifact(self._id, float(percent))
+        now = self._clock()
+        if percent < 100 and self._at is not None and now - self._at < self._every:
+            return
+        self._shown, self._at = percent, now
+        self._send(percent)

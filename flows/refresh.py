@@ -19,8 +19,9 @@ from typing import Any
 
 from prefect import flow
 
-from flows.place_refresh import Ending, as_task, service_target
+from flows.place_refresh import Ending, service_target
 from flows.progress_artifact import ProgressArtifact
+from flows.tasks import as_task
 from placeflow.errors import PlaceflowError, RunStopped
 from placeflow.events import Event
 from placeflow.options import RunOptions

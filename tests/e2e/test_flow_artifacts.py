@@ -7,6 +7,7 @@ from __future__ import annotations
 import csv
 import json
 import re
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -14,6 +15,7 @@ from urllib.parse import unquote, urlparse
 from uuid import UUID
 
 import duckdb
+import httpx
 import pytest
 
 from .conftest import ServeSandbox
@@ -64,12 +66,42 @@ def count(db: Path, sql: str, *params: object) -> int:
     return int(found[0]) if found else 0
 
 
+STAGES = ("read", "normalize", "dedupe", "fresh", "plan", "budget", "open", "account")
+"""The run's stages called once each: its task runs."""
+
+
+def task_runs_of(api: str, flow_run_id: UUID) -> dict[str, set[str]]:
+    """The flow run's task runs by stage name, each with the states it reported, from the
+    events the Prefect server stored (polled, bounded, until every stage's completion is in:
+    the server stores events in batches)."""
+    body = {
+        "filter": {
+            "event": {"prefix": ["prefect.task-run."]},
+            "related": {"resources_in_roles": [[f"prefect.flow-run.{flow_run_id}", "flow-run"]]},
+        },
+        "limit": 50,  # the most the server returns in one page: three states per stage fit
+    }
+    deadline = time.monotonic() + 60
+    while True:
+        reply = httpx.post(f"{api}/events/filter", json=body, timeout=30)
+        assert reply.status_code == 200, reply.text
+        found: dict[str, set[str]] = {}
+        for event in reply.json()["events"]:
+            name = re.sub(r"-[0-9a-f]+$", "", event["resource"]["prefect.resource.name"])
+            found.setdefault(name, set()).add(event["event"].rsplit(".", 1)[-1])
+        if all("Completed" in found.get(s, ()) for s in STAGES) or time.monotonic() > deadline:
+            return found
+        time.sleep(0.5)  # bounded poll for the server's own event store
+
+
 @dataclass
 class RunDone:
     db: Path
     lake: Path
     run_id: str
     artifacts: dict[str, Any]
+    task_runs: dict[str, set[str]]
+    jobs_posted: int
 
 
 @pytest.fixture(scope="module")
@@ -95,7 +127,7 @@ def run_done(
         for i in range(BAD_ROWS):
             writer.writerow([f"x{i}", "", f"{i} nowhere street", "los angeles", "", "american"])
     db, lake = work / "wh" / "placeflow.duckdb", work / "lake"
-    serve_sandbox_module(epoch=0)
+    sandbox = serve_sandbox_module(epoch=0)
     state: State[Any] = place_refresh(  # type: ignore[assignment]  # sync call: a State
         inputs=[str(good), str(bad)],
         options=RunOptions(route="job", chunk_rows=100),
@@ -107,7 +139,10 @@ def run_done(
     data = state.result()
     flow_run_id = state.state_details.flow_run_id
     assert flow_run_id is not None
-    return RunDone(db, lake, str(data["run_id"]), artifacts_of(flow_run_id))
+    artifacts = artifacts_of(flow_run_id)
+    posted = sandbox.requests("POST /v1/jobs/enrich")
+    tasks = task_runs_of(prefect_api, flow_run_id)
+    return RunDone(db, lake, str(data["run_id"]), artifacts, tasks, posted)
 
 
 def test_run_flow_publishes_summary_tables_and_report_link(run_done: RunDone) -> None:
@@ -135,6 +170,20 @@ def test_run_flow_publishes_summary_tables_and_report_link(run_done: RunDone) ->
     assert written == run_done.db.parent / "reports" / f"{run_done.run_id}.html"
     page = written.read_text(encoding="utf-8")
     assert page.lstrip().lower().startswith("<!doctype html") and run_done.run_id in page
+
+
+def test_run_flow_tasks_are_its_stages_not_its_chunks(run_done: RunDone) -> None:
+    """The Prefect server saw a completed task run for each stage of the run (read to
+    account) and none for the per-chunk calls (submit, fetch, load) of its two chunks, which
+    the sandbox served and the warehouse loaded."""
+    assert sorted(run_done.task_runs) == sorted(STAGES)
+    assert all("Completed" in states for states in run_done.task_runs.values())
+    jobs = count(run_done.db, "select count(*) from jobs where run_id = ?", run_done.run_id)
+    loaded = count(
+        run_done.db, "select count(*) from jobs where run_id = ? and loaded_at is not null",
+        run_done.run_id,
+    )  # fmt: skip
+    assert jobs == loaded == run_done.jobs_posted == 2
 
 
 def test_run_flow_ends_with_an_incremental_export(run_done: RunDone) -> None:
