@@ -160,7 +160,8 @@ def mark_fresh(
     or with `force`, nothing is fresh.
     """
     submitted = pl.col("disposition") == "submitted"
-    sent = deduped.filter(submitted)
+    wanted = ("place_key", "core_key", "region", "postcode", "source_file", "disposition")
+    sent = deduped.select(c for c in wanted if c in deduped.columns).filter(submitted)
     first = sent.select("place_key")
     fresh = pl.DataFrame(schema={"place_key": pl.String})
     by_core = pl.DataFrame(schema={"place_key": pl.String, "outcome_key": pl.String})
@@ -203,19 +204,25 @@ def mark_fresh(
         pl.lit("fresh outcome of "), pl.col("outcome_key"),
         pl.lit(" (the same place before its region or postcode was filled)"),
     )  # fmt: skip
-    marked = (
-        marked.join(held, on="place_key", how="left", maintain_order="left")
-        .with_columns(
-            pl.when(pl.col("disposition") == "held_failing").then(held_note)
-            .when(
-                (pl.col("disposition") == "skipped_fresh")
-                & (pl.col("outcome_key") != pl.col("place_key"))
-            ).then(core_note)
-            .otherwise(pl.col("note") if "note" in deduped.columns else None)
-            .alias("note")
-        )
-        .drop("failures_in_a_row", "last_error")
+    # The held places' columns joined to the keys alone: joining them to the whole frame would
+    # copy every column of every row (a million rows: some 200 MB) for a handful of places.
+    failures = deduped.select("place_key").join(
+        held, on="place_key", how="left", maintain_order="left"
+    )
+    note = (
+        pl.when(pl.col("disposition") == "held_failing").then(held_note)
+        .when(
+            (pl.col("disposition") == "skipped_fresh")
+            & (pl.col("outcome_key") != pl.col("place_key"))
+        ).then(core_note)
+        .otherwise(pl.col("note") if "note" in deduped.columns else None)
+        .alias("note")
     )  # fmt: skip
+    marked = (
+        marked.with_columns(failures.get_column(c) for c in ("failures_in_a_row", "last_error"))
+        .with_columns(note)
+        .drop("failures_in_a_row", "last_error")
+    )
     info = FreshInfo(
         candidates=first.height,
         fresh=fresh.height + by_core.height,
