@@ -224,10 +224,10 @@ atexit.register(_hasher.cache_clear)
 
 def digest_keys(texts: pl.Series) -> pl.Series:
     """'pk_' + the first 24 hex digits of MD5 of each text's UTF-8, computed by DuckDB."""
-    frame = texts.rename("k").to_frame().with_row_index("i")
-    with _hasher().cursor() as con:
+    frame = texts.rename("k").to_frame().to_arrow(compat_level=pl.CompatLevel.newest())
+    with _hasher().cursor() as con:  # the rows' order is kept (DuckDB's insertion order)
         con.register("texts", frame)
-        sql = "select 'pk_' || left(md5(k), 24) as place_key from texts order by i"
+        sql = "select 'pk_' || left(md5(k), 24) as place_key from texts"
         out: pl.DataFrame = con.sql(sql).pl()
     return out.get_column("place_key")
 
