@@ -8,7 +8,8 @@ over the calls of a per-chunk stage (submit, poll, fetch, load): a poll generato
 while it runs, not while the fetch and load it feeds run. A stage called from another thread
 (submit, which runs beside poll, fetch and load: `placeflow.sender`) counts that thread's CPU
 seconds, and its wall time overlaps theirs, so it is not part of the stages' sum within
-`total`. The run summary's `timings` and `cpu_timings` come from here, in the order the stages
+`total`; the stages of the run's thread count the process's CPU seconds (DuckDB's own threads
+work for them), which while the sender runs include its seconds too. The run summary's `timings` and `cpu_timings` come from here, in the order the stages
 first ran, with the invocation's `total`.
 """
 
