@@ -9,8 +9,9 @@ while it runs, not while the fetch and load it feeds run. A stage called from an
 (submit, which runs beside poll, fetch and load: `placeflow.sender`) counts that thread's CPU
 seconds, and its wall time overlaps theirs, so it is not part of the stages' sum within
 `total`; the stages of the run's thread count the process's CPU seconds (DuckDB's own threads
-work for them), which while the sender runs include its seconds too. The run summary's `timings` and `cpu_timings` come from here, in the order the stages
-first ran, with the invocation's `total`.
+work for them), which while the sender runs include its seconds too. The run summary's
+`timings` and `cpu_timings` come from here, in the order the stages first ran, with the
+invocation's `total`.
 """
 
 from __future__ import annotations
