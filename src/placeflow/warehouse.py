@@ -353,26 +353,6 @@ def transaction(con: duckdb.DuckDBPyConnection) -> Iterator[None]:
     con.execute("commit")
 
 
-BULK_WRITE_SETTINGS = {"threads": "1", "memory_limit": "256MB"}
-"""DuckDB's settings while a plan of a million rows is written in one transaction: its
-compressed row groups go to the file as they fill (one thread fills one at a time) and may then
-leave memory. With every core and the default limit (80% of RAM) DuckDB held some 500 MB more
-at 1M rows, for no less CPU time."""
-
-
-@contextmanager
-def bulk_writes(con: duckdb.DuckDBPyConnection) -> Iterator[None]:
-    """The block runs with BULK_WRITE_SETTINGS; DuckDB's defaults (which the warehouse's
-    connections otherwise keep) come back after."""
-    for name, value in BULK_WRITE_SETTINGS.items():
-        con.execute(f"set {name} = '{value}'")
-    try:
-        yield
-    finally:
-        for name in BULK_WRITE_SETTINGS:
-            con.execute(f"reset {name}")
-
-
 def insert_frame(con: duckdb.DuckDBPyConnection, table: str, frame: pl.DataFrame) -> int:
     """Append a polars frame to `table`, columns matched by name (others get their defaults)."""
     if not _IDENTIFIER.match(table):
