@@ -288,8 +288,7 @@ def _carry_out(
                         emit(Note(verdict.why))
                         continue
                     sent = r.each("submit", submit_job)(api, own, chunk, kind=kind, emit=emit)
-                    eta = None if sent.due is None else max(0.0, sent.due - api.clock())
-                    feed.put(PendingJob(sent.batch_id, eta))
+                    feed.put(sent.pending(api.clock()))
 
             r.expect(*(["submit", "poll"] if to_send else []))  # the data's order, side by side
             with Sender(state, send_jobs if to_send else None) as sender:

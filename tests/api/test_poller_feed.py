@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from placeflow.api.feed import JobFeed
@@ -39,3 +41,31 @@ def test_with_nothing_due_the_poller_waits_on_the_feed_not_the_clock() -> None:
     feed = JobFeed()
     feed.close()
     assert list(p.iter_follow([], feed)) == [] and script.requests == [] and time.sleeps == []
+
+
+def test_a_fed_job_with_its_submission_answer_teaches_the_etas_so_a_long_one_is_not_probed() -> (
+    None
+):
+    """A job fed with what its submission answered (created, predicted end) that ends on time
+    teaches the poller that the service's etas are true: a 120 s job fed after it is polled
+    once, at its eta, not probed at a quarter of it first."""
+    time = FakeTime()
+
+    def answer(r: Any) -> Any:
+        batch_id = r.url.path.rsplit("/", 1)[-1]
+        done = {**status(batch_id, "completed"), "completed_at": "2026-01-01T00:00:05Z"}
+        return js(200, done)
+
+    script = Script([answer])
+    p = JobPoller(mock_client(script, time), floor=1.0, ceiling=300.0, jitter=0.0)
+    feed = JobFeed()
+    first = PendingJob("job_a", 5.0, "2026-01-01T00:00:00Z", "2026-01-01T00:00:05Z")
+    ended = []
+    for s in p.iter_follow([first], feed):
+        ended.append(s.batch_id)
+        if s.batch_id == "job_a":
+            assert p.learner.learned  # one true eta is enough to trust the others
+            feed.put(PendingJob("job_b", 120.0))
+            feed.close()
+    assert ended == ["job_a", "job_b"] and p.polls == 2
+    assert time.sleeps == pytest.approx([5.0, 120.0])

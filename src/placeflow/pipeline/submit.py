@@ -21,6 +21,7 @@ from pathlib import Path
 from placeflow.api.client import PlaceApiClient
 from placeflow.api.errors import ApiError, OutcomeUnknown
 from placeflow.api.models import TERMINAL_JOB_STATUSES, JobKind
+from placeflow.api.poller import PendingJob
 from placeflow.events import ChunkSubmitted, CreditsHeld, Emit, Note
 from placeflow.pipeline.fetch import Fetched
 from placeflow.pipeline.resend import usage_unexplained
@@ -30,13 +31,22 @@ from placeflow.runstate import RunState
 
 @dataclass(frozen=True)
 class SubmitInfo:
-    """A job accepted (or re-attached): `due` is when, on the client's clock, it should end."""
+    """A job accepted (or re-attached): `due` is when, on the client's clock, it should end;
+    `created_at` and `eta_completion_at` are what the service answered (its own clock), from
+    which the poller learns how true its etas are."""
 
     chunk_no: int
     batch_id: str
     rows: int
     replayed: bool
     due: float | None
+    created_at: str | None = None
+    eta_completion_at: str | None = None
+
+    def pending(self, now: float) -> PendingJob:
+        """The job for a poller to follow, its eta what remains of it at `now`."""
+        eta = None if self.due is None else max(0.0, self.due - now)
+        return PendingJob(self.batch_id, eta, self.created_at, self.eta_completion_at)
 
 
 def submit_job(
@@ -70,7 +80,10 @@ def submit_job(
     )
     verb = "re-attached to" if submission.replayed else "submitted"
     emit(Note(f"chunk {chunk.chunk_no}: {verb} job {submission.batch_id} ({chunk.rows:,} rows)"))
-    return SubmitInfo(chunk.chunk_no, submission.batch_id, chunk.rows, submission.replayed, due)
+    return SubmitInfo(
+        chunk.chunk_no, submission.batch_id, chunk.rows, submission.replayed, due,
+        job.created_at, job.eta_completion_at,
+    )  # fmt: skip
 
 
 def send_batch(
