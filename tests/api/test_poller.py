@@ -173,3 +173,15 @@ def test_timeout_without_cancelling_says_the_jobs_still_run() -> None:
     assert not info.value.cancelled and info.value.not_cancelled == ("s",)
     assert "DELETE any still running" in str(info.value)
     assert {r.method for r in script.requests} == {"GET"}
+
+
+def test_until_the_etas_are_learned_one_long_job_at_a_time_is_probed_early() -> None:
+    """Two long jobs and nothing learned yet: the first is probed at a quarter of its eta, the
+    second waits for its own eta (one early poll for the run, not one per queued job)."""
+    time = FakeTime()
+    script = Script([lambda r: js(200, status(r.url.path.rsplit("/", 1)[-1], "completed"))])
+    p = poller(script, time, ceiling=300.0)
+    start = time.now
+    ended = [s.batch_id for s in p.iter_follow([PendingJob("a", 100.0), PendingJob("b", 120.0)])]
+    assert ended == ["a", "b"] and p.polls == 2
+    assert time.sleeps == pytest.approx([25.0, 95.0]) and time.now - start == pytest.approx(120.0)

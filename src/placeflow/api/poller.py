@@ -34,7 +34,9 @@ log = logging.getLogger("placeflow.api.poller")
 
 PROBE_AFTER = 60.0
 """Until the run has learned how true the service's etas are, a job whose eta is at least this
-long is first looked at after a quarter of it: one poll that finds out a padded eta early."""
+long is first looked at after a quarter of it: one poll that finds out a padded eta early. One
+such probe at a time: its answer is the run's, so a hundred jobs queued behind each other (long
+etas, all true) cost one early poll, not a hundred."""
 
 
 @dataclass(frozen=True)
@@ -163,9 +165,10 @@ class JobPoller:
         deadlines: dict[str, float] = {}
         finished: dict[str, JobStatus] = {}
         seq = 0
+        probing: str | None = None  # one probe at a time: a job's poll teaches all
 
         def admit(refs: Iterable[JobRef]) -> None:
-            nonlocal seq
+            nonlocal seq, probing
             now = self._clock()
             for ref in refs:
                 batch_id, eta = _ref(ref)
@@ -177,8 +180,8 @@ class JobPoller:
                 first = now
                 if eta is not None and eta > 0:  # an eta already past: poll at once
                     base = eta * self.learner.correction
-                    if not self.learner.learned and eta >= PROBE_AFTER:
-                        base = eta / 4
+                    if not self.learner.learned and eta >= PROBE_AFTER and probing is None:
+                        base, probing = eta / 4, batch_id
                     track.delay = self._bounded(base)
                     first += track.delay
                 seq += 1
@@ -201,6 +204,7 @@ class JobPoller:
             track = tracks[due.batch_id]
             learned = (self.learner.samples, self.learner.fastest_rate)
             status = self._poll(due.batch_id, track)
+            probing = None if probing == due.batch_id else probing
             if status is not None and status.terminal:
                 finished[due.batch_id] = status
                 if (self.learner.samples, self.learner.fastest_rate) != learned:
