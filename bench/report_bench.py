@@ -211,7 +211,7 @@ def render(
         f"- date: {datetime.now(UTC).isoformat(timespec='seconds')}",
         f"- machine: {platform.machine()}, {os.cpu_count()} cores{mem}, {platform.system()}"
         f" {platform.release()}, Python {platform.python_version()}; duckdb"
-        f" {version('duckdb')}, matplotlib {version('matplotlib')}",
+        f" {version('duckdb')}",
         f"- warehouse: one run of {ROWS:,} rows read ({REJECTED:,} rejected, {DUPLICATES:,}"
         f" duplicates, {FRESH:,} fresh), {SENT:,} places sent in {SENT // CHUNK} jobs with"
         f" coordinates in 20 countries, their enrichments, ledger and {CHANGES:,} changes,"
