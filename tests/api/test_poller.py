@@ -185,3 +185,13 @@ def test_until_the_etas_are_learned_one_long_job_at_a_time_is_probed_early() -> 
     ended = [s.batch_id for s in p.iter_follow([PendingJob("a", 100.0), PendingJob("b", 120.0)])]
     assert ended == ["a", "b"] and p.polls == 2
     assert time.sleeps == pytest.approx([25.0, 95.0]) and time.now - start == pytest.approx(120.0)
+
+
+def test_a_wait_the_eta_asks_for_is_not_cut_to_the_ceiling() -> None:
+    """A job queued behind others with a 50 s eta and a 30 s ceiling is polled once, at its
+    eta: the ceiling bounds backing off, and a poll before the eta only spends a request."""
+    time = FakeTime()
+    script = Script([lambda r: js(200, status(r.url.path.rsplit("/", 1)[-1], "completed"))])
+    p = poller(script, time)  # ceiling 30
+    assert [s.batch_id for s in p.iter_follow([PendingJob("q", 50.0)])] == ["q"]
+    assert p.polls == 1 and time.sleeps == pytest.approx([50.0])

@@ -75,13 +75,15 @@ class _Due:
 class JobPoller:
     """Polls jobs until they end, each when it can have ended.
 
-    `floor` and `ceiling` bound the wait between two polls of one job; `jitter` adds up to that
-    fraction of it (never more than `max_jitter` seconds) at random so that many jobs do not
-    poll in step; `timeout` bounds the whole `follow` call; a running job whose progress does
-    not move for `stuck_after` seconds (None: never) is stuck and, with `cancel_stuck`,
-    cancelled. `learner` carries what was learned of the service's etas from one poller to the
-    next (pass the same one for every poller of a run). Clock, sleep and randomness default to
-    the client's.
+    `floor` and `ceiling` bound the wait between two polls of one job (the ceiling only a wait
+    that backs off: no eta, one run out, no progress; a wait the eta, as learned, asks for is
+    not cut, since polling a job queued behind others before its eta only spends requests);
+    `jitter` adds up to that fraction of it (never more than `max_jitter` seconds) at random so
+    that many jobs do not poll in step; `timeout` bounds the whole `follow` call; a running job
+    whose progress does not move for `stuck_after` seconds (None: never) is stuck and, with
+    `cancel_stuck`, cancelled. `learner` carries what was learned of the service's etas from one
+    poller to the next (pass the same one for every poller of a run). Clock, sleep and
+    randomness default to the client's.
     """
 
     def __init__(
@@ -144,10 +146,12 @@ class JobPoller:
             base = max(base, previous * 2)
         return self._bounded(base)
 
-    def _bounded(self, base: float) -> float:
-        delay = min(max(base, self.floor), self.ceiling)
+    def _bounded(self, base: float, *, capped: bool = True) -> float:
+        """`base` raised to the floor, jittered, and (`capped`) cut to the ceiling."""
+        top = self.ceiling if capped else math.inf
+        delay = min(max(base, self.floor), top)
         spread = min(delay * self.jitter, self.max_jitter)
-        return min(self.ceiling, delay + spread * self._rand())
+        return min(top, delay + spread * self._rand())
 
     def iter_follow(
         self, jobs: Iterable[JobRef], feed: JobFeed | None = None
@@ -182,7 +186,7 @@ class JobPoller:
                     base = eta * self.learner.correction
                     if not self.learner.learned and eta >= PROBE_AFTER and probing is None:
                         base, probing = eta / 4, batch_id
-                    track.delay = self._bounded(base)
+                    track.delay = self._bounded(base, capped=False)
                     first += track.delay
                 seq += 1
                 heapq.heappush(heap, _Due(min(first, deadline), seq, batch_id))
@@ -255,10 +259,12 @@ class JobPoller:
         eta = status.eta_seconds
         processed = status.progress.processed if status.progress else 0
         remaining = max(0, status.total_items - processed)
-        if eta is None or eta <= 0:
+        backing_off = eta is None or eta <= 0
+        if backing_off:
             # The service thinks it is done (or will not say) and it is not: back off.
             base = (previous or self.floor) * 2
         else:
+            assert eta is not None
             base = eta * self.learner.correction
             if track.rate and status.status == "running" and remaining:
                 base = math.sqrt(base * remaining / track.rate)
@@ -266,7 +272,7 @@ class JobPoller:
         stalled = status.status == "running" and track.processed_before == processed
         if stalled and previous is not None:
             base = max(base, previous * 2)
-        return self._bounded(base)
+        return self._bounded(base, capped=backing_off or stalled)
 
     def _rescheduled(
         self, heap: list[_Due], tracks: dict[str, JobTrack], now: float, deadlines: dict[str, float]
@@ -284,7 +290,7 @@ class JobPoller:
                 if eta is None or eta <= 0:
                     out.append(due)
                     continue
-                delay = self._bounded(eta * self.learner.correction)
+                delay = self._bounded(eta * self.learner.correction, capped=False)
             else:
                 delay = self.plan(track, last)
             at = min(max(now, track.seen_at + delay), deadlines[due.batch_id])
