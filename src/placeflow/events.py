@@ -51,7 +51,8 @@ class JobProgress:
 
 @dataclass(frozen=True)
 class FileVerified:
-    """A chunk's result file is on disk and matched its sha256, size and line count."""
+    """A chunk's result file is on disk and matched its sha256 and size (its gzip stream, lines
+    and ids are proved by the load that reads it); `lines` is the count the job reported."""
 
     chunk_no: int
     path: str
