@@ -1,0 +1,120 @@
+"""Staging: the prepare stages' working tables, kept by DuckDB so that memory stays bounded.
+
+Inputs are read and normalised in batches; what each batch leaves is appended to a temporary
+table, and the stages after work on those tables in SQL (DuckDB spills to disk past its memory
+limit), so a run holds one batch of rows in polars at a time, whatever the input's size:
+
+    read (batches) ─▶ normalize + keys (per batch) ─▶ PLACES, REJECTS
+    dedupe:  PLACES  ─▶ DEDUPED   (place_key of the answering place, disposition, audit columns)
+    fresh:   DEDUPED ─▶ MARKED    (skipped_fresh / held_failing, outcome_key)
+    plan:    MARKED  ─▶ REQUESTS  (each place's request, chunk_no, position)
+    open:    MARKED, REJECTS, REQUESTS ─▶ run_rows, rejects, run_places, jobs
+
+The tables are temporary (the connection's own; a read-only warehouse can hold them too) and
+dropped once the next stage has its own. With no warehouse, a scratch in-memory database serves.
+"""
+
+from __future__ import annotations
+
+import secrets
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import polars as pl
+
+PLACES = "pf_staged_places"
+"""normalize's places and their own exact keys: row_ord, source_file, source_row, source_id,
+the PLACE_FIELDS, note, place_key, core_key."""
+REJECTS = "pf_staged_rejects"
+"""normalize's rejects: row_ord, source_file, source_row, source_id, field, reason, raw."""
+DEDUPED = "pf_staged_deduped"
+"""PLACES with place_key the answering place's key, matched_row, match_rule, match_probability,
+disposition (submitted / duplicate) and first_row_ord; note names the row a duplicate repeats."""
+MARKED = "pf_staged_marked"
+"""DEDUPED with disposition skipped_fresh / held_failing where so, and outcome_key."""
+REQUESTS = "pf_staged_requests"
+"""Each place to send: place_key, request (its JSON), core_key, chunk_no, position."""
+TABLES = (PLACES, REJECTS, DEDUPED, MARKED, REQUESTS)
+
+BATCH_ROWS = 200_000
+"""Rows read and normalised at a time: polars holds a few copies of one batch, not of the input."""
+MEMORY_LIMIT = "512MB"
+"""DuckDB's memory for the staging work (it spills past it to its temporary directory)."""
+
+
+class Staging:
+    """The staging tables of one prepare, on `con`; `warehouse` says whether `con` is the
+    warehouse (the fresh stage looks there for earlier outcomes) or a scratch database."""
+
+    def __init__(self, con: duckdb.DuckDBPyConnection, *, warehouse: bool) -> None:
+        self.con = con
+        self.warehouse = warehouse
+
+    @classmethod
+    @contextmanager
+    def scratch(cls) -> Iterator[Staging]:
+        """An in-memory database of its own (spilling to a temporary directory), closed after."""
+        with tempfile.TemporaryDirectory(prefix="placeflow-staging-") as spill:
+            con = duckdb.connect(":memory:", config={"temp_directory": str(Path(spill))})
+            try:
+                yield cls(con, warehouse=False)
+            finally:
+                con.close()
+
+    @contextmanager
+    def limited(self) -> Iterator[Staging]:
+        """The block runs with DuckDB's memory capped at MEMORY_LIMIT; the setting is reset
+        after (the warehouse's connections otherwise keep DuckDB's defaults)."""
+        self.con.execute(f"set memory_limit = '{MEMORY_LIMIT}'")
+        try:
+            yield self
+        finally:
+            self.con.execute("reset memory_limit")
+
+    def append(self, table: str, frame: pl.DataFrame) -> None:
+        """Append a frame to a staging table, creating it (with the frame's columns) if new.
+        An empty frame still creates the table, so the stages after always find it."""
+        view = f"pf_batch_{secrets.token_hex(4)}"
+        self.con.register(view, frame.to_arrow(compat_level=pl.CompatLevel.newest()))
+        try:
+            if self.exists(table):
+                self.con.execute(f"insert into {table} by name select * from {view}")  # noqa: S608
+            else:
+                self.con.execute(f"create temp table {table} as select * from {view}")  # noqa: S608
+        finally:
+            self.con.unregister(view)
+
+    def create(self, table: str, sql: str, params: dict[str, Any] | None = None) -> None:
+        """(Re)create a staging table as the result of `sql`."""
+        self.con.execute(f"create or replace temp table {table} as {sql}", params or {})  # noqa: S608
+
+    def exists(self, table: str) -> bool:
+        found = self.con.execute(
+            "select count(*) from duckdb_tables() where temporary and table_name = ?", [table]
+        ).fetchall()
+        return bool(found[0][0])
+
+    def count(self, table: str, where: str = "true") -> int:
+        found = self.con.execute(f"select count(*) from {table} where {where}").fetchall()  # noqa: S608
+        return int(found[0][0])
+
+    def frame(self, table: str, *, order_by: str = "row_ord") -> pl.DataFrame:
+        """A whole staging table as a frame (small inputs and tests), in `order_by` order."""
+        return self.query(f"select * from {table} order by {order_by}")  # noqa: S608
+
+    def query(self, sql: str, params: dict[str, Any] | None = None) -> pl.DataFrame:
+        """The result of `sql` as a frame."""
+        out: pl.DataFrame = self.con.sql(sql, params=params or {}).pl()
+        return out
+
+    def drop(self, *tables: str) -> None:
+        for table in tables:
+            self.con.execute(f"drop table if exists {table}")
+
+    def close(self) -> None:
+        """Drop every staging table (their rows are in the run's tables by now, or unneeded)."""
+        self.drop(*TABLES)
