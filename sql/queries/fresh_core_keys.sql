@@ -1,8 +1,9 @@
--- fresh_core_keys: of the candidate places (the registered frame fresh_core_candidates: place_key,
--- core_key, region, postcode) that have no fresh outcome of their own, those whose core key (the
--- identity without region and postcode) matches an earlier place whose region and postcode were
--- empty or the same, and whose newest successful outcome answering the request was loaded after
--- $cutoff: a newly filled region or postcode changed the key, not the place.
+-- fresh_core_keys: of the candidate places (pf_fresh_candidates: place_key, core_key, region,
+-- postcode) that have no fresh outcome of their own, those whose core key (the identity
+-- without region and postcode) matches an earlier place whose region and postcode were empty
+-- or the same, and whose newest successful outcome answering the request was loaded after
+-- $cutoff: a newly filled region or postcode changed the key, not the place. Once per key,
+-- with outcome_key the earlier place whose outcome answers it (the newest, then the least key).
 -- Parameters: $signature, $cutoff.
 
 with
@@ -13,7 +14,7 @@ candidates as (
         core_key,
         region,
         postcode
-    from fresh_core_candidates
+    from pf_fresh_candidates
 ),
 
 earlier_places as (
@@ -35,21 +36,36 @@ successful_outcomes as (
     group by place_key
 ),
 
+fresh_outcomes as (
+    select place_key from successful_outcomes where outcome_at > $cutoff
+),
+
+not_fresh_themselves as (
+    select * from candidates
+    anti join fresh_outcomes on candidates.place_key = fresh_outcomes.place_key
+),
+
 matches as (
     select
-        candidates.place_key,
+        not_fresh_themselves.place_key,
         earlier_places.place_key as outcome_key,
         successful_outcomes.outcome_at
-    from candidates
+    from not_fresh_themselves
     inner join earlier_places
-        on candidates.core_key = earlier_places.core_key
-        and candidates.place_key <> earlier_places.place_key
-        and (earlier_places.region is null or earlier_places.region = candidates.region)
-        and (earlier_places.postcode is null or earlier_places.postcode = candidates.postcode)
+        on not_fresh_themselves.core_key = earlier_places.core_key
+        and not_fresh_themselves.place_key <> earlier_places.place_key
+        and (
+            earlier_places.region is null
+            or earlier_places.region = not_fresh_themselves.region
+        )
+        and (
+            earlier_places.postcode is null
+            or earlier_places.postcode = not_fresh_themselves.postcode
+        )
     inner join successful_outcomes on earlier_places.place_key = successful_outcomes.place_key
     where successful_outcomes.outcome_at > $cutoff
     qualify row_number() over (
-        partition by candidates.place_key
+        partition by not_fresh_themselves.place_key
         order by successful_outcomes.outcome_at desc, earlier_places.place_key
     ) = 1
 )

@@ -1,5 +1,6 @@
--- fresh_keys: of the candidate places (the registered frame fresh_key_candidates), those whose
--- newest successful outcome answering the request was loaded after $cutoff, in candidate order.
+-- fresh_keys: of the candidate places (pf_fresh_candidates: a view over the staged places, or
+-- a registered frame; row_ord and place_key), those whose newest successful outcome answering
+-- the request was loaded after $cutoff, once per key, in the order of its first candidate row.
 -- An outcome answers any request it covers (signature_answers): the same signature, an
 -- enrichment with existence and open_closed for a validation, an enrichment for an enrichment
 -- of a subset of its attributes. Failed outcomes are never fresh: a rerun retries them.
@@ -10,8 +11,8 @@ with
 candidates as (
     select
         place_key,
-        row_number() over () as candidate_ord
-    from fresh_key_candidates
+        row_ord
+    from pf_fresh_candidates
 ),
 
 successful_outcomes as (
@@ -26,7 +27,7 @@ successful_outcomes as (
 first_candidates as (
     select
         place_key,
-        min(candidate_ord) as candidate_ord
+        min(row_ord) as candidate_ord
     from candidates
     group by place_key
 ),

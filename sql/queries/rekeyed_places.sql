@@ -1,4 +1,4 @@
--- rekeyed_places: of the candidate places (the registered frame fresh_core_candidates), those
+-- rekeyed_places: of the candidate places (pf_fresh_candidates: place_key, core_key), those
 -- whose own key no run has sent but whose core key (identity without region and postcode) an
 -- earlier run has: the same places under new keys (a column newly mapped, or mapped
 -- differently), whatever their outcomes. The fresh stage warns when most of a file is so.
@@ -9,7 +9,7 @@ candidates as (
     select
         place_key,
         core_key
-    from fresh_core_candidates
+    from pf_fresh_candidates
 ),
 
 sent_keys as (
@@ -23,8 +23,8 @@ sent_cores as (
 final as (
     select candidates.place_key
     from candidates
-    inner join sent_cores on candidates.core_key = sent_cores.core_key
+    semi join sent_cores on candidates.core_key = sent_cores.core_key
     anti join sent_keys on candidates.place_key = sent_keys.place_key
 )
 
-select place_key from final
+select distinct place_key from final

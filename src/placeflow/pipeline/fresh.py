@@ -1,7 +1,16 @@
-"""Which places already have a fresh outcome of the same kind, so need not be bought again."""
+"""Fresh stage: which places already have a fresh outcome of the same kind, so need not be
+bought again, and which keep failing, so are held back.
+
+The stage works on the staging tables in DuckDB (`placeflow.pipeline.staging`): the places to
+send are looked up in the warehouse by its queries (sql/queries/fresh_*.sql, read from a view
+over the staged places) and marked in SQL (sql/prepare/fresh_*.sql), so nothing of the input's
+size is held in polars. `mark_fresh` runs the same on a frame.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
@@ -9,52 +18,26 @@ import duckdb
 import polars as pl
 
 from placeflow.options import RunOptions
+from placeflow.pipeline.staging import DEDUPED, MARKED, Staging
 from placeflow.warehouse import sql_text
 
-CANDIDATES = "fresh_key_candidates"
-"""The name `sql/queries/fresh_keys.sql` reads the candidate keys from."""
-
-
-def fresh_keys(
-    con: duckdb.DuckDBPyConnection,
-    keys: pl.DataFrame,
-    *,
-    signature: str,
-    max_age: timedelta,
-    now: datetime,
-) -> pl.DataFrame:
-    """The keys whose newest successful outcome with `signature` is younger than `max_age`.
-
-    One query joins the frame (its `place_key` column) to every outcome; the answer has
-    place_key, run_id and outcome_at (the outcome's load time), once per key, in `keys` order.
-    An outcome exactly `max_age` old is stale.
-    """
-    if now.tzinfo is None:
-        raise ValueError("now must be timezone-aware (datetime.now(UTC))")
-    if max_age < timedelta(0):
-        raise ValueError("max_age must not be negative")
-    none = pl.DataFrame(
-        schema={"place_key": pl.String, "run_id": pl.String, "outcome_at": pl.Datetime("us", "UTC")}
-    )
-    if not con.execute("select exists (select 1 from runs)").fetchall()[0][0]:
-        # No run yet: nothing is fresh. (DuckDB 2.0 cannot bind signature_answers over the
-        # outcomes when `runs` is empty: its statistics of an all-null column fold it away.)
-        return none
-    con.register(CANDIDATES, keys.select(pl.col("place_key").cast(pl.String)).to_arrow())
-    try:
-        relation = con.sql(
-            sql_text("queries/fresh_keys"),
-            params={"signature": signature, "cutoff": now - max_age},
-        )
-        frame: pl.DataFrame = relation.pl()
-        return frame
-    finally:
-        con.unregister(CANDIDATES)
-
+CANDIDATES = "pf_fresh_candidates"
+"""What the freshness queries read the places to look up from: a view over the staged places
+(sql/prepare/fresh_candidates.sql), or a registered frame (`fresh_keys`)."""
+OWN, CORE, HELD, REKEYED = "pf_fresh_own", "pf_fresh_core", "pf_fresh_held", "pf_fresh_rekeyed"
+"""The stage's work tables: keys fresh themselves; keys answered under an earlier key of their
+core (place_key, outcome_key); keys held back (place_key, failures_in_a_row, last_error); keys
+run before under other keys."""
+_EMPTY = {
+    OWN: "select null::varchar as place_key where false",
+    CORE: "select null::varchar as place_key, null::varchar as outcome_key where false",
+    HELD: "select null::varchar as place_key, null::bigint as failures_in_a_row,"
+    " null::varchar as last_error where false",
+    REKEYED: "select null::varchar as place_key where false",
+}
 
 HOLD_AFTER = 3
 """Failures in a row (no success since) after which a place is held back (`held_failing`)."""
-CORE_CANDIDATES = "fresh_core_candidates"
 
 
 @dataclass(frozen=True)
@@ -69,80 +52,139 @@ class FreshInfo:
     warnings: tuple[str, ...] = ()
 
 
-def _query(
-    con: duckdb.DuckDBPyConnection, name: str, frame: pl.DataFrame, sql: str, **params: object
-) -> pl.DataFrame:
-    con.register(name, frame.to_arrow())
-    try:
-        out: pl.DataFrame = con.sql(sql_text(sql), params=params).pl()
-        return out
-    finally:
-        con.unregister(name)
+def _cutoff(now: datetime, max_age: timedelta) -> datetime:
+    if now.tzinfo is None:
+        raise ValueError("now must be timezone-aware (datetime.now(UTC))")
+    if max_age < timedelta(0):
+        raise ValueError("max_age must not be negative")
+    return now - max_age
 
 
-def fresh_by_core(
+def _has_runs(con: duckdb.DuckDBPyConnection) -> bool:
+    # No run yet: nothing is fresh, nothing failed. (DuckDB 2.0 cannot bind signature_answers
+    # over the outcomes when `runs` is empty: its statistics of an all-null column fold it away.)
+    return bool(con.execute("select exists (select 1 from runs)").fetchall()[0][0])
+
+
+def fresh_keys(
     con: duckdb.DuckDBPyConnection,
-    candidates: pl.DataFrame,
+    keys: pl.DataFrame,
     *,
     signature: str,
     max_age: timedelta,
     now: datetime,
 ) -> pl.DataFrame:
-    """place_key -> outcome_key: candidates whose earlier place (same core key, region and
-    postcode then empty or the same) has a fresh outcome (sql/queries/fresh_core_keys.sql)."""
-    none = pl.DataFrame(schema={"place_key": pl.String, "outcome_key": pl.String})
-    if candidates.height == 0:
+    """The keys whose newest successful outcome with `signature` is younger than `max_age`.
+
+    One query (sql/queries/fresh_keys.sql) joins the frame (its `place_key` column) to every
+    outcome; the answer has place_key, run_id and outcome_at (the outcome's load time), once
+    per key, in `keys` order. An outcome exactly `max_age` old is stale.
+    """
+    cutoff = _cutoff(now, max_age)
+    none = pl.DataFrame(
+        schema={"place_key": pl.String, "run_id": pl.String, "outcome_at": pl.Datetime("us", "UTC")}
+    )
+    if not _has_runs(con):
         return none
-    frame = candidates.select("place_key", "core_key", "region", "postcode")
+    frame = keys.select(pl.col("place_key").cast(pl.String)).with_row_index("row_ord")
+    con.register(CANDIDATES, frame.to_arrow())
     try:
-        return _query(
-            con, CORE_CANDIDATES, frame, "queries/fresh_core_keys",
-            signature=signature, cutoff=now - max_age,
-        )  # fmt: skip
-    except duckdb.BinderException:  # a warehouse from before core keys (read-only preview)
-        return none
+        params = {"signature": signature, "cutoff": cutoff}
+        found: pl.DataFrame = con.sql(sql_text("queries/fresh_keys"), params=params).pl()
+        return found
+    finally:
+        con.unregister(CANDIDATES)
 
 
-def failing(con: duckdb.DuckDBPyConnection) -> pl.DataFrame:
-    """Places that failed HOLD_AFTER times in a row: place_key, failures_in_a_row, last_error."""
-    out: pl.DataFrame = con.sql(
-        sql_text("queries/failing_places"), params={"failures": HOLD_AFTER}
-    ).pl()
-    return out.select("place_key", "failures_in_a_row", "last_error")
-
-
-def rekeyed(con: duckdb.DuckDBPyConnection, candidates: pl.DataFrame) -> pl.DataFrame:
-    """Candidates no run sent under their own key but one did under their core key
-    (sql/queries/rekeyed_places.sql): the same places, newly keyed."""
-    none = pl.DataFrame(schema={"place_key": pl.String})
-    if candidates.height == 0:
-        return none
-    frame = candidates.select("place_key", "core_key")
+def _create_or_empty(staging: Staging, table: str, query: str, **params: object) -> None:
+    """`table` as the result of the warehouse query `query`; empty on a warehouse from before
+    core keys (a read-only preview cannot migrate it)."""
     try:
-        return _query(con, CORE_CANDIDATES, frame, "queries/rekeyed_places")
-    except duckdb.BinderException:  # a warehouse from before core keys (read-only preview)
-        return none
+        staging.create(table, sql_text(query), params)
+    except duckdb.BinderException:
+        staging.create(table, _EMPTY[table])
 
 
-def _rekey_warnings(
-    sent: pl.DataFrame, by_core: pl.DataFrame, renamed: pl.DataFrame
-) -> tuple[str, ...]:
+def _look_up(staging: Staging, options: RunOptions, now: datetime, *, fresh: bool) -> None:
+    """The work tables from the warehouse: fresh keys (own, then core) unless not `fresh`,
+    the re-keyed places, and the held places unless `retry_failed`."""
+    if fresh:
+        cutoff = _cutoff(now, timedelta(days=options.max_age_days))
+        at = {"signature": options.signature, "cutoff": cutoff}
+        staging.create(OWN, sql_text("queries/fresh_keys"), at)
+        _create_or_empty(staging, CORE, "queries/fresh_core_keys", **at)
+        _create_or_empty(staging, REKEYED, "queries/rekeyed_places")
+    if not options.retry_failed:
+        staging.create(HELD, sql_text("queries/failing_places"), {"failures": HOLD_AFTER})
+
+
+def _rekey_warnings(staging: Staging) -> tuple[str, ...]:
     """A file most of whose places were run before under other keys: say so, and whether
     their earlier outcomes were used or they are bought again."""
-    if renamed.height == 0:
-        return ()
-    matched = pl.col("place_key").is_in(by_core["place_key"].implode())
-    moved = pl.col("place_key").is_in(renamed["place_key"].implode())
-    per_file = sent.group_by("source_file", maintain_order=True).agg(
-        pl.len().alias("places"), moved.sum().alias("moved"), (moved & matched).sum().alias("used")
-    )
     return tuple(
         f"{file}: {m:,} of {n:,} places were run before under other keys (region or postcode"
         f" newly filled or mapped differently?); {u:,} use their earlier fresh outcomes,"
         f" {m - u:,} are sent again"
-        for file, n, m, u in per_file.iter_rows()
-        if m * 2 > n
+        for file, n, m, u in staging.con.sql(sql_text("prepare/fresh_rekeyed_files")).fetchall()
     )
+
+
+def mark_fresh_staged(staging: Staging, options: RunOptions, *, now: datetime) -> FreshInfo:
+    """Fresh stage: MARKED from the deduped places (DEDUPED, dropped after). The places to send
+    that have a fresh outcome become `skipped_fresh`, and those that keep failing
+    `held_failing` (unless `retry_failed`).
+
+    A fresh outcome is found under the place's own key, else under an earlier key of the same
+    core (`outcome_key`, added last, names whose outcome answers each row; the note says so).
+    Without a warehouse (`staging.warehouse` False) or with `force`, nothing is fresh. MARKED's
+    rows are in no particular order: read them by row_ord.
+    """
+    con = staging.con
+    view = sql_text("prepare/fresh_candidates")
+    con.execute(f"create or replace temp view {CANDIDATES} as {view}")
+    try:
+        for table, empty in _EMPTY.items():
+            staging.create(table, empty)
+        candidates = staging.count(CANDIDATES)
+        if staging.warehouse and candidates and _has_runs(con):
+            _look_up(staging, options, now, fresh=not options.force)
+        staging.create(MARKED, sql_text("prepare/fresh_marked"))
+        counted = con.execute(
+            f"select (select count(*) from {OWN}), (select count(*) from {CORE}),"  # noqa: S608
+            f" (select count(*) from {MARKED} where disposition = 'held_failing')"
+        ).fetchall()
+        own, by_core, held = (int(n) for n in counted[0])
+        warnings = _rekey_warnings(staging)
+    finally:
+        con.execute(f"drop view if exists {CANDIDATES}")
+        staging.drop(*_EMPTY)
+    staging.drop(DEDUPED)
+    return FreshInfo(
+        candidates=candidates,
+        fresh=own + by_core,
+        fresh_by_core=by_core,
+        held_failing=held,
+        warnings=warnings,
+    )
+
+
+@contextmanager
+def _staging_for(con: duckdb.DuckDBPyConnection | None) -> Iterator[Staging]:
+    """Temporary tables on the warehouse `con` (read-only too), else a scratch database."""
+    if con is None:
+        with Staging.scratch() as scratch:
+            yield scratch
+        return
+    staging = Staging(con, warehouse=True)
+    try:
+        yield staging
+    finally:
+        staging.drop(DEDUPED, MARKED)
+
+
+LOOKED_UP = ("row_ord", "note", "core_key", "region", "postcode", "source_file")
+"""Columns the stage reads besides place_key and disposition; a frame without them gets them
+empty for the stage (row_ord: its order), and back without them."""
 
 
 def mark_fresh(
@@ -152,82 +194,19 @@ def mark_fresh(
     *,
     now: datetime,
 ) -> tuple[pl.DataFrame, FreshInfo]:
-    """Fresh stage: the places to send that have a fresh outcome become `skipped_fresh`, and
-    those that keep failing `held_failing` (unless `retry_failed`).
-
-    A fresh outcome is found under the place's own key, else under an earlier key of the same
-    core (`outcome_key` names whose outcome answers each row). Without a warehouse (`con` None)
-    or with `force`, nothing is fresh.
-    """
-    submitted = pl.col("disposition") == "submitted"
-    wanted = ("place_key", "core_key", "region", "postcode", "source_file", "disposition")
-    sent = deduped.select(c for c in wanted if c in deduped.columns).filter(submitted)
-    first = sent.select("place_key")
-    fresh = pl.DataFrame(schema={"place_key": pl.String})
-    by_core = pl.DataFrame(schema={"place_key": pl.String, "outcome_key": pl.String})
-    renamed = pl.DataFrame(schema={"place_key": pl.String})
-    held = pl.DataFrame(
-        schema={"place_key": pl.String, "failures_in_a_row": pl.Int64, "last_error": pl.String}
-    )
-    known = con is not None and bool(
-        con.execute("select exists (select 1 from runs)").fetchall()[0][0]
-    )
-    if con is not None and known and not options.force and first.height:
-        max_age = timedelta(days=options.max_age_days)
-        fresh = fresh_keys(
-            con, first, signature=options.signature, max_age=max_age, now=now
-        ).select("place_key")
-        rest = sent.filter(~pl.col("place_key").is_in(fresh["place_key"].implode()))
-        by_core = fresh_by_core(con, rest, signature=options.signature, max_age=max_age, now=now)
-        renamed = rekeyed(con, sent)
-    if con is not None and known and not options.retry_failed and first.height:
-        held = failing(con)
-    is_fresh = pl.col("place_key").is_in(fresh["place_key"].implode())
-    core = deduped.select("place_key").join(by_core, on="place_key", how="left")["outcome_key"]
-    is_core = core.is_not_null()
-    is_held = pl.col("place_key").is_in(held["place_key"].implode())
-    marked = deduped.with_columns(
-        pl.when(submitted & is_fresh).then(pl.lit("skipped_fresh"))
-        .when(submitted & is_core).then(pl.lit("skipped_fresh"))
-        .when(submitted & is_held).then(pl.lit("held_failing"))
-        .otherwise(pl.col("disposition")).alias("disposition"),
-        pl.coalesce(core, pl.col("place_key")).alias("outcome_key"),
-    )  # fmt: skip
-    held_note = pl.concat_str(
-        pl.lit("failed "),
-        pl.col("failures_in_a_row").cast(pl.String),
-        pl.lit(" times in a row (last: "),
-        pl.col("last_error").fill_null("no reason given"),
-        pl.lit("); --retry-failed sends it again"),
-    )
-    core_note = pl.concat_str(
-        pl.lit("fresh outcome of "), pl.col("outcome_key"),
-        pl.lit(" (the same place before its region or postcode was filled)"),
-    )  # fmt: skip
-    # The held places' columns joined to the keys alone: joining them to the whole frame would
-    # copy every column of every row (a million rows: some 200 MB) for a handful of places.
-    failures = deduped.select("place_key").join(
-        held, on="place_key", how="left", maintain_order="left"
-    )
-    note = (
-        pl.when(pl.col("disposition") == "held_failing").then(held_note)
-        .when(
-            (pl.col("disposition") == "skipped_fresh")
-            & (pl.col("outcome_key") != pl.col("place_key"))
-        ).then(core_note)
-        .otherwise(pl.col("note") if "note" in deduped.columns else None)
-        .alias("note")
-    )  # fmt: skip
-    marked = (
-        marked.with_columns(failures.get_column(c) for c in ("failures_in_a_row", "last_error"))
-        .with_columns(note)
-        .drop("failures_in_a_row", "last_error")
-    )
-    info = FreshInfo(
-        candidates=first.height,
-        fresh=fresh.height + by_core.height,
-        fresh_by_core=by_core.height,
-        held_failing=int((marked.get_column("disposition") == "held_failing").sum()),
-        warnings=_rekey_warnings(sent, by_core, renamed),
-    )
-    return marked, info
+    """`mark_fresh_staged` on a frame: staged on the warehouse `con` as temporary tables (or
+    in a scratch database when `con` is None: nothing is fresh), marked, and read back in
+    row_ord order with `outcome_key` last (a frame without a note gets it after that)."""
+    missing = [c for c in LOOKED_UP if c not in deduped.columns]
+    own = deduped.drop("outcome_key", strict=False)
+    if "row_ord" in missing:
+        own = own.with_row_index("row_ord")
+    own = own.with_columns(pl.lit(None, pl.String).alias(c) for c in missing if c != "row_ord")
+    with _staging_for(con) as staging, staging.limited():
+        staging.drop(DEDUPED, MARKED)
+        staging.append(DEDUPED, own)
+        del own
+        info = mark_fresh_staged(staging, options, now=now)
+        marked = staging.frame(MARKED)
+    marked = marked.drop(c for c in missing if c != "note")
+    return (marked.select(pl.exclude("note"), "note") if "note" in missing else marked), info
