@@ -117,6 +117,7 @@ class SandboxBackend(CoreBackend):
             self.jobs[batch_id] = job
             state.scheduler.jobs.append(job)
             self._advance(state, now)
+            self._prepare(state, job, now)
             response = {
                 "batch_id": batch_id,
                 "type": kind,
@@ -128,6 +129,15 @@ class SandboxBackend(CoreBackend):
             if idem_key:
                 state.idempotency[idem_key] = IdempotencyRecord(body_hash, batch_id, response, now)
         return Reply(200, response)
+
+    def _prepare(self, state: KeyState, job: Job, now: float) -> None:
+        """Render the file of a job that will run for a while in the background, so that it is
+        ready when the job completes (a job that ends at once is rendered as it ends)."""
+        if self.config.rows_per_second is None or job.terminal or job.fate in ("fail", "stall"):
+            return
+        start = state.scheduler.start_of(job, now)
+        if start is not None:
+            job.prepare(start, self.settings)
 
     def _replayable(self, record: IdempotencyRecord, now: float) -> bool:
         retention = self.faults.config.idempotency_retention_seconds

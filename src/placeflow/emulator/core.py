@@ -386,4 +386,8 @@ class CoreBackend:
                 "internal_errors": len(self.internal_errors),
                 "last_internal_error": self.internal_errors[-1] if self.internal_errors else None,
                 "jobs": {"created": len(self.jobs), "by_status": dict(by_status)},
+                "files": {
+                    "rendered": sum(job.result is not None for job in self.jobs.values()),
+                    "prepared_ahead": sum(job.prepared_ahead for job in self.jobs.values()),
+                },
             }

@@ -4,6 +4,11 @@ queued -> running -> completed | failed, and queued/running -> cancelled on DELE
 at most `max_running_jobs` at once; each running job processes `rows_per_second` rows. Progress is
 derived from the clock whenever it is looked at, so a job advances whether or not anyone polls,
 and `eta_seconds` is computed from the same schedule, so it tells the truth.
+
+A job's result file is rendered once. With a row rate, it is prepared in the background as soon
+as the job is admitted, for the start the schedule foresees, so that it is ready when the job
+completes (as a real service's is); a start that turns out otherwise (a cancellation, a stall
+ahead of it) or settings changed meanwhile only mean it is rendered again, when first needed.
 """
 
 from __future__ import annotations
@@ -11,6 +16,8 @@ from __future__ import annotations
 import gzip
 import hashlib
 import math
+from collections.abc import Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from itertools import accumulate
 from typing import Any, Literal
@@ -38,6 +45,60 @@ class ResultFile:
     failed: int
 
 
+@dataclass(frozen=True)
+class JobLines:
+    """All of a job's result lines, with running counts of bytes, failed and billable rows."""
+
+    stamp: str
+    settings: SynthSettings
+    body: bytes
+    offsets: list[int]
+    failed_upto: list[int]
+    billable_upto: list[int]
+    flags: bytes
+    """Per row, 1 if billable."""
+
+    @classmethod
+    def render(
+        cls, kind: JobKind, pois: list[dict[str, Any]], settings: SynthSettings, stamp: str
+    ) -> JobLines:
+        rows = render_job_rows(kind, pois, settings=settings, now=stamp)
+        # The lines are ASCII (non-ASCII is \u-escaped), so characters count bytes.
+        return cls(
+            stamp,
+            settings,
+            ("\n".join(rows.lines) + "\n").encode("ascii") if rows.lines else b"",
+            [0, *accumulate(len(line) + 1 for line in rows.lines)],
+            [0, *accumulate(1 - ok for ok in rows.succeeded)],
+            [0, *accumulate(rows.billable)],
+            rows.billable,
+        )
+
+    def file(self, n: int) -> ResultFile:
+        """The result file of the first `n` rows."""
+        gz = gzip.compress(self.body[: self.offsets[n]], compresslevel=GZIP_LEVEL, mtime=0)
+        failed = self.failed_upto[n]
+        return ResultFile(gz, hashlib.sha256(gz).hexdigest(), n, self.billable_upto[n],
+                          n - failed, failed)
+
+
+@dataclass(frozen=True)
+class Prepared:
+    lines: JobLines
+    file: ResultFile
+
+
+_RENDERER = ThreadPoolExecutor(max_workers=1, thread_name_prefix="sandbox-render")
+"""Renders result files ahead, one at a time, for every sandbox of the process."""
+
+
+def _prepare(
+    kind: JobKind, pois: list[dict[str, Any]], settings: SynthSettings, stamp: str, rows: int
+) -> Prepared:
+    lines = JobLines.render(kind, pois, settings, stamp)
+    return Prepared(lines, lines.file(rows))
+
+
 @dataclass
 class Job:
     batch_id: str
@@ -62,11 +123,11 @@ class Job:
     """The file origin refuses this job's result file (403) forever."""
     row_ids: list[str] = field(default_factory=list, repr=False)
     """Each row's identity, for the ledger of rows billed (see `CreditAccount.bill_rows`)."""
-    _body: bytes | None = field(default=None, repr=False)
-    _offsets: list[int] = field(default_factory=list, repr=False)
-    _failed_upto: list[int] = field(default_factory=list, repr=False)
-    _billable_upto: list[int] = field(default_factory=list, repr=False)
+    prepared_ahead: bool = False
+    """Its result file was the one rendered in the background, ready before it was asked for."""
+    _lines: JobLines | None = field(default=None, repr=False)
     _bill_flags: bytes = field(default=b"", repr=False)
+    _ahead: tuple[str, SynthSettings, Future[Prepared]] | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
         self.total_items = len(self.pois)
@@ -79,18 +140,35 @@ class Job:
     def terminal(self) -> bool:
         return self.status in TERMINAL_JOB_STATUSES
 
-    def _rows(self, settings: SynthSettings) -> bytes:
-        """All rows' result lines, built once, with running counts of bytes, failed, billable."""
-        if self._body is None:
-            stamp = iso(self.started_at if self.started_at is not None else self.created_at)
-            rows = render_job_rows(self.kind, self.pois, settings=settings, now=stamp)
-            # The lines are ASCII (non-ASCII is \u-escaped), so characters count bytes.
-            self._body = ("\n".join(rows.lines) + "\n").encode("ascii") if rows.lines else b""
-            self._offsets = [0, *accumulate(len(line) + 1 for line in rows.lines)]
-            self._failed_upto = [0, *accumulate(1 - ok for ok in rows.succeeded)]
-            self._billable_upto = [0, *accumulate(rows.billable)]
-            self._bill_flags = rows.billable
-        return self._body
+    def prepare(self, start: float, settings: SynthSettings) -> None:
+        """Render the result file in the background for a job that starts at `start`."""
+        stamp = iso(start)
+        work = _RENDERER.submit(_prepare, self.kind, self.pois, settings, stamp, _rows_run(self))
+        self._ahead = (stamp, settings, work)
+
+    def _prepared(self, settings: SynthSettings) -> Prepared | None:
+        """The file rendered ahead (waiting for it if under way), if rendered as it is now due."""
+        if self._ahead is None:
+            return None
+        stamp, with_settings, work = self._ahead
+        if stamp != self._stamp() or with_settings != settings:
+            return None
+        return work.result()
+
+    def _stamp(self) -> str:
+        return iso(self.started_at if self.started_at is not None else self.created_at)
+
+    def _rows(self, settings: SynthSettings) -> JobLines:
+        """All rows' result lines, built once (or taken from the file rendered ahead)."""
+        if self._lines is None:
+            prepared = self._prepared(settings)
+            self._lines = (
+                prepared.lines
+                if prepared is not None
+                else JobLines.render(self.kind, self.pois, settings, self._stamp())
+            )
+            self._bill_flags = self._lines.flags
+        return self._lines
 
     def billed_rows(self, settings: SynthSettings) -> list[str]:
         """The identities of the processed rows that are billed."""
@@ -101,26 +179,20 @@ class Job:
 
     def failed_before(self, n: int, settings: SynthSettings) -> int:
         """How many of the first `n` rows failed (for progress counts)."""
-        self._rows(settings)
-        return self._failed_upto[n]
+        return self._rows(settings).failed_upto[n]
 
     def render(self, settings: SynthSettings) -> ResultFile:
         """The result file of the processed rows (all of them unless cancelled early)."""
         if self.result is None or self.result.rows != self.processed:
             n = self.processed
-            body = self._rows(settings)
-            gz = gzip.compress(body[: self._offsets[n]], compresslevel=GZIP_LEVEL, mtime=0)
-            failed = self._failed_upto[n]
-            self.result = ResultFile(
-                body=gz,
-                sha256=hashlib.sha256(gz).hexdigest(),
-                rows=n,
-                billable=self._billable_upto[n],
-                succeeded=n - failed,
-                failed=failed,
-            )
-            if self.terminal:
-                self._body = None  # the compressed file is all a finished job keeps
+            lines = self._rows(settings)
+            prepared = self._prepared(settings)
+            if prepared is not None and prepared.file.rows == n:
+                self.result, self.prepared_ahead = prepared.file, True
+            else:
+                self.result, self.prepared_ahead = lines.file(n), False
+            if self.terminal:  # the compressed file is all a finished job keeps
+                self._lines, self._ahead = None, None
                 self.pois = []
         return self.result
 
@@ -192,13 +264,8 @@ class JobScheduler:
                 job.processed = self._processed_at(job, now)
         return ended
 
-    def eta(self, job: Job, now: float) -> float:
-        """Seconds until `job` completes on the current schedule (stalls are not foreseen)."""
-        if job.terminal:
-            return 0.0
-        if self.rows_per_second is None:
-            return 0.0
-        rate = self.rows_per_second
+    def _queue_plan(self, now: float, rate: float) -> Iterator[tuple[Job, float, float]]:
+        """Each queued job with its start and finish on the current schedule, in queue order."""
         slots = sorted(
             max(now, j.started_at + _rows_run(j) / rate)
             for j in self.jobs
@@ -208,12 +275,33 @@ class JobScheduler:
         for queued in (j for j in self.jobs if j.status == "queued"):
             start = slots.pop(0)
             finish = start + queued.total / rate
-            if queued is job:
-                return finish - now
+            yield queued, start, finish
             slots.append(finish)
             slots.sort()
+
+    def eta(self, job: Job, now: float) -> float:
+        """Seconds until `job` completes on the current schedule (stalls are not foreseen)."""
+        if job.terminal:
+            return 0.0
+        if self.rows_per_second is None:
+            return 0.0
+        rate = self.rows_per_second
+        for queued, _, finish in self._queue_plan(now, rate):
+            if queued is job:
+                return finish - now
         assert job.started_at is not None
         return max(0.0, job.started_at + job.total / rate - now)
+
+    def start_of(self, job: Job, now: float) -> float | None:
+        """When `job` starts (or started) on the current schedule; None if not foreseen."""
+        if job.started_at is not None:
+            return job.started_at
+        if self.rows_per_second is None:
+            return None
+        for queued, start, _ in self._queue_plan(now, self.rows_per_second):
+            if queued is job:
+                return start
+        return None
 
     def cancel(self, job: Job, now: float) -> bool:
         """Cancel a queued or running job; processed rows stay billed and downloadable."""
