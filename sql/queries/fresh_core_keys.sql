@@ -17,12 +17,11 @@ candidates as (
     from pf_fresh_candidates
 ),
 
-earlier_places as (
-    select distinct
+sent_places as (
+    select
         place_key,
         core_key,
-        request ->> 'region' as region,
-        request ->> 'postcode' as postcode
+        request
     from run_places
     where core_key is not null
 ),
@@ -43,6 +42,18 @@ fresh_outcomes as (
 not_fresh_themselves as (
     select * from candidates
     anti join fresh_outcomes on candidates.place_key = fresh_outcomes.place_key
+),
+
+-- the requests parsed are those of earlier places of these candidates' cores alone: a
+-- rerun's places are mostly fresh themselves, and parsing every request is most of the cost
+earlier_places as (
+    select distinct
+        sent_places.place_key,
+        sent_places.core_key,
+        sent_places.request ->> 'region' as region,
+        sent_places.request ->> 'postcode' as postcode
+    from sent_places
+    semi join not_fresh_themselves on sent_places.core_key = not_fresh_themselves.core_key
 ),
 
 matches as (
