@@ -10,7 +10,15 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from placeflow.pipeline.dedupe import dedupe, identity_columns, place_key_expr, place_keys
+from placeflow.pipeline.clusters import DedupeMode
+from placeflow.pipeline.dedupe import (
+    dedupe,
+    dedupe_staged,
+    identity_columns,
+    keyed,
+    place_key_expr,
+    place_keys,
+)
 from placeflow.pipeline.normalize import normalize
 from placeflow.pipeline.placekey import (
     STREET_WORDS,
@@ -19,6 +27,7 @@ from placeflow.pipeline.placekey import (
     identity_text,
 )
 from placeflow.pipeline.read import read_inputs
+from placeflow.pipeline.staging import DEDUPED, PLACES, Staging
 from tests.pipeline.conftest import SAMPLES, places_frame
 
 FAST = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -163,6 +172,29 @@ def test_samples_merge_the_same_restaurant_across_guides() -> None:
     dawat = by_name.filter(pl.col("poi_name") == "dawat")
     assert dawat.get_column("place_key").n_unique() == 2  # "new york" vs "new york city"
     assert pairs.height == 4
+
+
+@pytest.mark.parametrize(("mode", "unique"), [("exact", 833), ("fuzzy", 809), ("off", 864)])
+def test_staged_dedupe_of_batches_equals_one_batch(mode: DedupeMode, unique: int) -> None:
+    """The samples staged in batches of 100 dedupe to the DEDUPED one batch gives, whatever the
+    mode; the stage leaves DEDUPED alone (PLACES and its own work tables are dropped)."""
+    rows, _ = read_inputs([str(SAMPLES / "restaurants_*.csv")])
+    places, _, _ = normalize(rows)
+
+    def staged(batches: list[pl.DataFrame]) -> tuple[pl.DataFrame, object, list[str]]:
+        with Staging.scratch() as staging, staging.limited():
+            for batch in batches:
+                staging.append(PLACES, keyed(batch))
+            info = dedupe_staged(staging, mode=mode)
+            left = staging.query("select table_name from duckdb_tables() order by all")
+            return staging.frame(DEDUPED), info, left.get_column("table_name").to_list()
+
+    whole, info, left = staged([places])
+    parts, info_parts, _ = staged(list(places.iter_slices(100)))
+    assert parts.equals(whole) and info_parts == info
+    assert left == [DEDUPED]
+    assert whole.get_column("row_ord").to_list() == places.get_column("row_ord").to_list()
+    assert whole.filter(pl.col("disposition") == "submitted").height == unique
 
 
 ascii_text = st.text(alphabet=st.characters(max_codepoint=127), max_size=40)

@@ -1,6 +1,10 @@
 """Dedupe stage: give each place its place_key; the first row of a key is sent, the rest share it.
 
-How the key is formed, and why it is conservative, is in `placeflow.pipeline.placekey`.
+How the key is formed, and why it is conservative, is in `placeflow.pipeline.placekey`; how
+rows are clustered (exact, fuzzy, off) in `placeflow.pipeline.clusters`. The stage has two
+halves: `keyed` adds each row's own keys to a batch of places before it is staged, and
+`dedupe_staged` clusters the staged places in DuckDB (`placeflow.pipeline.staging`), so its
+memory stays bounded whatever the input's size. `dedupe` runs both on a frame.
 """
 
 from __future__ import annotations
@@ -9,14 +13,32 @@ from dataclasses import dataclass
 
 import polars as pl
 
-from placeflow.pipeline.clusters import DedupeMode, clusters
+from placeflow.pipeline.clusters import (
+    AUDIT_COLUMNS,
+    WORK_TABLES,
+    DedupeMode,
+    cluster_keys,
+    repeated_keys,
+)
 from placeflow.pipeline.corekey import keys_and_cores
 from placeflow.pipeline.placekey import identity_columns, place_key_expr, place_keys
+from placeflow.pipeline.staging import DEDUPED, PLACES, Staging
+from placeflow.warehouse import sql_text
 
-__all__ = ["DedupeInfo", "dedupe", "identity_columns", "place_key_expr", "place_keys"]
+__all__ = [
+    "DedupeInfo",
+    "dedupe",
+    "dedupe_staged",
+    "identity_columns",
+    "keyed",
+    "place_key_expr",
+    "place_keys",
+]
 
 SUBMITTED = "submitted"
 DUPLICATE = "duplicate"
+ADDED = (*AUDIT_COLUMNS, "disposition", "first_row_ord")
+"""The columns dedupe adds after place_key and core_key."""
 
 
 @dataclass(frozen=True)
@@ -31,52 +53,62 @@ class DedupeInfo:
     fuzzy_duplicates: int = 0
 
 
+def keyed(places: pl.DataFrame) -> pl.DataFrame:
+    """A normalised places batch with each row's own `place_key` and `core_key` (see
+    `corekey`) set: what is staged in PLACES."""
+    return places.with_columns(*keys_and_cores(places))
+
+
+def dedupe_staged(
+    staging: Staging,
+    *,
+    mode: DedupeMode = "exact",
+    not_a_match: pl.DataFrame | None = None,
+) -> DedupeInfo:
+    """DEDUPED from the staged places (PLACES, dropped after): `place_key` set to the key of
+    the place answering each row, the audit columns matched_row, match_rule and
+    match_probability, `disposition` (submitted/duplicate) and `first_row_ord` (the row sent).
+
+    `mode` (`placeflow.pipeline.clusters`): fuzzy also merges the places the fuzzy pass
+    matches (never a pair of `not_a_match`), off sends every row. DEDUPED's rows are in no
+    particular order: read them by row_ord.
+    """
+    repeated_keys(staging)
+    fuzzy = 0
+    if mode == "off":
+        staging.create(DEDUPED, sql_text("prepare/dedupe_off"))
+    else:
+        fuzzy = cluster_keys(staging, fuzzy=mode == "fuzzy", not_a_match=not_a_match)
+        staging.create(DEDUPED, sql_text("prepare/dedupe_rows"))
+    staging.drop(*WORK_TABLES, PLACES)
+    counted = staging.con.execute(
+        f"select count(*), count(*) filter (disposition = '{SUBMITTED}') from {DEDUPED}"  # noqa: S608
+    ).fetchall()
+    places, unique = (int(n) for n in counted[0])
+    duplicates = places - unique
+    return DedupeInfo(places, unique, duplicates, duplicates - fuzzy, fuzzy)
+
+
 def dedupe(
     places: pl.DataFrame,
     *,
     mode: DedupeMode = "exact",
     not_a_match: pl.DataFrame | None = None,
 ) -> tuple[pl.DataFrame, DedupeInfo]:
-    """Add `place_key`, `core_key` (see `corekey`), `disposition` (submitted/duplicate) and
-    `first_row_ord` (the row sent).
+    """`dedupe_staged` on a frame: its rows keyed (`keyed`) and staged in a scratch database;
+    the deduped rows come back in row_ord order, with the columns `dedupe_staged` adds after
+    the frame's own (`place_key` and `core_key` among them, set anew).
 
-    Rows keep their order; running it again on its own output changes nothing. `mode`
-    (`placeflow.pipeline.clusters`): fuzzy also merges the places the fuzzy pass matches
-    (never a pair of `not_a_match`), off sends every row; the audit columns matched_row,
-    match_rule and match_probability say what each duplicate matched.
+    Running it again on its own output changes nothing: the columns it added are dropped, and
+    the keys and notes made anew.
     """
-    first = pl.col("row_ord").min().over("place_key").alias("first_row_ord")
-    keyed, fuzzy = clusters(
-        places.with_columns(*keys_and_cores(places)), mode=mode, not_a_match=not_a_match
-    )
-    keyed = keyed.with_columns(first)
-    submitted = pl.col("row_ord") == pl.col("first_row_ord")
-    disposition = pl.when(submitted).then(pl.lit(SUBMITTED)).otherwise(pl.lit(DUPLICATE))
-    keyed = keyed.select(
-        pl.exclude("first_row_ord", "disposition"),
-        disposition.alias("disposition"),
-        "first_row_ord",
-    )
-    keyed = keyed.with_columns(_duplicate_note(keyed))
-    unique = int((keyed.get_column("disposition") == SUBMITTED).sum())
-    duplicates = keyed.height - unique
-    info = DedupeInfo(keyed.height, unique, duplicates, duplicates - fuzzy, fuzzy)
-    return keyed, info
-
-
-def _duplicate_note(keyed: pl.DataFrame) -> pl.Expr:
-    """A duplicate's note names the row it repeats ("duplicate of row 12 of a.csv"), before any
-    note the row already had (a repair); other rows keep theirs."""
-    present = "note" in keyed.columns
-    old = pl.col("note") if present else pl.lit(None, pl.String)
-    old = old.str.replace(r"^duplicate of row \d+ of [^;]*(; )?", "")  # once, when run again
-    old = pl.when(old == "").then(None).otherwise(old)
-    first = pl.col("row_ord") == pl.col("first_row_ord")
-    where = pl.concat_str(
-        pl.lit("duplicate of row "),
-        pl.col("source_row").filter(first).first().over("place_key").cast(pl.String),
-        pl.lit(" of "),
-        pl.col("source_file").filter(first).first().over("place_key"),
-    )
-    joined = pl.concat_str(where, pl.concat_str(pl.lit("; "), old), ignore_nulls=True)
-    return pl.when(pl.col("disposition") == DUPLICATE).then(joined).otherwise(old).alias("note")
+    own = places.drop(ADDED, strict=False)
+    has_note = "note" in own.columns
+    if not has_note:
+        own = own.with_columns(pl.lit(None, pl.String).alias("note"))
+    with Staging.scratch() as staging, staging.limited():
+        staging.append(PLACES, keyed(own))
+        del own
+        info = dedupe_staged(staging, mode=mode, not_a_match=not_a_match)
+        out = staging.frame(DEDUPED)
+    return (out if has_note else out.select(pl.exclude("note"), "note")), info

@@ -1,0 +1,28 @@
+-- dedupe_fuzzy_input: what the fuzzy pass is handed of each unique place: the first row of
+-- each exact place_key (a key of several rows: pf_dedupe_repeated), its key, row_ord and
+-- match fields (those the staged places have), in input order.
+
+with
+
+places as (
+    select * from pf_staged_places
+),
+
+repeated as (
+    select * from pf_dedupe_repeated
+),
+
+firsts as (
+    select places.*
+    from places
+    left join repeated on places.place_key = repeated.place_key
+    where repeated.place_key is null or places.row_ord = repeated.first_row_ord
+)
+
+select
+    columns(
+        '^(place_key|row_ord|poi_name|street|address|city|region|postcode|country|latitude'
+        || '|longitude|phone|website)$'
+    )
+from firsts
+order by row_ord
