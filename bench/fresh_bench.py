@@ -197,6 +197,14 @@ def section(results: list[dict[str, Any]], load: tuple[float, ...], command: str
     return "\n".join(lines)
 
 
+def _commit(folder: Path) -> str:
+    found = subprocess.run(
+        ["git", "-C", str(folder), "rev-parse", "--short", "HEAD"],
+        check=True, capture_output=True, text=True,
+    )  # fmt: skip
+    return found.stdout.strip()
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--child", type=Path, help=argparse.SUPPRESS)
@@ -227,8 +235,10 @@ def main(argv: list[str] | None = None) -> None:
     if args.write:
         from bench.matching_report import replace_section
 
-        command = "python bench/fresh_bench.py" + (" --old-src OLD/src" if args.old_src else "")
-        body = section(results, os.getloadavg(), command)
+        old = " --old-src WORKTREE/src" if args.old_src else ""
+        body = section(results, os.getloadavg(), f"python bench/fresh_bench.py{old}")
+        if args.old_src:
+            body += f"\n\nThe frame implementation: placeflow at {_commit(args.old_src)}."
         replace_section(HERE / "RESULTS.md", "fresh-sql", body)
 
 
