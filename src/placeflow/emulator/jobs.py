@@ -18,7 +18,7 @@ import hashlib
 import math
 from collections.abc import Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from itertools import accumulate
 from typing import Any, Literal
 
@@ -51,7 +51,8 @@ class JobLines:
 
     stamp: str
     settings: SynthSettings
-    body: bytes
+    body: bytes | None
+    """None once let go (a file rendered ahead keeps only its compressed form)."""
     offsets: list[int]
     failed_upto: list[int]
     billable_upto: list[int]
@@ -76,6 +77,7 @@ class JobLines:
 
     def file(self, n: int) -> ResultFile:
         """The result file of the first `n` rows."""
+        assert self.body is not None
         gz = gzip.compress(self.body[: self.offsets[n]], compresslevel=GZIP_LEVEL, mtime=0)
         failed = self.failed_upto[n]
         return ResultFile(gz, hashlib.sha256(gz).hexdigest(), n, self.billable_upto[n],
@@ -96,7 +98,8 @@ def _prepare(
     kind: JobKind, pois: list[dict[str, Any]], settings: SynthSettings, stamp: str, rows: int
 ) -> Prepared:
     lines = JobLines.render(kind, pois, settings, stamp)
-    return Prepared(lines, lines.file(rows))
+    # Waiting jobs hold only their compressed file: a file of other rows renders anew.
+    return Prepared(replace(lines, body=None), lines.file(rows))
 
 
 @dataclass
@@ -158,15 +161,15 @@ class Job:
     def _stamp(self) -> str:
         return iso(self.started_at if self.started_at is not None else self.created_at)
 
-    def _rows(self, settings: SynthSettings) -> JobLines:
-        """All rows' result lines, built once (or taken from the file rendered ahead)."""
-        if self._lines is None:
+    def _rows(self, settings: SynthSettings, *, body: bool = False) -> JobLines:
+        """All rows' result lines, built once (or taken from the file rendered ahead), with
+        their text if `body`."""
+        if self._lines is None or (body and self._lines.body is None):
             prepared = self._prepared(settings)
-            self._lines = (
-                prepared.lines
-                if prepared is not None
-                else JobLines.render(self.kind, self.pois, settings, self._stamp())
-            )
+            if prepared is not None and not (body and prepared.lines.body is None):
+                self._lines = prepared.lines
+            else:
+                self._lines = JobLines.render(self.kind, self.pois, settings, self._stamp())
             self._bill_flags = self._lines.flags
         return self._lines
 
@@ -185,12 +188,13 @@ class Job:
         """The result file of the processed rows (all of them unless cancelled early)."""
         if self.result is None or self.result.rows != self.processed:
             n = self.processed
-            lines = self._rows(settings)
             prepared = self._prepared(settings)
             if prepared is not None and prepared.file.rows == n:
+                self._rows(settings)
                 self.result, self.prepared_ahead = prepared.file, True
             else:
-                self.result, self.prepared_ahead = lines.file(n), False
+                self.result = self._rows(settings, body=True).file(n)
+                self.prepared_ahead = False
             if self.terminal:  # the compressed file is all a finished job keeps
                 self._lines, self._ahead = None, None
                 self.pois = []
