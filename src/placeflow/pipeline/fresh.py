@@ -136,8 +136,10 @@ def mark_fresh_staged(staging: Staging, options: RunOptions, *, now: datetime) -
 
     A fresh outcome is found under the place's own key, else under an earlier key of the same
     core (`outcome_key`, added last, names whose outcome answers each row; the note says so).
-    Without a warehouse (`staging.warehouse` False) or with `force`, nothing is fresh. MARKED's
-    rows are in no particular order: read them by row_ord.
+    Without a warehouse (`staging.warehouse` False) or with `force`, nothing is fresh (with
+    `force`, places that keep failing are still held: `retry_failed` sends them); without a
+    warehouse nothing is held either. MARKED's rows are in no particular order: read them by
+    row_ord.
     """
     con = staging.con
     view = sql_text("prepare/fresh_candidates")
