@@ -238,6 +238,8 @@ class SandboxBackend(CoreBackend):
             self._advance(state, now)
             job = self.find_job(state, batch_id)
             cancelled = state.scheduler.cancel(job, now)
+            if cancelled and not job.processed:
+                job.forget_prepared()  # no file to serve
             if cancelled:
                 self._settle(state, job)
                 self._advance(state, now)

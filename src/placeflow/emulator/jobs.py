@@ -149,6 +149,12 @@ class Job:
         work = _RENDERER.submit(_prepare, self.kind, self.pois, settings, stamp, _rows_run(self))
         self._ahead = (stamp, settings, work)
 
+    def forget_prepared(self) -> None:
+        """Drop the file rendered ahead (not rendered yet: never rendered), once it cannot fit."""
+        if self._ahead is not None:
+            self._ahead[2].cancel()
+            self._ahead = None
+
     def _prepared(self, settings: SynthSettings) -> Prepared | None:
         """The file rendered ahead (waiting for it if under way), if rendered as it is now due."""
         if self._ahead is None:
