@@ -28,7 +28,7 @@ import polars as pl
 from placeflow.errors import InputError, OptionsError
 from placeflow.options import RunOptions
 from placeflow.pipeline.columns import PLACE_FIELDS
-from placeflow.pipeline.read import ReadInfo
+from placeflow.pipeline.read import ReadInfo, ReadStream
 from placeflow.runstate import Clock, utc_now
 from placeflow.steps import Step, direct
 from placeflow.warehouse import reading, sql_text
@@ -181,6 +181,10 @@ class WarehouseSource:
             rows_per_file={self.name: frame.height},
         )
         return frame, info
+
+    def batches(self, options: RunOptions, batch_rows: int) -> ReadStream:
+        """The rows (a small frame) as a stream."""
+        return ReadStream.whole(*self.rows(options), batch_rows)
 
 
 def credits_per_place(target: Target, mode: str) -> int:

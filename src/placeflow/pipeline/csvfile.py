@@ -1,16 +1,19 @@
 """Parse one CSV file into raw text columns: encodings, byte-order marks, quoting, ragged rows.
 
 Every value is read as text (no type inference), so postcodes keep their leading zeros.
-The common case is one strict, multi-threaded polars parse straight from the file. Only when it
-fails is the file read into memory: to decode another encoding, to report bytes that are not
-valid in the encoding (never replaced silently), or to find rows with more fields than the
-header. Such rows are flagged (`extra_fields`) for rejection, since their values may be shifted;
-extra values that are all empty are tolerated (OVERFLOW of them are looked at). Rows with fewer
-fields than the header are kept, the missing values null. Blank records (every value empty) are
-dropped and counted; `source_row` is the record number, so it still points at the right record.
-A few bytes that are not valid UTF-8 (on at most one line in a hundred) reject
-only their rows (`bad_bytes`); more than that means the file has another encoding and it is
-refused with a hint.
+The common case (UTF-8, not compressed, well-formed) streams: the file is read in blocks that
+end at a record boundary (a newline outside quotes), each parsed strictly by polars, so memory
+holds about one batch of records whatever the file's size. Only when a block fails to parse, or
+the file is gzip-compressed or in another encoding, is the file read whole into memory (the
+records already given are skipped, so the batches are the same): to decode another encoding,
+to report bytes that are not valid in the encoding (never replaced silently), or to find rows
+with more fields than the header. Such rows are flagged (`extra_fields`) for rejection, since
+their values may be shifted; extra values that are all empty are tolerated (OVERFLOW of them
+are looked at). Rows with fewer fields than the header are kept, the missing values null.
+Blank records (every value empty) are dropped and counted; `source_row` is the record number,
+so it still points at the right record. A few bytes that are not valid UTF-8 (on at most one
+line in a hundred) reject only their rows (`bad_bytes`); more than that means the file has
+another encoding and it is refused with a hint.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from __future__ import annotations
 import codecs
 import gzip
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -30,6 +34,11 @@ OVERFLOW = 8
 UTF8 = frozenset({"utf-8", "utf-8-sig"})
 BOM = b"\xef\xbb\xbf"
 ROW = "__row"
+GZIP = b"\x1f\x8b"
+RECORD_BYTES = 128
+"""Bytes a record is guessed to take, to size the first block (later blocks use the measure)."""
+MAX_BLOCK = 64 << 20
+"""The largest block read at once (a record longer than this is still read whole)."""
 NOT_TEXT = {
     b"PK\x03\x04": "a ZIP archive or an Excel .xlsx workbook; save it as CSV first",
     b"\xd0\xcf\x11\xe0": "an Excel .xls workbook; save it as CSV first",
@@ -83,7 +92,7 @@ def sniff(head: bytes, codec: str) -> None:
     for magic, what in NOT_TEXT.items():
         if head.startswith(magic):
             raise SourceProblem(f"the file is {what}")
-    if codec in UTF8 and not head.startswith(b"\x1f\x8b") and b"\x00" in head:
+    if codec in UTF8 and not head.startswith(GZIP) and b"\x00" in head:
         utf16 = head[:2] in (b"\xff\xfe", b"\xfe\xff")
         hint = " (UTF-16 text? pass --encoding utf-16)" if utf16 else ""
         raise SourceProblem(f"the file contains NUL bytes: it is binary, not CSV text{hint}")
@@ -91,7 +100,7 @@ def sniff(head: bytes, codec: str) -> None:
 
 def _utf8_bytes(path: Path, codec: str) -> bytes:
     raw = path.read_bytes()
-    if raw.startswith(b"\x1f\x8b"):
+    if raw.startswith(GZIP):
         try:
             raw = gzip.decompress(raw)
         except (OSError, EOFError) as err:
@@ -169,46 +178,163 @@ def _parse_ragged(data: bytes) -> pl.DataFrame:
     return frame.with_columns(extra.fill_null(False).alias("extra_fields")).drop(spare)
 
 
-def read_csv_table(path: Path, codec: str) -> CsvTable:
-    """Parse a CSV file (see the module docstring for how each kind of mess is handled)."""
-    frame: pl.DataFrame | None = None
-    marks = False
+def _positional(frame: pl.DataFrame, offset: int) -> pl.DataFrame:
+    """ROW (Int64, from `offset`), then the values as c0, c1, ... (the parse's names vary)."""
+    values = [c for c in frame.columns if c != ROW]
+    named = frame.rename({c: f"c{i}" for i, c in enumerate(values)})
+    return named.with_columns((pl.col(ROW).cast(pl.Int64) + offset).alias(ROW))
+
+
+def _record_end(buf: bytes) -> int:
+    """The end of the last whole record in `buf` (just past a newline outside quotes), or 0."""
+    quotes = buf.count(b'"')
+    end = len(buf)
+    while (at := buf.rfind(b"\n", 0, end)) >= 0:
+        quotes -= buf.count(b'"', at, end)  # quotes before the newline at `at`
+        if quotes % 2 == 0:
+            return at + 1
+        end = at
+    return 0
+
+
+def _blocks(path: Path, batch_rows: int) -> Iterator[pl.DataFrame]:
+    """Every record of a UTF-8 file, block by block, parsed strictly (a PolarsError when a
+    block is not well-formed). Each later block is parsed behind a blank line of the first
+    record's width, so its width is the file's, as in one parse of the whole file."""
+    width: int | None = None
+    done = 0
+    per_record = RECORD_BYTES
+    carry = b""
+    with path.open("rb") as handle:
+        while True:
+            size = min(max(batch_rows * per_record, 64, len(carry)), MAX_BLOCK)
+            chunk = handle.read(max(size, len(carry)))
+            buf = carry + chunk
+            if not buf:
+                return
+            cut = _record_end(buf) if chunk else len(buf)
+            if cut == 0:
+                carry = buf  # no whole record yet: read on (a bigger block next)
+                continue
+            block, carry = buf[:cut], buf[cut:]
+            if width is None:
+                frame = _positional(_parse(block), 0)
+                width = frame.width - 1
+            else:
+                padded = b"," * (width - 1) + b"\n" + block
+                frame = _positional(_parse(padded).slice(1), done - 1)
+            if frame.height:
+                per_record = max(1, len(block) // frame.height)
+                done += frame.height
+                yield frame
+            if not chunk:
+                return
+
+
+def _whole(path: Path, codec: str) -> tuple[pl.DataFrame, bool]:
+    """Every record of the file read whole (decoded, bad bytes marked, ragged rows flagged),
+    and whether bad bytes were marked."""
+    data = _utf8_bytes(path, codec)
+    try:
+        frame = _parse(data).with_columns(pl.lit(False).alias("extra_fields"))
+    except pl.exceptions.PolarsError:
+        frame = _parse_ragged(data)
+    values = _positional(frame.drop("extra_fields"), 0)
+    return values.with_columns(frame.get_column("extra_fields")), MARK.encode() in data
+
+
+def _flags(frame: pl.DataFrame, marks: bool) -> pl.DataFrame:
+    """`bad_bytes` (and marked bytes shown as SHOWN) for a file with marks; False otherwise."""
+    columns = [c for c in frame.columns if c not in (ROW, "extra_fields")]
+    if not marks or not columns:
+        return frame.with_columns(pl.lit(False).alias("bad_bytes"))
+    marked = pl.any_horizontal([pl.col(c).str.contains(MARK, literal=True) for c in columns])
+    return frame.with_columns(marked.fill_null(False).alias("bad_bytes")).with_columns(
+        [pl.col(c).str.replace_all(MARK, SHOWN, literal=True) for c in columns]
+    )
+
+
+def records(path: Path, codec: str, batch_rows: int) -> Iterator[pl.DataFrame]:
+    """Every record of the file (the header and blank ones too) in frames: ROW (the record's
+    index from 0), c0... (text), `extra_fields`, `bad_bytes`. Streams the common case; reads
+    the file whole otherwise (see the module docstring)."""
+    done = 0
     if codec in UTF8:
-        try:
-            frame = _parse(path).with_columns(pl.lit(False).alias("extra_fields"))
-        except pl.exceptions.PolarsError:
-            frame = None  # read it again below, to say exactly what is wrong
-    if frame is None:
-        data = _utf8_bytes(path, codec)
-        marks = MARK.encode() in data
-        try:
-            frame = _parse(data).with_columns(pl.lit(False).alias("extra_fields"))
-        except pl.exceptions.PolarsError:
-            frame = _parse_ragged(data)
-    columns = frame.columns[1:-1]
-    if not columns:
+        with path.open("rb") as handle:
+            compressed = handle.read(2) == GZIP
+        blocks = None if compressed else _blocks(path, batch_rows)
+        while blocks is not None:
+            try:
+                frame = next(blocks)
+            except StopIteration:
+                return
+            except pl.exceptions.PolarsError:
+                break  # read it whole below, to say exactly what is wrong or flag the rows
+            done += frame.height
+            yield _flags(frame.with_columns(pl.lit(False).alias("extra_fields")), False)
+    whole, marks = _whole(path, codec)
+    rest = _flags(whole.filter(pl.col(ROW) >= done), marks)
+    for offset in range(0, rest.height, batch_rows):
+        yield rest.slice(offset, batch_rows)
+
+
+class CsvBatches:
+    """A CSV file's data records, batch by batch. The header is the first record that is not
+    blank (found when made: header problems are raised at once); `blank_rows` counts the blank
+    records after it, complete once the batches are exhausted."""
+
+    def __init__(self, path: Path, codec: str, batch_rows: int) -> None:
+        self._records = records(path, codec, batch_rows)
+        self.header: list[str] = []
+        self.blank_rows = 0
+        self._header_at = 0
+        self._first: pl.DataFrame | None = None
+        for frame in self._records:
+            values = frame.columns[1:-2]
+            filled = frame.filter(~_blank(values)) if values else frame.clear()
+            if filled.height:
+                row = filled.select(values).row(0)
+                self.header = ["" if v is None else str(v) for v in row]
+                if any("\x00" in h for h in self.header):
+                    raise SourceProblem("the file contains NUL bytes: it is binary, not CSV text")
+                self._header_at = int(filled.item(0, ROW))
+                self._first = frame.filter(pl.col(ROW) > self._header_at)
+                break
+
+    def __iter__(self) -> Iterator[pl.DataFrame]:
+        """Data records: the header's columns (c0...), ROW (the record number counted from the
+        header, blank records included), `extra_fields`, `bad_bytes`; blank records dropped."""
+        if self._first is None:
+            return
+        first, self._first = self._first, None
+        for frame in _chain(first, self._records):
+            blank = _blank(frame.columns[1:-2])
+            blanks = int(frame.select(blank.sum()).item())
+            body = frame.filter(~blank) if blanks else frame  # most batches have none: no copy
+            self.blank_rows += blanks
+            yield body.select(
+                *body.columns[1:-2],
+                (pl.col(ROW) - self._header_at).alias(ROW),
+                "extra_fields",
+                "bad_bytes",
+            )
+
+
+def _chain(first: pl.DataFrame, rest: Iterator[pl.DataFrame]) -> Iterator[pl.DataFrame]:
+    yield first
+    yield from rest
+
+
+def _blank(columns: list[str]) -> pl.Expr:
+    return pl.all_horizontal([pl.col(c).is_null() for c in columns])
+
+
+def read_csv_table(path: Path, codec: str) -> CsvTable:
+    """Parse a CSV file whole (see the module docstring for how each kind of mess is handled):
+    the batches of `CsvBatches`, in one frame."""
+    batches = CsvBatches(path, codec, 1 << 30)
+    body = list(batches)
+    if not batches.header:
         schema = {ROW: pl.Int64, "extra_fields": pl.Boolean, "bad_bytes": pl.Boolean}
         return CsvTable([], pl.DataFrame(schema=schema), 0)
-    if marks:  # only a file with a few bad bytes is scanned for them
-        marked = pl.any_horizontal([pl.col(c).str.contains(MARK, literal=True) for c in columns])
-        frame = frame.with_columns(marked.fill_null(False).alias("bad_bytes")).with_columns(
-            [pl.col(c).str.replace_all(MARK, SHOWN, literal=True) for c in columns]
-        )
-    else:
-        frame = frame.with_columns(pl.lit(False).alias("bad_bytes"))
-    blank = pl.all_horizontal([pl.col(c).is_null() for c in columns])
-    filled = frame.filter(~blank)
-    if filled.height == 0:  # nothing but blank lines: an empty file
-        out = filled.select(*columns, pl.col(ROW).cast(pl.Int64), "extra_fields", "bad_bytes")
-        return CsvTable([], out, 0)
-    header = ["" if v is None else str(v) for v in filled.select(columns).row(0)]
-    if any("\x00" in h for h in header):
-        raise SourceProblem("the file contains NUL bytes: it is binary, not CSV text")
-    header_at = filled.item(0, ROW)
-    body = filled.slice(1).select(
-        *columns,
-        (pl.col(ROW).cast(pl.Int64) - header_at).alias(ROW),
-        "extra_fields",
-        "bad_bytes",
-    )
-    return CsvTable(header, body, frame.height - header_at - 1 - body.height)
+    return CsvTable(batches.header, pl.concat(body, how="vertical"), batches.blank_rows)

@@ -1,18 +1,20 @@
-"""Read stage: CSV or Parquet files (globs too) into one frame of raw place text, a row a record.
+"""Read stage: CSV or Parquet files (globs too) into raw place text, a row a record, streamed in
+batches (`stream_inputs`, a `ReadStream`) or as one frame (`read_inputs`, the same batches joined).
 
 Which column holds which place field is recognised from its name or given explicitly (see
-`placeflow.pipeline.columns`); CSV details (encodings, ragged rows) are in `csvfile`. Every row
-keeps its file, its record number and the user's own id. Values stay verbatim: CSV text as
+`placeflow.pipeline.columns`); CSV details (encodings, ragged rows, which files are read whole)
+are in `csvfile`, Parquet's in `parquetfile`. Every row keeps its file, its record number and
+the user's own id. Values stay verbatim: CSV text as
 written, Parquet values cast to their text form; normalisation is the next stage's job.
 """
 
 from __future__ import annotations
 
 import glob
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import NamedTuple, Protocol, runtime_checkable
+from typing import Protocol, runtime_checkable
 
 import polars as pl
 
@@ -25,17 +27,24 @@ from placeflow.pipeline.columns import (
     resolve_columns,
     split_key,
 )
-from placeflow.pipeline.csvfile import BAD_BYTES_REASON, ROW, codec_name, read_csv_table, sniff
+from placeflow.pipeline.csvfile import BAD_BYTES_REASON, ROW, CsvBatches, codec_name, sniff
+from placeflow.pipeline.parquetfile import ParquetBatches
+from placeflow.pipeline.readstream import OUTPUT_SCHEMA, ReadInfo, ReadStream
+from placeflow.pipeline.staging import BATCH_ROWS
 
 __all__ = [
+    "OUTPUT_SCHEMA",
     "PLACE_FIELDS",
     "FileSource",
     "InputError",
     "ReadInfo",
+    "ReadStream",
     "Source",
     "expand_inputs",
     "read",
     "read_inputs",
+    "stream",
+    "stream_inputs",
 ]
 
 PARQUET_MAGIC = b"PAR1"
@@ -44,38 +53,6 @@ RAGGED_REASON = (
     "row has more values than the header has columns; a value containing a comma may be "
     "missing its quotes"
 )
-OUTPUT_SCHEMA: dict[str, pl.DataType] = {
-    "row_ord": pl.Int64(),
-    "source_file": pl.String(),
-    "source_row": pl.Int64(),
-    "source_id": pl.String(),
-    **{f: pl.String() for f in PLACE_FIELDS},
-    "read_error": pl.String(),
-}
-"""The read frame. `read_error` (beyond the nine fields) is null, or why the record cannot be
-used at all (a ragged row); normalize turns it into a rejection."""
-
-
-@dataclass(frozen=True)
-class ReadInfo:
-    """What was read: files in order, rows in all, and per file which column gave each field."""
-
-    files: tuple[str, ...]
-    rows: int
-    columns: dict[str, dict[str, str]]
-    rows_per_file: dict[str, int] = field(default_factory=dict)
-    empty_files: tuple[str, ...] = ()
-    """Files with no data rows (empty, or a header only): not an error, but worth saying."""
-    blank_rows: int = 0
-    """Blank CSV records (every value empty), skipped; `source_row` still counts them."""
-    ragged_rows: int = 0
-    """Records with more values than the header: kept, with `read_error` set, to be rejected."""
-    ignored: dict[str, tuple[str, ...]] = field(default_factory=dict)
-    """Per file, its columns that feed no field (in file order)."""
-    warnings: tuple[str, ...] = ()
-    """What the user should know about the input (duplicate header names, ...)."""
-    bad_byte_rows: int = 0
-    """Rows rejected for bytes that are not valid UTF-8 (a few in an otherwise UTF-8 file)."""
 
 
 def expand_inputs(patterns: Sequence[str]) -> list[Path]:
@@ -102,76 +79,49 @@ def expand_inputs(patterns: Sequence[str]) -> list[Path]:
     return found
 
 
-def _text(column: str, dtype: pl.DataType) -> pl.Expr:
-    if isinstance(dtype, pl.List | pl.Array | pl.Struct | pl.Object):
-        raise SourceProblem(
-            f"column {column!r} holds {dtype} values, but place fields need text or numbers; "
-            "flatten it, or --map the field to another column"
-        )
-    return pl.col(column).cast(pl.String)
+class _File:
+    """One input file opened for reading: its header, the columns chosen for the fields, and
+    its rows in frames (ROW, the fields found, read_error)."""
 
+    def __init__(self, path: Path, mapping: Mapping[str, str], codec: str, batch_rows: int):
+        self.name = str(path)
+        try:
+            with path.open("rb") as handle:
+                head = handle.read(4096)
+        except OSError as err:
+            raise SourceProblem(
+                f"it cannot be opened ({err.strerror}); check its permissions"
+            ) from None
+        self.csv: CsvBatches | None = None
+        if head.startswith(PARQUET_MAGIC):
+            parquet = ParquetBatches(path, mapping, batch_rows)
+            self.header, self.chosen = parquet.header, parquet.chosen
+            self.batches: Iterable[pl.DataFrame] = parquet
+            return
+        if path.suffix.lower() in PARQUET_SUFFIXES:
+            raise SourceProblem("it is named as Parquet but is not a Parquet file; write it again")
+        sniff(head, codec)
+        self.csv = CsvBatches(path, codec, batch_rows)
+        self.header = self.csv.header
+        found = resolve_columns(self.header, mapping) if self.header else {}
+        self.chosen = {f: self.header[i] for f, i in found.items()}
+        self.batches = self._csv_rows(self.csv, found)
 
-def _read_parquet(
-    path: Path, mapping: Mapping[str, str]
-) -> tuple[pl.DataFrame, dict[str, str], list[str]]:
-    try:
-        schema = pl.read_parquet_schema(path)
-    except (pl.exceptions.PolarsError, OSError) as err:
-        first = str(err).splitlines()[0][:200] if str(err) else type(err).__name__
-        raise SourceProblem(f"it cannot be read as Parquet ({first}); write it again") from None
-    header = list(schema)
-    chosen = {f: header[i] for f, i in resolve_columns(header, mapping).items()}
-    exprs = [_text(c, schema[c]).alias(f) for f, c in chosen.items()]
-    try:
-        frame = pl.read_parquet(path, columns=sorted(set(chosen.values())))
-        out = frame.select(pl.int_range(1, pl.len() + 1, dtype=pl.Int64).alias(ROW), *exprs)
-    except pl.exceptions.PolarsError as err:
-        first = str(err).splitlines()[0][:200]
-        raise SourceProblem(f"its place columns cannot be read as text ({first})") from None
-    return out.with_columns(pl.lit(None, pl.String).alias("read_error")), chosen, header
+    @staticmethod
+    def _csv_rows(csv: CsvBatches, found: dict[str, int]) -> Iterator[pl.DataFrame]:
+        error = (
+            pl.when(pl.col("extra_fields")).then(pl.lit(RAGGED_REASON))
+            .when(pl.col("bad_bytes")).then(pl.lit(BAD_BYTES_REASON))
+            .otherwise(None)
+        )  # fmt: skip
+        for body in csv:
+            names = body.columns
+            exprs = [pl.col(names[i]).alias(f) for f, i in found.items()]
+            yield body.select(ROW, *exprs, error.alias("read_error"))
 
-
-class _Read(NamedTuple):
-    frame: pl.DataFrame
-    chosen: dict[str, str]
-    blank_rows: int
-    header: list[str]
-
-
-def _read_csv(path: Path, mapping: Mapping[str, str], codec: str) -> _Read:
-    table = read_csv_table(path, codec)
-    if not table.header:
-        empty = pl.DataFrame(schema={ROW: pl.Int64, "read_error": pl.String})
-        return _Read(empty, {}, 0, [])
-    chosen = resolve_columns(table.header, mapping)
-    names = table.body.columns
-    exprs = [pl.col(names[i]).alias(f) for f, i in chosen.items()]
-    error = (
-        pl.when(pl.col("extra_fields")).then(pl.lit(RAGGED_REASON))
-        .when(pl.col("bad_bytes")).then(pl.lit(BAD_BYTES_REASON))
-        .otherwise(None)
-    )  # fmt: skip
-    out = table.body.select(ROW, *exprs, error.alias("read_error"))
-    return _Read(
-        out, {f: table.header[i] for f, i in chosen.items()}, table.blank_rows, table.header
-    )
-
-
-def _read_one(path: Path, mapping: Mapping[str, str], codec: str) -> _Read:
-    try:
-        with path.open("rb") as handle:
-            head = handle.read(4096)
-    except OSError as err:
-        raise SourceProblem(
-            f"it cannot be opened ({err.strerror}); check its permissions"
-        ) from None
-    if head.startswith(PARQUET_MAGIC):
-        frame, chosen, header = _read_parquet(path, mapping)
-        return _Read(frame, chosen, 0, header)
-    if path.suffix.lower() in PARQUET_SUFFIXES:
-        raise SourceProblem("it is named as Parquet but is not a Parquet file; write it again")
-    sniff(head, codec)
-    return _read_csv(path, mapping, codec)
+    @property
+    def blank_rows(self) -> int:
+        return self.csv.blank_rows if self.csv is not None else 0
 
 
 def _shape(frame: pl.DataFrame, source_file: str) -> pl.DataFrame:
@@ -183,6 +133,60 @@ def _shape(frame: pl.DataFrame, source_file: str) -> pl.DataFrame:
         *[(pl.col(f) if f in present else pl.lit(None, pl.String)).alias(f) for f in PLACE_FIELDS],
         pl.col("read_error").cast(pl.String),
     )
+
+
+class _Tally:
+    """What the read has seen so far, file by file, for its ReadInfo."""
+
+    def __init__(self) -> None:
+        self.columns: dict[str, dict[str, str]] = {}
+        self.ignored: dict[str, tuple[str, ...]] = {}
+        self.warnings: list[str] = []
+        self.counts: dict[str, int] = {}
+        self.blank = 0
+        self.errors = 0
+        self.bad_bytes = 0
+
+    def opened(self, file: _File) -> None:
+        name = file.name
+        self.columns[name] = file.chosen
+        used = set(file.chosen.values())
+        self.ignored[name] = tuple(c for c in dict.fromkeys(file.header) if c not in used)
+        for dup in duplicate_headers(file.header):
+            self.warnings.append(
+                f"{name}: the header names {dup!r} more than once; only the first such column "
+                "is used (rename the others, or --map the field to the column you mean)"
+            )
+        self.counts[name] = 0
+
+    def rows(self, name: str, frame: pl.DataFrame) -> None:
+        self.counts[name] += frame.height
+        errors = frame.select(
+            pl.col("read_error").is_not_null().sum().alias("all"),
+            (pl.col("read_error") == BAD_BYTES_REASON).sum().alias("bytes"),
+        )
+        self.errors += int(errors.item(0, "all"))
+        self.bad_bytes += int(errors.item(0, "bytes"))
+
+    def info(self) -> ReadInfo:
+        warnings = list(self.warnings)
+        if self.bad_bytes:
+            warnings.append(
+                f"{self.bad_bytes:,} row(s) have bytes that are not valid UTF-8 and are rejected "
+                "(see rejects)"
+            )
+        return ReadInfo(
+            files=tuple(self.columns),
+            rows=sum(self.counts.values()),
+            columns=self.columns,
+            rows_per_file=self.counts,
+            empty_files=tuple(n for n, c in self.counts.items() if c == 0),
+            blank_rows=self.blank,
+            ragged_rows=self.errors - self.bad_bytes,
+            ignored=self.ignored,
+            warnings=tuple(warnings),
+            bad_byte_rows=self.bad_bytes,
+        )
 
 
 def mapping_for(path: Path, given: Mapping[str, str]) -> dict[str, str]:
@@ -215,12 +219,46 @@ def duplicate_headers(header: Sequence[str]) -> list[str]:
     return [" / ".join(dict.fromkeys(names)) for names in seen.values() if len(names) > 1]
 
 
-def read_inputs(
-    patterns: Sequence[str], *, mapping: Mapping[str, str] | None = None, encoding: str = "utf8"
-) -> tuple[pl.DataFrame, ReadInfo]:
-    """Read every file the patterns name into one frame (columns: OUTPUT_SCHEMA), in file order.
+def _open(path: Path, given: Mapping[str, str], codec: str, batch_rows: int) -> _File:
+    try:
+        return _File(path, mapping_for(path, given), codec, batch_rows)
+    except SourceProblem as problem:
+        raise InputError(f"{path}: {problem}") from None
 
-    A mapping key `field` applies to every file, `FILE:field` to the file it names only.
+
+def _file_rows(
+    first: _File, rest: Sequence[Path], given: Mapping[str, str], codec: str, batch_rows: int,
+    tally: _Tally,
+) -> Iterator[pl.DataFrame]:  # fmt: skip
+    """Each file's rows in order, shaped; later files are opened when reached."""
+    opened: _File | None = first
+    paths = iter(rest)
+    while opened is not None:  # one iteration per file, not per row
+        tally.opened(opened)
+        try:
+            for frame in opened.batches:
+                tally.rows(opened.name, frame)
+                yield _shape(frame, opened.name)
+        except SourceProblem as problem:
+            raise InputError(f"{opened.name}: {problem}") from None
+        tally.blank += opened.blank_rows
+        following = next(paths, None)
+        opened = _open(following, given, codec, batch_rows) if following is not None else None
+
+
+def stream_inputs(
+    patterns: Sequence[str],
+    *,
+    mapping: Mapping[str, str] | None = None,
+    encoding: str = "utf8",
+    batch_rows: int = BATCH_ROWS,
+) -> ReadStream:
+    """Read every file the patterns name, in file order, as a stream of read frames of at most
+    `batch_rows` rows (see `ReadStream`).
+
+    A mapping key `field` applies to every file, `FILE:field` to the file it names only. The
+    inputs, the mapping and the first file's header are checked at once (InputError); a later
+    file's header when the stream reaches it, and a file's body as it is read.
     """
     given = dict(mapping or {})
     try:
@@ -236,54 +274,20 @@ def read_inputs(
                 f"--map {key}={given[key]} names the file {prefix!r}, which is not an input; "
                 f"the inputs are {', '.join(str(p) for p in paths)}"
             )
-    frames: list[pl.DataFrame] = []
-    columns: dict[str, dict[str, str]] = {}
-    ignored: dict[str, tuple[str, ...]] = {}
-    warnings: list[str] = []
-    counts: dict[str, int] = {}
-    blank = 0
-    for path in paths:  # one iteration per file, not per row
-        name = str(path)
-        try:
-            got = _read_one(path, mapping_for(path, given), codec)
-        except SourceProblem as problem:
-            raise InputError(f"{name}: {problem}") from None
-        frames.append(_shape(got.frame, name))
-        columns[name] = got.chosen
-        used = set(got.chosen.values())
-        ignored[name] = tuple(c for c in dict.fromkeys(got.header) if c not in used)
-        for dup in duplicate_headers(got.header):
-            warnings.append(
-                f"{name}: the header names {dup!r} more than once; only the first such column "
-                "is used (rename the others, or --map the field to the column you mean)"
-            )
-        counts[name] = got.frame.height
-        blank += got.blank_rows
-    rows = pl.concat(frames, how="vertical") if frames else pl.DataFrame(schema=OUTPUT_SCHEMA)
-    rows = rows.select(pl.int_range(pl.len(), dtype=pl.Int64).alias("row_ord"), pl.all())
-    errors = rows.select(
-        pl.col("read_error").is_not_null().sum().alias("all"),
-        (pl.col("read_error") == BAD_BYTES_REASON).sum().alias("bytes"),
-    )
-    bad_bytes = int(errors.item(0, "bytes"))
-    if bad_bytes:
-        warnings.append(
-            f"{bad_bytes:,} row(s) have bytes that are not valid UTF-8 and are rejected "
-            "(see rejects)"
-        )
-    info = ReadInfo(
-        files=tuple(columns),
-        rows=rows.height,
-        columns=columns,
-        rows_per_file=counts,
-        empty_files=tuple(n for n, c in counts.items() if c == 0),
-        blank_rows=blank,
-        ragged_rows=int(errors.item(0, "all")) - bad_bytes,
-        ignored=ignored,
-        warnings=tuple(warnings),
-        bad_byte_rows=bad_bytes,
-    )
-    return rows, info
+    tally = _Tally()
+    first = _open(paths[0], given, codec, batch_rows)
+    frames = _file_rows(first, paths[1:], given, codec, batch_rows, tally)
+    return ReadStream(frames, tally.info, batch_rows)
+
+
+def read_inputs(
+    patterns: Sequence[str], *, mapping: Mapping[str, str] | None = None, encoding: str = "utf8"
+) -> tuple[pl.DataFrame, ReadInfo]:
+    """Read every file the patterns name into one frame (columns: OUTPUT_SCHEMA), in file order:
+    the batches of `stream_inputs`, in one frame."""
+    stream = stream_inputs(patterns, mapping=mapping, encoding=encoding)
+    rows = stream.frame()
+    return rows, stream.info
 
 
 # --- sources --------------------------------------------------------------------------------
@@ -293,9 +297,11 @@ def read_inputs(
 class Source(Protocol):
     """Where a run's rows come from: files today, the warehouse's stale places tomorrow.
 
-    `rows` returns the read frame (columns: OUTPUT_SCHEMA) that normalize takes, and its
-    summary; `inputs` names the source in the run's record; `identity` says what makes two runs
-    of it the same command (an unfinished run with the same identity and options is resumed).
+    `batches` streams the read frames (columns: OUTPUT_SCHEMA) that normalize takes, at most
+    `batch_rows` rows each, its `info` the summary once exhausted; `rows` returns them in one
+    frame, with the summary (small sources, research); `inputs` names the source in the run's
+    record; `identity` says what makes two runs of it the same command (an unfinished run with
+    the same identity and options is resumed).
     """
 
     @property
@@ -304,6 +310,8 @@ class Source(Protocol):
     def identity(self) -> list[str]: ...
 
     def rows(self, options: RunOptions) -> tuple[pl.DataFrame, ReadInfo]: ...
+
+    def batches(self, options: RunOptions, batch_rows: int) -> ReadStream: ...
 
 
 @dataclass(frozen=True)
@@ -325,7 +333,20 @@ class FileSource:
             self.inputs, mapping=dict(options.mapping) or None, encoding=options.encoding
         )
 
+    def batches(self, options: RunOptions, batch_rows: int) -> ReadStream:
+        return stream_inputs(
+            self.inputs,
+            mapping=dict(options.mapping) or None,
+            encoding=options.encoding,
+            batch_rows=batch_rows,
+        )
+
 
 def read(source: Source, options: RunOptions) -> tuple[pl.DataFrame, ReadInfo]:
     """Read stage: the source's rows, verbatim, each with its file, record number and id."""
     return source.rows(options)
+
+
+def stream(source: Source, options: RunOptions, batch_rows: int = BATCH_ROWS) -> ReadStream:
+    """Read stage in batches: the source's rows, verbatim, at most `batch_rows` at a time."""
+    return source.batches(options, batch_rows)

@@ -1,0 +1,62 @@
+"""Read one Parquet file's place columns as text, in batches (row group by row group, so a
+large file is never held whole): values are cast to their text form by polars."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+
+import polars as pl
+import pyarrow as pa  # type: ignore[import-untyped]
+import pyarrow.parquet as pq  # type: ignore[import-untyped]
+
+from placeflow.errors import SourceProblem
+from placeflow.pipeline.columns import resolve_columns
+from placeflow.pipeline.csvfile import ROW
+
+
+def _first_line(err: Exception) -> str:
+    return str(err).splitlines()[0][:200] if str(err) else type(err).__name__
+
+
+def _text(column: str, dtype: pl.DataType) -> pl.Expr:
+    if isinstance(dtype, pl.List | pl.Array | pl.Struct | pl.Object):
+        raise SourceProblem(
+            f"column {column!r} holds {dtype} values, but place fields need text or numbers; "
+            "flatten it, or --map the field to another column"
+        )
+    return pl.col(column).cast(pl.String)
+
+
+class ParquetBatches:
+    """A Parquet file's chosen columns as text: ROW (the row number from 1), one column per
+    field, `read_error` (null). The schema is read and the columns chosen when made."""
+
+    def __init__(self, path: Path, mapping: Mapping[str, str], batch_rows: int) -> None:
+        try:
+            schema = pl.read_parquet_schema(path)
+        except (pl.exceptions.PolarsError, OSError) as err:
+            raise SourceProblem(
+                f"it cannot be read as Parquet ({_first_line(err)}); write it again"
+            ) from None
+        self.path = path
+        self.batch_rows = batch_rows
+        self.header = list(schema)
+        self.chosen = {f: self.header[i] for f, i in resolve_columns(self.header, mapping).items()}
+        self._exprs = [_text(c, schema[c]).alias(f) for f, c in self.chosen.items()]
+
+    def __iter__(self) -> Iterator[pl.DataFrame]:
+        columns = sorted(set(self.chosen.values()))
+        done = 0
+        try:
+            with pq.ParquetFile(self.path) as handle:
+                for batch in handle.iter_batches(batch_size=self.batch_rows, columns=columns):
+                    frame = pl.DataFrame(pl.from_arrow(batch))
+                    first = pl.int_range(1, pl.len() + 1, dtype=pl.Int64) + done
+                    out = frame.select(first.alias(ROW), *self._exprs)
+                    done += out.height
+                    yield out.with_columns(pl.lit(None, pl.String).alias("read_error"))
+        except (pl.exceptions.PolarsError, pa.ArrowException, OSError) as err:
+            raise SourceProblem(
+                f"its place columns cannot be read as text ({_first_line(err)})"
+            ) from None
