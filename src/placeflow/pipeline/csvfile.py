@@ -35,7 +35,7 @@ UTF8 = frozenset({"utf-8", "utf-8-sig"})
 BOM = b"\xef\xbb\xbf"
 ROW = "__row"
 GZIP = b"\x1f\x8b"
-RECORD_BYTES = 128
+RECORD_BYTES = 64
 """Bytes a record is guessed to take, to size the first block (later blocks use the measure)."""
 MAX_BLOCK = 64 << 20
 """The largest block read at once (a record longer than this is still read whole)."""
@@ -207,27 +207,35 @@ def _blocks(path: Path, batch_rows: int) -> Iterator[pl.DataFrame]:
     carry = b""
     with path.open("rb") as handle:
         while True:
-            size = min(max(batch_rows * per_record, 64, len(carry)), MAX_BLOCK)
+            size = min(max(batch_rows * per_record, 64), MAX_BLOCK)
             chunk = handle.read(max(size, len(carry)))
-            buf = carry + chunk
+            eof = not chunk
+            buf = carry + chunk if carry else chunk
+            del chunk  # one copy of the block's bytes at a time, not several
             if not buf:
                 return
-            cut = _record_end(buf) if chunk else len(buf)
+            cut = len(buf) if eof else _record_end(buf)
             if cut == 0:
                 carry = buf  # no whole record yet: read on (a bigger block next)
                 continue
-            block, carry = buf[:cut], buf[cut:]
+            carry = buf[cut:]
+            with memoryview(buf) as whole, whole[:cut] as view:
+                if width is not None:
+                    block = b"".join((b"," * (width - 1) + b"\n", view))
+                else:
+                    block = buf if cut == len(buf) else bytes(view)
+            del buf
             if width is None:
                 frame = _positional(_parse(block), 0)
                 width = frame.width - 1
             else:
-                padded = b"," * (width - 1) + b"\n" + block
-                frame = _positional(_parse(padded).slice(1), done - 1)
+                frame = _positional(_parse(block).slice(1), done - 1)
+            del block
             if frame.height:
-                per_record = max(1, len(block) // frame.height)
+                per_record = max(1, cut // frame.height)
                 done += frame.height
                 yield frame
-            if not chunk:
+            if eof:
                 return
 
 
