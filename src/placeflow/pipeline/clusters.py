@@ -57,8 +57,9 @@ def repeated_keys(staging: Staging) -> None:
 
 
 def cluster_keys(staging: Staging, *, fuzzy: bool, not_a_match: pl.DataFrame | None = None) -> int:
-    """KEYS (after `repeated_keys`): the place answering each exact key, the fuzzy pass's merges
-    (when `fuzzy`; never a pair of `not_a_match`) included; how many keys the pass merged."""
+    """MATCHES (the fuzzy pass's merges when `fuzzy`, never a pair of `not_a_match`; else
+    none) and KEYS (after `repeated_keys`): the place answering each key of several rows or
+    touched by a merge; how many keys the pass merged."""
     matched = _fuzzy(staging, not_a_match) if fuzzy else None
     if matched is None:
         matched = pl.DataFrame(schema=MATCHES_SCHEMA)
