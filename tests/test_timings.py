@@ -91,12 +91,13 @@ def test_a_run_reports_a_timing_for_every_stage_in_order_within_the_total(
         assert sum(stages.values()) <= timings["total"] and beside > 0
         # one reading before and after each call: a stage called n times reads n ticks
         assert timings["submit"] == 3 * tick and timings["load"] == 3 * tick
-        assert timings["read"] == tick
+        # read a batch at a time: the one batch, and the call that finds no more
+        assert timings["read"] == 2 * tick and timings["normalize"] == tick
     assert started == [s for s in ran if s not in ("submit", "poll", "fetch", "load")]
     shown = json.loads(json_summary(summary))
     assert shown["timings"] == summary.timings and "stages" not in shown
     line = next(x for x in text_summary(summary).splitlines() if "time by stage" in x)
-    assert line.split("time by stage")[1].strip().startswith("read 1.0 s, normalize 1.0 s")
+    assert line.split("time by stage")[1].strip().startswith("read 2.0 s, normalize 1.0 s")
 
 
 def test_a_generator_stage_is_timed_only_while_it_runs() -> None:

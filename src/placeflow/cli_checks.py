@@ -11,15 +11,24 @@ from pathlib import Path
 
 from placeflow.errors import InputError, UnknownRun, UsageError
 from placeflow.options import RunOptions
-from placeflow.pipeline.read import read_inputs
+from placeflow.pipeline.read import stream_inputs
 
 
 def check_inputs(inputs: list[str], options: RunOptions) -> list[str]:
-    """Read the inputs as the run will; raise `InputError` when no file has a data row.
+    """Read the inputs as the run will (a batch at a time, each let go once read); raise
+    `InputError` when no file has a data row.
 
     Returns notices for the user: the files (of several) that carry no data row.
     """
-    _, info = read_inputs(inputs, mapping=dict(options.mapping) or None, encoding=options.encoding)
+    rows = stream_inputs(
+        inputs,
+        mapping=dict(options.mapping) or None,
+        encoding=options.encoding,
+        batch_rows=options.batch_rows,
+    )
+    for _ in rows:  # one iteration per batch, not per row
+        pass
+    info = rows.info
     if info.rows == 0:
         names = ", ".join(info.files)
         raise InputError(

@@ -34,6 +34,7 @@ from placeflow.api.models import (
 from placeflow.errors import OptionsError
 from placeflow.pipeline.clusters import DedupeMode
 from placeflow.pipeline.columns import MAPPABLE, split_key
+from placeflow.pipeline.staging import BATCH_ROWS
 
 Route = Literal["auto", "sync", "job"]
 
@@ -91,6 +92,13 @@ class RunOptions(BaseModel):
         json_schema_extra={"flag": "--map", "metavar": "[FILE:]FIELD=COLUMN"},
     )
     encoding: str = Field(default="utf8", description="input text encoding (default utf8)")
+    batch_rows: int = Field(
+        default=BATCH_ROWS,
+        ge=1,
+        description="input rows read and normalised at a time (default 200,000): a run holds"
+        " a few batches in memory, whatever the input's size",
+        json_schema_extra={"metavar": "N", "identity": False},
+    )
     poll_timeout: float = Field(
         default=3600.0,
         description="seconds to wait for bulk jobs before cancelling them (default 3600)",

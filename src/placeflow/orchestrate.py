@@ -3,7 +3,9 @@
     open or resume ─▶ read ─▶ normalize ─▶ dedupe ─▶ fresh ─▶ plan ─▶ budget check ─▶ record
         ─▶ submit ─▶ poll ─▶ fetch ─▶ load ─▶ account
 
-Every stage call goes through `step(name, fn)`: the identity here, a Prefect task in the flow,
+Rows are read and normalised a batch at a time into staging tables, which dedupe, fresh and
+plan work on in DuckDB (`placeflow.pipeline.staging`): memory holds a batch, whatever the input's
+size. Every stage call goes through `step(name, fn)`: the identity here, a Prefect task in the flow,
 which therefore never restates this order. Each stage is a plain function of
 `placeflow.pipeline` returning its own summary; they are kept in `RunSummary.stages`. The
 warehouse is the state (`placeflow.runstate`): a run found unfinished is resumed, never redone,
@@ -14,13 +16,12 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-import duckdb
 import polars as pl
 
 from placeflow.api.client import PlaceApiClient
@@ -33,16 +34,17 @@ from placeflow.events import Event, Note
 from placeflow.notamatch import not_a_match_pairs
 from placeflow.options import RunOptions
 from placeflow.pipeline.account import RunSummary, account
-from placeflow.pipeline.dedupe import dedupe
+from placeflow.pipeline.dedupe import dedupe_staged, keyed
 from placeflow.pipeline.fetch import Fetched, fetch, on_disk
-from placeflow.pipeline.fresh import mark_fresh
+from placeflow.pipeline.fresh import mark_fresh_staged
 from placeflow.pipeline.load import LoadError, load
 from placeflow.pipeline.mapping_report import input_report
-from placeflow.pipeline.normalize import normalize
-from placeflow.pipeline.plan import Estimate, Plan, chunk_table, estimate, plan, refusal
+from placeflow.pipeline.normalize import NormalizeInfo, merged, normalize
+from placeflow.pipeline.plan import Estimate, Plan, estimate, plan, refusal
 from placeflow.pipeline.poll import poll
-from placeflow.pipeline.read import FileSource, Source, read
+from placeflow.pipeline.read import OUTPUT_SCHEMA, FileSource, Source, stream
 from placeflow.pipeline.resend import vet
+from placeflow.pipeline.staging import PLACES, REJECTS, Staging
 from placeflow.pipeline.submit import send_batch, submit_job
 from placeflow.runstate import (
     Clock,
@@ -97,23 +99,39 @@ class Preview:
 
 
 def _prepare(
-    r: Stages,
-    source: Source,
-    options: RunOptions,
-    con: duckdb.DuckDBPyConnection | None,
-    now: datetime,
+    r: Stages, source: Source, options: RunOptions, staging: Staging, now: datetime
 ) -> Plan:
-    """read → normalize → dedupe → fresh → plan; each stage's input let go once used."""
-    rows, _ = r.stage("read", read)(source, options)
-    places, rejects, _ = r.stage("normalize", normalize)(rows)
-    del rows  # memory peaks here at a million rows
-    pairs = not_a_match_pairs(con) if options.dedupe == "fuzzy" else None
-    deduped, _ = r.stage("dedupe", dedupe)(places, mode=options.dedupe, not_a_match=pairs)
-    del places
-    marked, _ = r.stage("fresh", mark_fresh)(con, deduped, options, now=now)
-    del deduped
-    planned, _ = r.stage("plan", plan)(marked, rejects, options)
+    """read → normalize → dedupe → fresh → plan. Rows are read and normalised a batch at a
+    time and staged (each batch's places keyed: dedupe's first half); the stages after work on
+    the staging tables, in DuckDB, its memory capped (`placeflow.pipeline.staging`)."""
+    with staging.limited():
+        read_rows = stream(source, options, options.batch_rows)  # the inputs checked here
+        batches = iter(read_rows)
+        r.started("read")
+        r.started("normalize")
+        infos: list[NormalizeInfo] = []
+        while (rows := r.batch("read", _next_rows)(batches, first=not infos)) is not None:
+            places, rejects, info = r.batch("normalize", normalize)(rows)
+            del rows
+            infos.append(info)
+            staging.append(REJECTS, rejects)
+            staging.append(PLACES, r.batch("dedupe", keyed)(places))
+            del places, rejects
+        r.done("read", read_rows.info)
+        r.done("normalize", merged(infos))
+        fuzzy = options.dedupe == "fuzzy" and staging.warehouse
+        pairs = not_a_match_pairs(staging.con) if fuzzy else None
+        r.stage("dedupe", dedupe_staged)(staging, mode=options.dedupe, not_a_match=pairs)
+        r.stage("fresh", mark_fresh_staged)(staging, options, now=now)
+        planned, _ = r.stage("plan", plan)(staging, options)
     return planned
+
+
+def _next_rows(batches: Iterator[pl.DataFrame], *, first: bool) -> pl.DataFrame | None:
+    """The next batch of read rows, None once all were read; an input with no rows at all gives
+    one empty batch, so that every staging table exists."""
+    rows = next(batches, None)
+    return pl.DataFrame(schema=OUTPUT_SCHEMA) if rows is None and first else rows
 
 
 def _counts_of(r: Stages) -> dict[str, int]:
@@ -140,12 +158,15 @@ def preview(
     options = options or RunOptions()
     with target.client() as api:
         r = Stages(step=step, emit=emitter(on_event))
-        con = connect(db, read_only=True) if Path(db).exists() else None
-        try:
-            _prepare(r, as_source(inputs), options, con, clock())
-        finally:
-            if con is not None:
+        if Path(db).exists():
+            con = connect(db, read_only=True)
+            try:
+                _prepare(r, as_source(inputs), options, Staging(con, warehouse=True), clock())
+            finally:
                 con.close()
+        else:
+            with Staging.scratch() as staging:
+                _prepare(r, as_source(inputs), options, staging, clock())
         c = _counts_of(r)
         cost = estimate(c["to_send"], options, api.pricing())
     return Preview(**c, estimate=cost, stages=r.stages)
@@ -154,7 +175,7 @@ def preview(
 def _open(
     r: Stages,
     api: PlaceApiClient,
-    con: duckdb.DuckDBPyConnection,
+    staging: Staging,
     source: Source,
     options: RunOptions,
     *,
@@ -165,7 +186,7 @@ def _open(
 ) -> RunState:
     """Plan, check the budget, and record the run with its plan (or refused) in one go."""
     now = clock()
-    planned = _prepare(r, source, options, con, now)
+    planned = _prepare(r, source, options, staging, now)
     c = _counts_of(r)
     usage_before = available = None
     cost = estimate(c["to_send"], options, None)
@@ -174,17 +195,7 @@ def _open(
         usage = api.usage()
         usage_before, available = usage.current_usage, usage.spendable
     refused = r.stage("budget", refusal)(cost, options, available=available)
-    state = RunState(con, new_run_id(now), clock=clock)
-    frames = None
-    if not refused:
-        frames = {
-            "run_rows": planned.run_rows,
-            "rejects": planned.rejects,
-            "run_places": planned.places.drop("route"),
-            "jobs": chunk_table(planned.places, run_id=state.run_id, kind=options.mode, now=now)
-            if planned.places.height
-            else pl.DataFrame(),
-        }
+    state = RunState(staging.con, new_run_id(now), clock=clock)
     run = {
         "created_at": now,
         "status": "refused" if refused else "running",
@@ -207,7 +218,7 @@ def _open(
         "message": refused,
         "fingerprint": print_,
     }
-    r.stage("open", open_run)(state, run, frames)
+    r.stage("open", open_run)(state, run, None if refused else planned)
     if refused:
         summary = r.stage("account", account)(state, None, started=started)
         raise BudgetRefused(refused, run_id=state.run_id, summary=summary)
@@ -363,10 +374,14 @@ def run(
                 update={n: getattr(options, n) for n in PER_INVOCATION}
             )
         else:
-            state = _open(
-                r, api, con, source, options,
-                print_=print_, target=target, clock=clock, started=started,
-            )  # fmt: skip
+            staging = Staging(con, warehouse=True)
+            try:
+                state = _open(
+                    r, api, staging, source, options,
+                    print_=print_, target=target, clock=clock, started=started,
+                )  # fmt: skip
+            finally:
+                staging.close()  # the plan is in the run's tables now (or was refused)
         workdir = workdir_for(db, state.run_id)
         return _finish(_carry_out(r, api, state, options, workdir, started), r)
 

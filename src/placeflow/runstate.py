@@ -24,9 +24,11 @@ import duckdb
 import polars as pl
 
 from placeflow.errors import UnknownRun
+from placeflow.pipeline.plan import Plan, jobs_table
 from placeflow.pipeline.plan import chunk_body as plan_body
+from placeflow.pipeline.staging import REJECTS, REQUESTS
 from placeflow.runread import Chunk, StoredRun, stored_run, unfinished_run
-from placeflow.warehouse import insert_frame, transaction
+from placeflow.warehouse import insert_frame, sql_text, transaction
 
 __all__ = [
     "Chunk", "Clock", "RunState", "StoredRun", "new_run_id", "open_run", "record_rows",
@@ -45,7 +47,7 @@ def new_run_id(now: datetime) -> str:
     return f"run_{now.strftime('%Y%m%dT%H%M%S')}_{secrets.token_hex(3)}"
 
 
-def open_run(state: RunState, run: dict[str, Any], plan: dict[str, pl.DataFrame] | None) -> None:
+def open_run(state: RunState, run: dict[str, Any], plan: Plan | None) -> None:
     """Record a run and its plan (see `RunState.open`): a plain function, for a step wrapper."""
     state.open(run, plan)
 
@@ -93,11 +95,12 @@ class RunState:
 
     # --- opening ------------------------------------------------------------------------------
 
-    def open(self, run: dict[str, Any], plan: dict[str, pl.DataFrame] | None) -> None:
+    def open(self, run: dict[str, Any], plan: Plan | None) -> None:
         """Record the run (a `runs` row's columns) and its plan in one transaction.
 
-        `plan` holds the frames of run_rows, rejects, run_places and jobs (without run_id);
-        None records a refused run, finished at once.
+        The plan's rows are copied from its staging tables by DuckDB (run_rows, rejects,
+        run_places: see `placeflow.pipeline.staging`) and its chunks become `jobs`; None
+        records a refused run, finished at once.
         """
         values = {**run, "run_id": self.run_id}
         names = ", ".join(values)
@@ -110,10 +113,21 @@ class RunState:
             if plan is None:
                 self._run(finished_at=values["created_at"])
                 return
-            with_run = pl.lit(self.run_id).alias("run_id")
-            for table in ("run_rows", "rejects", "run_places", "jobs"):
-                if plan[table].height:  # a literal column would give a frame of no columns a row
-                    insert_frame(self.con, table, plan[table].with_columns(with_run))
+            run_id = {"run_id": self.run_id}
+            self.con.execute(sql_text("open/run_rows_kept"), run_id)
+            self.con.execute(sql_text("open/run_rows_rejected"), run_id)
+            self.con.execute(
+                f"insert into rejects by name select $run_id as run_id, * from {REJECTS}",  # noqa: S608
+                run_id,
+            )
+            self.con.execute(
+                f"insert into run_places by name select $run_id as run_id, * from {REQUESTS}",  # noqa: S608
+                run_id,
+            )
+            jobs = jobs_table(
+                plan.chunks, run_id=self.run_id, kind=run["mode"], now=run["created_at"]
+            )
+            insert_frame(self.con, "jobs", jobs.with_columns(pl.lit(self.run_id).alias("run_id")))
 
     # --- reading ------------------------------------------------------------------------------
 

@@ -121,6 +121,26 @@ class Stages:
 
         return call
 
+    def started(self, name: str) -> None:
+        """A stage run a batch at a time (`batch`) begins: announced; `done` ends it."""
+        self.expect(name)
+        self.emit(StageStarted(name))
+
+    def batch(self, name: str, fn: Callable[P, R]) -> Callable[P, R]:
+        """`fn` through the step, once per batch of a stage run a batch at a time, timed
+        (summed); the stage's own summary is given to `done` once its batches have run."""
+        wrapped = self.step(name, fn)
+
+        def call(*args: P.args, **kwargs: P.kwargs) -> R:
+            return self._timed(name, lambda: wrapped(*args, **kwargs))
+
+        return call
+
+    def done(self, name: str, info: Any) -> None:
+        """A stage run a batch at a time ends with `info`, its summary: kept, announced."""
+        self.stages[name] = info
+        self.emit(StageFinished(name, info, counts(info)))
+
     def stream(self, name: str, fn: Callable[P, Iterator[R]]) -> Callable[P, Iterator[R]]:
         """A generator stage through the step, timed only while it runs: what its caller does
         with each item (fetch, load) counts under that stage, not this one."""

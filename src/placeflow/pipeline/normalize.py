@@ -18,8 +18,9 @@ rows.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
-from dataclasses import dataclass, field
+from collections import Counter
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, fields
 
 import polars as pl
 
@@ -75,6 +76,19 @@ class NormalizeInfo:
     postcodes_restored: int = 0
     coordinates_repaired: int = 0
     coordinates_dropped: int = 0
+
+
+def merged(infos: Sequence[NormalizeInfo]) -> NormalizeInfo:
+    """The summary of the stage run a batch at a time: its batches' counts summed."""
+    by_field: Counter[str] = Counter()
+    for info in infos:
+        by_field.update(info.rejected_by_field)
+    sums = {
+        f.name: sum(getattr(i, f.name) for i in infos)
+        for f in fields(NormalizeInfo)
+        if f.name != "rejected_by_field"
+    }
+    return NormalizeInfo(**sums, rejected_by_field=dict(sorted(by_field.items())))
 
 
 def tidy(values: pl.Series) -> pl.Series:

@@ -21,38 +21,23 @@ from placeflow.api.models import (
     PricingCard,
 )
 from placeflow.options import RunOptions
-from placeflow.pipeline.clusters import AUDIT_COLUMNS
 from placeflow.pipeline.columns import PLACE_FIELDS
+from placeflow.pipeline.staging import MARKED, REQUESTS, Staging
+from placeflow.warehouse import sql_text
 
 REQUEST_FIELDS = PLACE_FIELDS
 """The place fields a request carries (besides its id, the place_key)."""
 JOB_MIN_REQUESTS = 3
 """A bulk job costs at least a submit, a status poll and a download."""
-RUN_ROW_COLUMNS = (
-    "row_ord",
-    "source_file",
-    "source_row",
-    "source_id",
-    "place_key",
-    "disposition",
-    "note",
-)
-ROW_DETAIL_COLUMNS = ("outcome_key", "core_key", *AUDIT_COLUMNS, *PLACE_FIELDS)
-"""Kept in run_rows when the frame has them: whose outcome answers the row, its core key and
-its normalised fields (for `placeflow rows` and the run_row_outcomes view)."""
-REJECT_COLUMNS = ("row_ord", "source_file", "source_row", "source_id", "field", "reason", "raw")
-
-
 @dataclass(frozen=True)
 class Plan:
-    """A run's plan: every input row's disposition (the kept rows in input order, then the
-    rejected ones: not sorted together, since a sort would copy a million rows of every
-    column), the rejects, and each place's request in its chunk (place_key, request, chunk_no,
-    position, route), in chunk and position order."""
+    """A run's plan, held in staging (`placeflow.pipeline.staging`): every kept row's
+    disposition in MARKED, the rejects in REJECTS, each place's request in REQUESTS (chunk_no,
+    position); `chunks` has one row per chunk (chunk_no, route, rows, content_sha256), in chunk
+    order. `RunState.open` writes them to the run's tables."""
 
-    run_rows: pl.DataFrame
-    rejects: pl.DataFrame
-    places: pl.DataFrame
+    staging: Staging
+    chunks: pl.DataFrame
 
 
 @dataclass(frozen=True)
@@ -64,68 +49,70 @@ class PlanInfo:
     route: str
 
 
-def plan(
-    deduped: pl.DataFrame, rejects: pl.DataFrame, options: RunOptions
-) -> tuple[Plan, PlanInfo]:
-    """Plan stage: the request of each place still to send, chunked; every row's disposition."""
-    to_send = deduped.lazy().filter(pl.col("disposition") == "submitted")
-    details = [c for c in ROW_DETAIL_COLUMNS if c in deduped.columns]
-    places = plan_chunks(build_requests(to_send, options), options)
-    run_rows = pl.concat(
-        [
-            deduped.select(*RUN_ROW_COLUMNS, *details),
-            rejects.select(
-                "row_ord",
-                "source_file",
-                "source_row",
-                "source_id",
-                pl.lit(None, pl.String).alias("place_key"),
-                pl.lit("rejected").alias("disposition"),
-                pl.col("reason").alias("note"),
-            ),
-        ],
-        how="diagonal_relaxed",
-    )
-    chunks = places.get_column("chunk_no").n_unique() if places.height else 0
-    route = choose_route(places.height, options)
-    return (
-        Plan(run_rows, rejects.select(REJECT_COLUMNS), places),
-        PlanInfo(places.height, chunks, route),
-    )
-
-
-def chunk_table(places: pl.DataFrame, *, run_id: str, kind: JobKind, now: datetime) -> pl.DataFrame:
-    """One `jobs` row per chunk: content hash and Idempotency-Key, status planned.
-
-    The plan is in chunk and position order, so each chunk is a slice of it, hashed as the
-    exact body it will be sent as (one chunk's text in memory at a time).
-    """
-    if not places.get_column("chunk_no").is_sorted():
-        places = places.sort("chunk_no", "position")
-    sizes = places.group_by("chunk_no", maintain_order=True).agg(
-        pl.len().alias("rows"), pl.col("route").first()
-    )
-    records = []
-    offset = 0
-    for chunk_no, rows, route in sizes.iter_rows():  # one iteration per chunk, not per row
-        joined = places.slice(offset, rows).select(pl.col("request").str.join(","))
-        digest = content_hash([joined.item()])
-        offset += rows
-        records.append(
-            {
-                "chunk_no": chunk_no,
-                "route": route,
-                "kind": kind,
-                "rows": rows,
-                "content_sha256": digest,
-                "idempotency_key": idempotency_key(run_id, chunk_no, digest)
-                if route == "job"
-                else None,
-                "status": "planned",
-                "created_at": now,
-            }
+def plan(staging: Staging, options: RunOptions) -> tuple[Plan, PlanInfo]:
+    """Plan stage: the request of each place still to send (MARKED's submitted rows, in input
+    order), chunked: built a batch of whole chunks at a time (memory holds one batch) and
+    appended to REQUESTS in chunk order, each chunk's sha256 taken as its batch is built."""
+    places = staging.count(MARKED, "disposition = 'submitted'")
+    route = choose_route(places, options)
+    per_batch = (size := chunk_size(route, options)) * max(1, options.batch_rows // size)
+    starts = staging.query(sql_text("prepare/plan_batches"), {"per_batch": per_batch})
+    bounds = [*starts.get_column("row_ord").to_list(), None]
+    staging.append(REQUESTS, pl.DataFrame(schema=REQUESTS_SCHEMA))  # there even if empty
+    chunks = [pl.DataFrame(schema=CHUNKS_SCHEMA)]
+    for k in range(len(bounds) - 1):  # one iteration per batch of chunks, not per row
+        batch = staging.query(
+            sql_text("prepare/plan_batch"), {"low": bounds[k], "high": bounds[k + 1]}
         )
-    return pl.DataFrame(records, schema_overrides={"chunk_no": pl.Int32, "rows": pl.Int32})
+        requests = plan_chunks(
+            build_requests(batch, options), options, route=route, start=k * per_batch
+        )
+        staging.append(REQUESTS, requests.select(*REQUESTS_SCHEMA))
+        chunks.append(chunk_digests(requests))
+    table = pl.concat(chunks)
+    return Plan(staging, table), PlanInfo(places, table.height, route)
+
+
+REQUESTS_SCHEMA = {
+    "place_key": pl.String, "request": pl.String, "core_key": pl.String,
+    "chunk_no": pl.Int32, "position": pl.Int32,
+}  # fmt: skip
+CHUNKS_SCHEMA = {
+    "chunk_no": pl.Int32, "route": pl.String, "rows": pl.Int32, "content_sha256": pl.String,
+}  # fmt: skip
+
+
+def chunk_digests(requests: pl.DataFrame) -> pl.DataFrame:
+    """One row per chunk of a planned batch (whole chunks, in chunk and position order): its
+    route, rows and the sha256 of the exact body it will be sent as (`content_hash`)."""
+    sizes = requests.group_by("chunk_no", maintain_order=True).agg(
+        pl.col("route").first(), pl.len().cast(pl.Int32).alias("rows")
+    )
+    digests, offset = [], 0
+    for rows in sizes.get_column("rows"):  # one iteration per chunk, not per row
+        joined = requests.slice(offset, rows).select(pl.col("request").str.join(",")).item()
+        digests.append(content_hash([joined]))
+        offset += rows
+    return sizes.with_columns(pl.Series("content_sha256", digests, pl.String))
+
+
+def jobs_table(chunks: pl.DataFrame, *, run_id: str, kind: JobKind, now: datetime) -> pl.DataFrame:
+    """One `jobs` row per chunk: content hash and Idempotency-Key (job chunks), status planned."""
+    keys = [
+        idempotency_key(run_id, chunk_no, digest) if route == "job" else None
+        for chunk_no, route, digest in chunks.select("chunk_no", "route", "content_sha256")
+        .iter_rows()
+    ]  # one per chunk, not per row
+    return chunks.select(
+        "chunk_no",
+        "route",
+        pl.lit(kind).alias("kind"),
+        "rows",
+        "content_sha256",
+        pl.Series("idempotency_key", keys, pl.String),
+        pl.lit("planned").alias("status"),
+        pl.lit(now).alias("created_at"),
+    )
 
 
 def build_requests(unique: pl.DataFrame | pl.LazyFrame, options: RunOptions) -> pl.DataFrame:
@@ -156,14 +143,26 @@ def choose_route(places: int, options: RunOptions) -> Literal["sync", "job"]:
     return "sync" if sync_requests < JOB_MIN_REQUESTS else "job"
 
 
-def plan_chunks(requests: pl.DataFrame, options: RunOptions) -> pl.DataFrame:
-    """Assign each place a chunk and a position in it; chunks keep the places' order."""
-    route = choose_route(requests.height, options)
+def chunk_size(route: str, options: RunOptions) -> int:
+    """Places per chunk: a job's chunk_rows, a synchronous call's batch (1 to validate)."""
     if route == "job":
-        size = options.chunk_rows
-    else:
-        size = MAX_ENRICH_BATCH if options.mode == "enrich" else 1
-    index = pl.int_range(pl.len(), dtype=pl.Int64)
+        return options.chunk_rows
+    return MAX_ENRICH_BATCH if options.mode == "enrich" else 1
+
+
+def plan_chunks(
+    requests: pl.DataFrame,
+    options: RunOptions,
+    *,
+    route: Literal["sync", "job"] | None = None,
+    start: int = 0,
+) -> pl.DataFrame:
+    """Assign each place a chunk and a position in it; chunks keep the places' order. A batch
+    of a larger plan passes the plan's route and the index of its first place (`start`, a
+    multiple of the chunk size)."""
+    route = route or choose_route(requests.height, options)
+    size = chunk_size(route, options)
+    index = pl.int_range(pl.len(), dtype=pl.Int64) + start
     return requests.with_columns(
         (index // size).cast(pl.Int32).alias("chunk_no"),
         (index % size).cast(pl.Int32).alias("position"),

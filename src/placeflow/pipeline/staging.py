@@ -90,7 +90,7 @@ class Staging:
 
     def create(self, table: str, sql: str, params: dict[str, Any] | None = None) -> None:
         """(Re)create a staging table as the result of `sql`."""
-        self.con.execute(f"create or replace temp table {table} as {sql}", params or {})  # noqa: S608
+        self.con.execute(f"create or replace temp table {table} as {sql}", params or {})
 
     def exists(self, table: str) -> bool:
         found = self.con.execute(

@@ -1,0 +1,29 @@
+-- run_rows_kept: the rows of the run being opened ($run_id) that normalize kept, each with its
+-- disposition (submitted, duplicate, skipped_fresh, held_failing), the place answering it and
+-- its normalised fields, from the staged plan (pf_staged_marked).
+
+insert into run_rows by name
+select
+    $run_id as run_id,
+    row_ord,
+    source_file,
+    source_row,
+    source_id,
+    place_key,
+    disposition,
+    note,
+    matched_row,
+    match_rule,
+    match_probability,
+    outcome_key,
+    core_key,
+    poi_name,
+    street,
+    address,
+    city,
+    region,
+    postcode,
+    country,
+    latitude,
+    longitude
+from pf_staged_marked
