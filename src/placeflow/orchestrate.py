@@ -375,13 +375,14 @@ def run(
             )
         else:
             staging = Staging(con, warehouse=True)
-            try:
-                state = _open(
-                    r, api, staging, source, options,
-                    print_=print_, target=target, clock=clock, started=started,
-                )  # fmt: skip
-            finally:
-                staging.close()  # the plan is in the run's tables now (or was refused)
+            with wh.held():  # its temporary tables must outlive the client's waits meanwhile
+                try:
+                    state = _open(
+                        r, api, staging, source, options,
+                        print_=print_, target=target, clock=clock, started=started,
+                    )  # fmt: skip
+                finally:
+                    staging.close()  # the plan is in the run's tables now (or was refused)
         workdir = workdir_for(db, state.run_id)
         return _finish(_carry_out(r, api, state, options, workdir, started), r)
 

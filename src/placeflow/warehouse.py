@@ -180,11 +180,21 @@ class Warehouse:
         return con
 
     def release(self) -> None:
-        """Close the calling thread's connection now unless a transaction is open on it (it
-        reopens on next use)."""
+        """Close the calling thread's connection now unless a transaction is open on it or it
+        is `held` (it reopens on next use)."""
         con = self._con
-        if con is not None and not in_transaction(con):
+        if con is not None and not in_transaction(con) and not getattr(self._own, "held", 0):
             self._forget(con)
+
+    @contextmanager
+    def held(self) -> Iterator[None]:
+        """In the block, the calling thread's connection is not let go (`release` does
+        nothing): its temporary tables (a run's staging) live as long as the connection."""
+        self._own.held = getattr(self._own, "held", 0) + 1
+        try:
+            yield
+        finally:
+            self._own.held -= 1
 
     def close(self) -> None:
         """Close every thread's connection."""

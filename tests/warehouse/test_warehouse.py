@@ -256,3 +256,18 @@ def test_migration_013_keeps_the_plan_and_drops_its_indexes() -> None:
         con.execute("insert into run_rows (run_id, row_ord, source_file, source_row, place_key,"
                     " disposition) values ('r1', 1, 'a.csv', 2, null, 'submitted')")
     con.close()
+
+
+def test_a_held_connection_is_not_let_go_while_the_client_waits(tmp_path: Path) -> None:
+    """`release` (what a run calls when the client waits) keeps a held connection, and its
+    temporary tables (a run's staging) with it; once no longer held, it lets go as before."""
+    wh = warehouse.Warehouse(tmp_path / "w.duckdb")
+    with wh.held():
+        wh.execute("create temp table staged as select 1 as x")
+        wh.release()
+        assert wh.execute("select count(*) from staged").fetchall() == [(1,)]
+        assert wh.opened == 1
+    wh.release()
+    assert wh.execute("select count(*) from duckdb_tables() where temporary").fetchall() == [(0,)]
+    assert wh.opened == 2
+    wh.close()
