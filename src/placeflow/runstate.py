@@ -15,8 +15,8 @@ from __future__ import annotations
 
 import json
 import secrets
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager
 from datetime import UTC, datetime
 from typing import Any, Literal
 
@@ -28,7 +28,7 @@ from placeflow.pipeline.plan import Plan, jobs_table
 from placeflow.pipeline.plan import chunk_body as plan_body
 from placeflow.pipeline.staging import REJECTS, REQUESTS
 from placeflow.runread import Chunk, StoredRun, stored_run, unfinished_run
-from placeflow.warehouse import insert_frame, sql_text, transaction
+from placeflow.warehouse import insert_frame, settings, sql_text, transaction
 
 __all__ = [
     "Chunk", "Clock", "RunState", "StoredRun", "new_run_id", "open_run", "record_rows",
@@ -70,17 +70,9 @@ leave memory. With every core and the default limit (80% of RAM) DuckDB held som
 at 1M rows, for no less CPU time."""
 
 
-@contextmanager
-def bulk_writes(con: duckdb.DuckDBPyConnection) -> Iterator[None]:
-    """The block runs with BULK_WRITE_SETTINGS; DuckDB's defaults (which the warehouse's
-    connections otherwise keep) come back after."""
-    for name, value in BULK_WRITE_SETTINGS.items():
-        con.execute(f"set {name} = '{value}'")
-    try:
-        yield
-    finally:
-        for name in BULK_WRITE_SETTINGS:
-            con.execute(f"reset {name}")
+def bulk_writes(con: duckdb.DuckDBPyConnection) -> AbstractContextManager[None]:
+    """The block runs with BULK_WRITE_SETTINGS; the connection's own settings come back after."""
+    return settings(con, **BULK_WRITE_SETTINGS)
 
 
 class RunState:

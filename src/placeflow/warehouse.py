@@ -132,8 +132,32 @@ DuckDB's default (16 MB) is less than two chunks' outcomes: every other load pai
 checkpoint. Closing the connection (a run does whenever it waits) checkpoints too."""
 
 
+WAREHOUSE_SETTINGS = {"checkpoint_threshold": CHECKPOINT_THRESHOLD, "memory_limit": "512MB"}
+"""A writer's DuckDB settings. `memory_limit` bounds the database's buffer pool and its
+queries' working memory (it spills to disk past it): by default DuckDB keeps up to 80% of RAM
+and caches every block it reads, and a run of ten million rows, reading each chunk's requests
+and outcomes once, kept gigabytes of them."""
+
+
 def _writer_settings(con: duckdb.DuckDBPyConnection) -> None:
-    con.execute(f"set checkpoint_threshold = '{CHECKPOINT_THRESHOLD}'")
+    for name, value in WAREHOUSE_SETTINGS.items():
+        con.execute(f"set {name} = '{value}'")
+
+
+@contextmanager
+def settings(con: duckdb.DuckDBPyConnection, **values: str) -> Iterator[None]:
+    """The block runs with these DuckDB settings; after it, each is a writer's own again
+    (WAREHOUSE_SETTINGS), or DuckDB's default."""
+    for name, value in values.items():
+        con.execute(f"set {name} = '{value}'")
+    try:
+        yield
+    finally:
+        for name in values:
+            if name in WAREHOUSE_SETTINGS:
+                con.execute(f"set {name} = '{WAREHOUSE_SETTINGS[name]}'")
+            else:
+                con.execute(f"reset {name}")
 
 
 WRITE_WAIT = 120.0

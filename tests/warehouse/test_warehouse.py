@@ -271,3 +271,23 @@ def test_a_held_connection_is_not_let_go_while_the_client_waits(tmp_path: Path) 
     assert wh.execute("select count(*) from duckdb_tables() where temporary").fetchall() == [(0,)]
     assert wh.opened == 2
     wh.close()
+
+
+def test_a_writer_caps_duckdb_memory_and_bulk_writes_give_it_back(tmp_path: Path) -> None:
+    """A writable connection caps DuckDB's memory (its block cache included) at
+    WAREHOUSE_SETTINGS["memory_limit"] instead of DuckDB's 80% of RAM; a block with settings of
+    its own (a plan's
+    bulk writes) restores that cap after, not DuckDB's default."""
+    from placeflow.runstate import bulk_writes
+
+    con = warehouse.connect(tmp_path / "w.duckdb")
+
+    def limit() -> str:
+        return str(con.execute("select current_setting('memory_limit')").fetchall()[0][0])
+
+    capped = limit()
+    assert capped.startswith("488") and "MiB" in capped  # 512 MB as DuckDB shows it
+    with bulk_writes(con):
+        assert limit() != capped
+    assert limit() == capped
+    con.close()

@@ -19,12 +19,14 @@ from __future__ import annotations
 import secrets
 import tempfile
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 from typing import Any
 
 import duckdb
 import polars as pl
+
+from placeflow.warehouse import settings
 
 PLACES = "pf_staged_places"
 """normalize's places and their own exact keys: row_ord, source_file, source_row, source_id,
@@ -65,15 +67,10 @@ class Staging:
             finally:
                 con.close()
 
-    @contextmanager
-    def limited(self) -> Iterator[Staging]:
-        """The block runs with DuckDB's memory capped at MEMORY_LIMIT; the setting is reset
-        after (the warehouse's connections otherwise keep DuckDB's defaults)."""
-        self.con.execute(f"set memory_limit = '{MEMORY_LIMIT}'")
-        try:
-            yield self
-        finally:
-            self.con.execute("reset memory_limit")
+    def limited(self) -> AbstractContextManager[None]:
+        """The block runs with DuckDB's memory capped at MEMORY_LIMIT (spilling past it); the
+        connection's own setting comes back after."""
+        return settings(self.con, memory_limit=MEMORY_LIMIT)
 
     def append(self, table: str, frame: pl.DataFrame) -> None:
         """Append a frame to a staging table, creating it (with the frame's columns) if new.
