@@ -34,8 +34,8 @@ from placeflow.errors import BudgetRefused, PlaceflowError, RunStopped
 from placeflow.events import Event
 from placeflow.interrupt import mark_run
 from placeflow.options import RunOptions
-from placeflow.orchestrate import as_source, fingerprint
 from placeflow.pipeline.account import RunSummary
+from placeflow.prepare import as_source, fingerprint
 from placeflow.report import EXIT_FAILED, EXIT_OK, exit_code, exit_code_for
 from placeflow.service import Target, open_target
 from placeflow.storage import StorageStop, stop_message, storage_stop

@@ -15,11 +15,11 @@ import polars as pl
 import pytest
 
 import placeflow
+from placeflow.checks import run_checks
 from placeflow.cli import main
 from placeflow.emulator import Sandbox
 from placeflow.options import RunOptions
 from placeflow.service import Target
-from placeflow.warehouse import run_checks
 from tests.sandbox_target import served as served_sandbox
 
 pytestmark = pytest.mark.slow  # starts placeflow/Prefect processes: minutes on 2 cores

@@ -14,17 +14,18 @@ __version__ = "0.1.0"
 if TYPE_CHECKING:
     from placeflow.errors import PlaceflowError
     from placeflow.options import RunOptions
-    from placeflow.orchestrate import Preview, preview, resume, run
+    from placeflow.orchestrate import resume, run
     from placeflow.pipeline.account import RunSummary
     from placeflow.pipeline.read import FileSource, Source
+    from placeflow.prepare import Preview, preview
     from placeflow.service import Target
     from placeflow.steps import Step
 
 _LAZY = {
     "run": "placeflow.orchestrate",
     "resume": "placeflow.orchestrate",
-    "preview": "placeflow.orchestrate",
-    "Preview": "placeflow.orchestrate",
+    "preview": "placeflow.prepare",
+    "Preview": "placeflow.prepare",
     "Step": "placeflow.steps",
     "RunOptions": "placeflow.options",
     "RunSummary": "placeflow.pipeline.account",

@@ -197,8 +197,8 @@ def print_outcome(
 
 
 def _estimate(args: argparse.Namespace) -> int:
-    from placeflow.orchestrate import preview
     from placeflow.pipeline.mapping_report import describe, input_report
+    from placeflow.prepare import preview
     from placeflow.service import open_target
 
     options = options_from_args(args)

@@ -1,12 +1,12 @@
-"""The order of a run, written once: `run`, `resume` and `preview` (what `estimate` shows).
+"""The order of a run, written once: `run` and `resume`.
 
-    open or resume ─▶ read ─▶ normalize ─▶ dedupe ─▶ fresh ─▶ plan ─▶ budget check ─▶ record
+    open or resume ─▶ [read ─▶ normalize ─▶ dedupe ─▶ fresh ─▶ plan] ─▶ budget check ─▶ record
         ─▶ submit ─▶ poll ─▶ fetch ─▶ load ─▶ account
 
-Rows are read and normalised a batch at a time into staging tables, which dedupe, fresh and
-plan work on in DuckDB (`placeflow.pipeline.staging`): memory holds a batch, whatever the input's
-size. Every stage call goes through `step(name, fn)`: the identity here, a Prefect task in the flow,
-which therefore never restates this order. Each stage is a plain function of
+The bracketed half, before anything is sent, is `placeflow.prepare.prepare` (which `preview`,
+what `placeflow estimate` shows, runs alone). Every stage call goes through `step(name, fn)`:
+the identity here, a Prefect task in the flow, which therefore never restates this order.
+Each stage is a plain function of
 `placeflow.pipeline` returning its own summary; they are kept in `RunSummary.stages`. The
 warehouse is the state (`placeflow.runstate`): a run found unfinished is resumed, never redone,
 and a resumed chunk carries on from the state its row in `jobs` records.
@@ -14,15 +14,11 @@ and a resumed chunk carries on from the state its row in `jobs` records.
 
 from __future__ import annotations
 
-import hashlib
 import json
-from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, replace
+from collections.abc import Callable, Sequence
+from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
-from typing import Any
-
-import polars as pl
 
 from placeflow.api.client import PlaceApiClient
 from placeflow.api.errors import DownloadError, InsufficientCredits, TransientError
@@ -31,21 +27,18 @@ from placeflow.api.models import JobStatus
 from placeflow.api.poller import PendingJob
 from placeflow.errors import BudgetRefused, CreditsRanOut
 from placeflow.events import Event, Note
-from placeflow.notamatch import not_a_match_pairs
 from placeflow.options import RunOptions
 from placeflow.pipeline.account import RunSummary, account
-from placeflow.pipeline.dedupe import dedupe_staged, keyed
 from placeflow.pipeline.fetch import Fetched, fetch, on_disk
-from placeflow.pipeline.fresh import mark_fresh_staged
 from placeflow.pipeline.load import LoadError, load
 from placeflow.pipeline.mapping_report import input_report
-from placeflow.pipeline.normalize import NormalizeInfo, merged, normalize
-from placeflow.pipeline.plan import Estimate, Plan, estimate, plan, refusal
+from placeflow.pipeline.plan import estimate, refusal
 from placeflow.pipeline.poll import poll
-from placeflow.pipeline.read import OUTPUT_SCHEMA, FileSource, Source, stream
+from placeflow.pipeline.read import Source
 from placeflow.pipeline.resend import vet
-from placeflow.pipeline.staging import PLACES, REJECTS, Staging
+from placeflow.pipeline.staging import Staging
 from placeflow.pipeline.submit import send_batch, submit_job
+from placeflow.prepare import as_source, counts_of, fingerprint, prepare
 from placeflow.runstate import (
     Clock,
     RunState,
@@ -58,7 +51,7 @@ from placeflow.runstate import (
 from placeflow.sender import Sender, locked
 from placeflow.service import Target
 from placeflow.steps import SYSTEM_TIMER, Stages, Step, Timer, direct, emitter
-from placeflow.warehouse import DEFAULT_DB, Warehouse, connect, held_while_writing, workdir_for
+from placeflow.warehouse import DEFAULT_DB, Warehouse, held_while_writing, workdir_for
 
 CHUNK_FAILURES = (DownloadError, LoadError, TransientError)
 """What settling one chunk may raise that is that chunk's alone: noted on it, retried by a
@@ -69,107 +62,6 @@ PER_INVOCATION = (
     "poll_timeout", "stuck_after", "idempotency_window", "resend_uncertain", "warehouse_wait",
 )  # fmt: skip
 """Options a resume takes from its own invocation rather than from the stored run."""
-
-
-def as_source(inputs: Source | Sequence[str]) -> Source:
-    return inputs if isinstance(inputs, Source) else FileSource(tuple(str(i) for i in inputs))
-
-
-def fingerprint(source: Source, options: RunOptions) -> str:
-    """The identity of a run command: its source's identity and its options."""
-    return hashlib.sha256(
-        "\n".join([options.identity_json(), *source.identity()]).encode()
-    ).hexdigest()
-
-
-@dataclass(frozen=True)
-class Preview:
-    """What a run of these inputs would do, before anything is sent (`placeflow estimate`)."""
-
-    rows_read: int
-    rejected: int
-    duplicates: int
-    skipped_fresh: int
-    to_send: int
-    estimate: Estimate
-    stages: dict[str, Any]
-
-
-# --- before anything is sent ------------------------------------------------------------------
-
-
-def _prepare(
-    r: Stages, source: Source, options: RunOptions, staging: Staging, now: datetime
-) -> Plan:
-    """read → normalize → dedupe → fresh → plan. Rows are read and normalised a batch at a
-    time and staged (each batch's places keyed: dedupe's first half); the stages after work on
-    the staging tables, in DuckDB, its memory capped (`placeflow.pipeline.staging`)."""
-    with staging.limited():
-        read_rows = stream(source, options, options.batch_rows)  # the inputs checked here
-        batches = iter(read_rows)
-        r.started("read")
-        r.started("normalize")
-        infos: list[NormalizeInfo] = []
-        while (rows := r.batch("read", _next_rows)(batches, first=not infos)) is not None:
-            places, rejects, info = r.batch("normalize", normalize)(rows)
-            del rows
-            infos.append(info)
-            staging.append(REJECTS, rejects)
-            staging.append(PLACES, r.batch("dedupe", keyed)(places))
-            del places, rejects
-        r.done("read", read_rows.info)
-        r.done("normalize", merged(infos))
-        fuzzy = options.dedupe == "fuzzy" and staging.warehouse
-        pairs = not_a_match_pairs(staging.con) if fuzzy else None
-        r.stage("dedupe", dedupe_staged)(staging, mode=options.dedupe, not_a_match=pairs)
-        r.stage("fresh", mark_fresh_staged)(staging, options, now=now)
-        planned, _ = r.stage("plan", plan)(staging, options)
-    return planned
-
-
-def _next_rows(batches: Iterator[pl.DataFrame], *, first: bool) -> pl.DataFrame | None:
-    """The next batch of read rows, None once all were read; an input with no rows at all gives
-    one empty batch, so that every staging table exists."""
-    rows = next(batches, None)
-    return pl.DataFrame(schema=OUTPUT_SCHEMA) if rows is None and first else rows
-
-
-def _counts_of(r: Stages) -> dict[str, int]:
-    return {
-        "rows_read": r.stages["read"].rows,
-        "rejected": r.stages["normalize"].rejected,
-        "duplicates": r.stages["dedupe"].duplicates,
-        "skipped_fresh": r.stages["fresh"].fresh,
-        "to_send": r.stages["plan"].places,
-    }
-
-
-def preview(
-    inputs: Source | Sequence[str],
-    *,
-    options: RunOptions | None = None,
-    db: Path | str = DEFAULT_DB,
-    target: Target,
-    step: Step = direct,
-    on_event: Callable[[Event], None] | None = None,
-    clock: Clock = utc_now,
-) -> Preview:
-    """What a run would send and the most it could cost; sends nothing, writes nothing."""
-    options = options or RunOptions()
-    with target.client() as api:
-        r = Stages(step=step, emit=emitter(on_event))
-        if Path(db).exists():
-            con = connect(db, read_only=True)
-            try:
-                _prepare(r, as_source(inputs), options, Staging(con, warehouse=True), clock())
-            finally:
-                con.close()
-        else:
-            with Staging.scratch() as staging:
-                _prepare(r, as_source(inputs), options, staging, clock())
-        c = _counts_of(r)
-        cost = estimate(c["to_send"], options, api.pricing())
-    return Preview(**c, estimate=cost, stages=r.stages)
 
 
 def _open(
@@ -186,8 +78,8 @@ def _open(
 ) -> RunState:
     """Plan, check the budget, and record the run with its plan (or refused) in one go."""
     now = clock()
-    planned = _prepare(r, source, options, staging, now)
-    c = _counts_of(r)
+    planned = prepare(r, source, options, staging, now)
+    c = counts_of(r)
     usage_before = available = None
     cost = estimate(c["to_send"], options, None)
     if c["to_send"]:  # the rate card and the balance are worth requests only when there is work

@@ -40,17 +40,6 @@ _MIGRATION_FILE = re.compile(r"^(?P<version>\d{3})_(?P<name>[a-z0-9_]+)\.sql$")
 _IDENTIFIER = re.compile(r"^[a-z_][a-z0-9_]*$")
 _LOCK_PID = re.compile(r"\(PID (\d+)\)")
 
-_MIGRATIONS_TABLE = """
-create table if not exists schema_migrations (
-    version varchar primary key,
-    name varchar not null,
-    applied_at timestamptz not null
-);
-comment on table schema_migrations is 'Migrations of sql/schema/ applied to this database.';
-comment on column schema_migrations.version is 'The migration''s number, from its file name (001).';
-comment on column schema_migrations.name is 'The migration''s name, from its file name (init).';
-comment on column schema_migrations.applied_at is 'When the migration was applied.';
-"""
 
 
 class WarehouseBusy(WarehouseError):
@@ -92,7 +81,8 @@ def sql_text(name: str) -> str:
     return (sql_dir() / relative).read_text(encoding="utf-8")
 
 
-def _names(folder: str) -> list[str]:
+def sql_names(folder: str) -> list[str]:
+    """The names of the .sql files of a folder of sql/, sorted."""
     return sorted(p.stem for p in (sql_dir() / folder).glob("*.sql"))
 
 
@@ -314,7 +304,7 @@ def migrations() -> list[tuple[str, str]]:
 def migrate(con: duckdb.DuckDBPyConnection) -> list[str]:
     """Apply the migrations not yet applied, each in one transaction; return their versions."""
     with transaction(con):
-        con.execute(_MIGRATIONS_TABLE)
+        con.execute(sql_text("meta/schema_migrations"))
     rows = con.execute("select version from schema_migrations").fetchall()
     applied = {str(r[0]) for r in rows}
     known = migrations()
@@ -340,7 +330,7 @@ def migrate(con: duckdb.DuckDBPyConnection) -> list[str]:
 
 def apply_views(con: duckdb.DuckDBPyConnection) -> list[str]:
     """(Re)create every view of sql/views/, dependencies first whatever the file order."""
-    pending = _names("views")
+    pending = sql_names("views")
     created: list[str] = []
     while pending:
         failed: list[str] = []
@@ -360,7 +350,7 @@ def apply_views(con: duckdb.DuckDBPyConnection) -> list[str]:
     return created
 
 
-# --- transactions, frames, checks ------------------------------------------------------------
+# --- transactions, frames ----------------------------------------------------------------
 
 
 def in_transaction(con: duckdb.DuckDBPyConnection) -> bool:
@@ -403,24 +393,3 @@ def insert_frame(con: duckdb.DuckDBPyConnection, table: str, frame: pl.DataFrame
     finally:
         con.unregister(view)
     return frame.height
-
-
-def check_names() -> list[str]:
-    """The checks of sql/checks/, by file name."""
-    return _names("checks")
-
-
-def check_rows(con: duckdb.DuckDBPyConnection, name: str, run_id: str | None = None) -> int:
-    """How many rows one check returns (0 = pass), for one run or for all."""
-    body = sql_text(f"checks/{name}").strip().rstrip(";")
-    query = (
-        f"select count(*) from ({body}\n) as check_rows"  # noqa: S608 - our own files
-        " where cast($run_id as varchar) is null or check_rows.run_id = $run_id"
-    )
-    row = con.execute(query, {"run_id": run_id}).fetchone()
-    return int(row[0]) if row else 0
-
-
-def run_checks(con: duckdb.DuckDBPyConnection, run_id: str | None = None) -> dict[str, int]:
-    """Every check of sql/checks/: name -> rows returned (0 = pass)."""
-    return {name: check_rows(con, name, run_id) for name in check_names()}

@@ -17,8 +17,8 @@ from typing import Any
 import duckdb
 import pytest
 
+from placeflow.checks import run_checks
 from placeflow.emulator import FaultConfig, KeySpec
-from placeflow.warehouse import run_checks
 
 from .conftest import KEY, ServeSandbox, places, run_flow, run_library, write_csv
 

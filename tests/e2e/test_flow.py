@@ -13,7 +13,7 @@ import duckdb
 import httpx
 import pytest
 
-from placeflow.warehouse import run_checks
+from placeflow.checks import run_checks
 
 from .conftest import ServeSandbox, places, run_flow, run_library, write_csv
 

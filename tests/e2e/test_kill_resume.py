@@ -18,7 +18,7 @@ from typing import Any
 import duckdb
 import pytest
 
-from placeflow.warehouse import run_checks
+from placeflow.checks import run_checks
 
 from .conftest import KEY, ServeSandbox, places, write_csv
 

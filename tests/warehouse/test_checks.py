@@ -7,7 +7,8 @@ from collections.abc import Iterator
 import duckdb
 import pytest
 
-from placeflow.warehouse import check_names, check_rows, connect, run_checks
+from placeflow.checks import check_names, check_rows, run_checks
+from placeflow.warehouse import connect
 from tests.warehouse.dataset import build_clean
 
 BREAKS: dict[str, list[str]] = {

@@ -11,7 +11,8 @@ from pathlib import Path
 
 import duckdb
 
-from placeflow.warehouse import connect, run_checks
+from placeflow.checks import run_checks
+from placeflow.warehouse import connect
 from tests.warehouse.dataset import add_rows
 from tests.warehouse.helpers import add_run, enrich_line, keys, plan_chunk, write_lines
 

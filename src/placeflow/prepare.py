@@ -1,0 +1,134 @@
+"""Before anything is sent: the first half of a run's order (see `placeflow.orchestrate`),
+and `preview` (what `placeflow estimate` shows).
+
+    read ─▶ normalize ─▶ dedupe ─▶ fresh ─▶ plan
+
+Rows are read and normalised a batch at a time into staging tables, which dedupe, fresh and plan
+work on in DuckDB (`placeflow.pipeline.staging`): memory holds a batch, whatever the input's size.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from placeflow.events import Event
+from placeflow.notamatch import not_a_match_pairs
+from placeflow.options import RunOptions
+from placeflow.pipeline.dedupe import dedupe_staged, keyed
+from placeflow.pipeline.fresh import mark_fresh_staged
+from placeflow.pipeline.normalize import NormalizeInfo, merged, normalize
+from placeflow.pipeline.plan import Estimate, Plan, estimate, plan
+from placeflow.pipeline.read import OUTPUT_SCHEMA, FileSource, Source, stream
+from placeflow.pipeline.staging import PLACES, REJECTS, Staging
+from placeflow.runstate import Clock, utc_now
+from placeflow.service import Target
+from placeflow.steps import Stages, Step, direct, emitter
+from placeflow.warehouse import DEFAULT_DB, connect
+
+
+def as_source(inputs: Source | Sequence[str]) -> Source:
+    return inputs if isinstance(inputs, Source) else FileSource(tuple(str(i) for i in inputs))
+
+
+def fingerprint(source: Source, options: RunOptions) -> str:
+    """The identity of a run command: its source's identity and its options."""
+    return hashlib.sha256(
+        "\n".join([options.identity_json(), *source.identity()]).encode()
+    ).hexdigest()
+
+
+@dataclass(frozen=True)
+class Preview:
+    """What a run of these inputs would do, before anything is sent (`placeflow estimate`)."""
+
+    rows_read: int
+    rejected: int
+    duplicates: int
+    skipped_fresh: int
+    to_send: int
+    estimate: Estimate
+    stages: dict[str, Any]
+
+
+# --- before anything is sent ------------------------------------------------------------------
+
+
+def prepare(
+    r: Stages, source: Source, options: RunOptions, staging: Staging, now: datetime
+) -> Plan:
+    """read → normalize → dedupe → fresh → plan. Rows are read and normalised a batch at a
+    time and staged (each batch's places keyed: dedupe's first half); the stages after work on
+    the staging tables, in DuckDB, its memory capped (`placeflow.pipeline.staging`)."""
+    with staging.limited():
+        read_rows = stream(source, options, options.batch_rows)  # the inputs checked here
+        batches = iter(read_rows)
+        r.started("read")
+        r.started("normalize")
+        infos: list[NormalizeInfo] = []
+        while (rows := r.batch("read", _next_rows)(batches, first=not infos)) is not None:
+            places, rejects, info = r.batch("normalize", normalize)(rows)
+            del rows
+            infos.append(info)
+            staging.append(REJECTS, rejects)
+            staging.append(PLACES, r.batch("dedupe", keyed)(places))
+            del places, rejects
+        r.done("read", read_rows.info)
+        r.done("normalize", merged(infos))
+        fuzzy = options.dedupe == "fuzzy" and staging.warehouse
+        pairs = not_a_match_pairs(staging.con) if fuzzy else None
+        r.stage("dedupe", dedupe_staged)(staging, mode=options.dedupe, not_a_match=pairs)
+        r.stage("fresh", mark_fresh_staged)(staging, options, now=now)
+        planned, _ = r.stage("plan", plan)(staging, options)
+    return planned
+
+
+def _next_rows(batches: Iterator[pl.DataFrame], *, first: bool) -> pl.DataFrame | None:
+    """The next batch of read rows, None once all were read; an input with no rows at all gives
+    one empty batch, so that every staging table exists."""
+    rows = next(batches, None)
+    return pl.DataFrame(schema=OUTPUT_SCHEMA) if rows is None and first else rows
+
+
+def counts_of(r: Stages) -> dict[str, int]:
+    return {
+        "rows_read": r.stages["read"].rows,
+        "rejected": r.stages["normalize"].rejected,
+        "duplicates": r.stages["dedupe"].duplicates,
+        "skipped_fresh": r.stages["fresh"].fresh,
+        "to_send": r.stages["plan"].places,
+    }
+
+
+def preview(
+    inputs: Source | Sequence[str],
+    *,
+    options: RunOptions | None = None,
+    db: Path | str = DEFAULT_DB,
+    target: Target,
+    step: Step = direct,
+    on_event: Callable[[Event], None] | None = None,
+    clock: Clock = utc_now,
+) -> Preview:
+    """What a run would send and the most it could cost; sends nothing, writes nothing."""
+    options = options or RunOptions()
+    with target.client() as api:
+        r = Stages(step=step, emit=emitter(on_event))
+        if Path(db).exists():
+            con = connect(db, read_only=True)
+            try:
+                prepare(r, as_source(inputs), options, Staging(con, warehouse=True), clock())
+            finally:
+                con.close()
+        else:
+            with Staging.scratch() as staging:
+                prepare(r, as_source(inputs), options, staging, clock())
+        c = counts_of(r)
+        cost = estimate(c["to_send"], options, api.pricing())
+    return Preview(**c, estimate=cost, stages=r.stages)
