@@ -30,21 +30,11 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from measure import own_cpu, status_mb
+
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 COPIES = 10
-
-
-def _status_mb(field: str) -> float:
-    for line in Path("/proc/self/status").read_text(encoding="utf-8").splitlines():
-        if line.startswith(field + ":"):
-            return int(line.split()[1]) / 1024
-    return float("nan")
-
-
-def _cpu() -> float:
-    usage = resource.getrusage(resource.RUSAGE_SELF)
-    return usage.ru_utime + usage.ru_stime
 
 
 def build(work: Path, csv: Path) -> None:
@@ -90,11 +80,11 @@ def child(work: Path, kind: str) -> dict[str, Any]:
         import polars as pl
 
         frame = pl.read_parquet(work / "places.parquet")
-        before = _status_mb("VmRSS")
+        before = status_mb("VmRSS")
         Path("/proc/self/clear_refs").write_text("5", encoding="utf-8")
-        cpu, wall = _cpu(), time.perf_counter()
+        cpu, wall = own_cpu(), time.perf_counter()
         out, info = stage.dedupe(frame)
-        cpu, wall = _cpu() - cpu, time.perf_counter() - wall
+        cpu, wall = own_cpu() - cpu, time.perf_counter() - wall
         rows = out.height
         staged = hasattr(stage, "dedupe_staged")
         implementation = "frame: staged SQL" if staged else "frame: polars"
@@ -106,11 +96,11 @@ def child(work: Path, kind: str) -> dict[str, Any]:
             staging.con.execute(
                 f"create temp table {PLACES} as select * from read_parquet(?)", [str(parquet)]
             )
-            before = _status_mb("VmRSS")
+            before = status_mb("VmRSS")
             Path("/proc/self/clear_refs").write_text("5", encoding="utf-8")
-            cpu, wall = _cpu(), time.perf_counter()
+            cpu, wall = own_cpu(), time.perf_counter()
             info = stage.dedupe_staged(staging)
-            cpu, wall = _cpu() - cpu, time.perf_counter() - wall
+            cpu, wall = own_cpu() - cpu, time.perf_counter() - wall
             rows = staging.count(DEDUPED)
         implementation = "dedupe_staged (PLACES in DuckDB)"
     return {
@@ -119,7 +109,7 @@ def child(work: Path, kind: str) -> dict[str, Any]:
         "cpu_s": round(cpu, 2),
         "wall_s": round(wall, 2),
         "rss_before_mb": round(before),
-        "stage_peak_mb": round(_status_mb("VmHWM")),
+        "stage_peak_mb": round(status_mb("VmHWM")),
         "ru_maxrss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024),
         "unique": info.unique,
         "duplicates": info.duplicates,

@@ -27,22 +27,12 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from measure import own_cpu, status_mb
+
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 NOW = datetime(2026, 11, 23, 12, 0, tzinfo=UTC)
 CHUNK = 10_000
-
-
-def _status_mb(field: str) -> float:
-    for line in Path("/proc/self/status").read_text(encoding="utf-8").splitlines():
-        if line.startswith(field + ":"):
-            return int(line.split()[1]) / 1024
-    return float("nan")
-
-
-def _cpu() -> float:
-    usage = resource.getrusage(resource.RUSAGE_SELF)
-    return usage.ru_utime + usage.ru_stime
 
 
 def build(work: Path, csv: Path) -> None:
@@ -128,21 +118,21 @@ def child(work: Path) -> dict[str, Any]:
         with staging.limited():
             parquet = str(work / "deduped.parquet")
             con.execute(f"create temp table {DEDUPED} as select * from read_parquet(?)", [parquet])
-            before = _status_mb("VmRSS")
+            before = status_mb("VmRSS")
             Path("/proc/self/clear_refs").write_text("5", encoding="utf-8")
-            cpu, wall = _cpu(), time.perf_counter()
+            cpu, wall = own_cpu(), time.perf_counter()
             info = fresh.mark_fresh_staged(staging, options, now=NOW)
-            cpu, wall = _cpu() - cpu, time.perf_counter() - wall
+            cpu, wall = own_cpu() - cpu, time.perf_counter() - wall
             rows = staging.count(MARKED)
     else:
         import polars as pl
 
         frame = pl.read_parquet(work / "deduped.parquet")
-        before = _status_mb("VmRSS")
+        before = status_mb("VmRSS")
         Path("/proc/self/clear_refs").write_text("5", encoding="utf-8")
-        cpu, wall = _cpu(), time.perf_counter()
+        cpu, wall = own_cpu(), time.perf_counter()
         marked, info = fresh.mark_fresh(con, frame, options, now=NOW)
-        cpu, wall = _cpu() - cpu, time.perf_counter() - wall
+        cpu, wall = own_cpu() - cpu, time.perf_counter() - wall
         rows = marked.height
     return {
         "implementation": "staged (SQL)" if staged else "frame (polars)",
@@ -150,7 +140,7 @@ def child(work: Path) -> dict[str, Any]:
         "cpu_s": round(cpu, 2),
         "wall_s": round(wall, 2),
         "rss_before_mb": round(before),
-        "stage_peak_mb": round(_status_mb("VmHWM")),
+        "stage_peak_mb": round(status_mb("VmHWM")),
         "ru_maxrss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024),
         "candidates": info.candidates,
         "fresh": info.fresh,

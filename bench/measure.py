@@ -48,16 +48,21 @@ process would report this process's RSS at fork as its own peak (Linux carries t
 high-water mark over fork and exec), so the measured child is forked from the small wrapper."""
 
 
-def _rss_mb(pid: int) -> float:
-    """VmRSS of a process in MB (0 when it is gone)."""
+def status_mb(field: str, pid: int | str = "self") -> float:
+    """A memory field of /proc/PID/status (VmRSS, VmHWM) in MB (0 when the process is gone)."""
     try:
         with open(f"/proc/{pid}/status") as f:
             for line in f:
-                if line.startswith("VmRSS:"):
+                if line.startswith(field + ":"):
                     return int(line.split()[1]) / 1024
     except (OSError, ValueError):
         pass
     return 0.0
+
+
+def _rss_mb(pid: int) -> float:
+    """VmRSS of a process in MB (0 when it is gone)."""
+    return status_mb("VmRSS", pid)
 
 
 def _measured_pid(wrapper: int) -> int | None:
