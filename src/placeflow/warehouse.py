@@ -105,7 +105,9 @@ def connect(
         if not read_only:
             target.parent.mkdir(parents=True, exist_ok=True)
     con = _open(MEMORY if in_memory else target, read_only=read_only, wait=wait)
-    if not read_only:
+    if read_only:  # a reader's queries (a report of ten million rows) keep to the cap too
+        con.execute(f"set memory_limit = '{WAREHOUSE_SETTINGS['memory_limit']}'")
+    else:
         try:
             _writer_settings(con)
             migrate(con)

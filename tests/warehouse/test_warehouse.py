@@ -276,7 +276,8 @@ def test_a_held_connection_is_not_let_go_while_the_client_waits(tmp_path: Path) 
 def test_a_writer_caps_duckdb_memory_and_bulk_writes_give_it_back(tmp_path: Path) -> None:
     """A writable connection caps DuckDB's memory (its block cache included) at
     WAREHOUSE_SETTINGS["memory_limit"] instead of DuckDB's 80% of RAM; a block with settings
-    of its own (a plan's bulk writes) restores that cap after, not DuckDB's default."""
+    of its own (a plan's bulk writes) restores that cap after, not DuckDB's default; a
+    read-only connection (a report's) keeps to the same cap."""
     from placeflow.runstate import bulk_writes
 
     con = warehouse.connect(tmp_path / "w.duckdb")
@@ -290,3 +291,6 @@ def test_a_writer_caps_duckdb_memory_and_bulk_writes_give_it_back(tmp_path: Path
         assert limit() != capped
     assert limit() == capped
     con.close()
+    reader = warehouse.connect(tmp_path / "w.duckdb", read_only=True)  # a report's connection
+    assert reader.execute("select current_setting('memory_limit')").fetchall()[0][0] == capped
+    reader.close()
