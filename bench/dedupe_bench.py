@@ -22,15 +22,13 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import resource
 import subprocess
 import sys
-import time
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from measure import own_cpu, status_mb
+from measure import stage_cost
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
@@ -80,11 +78,8 @@ def child(work: Path, kind: str) -> dict[str, Any]:
         import polars as pl
 
         frame = pl.read_parquet(work / "places.parquet")
-        before = status_mb("VmRSS")
-        Path("/proc/self/clear_refs").write_text("5", encoding="utf-8")
-        cpu, wall = own_cpu(), time.perf_counter()
-        out, info = stage.dedupe(frame)
-        cpu, wall = own_cpu() - cpu, time.perf_counter() - wall
+        with stage_cost() as cost:
+            out, info = stage.dedupe(frame)
         rows = out.height
         staged = hasattr(stage, "dedupe_staged")
         implementation = "frame: staged SQL" if staged else "frame: polars"
@@ -96,21 +91,14 @@ def child(work: Path, kind: str) -> dict[str, Any]:
             staging.con.execute(
                 f"create temp table {PLACES} as select * from read_parquet(?)", [str(parquet)]
             )
-            before = status_mb("VmRSS")
-            Path("/proc/self/clear_refs").write_text("5", encoding="utf-8")
-            cpu, wall = own_cpu(), time.perf_counter()
-            info = stage.dedupe_staged(staging)
-            cpu, wall = own_cpu() - cpu, time.perf_counter() - wall
+            with stage_cost() as cost:
+                info = stage.dedupe_staged(staging)
             rows = staging.count(DEDUPED)
         implementation = "dedupe_staged (PLACES in DuckDB)"
     return {
         "implementation": implementation,
         "rows": rows,
-        "cpu_s": round(cpu, 2),
-        "wall_s": round(wall, 2),
-        "rss_before_mb": round(before),
-        "stage_peak_mb": round(status_mb("VmHWM")),
-        "ru_maxrss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024),
+        **cost,
         "unique": info.unique,
         "duplicates": info.duplicates,
     }

@@ -19,15 +19,13 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import resource
 import subprocess
 import sys
-import time
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from measure import own_cpu, status_mb
+from measure import stage_cost
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
@@ -118,30 +116,20 @@ def child(work: Path) -> dict[str, Any]:
         with staging.limited():
             parquet = str(work / "deduped.parquet")
             con.execute(f"create temp table {DEDUPED} as select * from read_parquet(?)", [parquet])
-            before = status_mb("VmRSS")
-            Path("/proc/self/clear_refs").write_text("5", encoding="utf-8")
-            cpu, wall = own_cpu(), time.perf_counter()
-            info = fresh.mark_fresh_staged(staging, options, now=NOW)
-            cpu, wall = own_cpu() - cpu, time.perf_counter() - wall
+            with stage_cost() as cost:
+                info = fresh.mark_fresh_staged(staging, options, now=NOW)
             rows = staging.count(MARKED)
     else:
         import polars as pl
 
         frame = pl.read_parquet(work / "deduped.parquet")
-        before = status_mb("VmRSS")
-        Path("/proc/self/clear_refs").write_text("5", encoding="utf-8")
-        cpu, wall = own_cpu(), time.perf_counter()
-        marked, info = fresh.mark_fresh(con, frame, options, now=NOW)
-        cpu, wall = own_cpu() - cpu, time.perf_counter() - wall
+        with stage_cost() as cost:
+            marked, info = fresh.mark_fresh(con, frame, options, now=NOW)
         rows = marked.height
     return {
         "implementation": "staged (SQL)" if staged else "frame (polars)",
         "rows": rows,
-        "cpu_s": round(cpu, 2),
-        "wall_s": round(wall, 2),
-        "rss_before_mb": round(before),
-        "stage_peak_mb": round(status_mb("VmHWM")),
-        "ru_maxrss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024),
+        **cost,
         "candidates": info.candidates,
         "fresh": info.fresh,
         "fresh_by_core": info.fresh_by_core,

@@ -10,6 +10,8 @@ import subprocess
 import sys
 import time
 from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -125,6 +127,23 @@ def child(
         path.unlink()
     return Child(
         m["rc"], m["wall"], m["cpu"], m["maxrss_kb"] / 1024, stdout, stderr, samples, stopped
+    )
+
+
+@contextmanager
+def stage_cost() -> Iterator[dict[str, float]]:
+    """Measure the block in this process; the dict yielded is filled when it ends: cpu_s,
+    wall_s, rss_before_mb, stage_peak_mb (the RSS high-water mark, reset as the block starts)
+    and ru_maxrss_mb (the process's)."""
+    cost: dict[str, float] = {"rss_before_mb": round(status_mb("VmRSS"))}
+    Path("/proc/self/clear_refs").write_text("5", encoding="utf-8")
+    cpu, wall = own_cpu(), time.perf_counter()
+    yield cost
+    cost.update(
+        cpu_s=round(own_cpu() - cpu, 2),
+        wall_s=round(time.perf_counter() - wall, 2),
+        stage_peak_mb=round(status_mb("VmHWM")),
+        ru_maxrss_mb=round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024),
     )
 
 
