@@ -239,12 +239,15 @@ class Warehouse:
 def held_while_writing(wh: Warehouse, api: PlaceApiClient) -> duckdb.DuckDBPyConnection:
     """The run's connection, let go whenever the client waits (polls, backoffs), so that
     `placeflow runs` and read-only connections of other processes can read between writes: a
-    thread that waits lets go of its own connection (see `Warehouse`)."""
-    wait = api.sleep
+    thread that waits lets go of its own connection (see `Warehouse`). Letting go checkpoints
+    what the thread wrote (half a second after a loaded chunk): that time comes off the wait,
+    so a poll planned for when a job ends is not made late by it."""
+    wait, clock = api.sleep, api.clock
 
     def sleep(seconds: float) -> None:
+        before = clock()
         wh.release()
-        wait(seconds)
+        wait(max(0.0, seconds - (clock() - before)))
 
     api.sleep = sleep
     return cast(duckdb.DuckDBPyConnection, wh)  # it stands for the connection it opens

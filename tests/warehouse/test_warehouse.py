@@ -273,13 +273,13 @@ def test_a_held_connection_is_not_let_go_while_the_client_waits(tmp_path: Path) 
     wh.close()
 
 
-def test_a_writer_caps_duckdb_memory_and_bulk_writes_give_it_back(tmp_path: Path) -> None:
+def test_a_writer_caps_duckdb_memory_and_a_block_with_its_own_settings_gives_it_back(
+    tmp_path: Path,
+) -> None:
     """A writable connection caps DuckDB's memory (its block cache included) at
     WAREHOUSE_SETTINGS["memory_limit"] instead of DuckDB's 80% of RAM; a block with settings
-    of its own (a plan's bulk writes) restores that cap after, not DuckDB's default; a
-    read-only connection (a report's) keeps to the same cap."""
-    from placeflow.runstate import bulk_writes
-
+    of its own restores that cap after, not DuckDB's default; a read-only connection (a
+    report's) keeps to the same cap."""
     con = warehouse.connect(tmp_path / "w.duckdb")
 
     def limit() -> str:
@@ -287,10 +287,37 @@ def test_a_writer_caps_duckdb_memory_and_bulk_writes_give_it_back(tmp_path: Path
 
     capped = limit()
     assert capped.startswith("488") and "MiB" in capped  # 512 MB as DuckDB shows it
-    with bulk_writes(con):
+    with warehouse.settings(con, memory_limit="256MB"):
         assert limit() != capped
     assert limit() == capped
     con.close()
     reader = warehouse.connect(tmp_path / "w.duckdb", read_only=True)  # a report's connection
     assert reader.execute("select current_setting('memory_limit')").fetchall()[0][0] == capped
     reader.close()
+
+
+def test_a_wait_lets_go_of_the_warehouse_and_counts_that_time_as_waited(tmp_path: Path) -> None:
+    """While the client waits the run's connection is let go (other processes may read), and
+    the time letting go took (a checkpoint) comes off the wait: a poll planned for when a job
+    ends is not made late by it. The clock is the client's own (here a fake one)."""
+    from types import SimpleNamespace
+
+    now = [100.0]
+    slept: list[float] = []
+
+    class Releasing(warehouse.Warehouse):
+        def release(self) -> None:
+            super().release()
+            now[0] += 0.4  # what closing the connection took
+
+    wh = Releasing(tmp_path / "w.duckdb")
+    api = SimpleNamespace(clock=lambda: now[0], sleep=slept.append)
+    warehouse.held_while_writing(wh, api)  # type: ignore[arg-type]
+    wh.execute("create table t as select 1 as x")
+    api.sleep(2.0)
+    assert wh.opened == 1 and wh._con is None  # let go during the wait
+    api.sleep(0.3)
+    assert slept == [pytest.approx(1.6), 0.0]  # never a negative wait
+    assert wh.execute("select x from t").fetchall() == [(1,)]
+    assert wh.opened == 2
+    wh.close()
