@@ -6,6 +6,7 @@ import subprocess
 import sys
 import textwrap
 from pathlib import Path
+from types import SimpleNamespace
 
 import duckdb
 import polars as pl
@@ -300,8 +301,6 @@ def test_a_wait_lets_go_of_the_warehouse_and_counts_that_time_as_waited(tmp_path
     """While the client waits the run's connection is let go (other processes may read), and
     the time letting go took (a checkpoint) comes off the wait: a poll planned for when a job
     ends is not made late by it. The clock is the client's own (here a fake one)."""
-    from types import SimpleNamespace
-
     now = [100.0]
     slept: list[float] = []
 
