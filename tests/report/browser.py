@@ -123,11 +123,12 @@ class Chromium:
     """One headless Chromium process with a throwaway profile."""
 
     def __init__(self, workdir: Path) -> None:
+        executable = chromium_path()  # skips (or fails in CI) before anything is opened
         self.profile = workdir / "chromium-profile"
         self.profile.mkdir(parents=True, exist_ok=True)
         self.log = (workdir / "chromium.log").open("wb")
         self.proc = subprocess.Popen(
-            [chromium_path(), *FLAGS, f"--user-data-dir={self.profile}", "about:blank"],
+            [executable, *FLAGS, f"--user-data-dir={self.profile}", "about:blank"],
             stdout=self.log,
             stderr=subprocess.STDOUT,
         )
