@@ -92,6 +92,12 @@ class PrefectRateGate:
         with self._lock:
             self._blocked_until = max(self._blocked_until, time.monotonic() + seconds)
 
+    def answered(self) -> None:
+        """Nothing to move: a slot decays from when it was granted (Prefect keeps no stamps to
+        move). The limits keep one request's margin (`count - 1` decay per window); the
+        machine's limiter beside this gate (`BothGates`) counts this machine's requests from
+        their answers."""
+
 
 @dataclass(frozen=True)
 class BothGates:
@@ -111,6 +117,10 @@ class BothGates:
     def defer(self, seconds: float) -> None:
         self.machine.defer(seconds)
         self.server.defer(seconds)
+
+    def answered(self) -> None:
+        self.machine.answered()
+        self.server.answered()
 
 
 def gated(

@@ -1,9 +1,15 @@
 """One rate limiter per API key: every request, from any thread or process, asks it first.
 
-It keeps the send times of the last requests it allowed and lets a new one go only when, in
-every window of the key's tier (10 per second and 100 per minute for paid keys), fewer than the
+It keeps the times of the last requests it allowed and lets a new one go only when, in every
+window of the key's tier (10 per second and 100 per minute for paid keys), fewer than the
 window's count were sent within the window's length plus a safety margin. It is a sliding-window
 log, not a token bucket, so it can never burst above a window's count.
+
+A request is stamped twice: when it is let go, and again when its answer (or its failure) comes
+back (`answered`). The spec does not say when the service counts a request: on arrival, after a
+queue in front of it, or when it answers; each is no earlier than the send and no later than the
+answer. Counting every request at its answer keeps each window's count at the server within the
+limit whatever the latency (docs/spec-readings.md, point 17).
 
 Where the log lives decides who shares it: `MemoryLog` (the default) is this process's;
 `FileLog` is a small file under an exclusive `flock`, shared by every process of the machine
@@ -14,6 +20,7 @@ can hand the client one backed by an orchestrator's own rate limits instead.
 
 from __future__ import annotations
 
+import bisect
 import fcntl
 import os
 import re
@@ -112,6 +119,11 @@ class RateGate(Protocol):
 
     def defer(self, seconds: float) -> None:
         """Let nothing through for `seconds` from now (the server asked every client to wait)."""
+        ...
+
+    def answered(self) -> None:
+        """The request this thread was last let go for has its answer (or failed): count it
+        from now, as the server may have counted it as late as that."""
         ...
 
 
@@ -245,6 +257,7 @@ class RateLimiter:
         self._depth = max(count for count, _ in self._windows)
         self._longest = max(spacing for _, spacing in self._windows)
         self._stats = threading.Lock()
+        self._mine = threading.local()  # the stamp of this thread's request awaiting its answer
         self.granted = 0
         self.waited = 0.0
 
@@ -274,7 +287,9 @@ class RateLimiter:
                 delay = self._delay(state, now)
                 if delay <= 0:
                     # Keep the log in order even if a caller's clock stepped back.
-                    state.sent.append(max(now, state.sent[-1]) if state.sent else now)
+                    stamp = max(now, state.sent[-1]) if state.sent else now
+                    state.sent.append(stamp)
+                    self._mine.stamp = stamp
                     # Keep what a window needs, and no less than was there (another
                     # process sharing the log may keep longer windows of the same key).
                     keep = max(self._depth, min(len(state.sent) - 1, _MAX_SLOTS))
@@ -286,6 +301,24 @@ class RateLimiter:
             self.granted += 1
             self.waited += waited
         return waited
+
+    def answered(self) -> None:
+        """Move this thread's last granted stamp to now: the request counts from its answer.
+
+        Its stamp is found by value (equal stamps are interchangeable); one already dropped
+        from the log (the log was trimmed or reset) is counted from now all the same."""
+        stamp = getattr(self._mine, "stamp", None)
+        if stamp is None:
+            return
+        self._mine.stamp = None
+        with self.log.hold() as state:
+            now = self._clock()
+            at = bisect.bisect_left(state.sent, stamp)
+            if at < len(state.sent) and state.sent[at] == stamp:
+                del state.sent[at]
+            bisect.insort(state.sent, max(now, stamp))
+            keep = max(self._depth, min(len(state.sent) - 1, _MAX_SLOTS))
+            del state.sent[:-keep]
 
     def delay(self) -> float:
         """Seconds an `acquire` now would wait (0 when a request may go at once)."""

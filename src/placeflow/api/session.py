@@ -226,7 +226,10 @@ class ApiSession:
             attempt += 1
             self.limiter.acquire()
             try:
-                response = self._http.request(method, path, content=body, headers=headers)
+                try:
+                    response = self._http.request(method, path, content=body, headers=headers)
+                finally:
+                    self.limiter.answered()  # counted from its answer: the latest it can count
             except httpx.TransportError as exc:
                 error = error_from_transport(exc, endpoint=endpoint)
                 if not isinstance(error, TransientError):

@@ -128,6 +128,9 @@ class SandboxApp:
     ) -> Reply:
         try:
             state = self.backend.resolve_key(headers.get("x-api-key"))
+            late = self.backend.faults.counted_late()
+            if late:
+                self.sleep(late)  # a queue in front of the counter (docs/spec-readings.md, 17)
             self.backend.admit(state)
             gate = self.backend.faults.take_gate(r.template)
             if gate is not None:

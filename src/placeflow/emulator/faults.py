@@ -107,6 +107,16 @@ class FaultPlan:
             r -= rate
         return None
 
+    def counted_late(self) -> float:
+        """Seconds this request waits before the key's rate windows count it (0: at once).
+        Drawn only when the reading is played, so other draws stay as they were."""
+        c = self.config
+        if c.counted_late_rate <= 0:
+            return 0.0
+        with self._lock:
+            late = self._rng.random() < c.counted_late_rate
+        return c.counted_late_seconds if late else 0.0
+
     def request_fault(self, route: str) -> str | None:
         c = self.config
         with self._lock:

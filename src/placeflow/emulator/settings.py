@@ -153,6 +153,11 @@ class FaultConfig:
     """Responses carry fields and enum values the spec never names."""
     job_fail_midway_rate: float = 0.0
     """Jobs that fail half way: processed rows billed and published, the rest never run."""
+    counted_late_rate: float = 0.0
+    """Share of keyed requests the service counts against the key's rate windows only
+    `counted_late_seconds` after they were sent (a queue in front of its counter): the reading
+    that a request counts when the service gets to it, not when it left the client."""
+    counted_late_seconds: float = 5.0
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> FaultConfig:
