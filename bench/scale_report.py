@@ -129,6 +129,9 @@ def big_section(big: dict[str, Any], head: list[str]) -> str:
     a = big["accounted"]
     rows = [("reference", big["ref_rows"], ref)] if ref is not None else []
     rows.append(("scale", n, run))
+    again = big.get("rerun") or {}
+    if "run" in again:
+        rows.append(("rerun, same file and warehouse", n, again["run"]))
     out += [
         "| run | rows | wall | flow s | CPU s | peak RSS | load during (min / median / max) |",
         "|---|---:|---:|---:|---:|---:|---|",
@@ -147,6 +150,7 @@ def big_section(big: dict[str, Any], head: list[str]) -> str:
         f"Time by stage at {n:,} rows (wall s / CPU s): {_stages(s)}.",
         "",
         *_accounting(n, a, sb["charged"]),
+        *_rerun(n, big.get("rerun")),
     ]
     places, ok = a["submitted_keys"], a["succeeded"]
     per_place = sb["charged"] / places if places else float("nan")
@@ -172,6 +176,33 @@ def big_section(big: dict[str, Any], head: list[str]) -> str:
         "",
     ]
     return "\n".join(out)
+
+
+def _rerun(n: int, again: dict[str, Any] | None) -> list[str]:
+    """The same command again on the run's warehouse: what it bought, by the sandbox."""
+    if again is None:
+        return []
+    if "run" not in again:
+        return ["**The rerun did not complete**: " + str(again.get("error")) + ".", ""]
+    run, a = again["run"], again["accounted"]
+    sb = run.sandbox
+    twice = int(again["rows_billed_twice"])
+    checks = accounted_ok(n, a, sb["charged"])
+    return [
+        f"Rerun of the same file on that warehouse (a user running the command again): "
+        f"{a['skipped_fresh']:,} places skipped as fresh, {a['submitted']:,} sent again (the "
+        f"places that failed the first time: failures are never fresh), {sb['charged']:,} "
+        f"credits charged, {sb['api']:,} API requests ({_routes(sb)}); wall {_t(run.proc.wall)}, "
+        f"CPU {run.proc.cpu:,.1f} s, peak RSS {run.proc.peak_rss_mb:,.0f} MB. Time by stage "
+        f"(wall s / CPU s): {_stages(run.summary)}. Every row accounted: "
+        f"{_ok(all(checks.values()))}; rows the sandbox billed twice over both runs: "
+        f"{twice:,} ({_ok(twice == 0)}).",
+        "",
+    ]
+
+
+def _routes(seen: dict[str, Any]) -> str:
+    return ", ".join(f"`{route}` {k:,}" for route, k in sorted(seen["routes"].items()))
 
 
 def _failed(n: int, scenario: dict[str, Any]) -> list[str]:
