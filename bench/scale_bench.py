@@ -19,7 +19,6 @@ from __future__ import annotations
 import argparse
 import json
 import resource
-import shutil
 import sys
 import time
 from collections.abc import Callable
@@ -181,10 +180,7 @@ def _measured(
         seen = measure.delta(before, sb.stats(), KEY)  # how far it got, by the sandbox
         return {"error": _why(pipe.last, str(exc)), "proc": pipe.last, "sandbox": seen}
     accounted = rows_accounted(db, str(run.summary["run_id"]), work)
-    if keep:
-        shutil.rmtree(work / "runs" / str(run.summary.get("run_id")), ignore_errors=True)
-    else:
-        drop_run(work, run, db)
+    drop_run(work, run, *(() if keep else (db,)))  # its result files go either way
     return {"run": run, "accounted": accounted}
 
 

@@ -272,7 +272,7 @@ def limits_section(lim: dict[str, Any], head: list[str], rate: float, slots: int
         f"{run.proc.peak_rss_mb:,.0f} MB. Time by stage (wall s / CPU s): {_stages(s)}.",
         "",
         "Requests the sandbox counted: "
-        + ", ".join(f"`{r}` {c:,}" for r, c in sorted(sb["routes"].items()))
+        + _routes(sb)
         + f"; keyed {keyed:,} against the least {b['keyed_requests']:,} "
         f"({keyed / b['keyed_requests']:.2f}x); 429s {sb['rate_limited']}; peak per minute "
         f"{sb['peak_per_minute']}, per second {sb['peak_per_second']}.",

@@ -14,20 +14,8 @@ from placeflow.emulator import FaultConfig
 from .conftest import FakeTime, MakeRig
 
 
-class StampedAtSend:
-    """A gate that counts a request only when it is let go (what the client did before)."""
-
-    def __init__(self, limiter: RateLimiter) -> None:
-        self.limiter = limiter
-
-    def acquire(self) -> float:
-        return self.limiter.acquire()
-
-    def delay(self) -> float:
-        return self.limiter.delay()
-
-    def defer(self, seconds: float) -> None:
-        self.limiter.defer(seconds)
+class StampedAtSend(RateLimiter):
+    """A limiter that counts a request only when it is let go (what the client did before)."""
 
     def answered(self) -> None:
         pass
@@ -77,10 +65,9 @@ def test_the_sandbox_counts_late_requests_late(make_rig: MakeRig) -> None:
     """The reading bites: a client that counts requests at their send overfills the sandbox's
     minute window and is refused with 429s (the sandbox's own count)."""
     rig = make_rig(faults=LATE)
-    send_stamped = StampedAtSend(
-        RateLimiter(RateLimits.for_tier("paid"), clock=rig.clock.now, sleep=rig.clock.sleep)
+    rig.client.limiter = StampedAtSend(
+        RateLimits.for_tier("paid"), clock=rig.clock.now, sleep=rig.clock.sleep
     )
-    rig.client.limiter = send_stamped
     usage_calls(rig.client, 300)
     key = rig.key_stats()
     assert key["rate_limited"] > 0
@@ -96,4 +83,3 @@ def test_counted_from_its_answer_no_request_is_refused(make_rig: MakeRig) -> Non
     assert rig.count("GET /v1/usage", 200) == 300
     assert key["rate_limited"] == 0
     assert key["peak_per_minute"] <= 100 and key["peak_per_second"] <= 10
-

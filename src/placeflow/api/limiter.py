@@ -289,11 +289,8 @@ class RateLimiter:
                     # Keep the log in order even if a caller's clock stepped back.
                     stamp = max(now, state.sent[-1]) if state.sent else now
                     state.sent.append(stamp)
+                    self._trim(state)
                     self._mine.stamp = stamp
-                    # Keep what a window needs, and no less than was there (another
-                    # process sharing the log may keep longer windows of the same key).
-                    keep = max(self._depth, min(len(state.sent) - 1, _MAX_SLOTS))
-                    del state.sent[:-keep]
                     break
             self._sleep(delay)
             waited += delay
@@ -317,8 +314,13 @@ class RateLimiter:
             if at < len(state.sent) and state.sent[at] == stamp:
                 del state.sent[at]
             bisect.insort(state.sent, max(now, stamp))
-            keep = max(self._depth, min(len(state.sent) - 1, _MAX_SLOTS))
-            del state.sent[:-keep]
+            self._trim(state)
+
+    def _trim(self, state: LogState) -> None:
+        """After a stamp was added: keep what a window needs, and no less than was there
+        (another process sharing the log may keep longer windows of the same key)."""
+        keep = max(self._depth, min(len(state.sent) - 1, _MAX_SLOTS))
+        del state.sent[:-keep]
 
     def delay(self) -> float:
         """Seconds an `acquire` now would wait (0 when a request may go at once)."""
