@@ -288,7 +288,7 @@ def _targets(
         f"of {least:.1f} s = {wall_ratio:.2f}x (target ≤ 1.2x): {_ok(wall_ratio <= 1.2)}; "
         f"process wall {job.proc.wall / least:.2f}x; the faster naive loop needs at least "
         f"{_t(naive_best)} (projected): {_ok(job.proc.wall < naive_best / 10)} (well ahead)",
-        *overhead_report.target_lines(results["overhead"]),
+        *overhead_report.target_lines(results["overhead"], os.cpu_count() or 1),
         f"- the sandbox spent {big['run'].sandbox_cpu:.1f} CPU s answering the median "
         f"{big['rows']:,}-row run's requests, time the pipeline waits through",
         f"- peak RSS at {big['rows']:,} rows: {rss:,.0f} MB (target < 1,536 MB): "
