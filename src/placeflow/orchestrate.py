@@ -21,7 +21,7 @@ from datetime import datetime
 from pathlib import Path
 
 from placeflow.api.client import PlaceApiClient
-from placeflow.api.errors import DownloadError, InsufficientCredits, TransientError
+from placeflow.api.errors import DownloadError, InsufficientCredits, NotFound, TransientError
 from placeflow.api.feed import JobFeed
 from placeflow.api.models import JobStatus
 from placeflow.api.poller import PendingJob
@@ -40,6 +40,7 @@ from placeflow.pipeline.staging import Staging
 from placeflow.pipeline.submit import send_batch, submit_job
 from placeflow.prepare import as_source, counts_of, fingerprint, prepare
 from placeflow.runstate import (
+    UNKNOWN_JOB,
     Clock,
     RunState,
     new_run_id,
@@ -53,9 +54,10 @@ from placeflow.service import Target
 from placeflow.steps import SYSTEM_TIMER, Stages, Step, Timer, direct, emitter
 from placeflow.warehouse import DEFAULT_DB, Warehouse, held_while_writing, workdir_for
 
-CHUNK_FAILURES = (DownloadError, LoadError, TransientError)
+CHUNK_FAILURES = (DownloadError, LoadError, NotFound, TransientError)
 """What settling one chunk may raise that is that chunk's alone: noted on it, retried by a
-resume, never stopping the others."""
+resume, never stopping the others (NotFound: its job, asked for a fresh file URL, is unknown to
+the service)."""
 
 
 PER_INVOCATION = (
@@ -177,6 +179,11 @@ def _carry_out(
                     if sent_sync is None:
                         held[chunk.chunk_no] = f"chunk {chunk.chunk_no}: uncertain (see its error)"
                     settle(chunk.chunk_no, _given(sent_sync))
+            for chunk in state.chunks("submitted"):
+                if chunk.error_code == UNKNOWN_JOB and options.resend_uncertain:
+                    state.resend_unknown(chunk.chunk_no)
+                    again = "its places are sent again (--resend-uncertain)"
+                    emit(Note(f"chunk {chunk.chunk_no}: job {chunk.batch_id} was unknown; {again}"))
             resumed = [PendingJob(c.batch_id) for c in state.chunks("submitted") if c.batch_id]
             to_send = [c for c in state.chunks("planned") if c.route == "job"]
 
@@ -202,6 +209,12 @@ def _carry_out(
                 ):  # fmt: skip
                     settle(state.chunk_of(status.batch_id), fetch_of(status))
             sender.raise_error()
+            for chunk in state.chunks("submitted"):
+                if chunk.error_code == UNKNOWN_JOB:
+                    held[chunk.chunk_no] = (
+                        f"chunk {chunk.chunk_no}: job {chunk.batch_id} is unknown to the service"
+                        " (`placeflow run` with --resend-uncertain sends it again)"
+                    )
             if held:
                 stopped_chunks = "; ".join(held[k] for k in sorted(held))
                 state.interrupted(

@@ -36,6 +36,8 @@ __all__ = [
 
 Clock = Callable[[], datetime]
 LedgerKind = Literal["hold", "charge", "release", "adjustment"]
+UNKNOWN_JOB = "UNKNOWN_JOB"
+"""`jobs.error_code` of a submitted job the service answered it does not know."""
 
 
 def utc_now() -> datetime:
@@ -210,6 +212,32 @@ class RunState:
         blind (`--resend-uncertain` sends it again)."""
         self._chunk(chunk_no, error=why, error_code="UNCERTAIN")
 
+    def unknown_job(self, chunk_no: int, why: str) -> None:
+        """A submitted job the service answers it does not know: held, still `submitted`, so
+        a resume looks for it again; nothing is sent again unless asked (`resend_unknown`)."""
+        self._chunk(chunk_no, error=why, error_code=UNKNOWN_JOB)
+
+    def resend_unknown(self, chunk_no: int) -> None:
+        """A job the service did not know is to be sent again as a new job (the user accepted
+        a possible double charge): planned again under a new Idempotency-Key, its hold kept
+        for the new job, its rows counted as possible extra credits."""
+        with transaction(self.con):
+            key, rows, batch_id = self.con.execute(
+                "select idempotency_key, rows, batch_id from jobs"
+                " where run_id = ? and chunk_no = ?",
+                [self.run_id, chunk_no],
+            ).fetchall()[0]
+            self._chunk(
+                chunk_no,
+                status="planned",
+                batch_id=None,
+                sending_at=None,
+                idempotency_key=f"{key.split('-again-')[0]}-again-{secrets.token_hex(4)}",
+                error=f"job {batch_id} was unknown to the service; sent again (--resend-uncertain)",
+                error_code=None,
+            )
+            self._run_extra(int(rows))
+
     def stuck(self, chunk_no: int, why: str) -> None:
         """A job whose progress stopped moving: cancelled, its processed rows to be loaded."""
         self._chunk(chunk_no, status="timed_out", finished_at=self.now(), error=why,
@@ -281,11 +309,15 @@ class RunState:
             result_size=size,
         )
         if extra:
-            self.con.execute(
-                "update runs set possible_extra_credits = possible_extra_credits + ?"
-                " where run_id = ?",
-                [extra, self.run_id],
-            )
+            self._run_extra(extra)
+
+    def _run_extra(self, credits: int) -> None:
+        """`credits` more may have been charged twice (a request re-sent whose first charge is
+        not known)."""
+        self.con.execute(
+            "update runs set possible_extra_credits = possible_extra_credits + ? where run_id = ?",
+            [credits, self.run_id],
+        )
 
     def settled(
         self,

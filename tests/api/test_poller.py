@@ -195,3 +195,69 @@ def test_a_wait_the_eta_asks_for_is_not_cut_to_the_ceiling() -> None:
     p = poller(script, time)  # ceiling 30
     assert [s.batch_id for s in p.iter_follow([PendingJob("q", 50.0)])] == ["q"]
     assert p.polls == 1 and time.sleeps == pytest.approx([50.0])
+
+
+NOT_FOUND = {"detail": {"error": "job not found", "error_code": "NOT_FOUND"}}
+
+
+def per_job(answers: dict[str, list[httpx.Response]]) -> Script:
+    """A service answering each job's polls from its own list (its last answer repeats)."""
+    seen: dict[str, int] = {}
+
+    def answer(request: httpx.Request) -> httpx.Response:
+        job = request.url.path.rsplit("/", 1)[-1]
+        replies = answers[job]
+        seen[job] = seen.get(job, 0) + 1
+        return replies[min(seen[job], len(replies)) - 1]
+
+    return Script([answer])
+
+
+def test_a_job_the_service_does_not_show_yet_is_polled_again_backing_off() -> None:
+    """Fewer 404s in a row than UNKNOWN_AFTER: a read path behind the write path, not a lost
+    job. The job is polled again, backing off as after a failed poll, and followed to its end."""
+    from placeflow.api.poller import UNKNOWN_AFTER
+
+    time = FakeTime()
+    misses = [js(404, NOT_FOUND)] * (UNKNOWN_AFTER - 1)
+    script = per_job({"job_a": [*misses, js(200, status("job_a", "completed"))]})
+    p = poller(script, time)
+    ended = [s.batch_id for s in p.iter_follow(["job_a"])]
+    assert ended == ["job_a"] and p.unknown == {}
+    assert len(script.requests) == UNKNOWN_AFTER
+    assert time.sleeps == [1.0, 2.0][: UNKNOWN_AFTER - 1]
+
+
+def test_a_job_the_service_keeps_answering_404_for_is_dropped_and_the_others_followed() -> None:
+    """UNKNOWN_AFTER 404s in a row: the job is named in `unknown` (the last answer kept) and no
+    longer polled; no error ends the following, and the other job is followed to its end."""
+    from placeflow.api.errors import NotFound
+    from placeflow.api.poller import UNKNOWN_AFTER
+
+    time = FakeTime()
+    script = per_job(
+        {
+            "job_gone": [js(404, NOT_FOUND)],
+            "job_b": [
+                js(200, status("job_b", "running", eta=20)),
+                js(200, status("job_b", "completed")),
+            ],
+        }
+    )
+    p = poller(script, time)
+    ended = [s.batch_id for s in p.iter_follow(["job_gone", "job_b"])]
+    assert ended == ["job_b"]
+    assert list(p.unknown) == ["job_gone"] and isinstance(p.unknown["job_gone"], NotFound)
+    asked = [r.url.path.rsplit("/", 1)[-1] for r in script.requests]
+    assert asked.count("job_gone") == UNKNOWN_AFTER and asked.count("job_b") == 2
+
+
+def test_waiting_on_a_job_the_service_does_not_know_raises_its_404() -> None:
+    """`wait` on a job answered 404 UNKNOWN_AFTER times raises the service's NotFound."""
+    from placeflow.api.errors import NotFound
+    from placeflow.api.poller import UNKNOWN_AFTER
+
+    script = per_job({"job_gone": [js(404, NOT_FOUND)]})
+    with pytest.raises(NotFound):
+        poller(script, FakeTime()).wait("job_gone")
+    assert len(script.requests) == UNKNOWN_AFTER

@@ -131,3 +131,25 @@ def test_a_job_failing_half_way_publishes_its_processed_rows(tmp_path: Path) -> 
     assert part.lines == 200
     assert key["billed"]["rows"] == key["credits"]["charged"] <= 200
     assert key["credits"]["held"] == 0 and key["billed"]["rows_billed_twice"] == 0
+
+
+def test_jobs_forgotten_after_their_retention_answer_404_and_are_named_unknown() -> None:
+    """`job_retention_seconds=60`: an hour after they ended, the jobs' polls answer 404; the
+    poller names them unknown after UNKNOWN_AFTER answers each, raising nothing, and a replay
+    of a forgotten job's Idempotency-Key creates a new job (the sandbox's own count)."""
+    from placeflow.api.poller import UNKNOWN_AFTER
+
+    with served(faults=FaultConfig(job_retention_seconds=60.0)) as srv:
+        jobs = submit_all(srv, 2, 10, "kept")
+        ended = JobPoller(srv.client, floor=1.0).follow(jobs)
+        assert {s.status for s in ended.values()} == {"completed"}
+        srv.clock.advance(3600.0)
+        later = JobPoller(srv.client, floor=1.0)
+        assert later.follow(jobs) == {}
+        assert set(later.unknown) == {j.batch_id for j in jobs}
+        assert later.polls == 2 * UNKNOWN_AFTER
+        replayed = srv.client.submit_enrich_job(places(10, "kept0-"), idempotency_key="kept0")
+        stats = srv.stats()
+    assert replayed.batch_id != jobs[0].batch_id and not replayed.replayed
+    assert stats["jobs"]["created"] == 3
+    assert stats["requests"]["GET /v1/jobs/{batch_id}"]["404"] == 2 * UNKNOWN_AFTER

@@ -24,7 +24,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 
 from placeflow.api.client import JobSubmission, PlaceApiClient
-from placeflow.api.errors import ApiError, JobFailed, JobTimedOut, TransientError
+from placeflow.api.errors import ApiError, JobFailed, JobTimedOut, NotFound, TransientError
 from placeflow.api.eta import EtaLearner, JobTrack
 from placeflow.api.feed import JobFeed
 from placeflow.api.models import TERMINAL_JOB_STATUSES, JobStatus, JobSubmitResponse
@@ -63,6 +63,11 @@ class PendingJob:
 
 JobRef = str | PendingJob | JobSubmission | JobSubmitResponse
 """A job to follow: its batch_id, or what is known of its eta (which schedules the first poll)."""
+
+UNKNOWN_AFTER = 3
+"""404s in a row after which a job is taken as unknown to the service (what the service answers
+for an unknown batch_id is not shown: docs/spec-readings.md, 18). Fewer are polled again, backing
+off as after a failed poll: a service may not show a job it has just accepted on every read."""
 
 
 @dataclass(order=True)
@@ -131,6 +136,11 @@ class JobPoller:
         self.polls_by_job: Counter[str] = Counter()
         self.stuck: dict[str, JobStatus] = {}
         """Jobs found stuck (progress stopped moving), by batch_id: their last status then."""
+        self.unknown: dict[str, NotFound] = {}
+        """Jobs the service answered 404 for `UNKNOWN_AFTER` times in a row, by batch_id: no
+        longer followed (the last 404 kept). It may have forgotten them, or the key or the
+        service is not the one they were submitted to."""
+        self._not_found: Counter[str] = Counter()
 
     def next_delay(
         self, *, eta: float | None, previous: float | None, stalled: bool = False
@@ -161,8 +171,9 @@ class JobPoller:
         `feed` brings jobs submitted while this runs: taken between polls, each given its own
         `timeout` from when it arrived; while the feed is open, a wait for the next poll is a
         wait on the feed. A stuck job is cancelled and its final (cancelled) status yielded; it
-        is named in `stuck`. Raises `JobTimedOut` (carrying the statuses that did end) when
-        `timeout` runs out.
+        is named in `stuck`. A job the service answers 404 for `UNKNOWN_AFTER` times in a row is
+        dropped, named in `unknown`, and the others followed on. Raises `JobTimedOut` (carrying
+        the statuses that did end) when `timeout` runs out.
         """
         heap: list[_Due] = []
         tracks: dict[str, JobTrack] = {}
@@ -209,6 +220,8 @@ class JobPoller:
             learned = (self.learner.samples, self.learner.fastest_rate)
             status = self._poll(due.batch_id, track)
             probing = None if probing == due.batch_id else probing
+            if due.batch_id in self.unknown:
+                continue
             if status is not None and status.terminal:
                 finished[due.batch_id] = status
                 if (self.learner.samples, self.learner.fastest_rate) != learned:
@@ -237,12 +250,17 @@ class JobPoller:
             raise self._give_up(timed_out, tracks, finished)
 
     def follow(self, jobs: Iterable[JobRef]) -> dict[str, JobStatus]:
-        """The terminal status of every job, by batch_id. Raises `JobTimedOut` on timeout."""
+        """The terminal status of every job the service knows, by batch_id (the others are in
+        `unknown`). Raises `JobTimedOut` on timeout."""
         return {status.batch_id: status for status in self.iter_follow(jobs)}
 
     def wait(self, job: JobRef) -> JobStatus:
-        """Follow one job; its status if it completed or was cancelled, `JobFailed` if it failed."""
-        status = next(iter(self.follow([job]).values()))
+        """Follow one job; its status if it completed or was cancelled, `JobFailed` if it failed,
+        the service's `NotFound` if it does not know the job."""
+        ended = self.follow([job])
+        if not ended:
+            raise self.unknown[_ref(job)[0]]
+        status = next(iter(ended.values()))
         if status.status == "failed":
             raise JobFailed(status)
         return status
@@ -317,6 +335,13 @@ class JobPoller:
             # The client already retried; try again at the next due time instead of giving up.
             log.warning("poll of job %s failed (%s); polling again later", batch_id, exc)
             return None
+        except NotFound as exc:
+            self._not_found[batch_id] += 1
+            if self._not_found[batch_id] >= UNKNOWN_AFTER:
+                log.warning("job %s: unknown to the service (%s); no longer polled", batch_id, exc)
+                self.unknown[batch_id] = exc
+            return None
+        self._not_found.pop(batch_id, None)
         track.observe(status, self._clock(), self.learner)
         return status
 

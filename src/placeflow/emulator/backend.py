@@ -145,7 +145,12 @@ class SandboxBackend(CoreBackend):
             retention = self.config.idempotency_retention_seconds
         retained = now - record.created_at < retention
         job = self.jobs.get(record.batch_id)
-        return retained and job is not None and job.status != "cancelled"
+        return (
+            retained
+            and job is not None
+            and job.status != "cancelled"
+            and not self._forgotten(job, now)
+        )
 
     def _eta(self, state: KeyState, job: Job, now: float) -> dict[str, Any]:
         """The job's eta, told truly unless `eta_factor` makes it wrong by that factor."""
@@ -161,17 +166,34 @@ class SandboxBackend(CoreBackend):
                 batch_id,
             )
         job = self.jobs.get(batch_id)
-        if job is None or job.key != state.spec.key:
-            raise error_response(
-                404, f"job {batch_id} not found", "NOT_FOUND", now=self.clock.now()
-            )
+        now = self.clock.now()
+        if job is None or job.key != state.spec.key or self._forgotten(job, now):
+            raise error_response(404, f"job {batch_id} not found", "NOT_FOUND", now=now)
         return job
+
+    def _forgotten(self, job: Job, now: float) -> bool:
+        """Whether the job ended longer than `job_retention_seconds` ago (or was forgotten)."""
+        retention = self.faults.config.job_retention_seconds
+        if job.forgotten:
+            return True
+        if retention is None or not job.terminal or job.completed_at is None:
+            return False
+        return now - job.completed_at >= retention
+
+    def forget_job(self, batch_id: str) -> None:
+        """The service forgets a job, as if its retention had run out: its job endpoints answer
+        404 from now on; what it billed stays billed (tests: docs/spec-readings.md, 18)."""
+        with self.lock:
+            self.jobs[batch_id].forgotten = True
 
     def job_status(self, state: KeyState, batch_id: str) -> Reply:
         with self.lock:
             now = self.clock.now()
             self._advance(state, now)
             job = self.find_job(state, batch_id)
+            job.status_reads += 1
+            if job.status_reads <= self.faults.config.unseen_job_reads:
+                raise error_response(404, f"job {batch_id} not found", "NOT_FOUND", now=now)
             return Reply(200, self._status_body(state, job, now))
 
     def _finalizing(self, job: Job, now: float) -> bool:

@@ -124,6 +124,10 @@ class Job:
     total_items: int = 0
     refuse_file: bool = False
     """The file origin refuses this job's result file (403) forever."""
+    forgotten: bool = False
+    """Its job endpoints answer 404 (`SandboxBackend.forget_job`)."""
+    status_reads: int = 0
+    """GET /v1/jobs/{batch_id} requests answered for it so far (`unseen_job_reads`)."""
     row_ids: list[str] = field(default_factory=list, repr=False)
     """Each row's identity, for the ledger of rows billed (see `CreditAccount.bill_rows`)."""
     prepared_ahead: bool = False

@@ -158,6 +158,13 @@ class FaultConfig:
     `counted_late_seconds` after they were sent (a queue in front of its counter): the reading
     that a request counts when the service gets to it, not when it left the client."""
     counted_late_seconds: float = 5.0
+    unseen_job_reads: int = 0
+    """Each job's first N status reads (GET /v1/jobs/{batch_id}) answer 404 as if it did not
+    exist: a read path behind the write path (what the service answers for an unknown
+    batch_id is not shown)."""
+    job_retention_seconds: float | None = None
+    """An ended job is forgotten this long after it ended: its job endpoints answer 404 (how
+    long the service keeps jobs is not shown; by default, for ever)."""
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> FaultConfig:
@@ -187,7 +194,7 @@ _FALSE = ("0", "false", "no", "off", "")
 def _coerce(name: str, value: Any) -> Any:
     """`value` as FaultConfig's setting `name` types it (strings from the CLI or JSON)."""
     default = getattr(FaultConfig(), name)
-    if name == "idempotency_retention_seconds":
+    if name in ("idempotency_retention_seconds", "job_retention_seconds"):
         return None if value in (None, "", "none") else float(value)
     if isinstance(default, bool):
         if isinstance(value, str):

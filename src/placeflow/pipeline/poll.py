@@ -6,7 +6,9 @@ it through a `JobFeed` while it runs (`placeflow.sender`). Polls are spaced by e
 a resumed process polls each job once now). Jobs still running
 when `timeout` runs out, or whose progress stands still for `stuck_after` seconds (stuck), are
 cancelled with DELETE and settled with what they processed; a job that could not be cancelled
-is left marked, to be deleted before running again.
+is left marked, to be deleted before running again. A job the service keeps answering 404 for
+(`placeflow.api.poller.UNKNOWN_AFTER` times in a row) is held, never sent again unasked: it may
+have been forgotten after it was billed.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 from placeflow.api.client import PlaceApiClient
-from placeflow.api.errors import JobTimedOut
+from placeflow.api.errors import JobTimedOut, NotFound
 from placeflow.api.feed import JobFeed
 from placeflow.api.models import JobStatus
 from placeflow.api.poller import JobPoller, PendingJob
@@ -66,6 +68,35 @@ def poll(
         return
     observed: Any = _Observed(api, emit)  # the poller needs only job_status, cancel_job, clock
     poller = JobPoller(observed, floor=POLL_FLOOR, timeout=timeout, stuck_after=stuck_after)
+    yield from _followed(api, state, poller, jobs, feed, stuck_after, emit)
+    for batch_id, answer in poller.unknown.items():
+        unknown_job(state, batch_id, answer, emit)
+
+
+def unknown_job(state: RunState, batch_id: str, answer: NotFound, emit: Emit) -> None:
+    """A job the service says it does not know: its chunk held, nothing sent again for it."""
+    why = (
+        f"the service does not know job {batch_id} (it answered {answer.status_code or 404}):"
+        " it may have forgotten it, or the key or service is not the one it was submitted to;"
+        " nothing was loaded for it and nothing is sent again unasked. `placeflow resume"
+        f" {state.run_id}` looks for it again (with the key that submitted it); the same"
+        " `placeflow run` command with --resend-uncertain sends its places again as a new job,"
+        " accepting a possible double charge"
+    )
+    chunk_no = state.chunk_of(batch_id)
+    state.unknown_job(chunk_no, why)
+    emit(Note(f"chunk {chunk_no}: {why}"))
+
+
+def _followed(
+    api: PlaceApiClient,
+    state: RunState,
+    poller: JobPoller,
+    jobs: Sequence[PendingJob],
+    feed: JobFeed | None,
+    stuck_after: float | None,
+    emit: Emit,
+) -> Iterator[JobStatus]:
     try:
         for status in poller.iter_follow(jobs, feed):
             if status.batch_id in poller.stuck:  # cancelled by the poller: marked, then settled
@@ -85,7 +116,11 @@ def poll(
         for batch_id in exc.batch_ids:
             # Cancelled, its processed rows stay billed and downloadable; or it ended on its
             # own just before the DELETE. Either way: settle what it has.
-            status = api.job_status(batch_id)
+            try:
+                status = api.job_status(batch_id)
+            except NotFound as answer:
+                poller.unknown[batch_id] = answer
+                continue
             if status.terminal:
                 yield status
                 continue
