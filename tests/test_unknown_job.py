@@ -4,19 +4,16 @@ job whose possible double charge the run declares: as the sandbox's own counts s
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import duckdb
-import pytest
 
 import placeflow
-from placeflow.checks import run_checks
 from placeflow.api.poller import UNKNOWN_AFTER
-from placeflow.emulator import FaultConfig, Sandbox
+from placeflow.checks import run_checks
+from placeflow.emulator import FaultConfig
 from placeflow.events import ChunkSubmitted, Event
 from placeflow.options import RunOptions
-from placeflow.service import Target
 from tests.sandbox_target import served as served_sandbox
 from tests.test_run import write_places
 
@@ -25,69 +22,64 @@ POLLS = "GET /v1/jobs/{batch_id}"
 POSTS = "POST /v1/jobs/enrich"
 
 
-@pytest.fixture
-def served() -> Iterator[tuple[Sandbox, Target]]:
-    with served_sandbox(KEY) as pair:
-        yield pair
+def test_a_forgotten_job_is_held_then_sent_again_only_when_asked(tmp_path: Path) -> None:
+    """The service forgets one of three jobs: that chunk is held and the run interrupted while
+    the others load; a resume looks for it again and sends nothing; --resend-uncertain sends
+    it as a new job, and what the sandbox billed twice is what the run declared possible."""
+    with served_sandbox(KEY) as (service, target):
+        forgotten: list[str] = []
 
+        def forget_chunk_one(event: Event) -> None:
+            # The service forgets chunk 1's job as soon as it accepted it (a retention that ran
+            # out, or a resume under another key): every poll of it answers 404.
+            if isinstance(event, ChunkSubmitted) and event.chunk_no == 1 and event.batch_id:
+                service.backend.forget_job(event.batch_id)
+                forgotten.append(event.batch_id)
 
-def test_a_forgotten_job_is_held_then_sent_again_only_when_asked(
-    served: tuple[Sandbox, Target], tmp_path: Path
-) -> None:
-    sandbox, target = served
-    forgotten: list[str] = []
+        csv_path = write_places(tmp_path / "p.csv", 30)
+        db = tmp_path / "wh.duckdb"
+        options = RunOptions(route="job", chunk_rows=10, dedupe="exact")
+        first = placeflow.run(
+            [str(csv_path)], options=options, db=db, target=target, on_event=forget_chunk_one
+        )
+        assert forgotten and first.status == "interrupted"
+        assert f"job {forgotten[0]} is unknown to the service" in (first.message or "")
+        stats = service.stats()
+        assert stats["requests"][POSTS] == {"200": 3}
+        assert stats["requests"][POLLS]["404"] == UNKNOWN_AFTER
+        with duckdb.connect(str(db), read_only=True) as con:
+            loaded = con.execute("select chunk_no, count(*) from enrichments group by 1 order by 1")
+            assert loaded.fetchall() == [(0, 10), (2, 10)]
+            held = con.execute("select status, error_code, batch_id from jobs where chunk_no = 1")
+            assert held.fetchall() == [("submitted", "UNKNOWN_JOB", forgotten[0])]
 
-    def forget_chunk_one(event: Event) -> None:
-        # The service forgets chunk 1's job as soon as it accepted it (a retention that ran
-        # out, or a resume under another key): every poll of it answers 404.
-        if isinstance(event, ChunkSubmitted) and event.chunk_no == 1 and event.batch_id:
-            sandbox.backend.forget_job(event.batch_id)
-            forgotten.append(event.batch_id)
+        # Resumed without asking: looked for again, still unknown, nothing sent.
+        again = placeflow.resume(first.run_id, db=db, target=target)
+        assert again.status == "interrupted"
+        stats = service.stats()
+        assert stats["requests"][POSTS] == {"200": 3}
+        assert stats["requests"][POLLS]["404"] == 2 * UNKNOWN_AFTER
 
-    csv_path = write_places(tmp_path / "p.csv", 30)
-    db = tmp_path / "wh.duckdb"
-    options = RunOptions(route="job", chunk_rows=10, dedupe="exact")
-    first = placeflow.run(
-        [str(csv_path)], options=options, db=db, target=target, on_event=forget_chunk_one
-    )
-    assert forgotten and first.status == "interrupted"
-    assert f"job {forgotten[0]} is unknown to the service" in (first.message or "")
-    stats = sandbox.stats()
-    assert stats["requests"][POSTS] == {"200": 3}
-    assert stats["requests"][POLLS]["404"] == UNKNOWN_AFTER
-    with duckdb.connect(str(db), read_only=True) as con:
-        loaded = con.execute("select chunk_no, count(*) from enrichments group by 1 order by 1")
-        assert loaded.fetchall() == [(0, 10), (2, 10)]
-        held = con.execute("select status, error_code, batch_id from jobs where chunk_no = 1")
-        assert held.fetchall() == [("submitted", "UNKNOWN_JOB", forgotten[0])]
-
-    # Resumed without asking: looked for again, still unknown, nothing sent.
-    again = placeflow.resume(first.run_id, db=db, target=target)
-    assert again.status == "interrupted"
-    stats = sandbox.stats()
-    assert stats["requests"][POSTS] == {"200": 3}
-    assert stats["requests"][POLLS]["404"] == 2 * UNKNOWN_AFTER
-
-    # Asked (--resend-uncertain): a new job under a new key; the run completes and declares
-    # the chunk's rows as possibly charged twice, which is what the sandbox billed twice.
-    last = placeflow.run(
-        [str(csv_path)],
-        options=options.model_copy(update={"resend_uncertain": True}),
-        db=db,
-        target=target,
-    )
-    assert last.run_id == first.run_id and last.status == "completed"
-    stats = sandbox.stats()
-    assert stats["requests"][POSTS] == {"200": 4}
-    billed = stats["keys"][KEY]["billed"]
-    assert last.possible_extra_credits == 10 == billed["rows_billed_twice"]
-    with duckdb.connect(str(db), read_only=True) as con:
-        loaded = con.execute("select chunk_no, count(*) from enrichments group by 1 order by 1")
-        assert loaded.fetchall() == [(0, 10), (1, 10), (2, 10)]
-        sent = "select idempotency_key, batch_id, error_code from jobs where chunk_no = 1"
-        key, batch_id, code = con.execute(sent).fetchall()[0]
-        assert "-again-" in key and batch_id != forgotten[0] and code is None
-        assert all(n == 0 for n in run_checks(con).values()), run_checks(con)
+        # Asked (--resend-uncertain): a new job under a new key; the run completes and declares
+        # the chunk's rows as possibly charged twice, which is what the sandbox billed twice.
+        last = placeflow.run(
+            [str(csv_path)],
+            options=options.model_copy(update={"resend_uncertain": True}),
+            db=db,
+            target=target,
+        )
+        assert last.run_id == first.run_id and last.status == "completed"
+        stats = service.stats()
+        assert stats["requests"][POSTS] == {"200": 4}
+        billed = stats["keys"][KEY]["billed"]
+        assert last.possible_extra_credits == 10 == billed["rows_billed_twice"]
+        with duckdb.connect(str(db), read_only=True) as con:
+            loaded = con.execute("select chunk_no, count(*) from enrichments group by 1 order by 1")
+            assert loaded.fetchall() == [(0, 10), (1, 10), (2, 10)]
+            sent = "select idempotency_key, batch_id, error_code from jobs where chunk_no = 1"
+            key, batch_id, code = con.execute(sent).fetchall()[0]
+            assert "-again-" in key and batch_id != forgotten[0] and code is None
+            assert all(n == 0 for n in run_checks(con).values()), run_checks(con)
 
 
 def test_jobs_the_service_shows_only_after_a_few_reads_are_followed_as_usual(

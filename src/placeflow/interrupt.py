@@ -94,17 +94,24 @@ class Interrupt:
 
     def stop(self) -> dict[str, Any]:
         """Mark the run, cancel its jobs when asked; the outcome as the JSON document."""
-        found: Marked | None = _bounded(
+        answered = _bounded(
             lambda: mark_run(self.db, run_id=self.run_id, since=self.since, message=_ctrl_c)
         )
+        found: Marked | None = None if answered is UNANSWERED else answered
         if found is None and self.run_id is not None:
             found = Marked(self.run_id, "interrupted", marked=False)
         if found is None:
             signal.signal(signal.SIGINT, signal.SIG_IGN)
+            said = (
+                "interrupted before the run was recorded; nothing was saved"
+                if answered is None
+                else f"interrupted; the warehouse did not answer within {MARK_WAIT:g} s, so"
+                " whether the run was recorded is not known here: `placeflow runs --db"
+                f" {self.db}` lists it, and the same command resumes it"
+            )
             return {
                 "run_id": None, "status": "interrupted", "next": None, "db": self.db,
-                "message": "placeflow: interrupted before the run was recorded; nothing was saved",
-                "exit_code": EXIT_INTERRUPTED,
+                "message": f"placeflow: {said}", "exit_code": EXIT_INTERRUPTED,
             }  # fmt: skip
         nxt = f"placeflow resume {found.run_id} --db {self.db}"
         saved = f"run {found.run_id} saved ({found.status}, {found.jobs_submitted} job(s) submitted"
@@ -123,6 +130,7 @@ class Interrupt:
         cancelled = None
         if cancel and found.jobs_running:
             cancelled = _bounded(lambda: _cancel(self.db, found.run_id))
+            cancelled = None if cancelled is UNANSWERED else cancelled
         message = head
         if cancelled is not None:
             message = (
@@ -159,8 +167,13 @@ def _ctrl_c(run_id: str, db: str) -> str:
     return f"interrupted (Ctrl-C); `placeflow resume {run_id} --db {db}` finishes it"
 
 
+UNANSWERED = object()
+"""What `_bounded` returns when the work failed or did not end in time."""
+
+
 def _bounded(work: Callable[[], Any]) -> Any:
-    """`work()` in a thread, waited for up to MARK_WAIT seconds; None if it failed or hung."""
+    """`work()` in a thread, waited for up to MARK_WAIT seconds; UNANSWERED if it failed or
+    hung."""
     box: list[Any] = []
 
     def target() -> None:
@@ -172,7 +185,7 @@ def _bounded(work: Callable[[], Any]) -> Any:
     worker = threading.Thread(target=target, daemon=True)
     worker.start()
     worker.join(MARK_WAIT)
-    return box[0] if box else None
+    return box[0] if box else UNANSWERED
 
 
 def mark_run(
