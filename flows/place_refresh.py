@@ -169,8 +169,8 @@ def place_refresh(
         with service_target() as target:
             if resume_run_id:
                 summary = placeflow.resume(
-                    resume_run_id, db=db, target=target, poll_timeout=options.poll_timeout,
-                    step=as_task, on_event=progress,
+                    resume_run_id, db=db, target=target, step=as_task, on_event=progress,
+                    **resume_options(options),
                 )  # fmt: skip
             else:
                 summary = placeflow.run(
@@ -185,6 +185,16 @@ def place_refresh(
             return RUN.stopped(exc, db)
         raise
     return RUN.finish(summary, db, export_to)
+
+
+def resume_options(options: RunOptions) -> dict[str, Any]:
+    """What a resume takes from the flow's `options`: only the options given (a poll timeout
+    not given is the run's own, not the default's), and whether to resend uncertain chunks."""
+    given = options.model_fields_set
+    return {
+        "poll_timeout": options.poll_timeout if "poll_timeout" in given else None,
+        "resend_uncertain": options.resend_uncertain,
+    }
 
 
 def _command(inputs: list[str], options: RunOptions) -> str | None:

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from placeflow.cli_args import add_db, add_json, add_quiet
 from placeflow.config import apply_prefect_defaults, in_ci, load_settings
-from placeflow.options import add_option_flags, options_from_args
+from placeflow.options import RunOptions, add_option_flags, options_from_args
 from placeflow.report import EXIT_FAILED, EXIT_OK, EXIT_USAGE
 
 if TYPE_CHECKING:
@@ -53,6 +53,11 @@ def add_run_parsers(sub: Any) -> None:
         metavar="SECONDS",
         help="seconds to wait for bulk jobs before cancelling them (default: the run's own)",
     )
+    resume.add_argument(
+        "--resend-uncertain",
+        action="store_true",
+        help=RunOptions.model_fields["resend_uncertain"].description,
+    )
     add_json(resume)
     for p in (run, resume):
         add_quiet(p)
@@ -82,7 +87,6 @@ def dispatch(args: argparse.Namespace) -> int:
 def _run(args: argparse.Namespace) -> int:
     from placeflow.cli_checks import FINISHED, check_db, check_inputs, stored_status
     from placeflow.interrupt import Interrupt
-    from placeflow.options import RunOptions
 
     began = time.monotonic()
     if args.command == "run":
@@ -100,8 +104,10 @@ def _run(args: argparse.Namespace) -> int:
         if stored.status in FINISHED:  # nothing to do: change nothing, say so
             return _finished(stored.run_id, stored.status, args.db, as_json=args.json)
         params = {"resume_run_id": args.run_id, "db": args.db}
-        if args.poll_timeout is not None:
-            params["options"] = RunOptions(poll_timeout=args.poll_timeout)
+        given = {"poll_timeout": args.poll_timeout, "resend_uncertain": args.resend_uncertain}
+        given = {name: value for name, value in given.items() if value not in (None, False)}
+        if given:  # only what was given: the rest stays the run's own
+            params["options"] = RunOptions(**given)
     load_settings()  # a key without a base URL is refused here, before Prefect starts
     apply_prefect_defaults()
     from flows.place_refresh import place_refresh  # Prefect loads only for runs

@@ -213,7 +213,7 @@ def _carry_out(
                 if chunk.error_code == UNKNOWN_JOB:
                     held[chunk.chunk_no] = (
                         f"chunk {chunk.chunk_no}: job {chunk.batch_id} is unknown to the service"
-                        " (`placeflow run` with --resend-uncertain sends it again)"
+                        " (resume --resend-uncertain sends it again)"
                     )
             if held:
                 stopped_chunks = "; ".join(held[k] for k in sorted(held))

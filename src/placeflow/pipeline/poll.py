@@ -79,9 +79,9 @@ def unknown_job(state: RunState, batch_id: str, answer: NotFound, emit: Emit) ->
         f"the service does not know job {batch_id} (it answered {answer.status_code or 404}):"
         " it may have forgotten it, or the key or service is not the one it was submitted to;"
         " nothing was loaded for it and nothing is sent again unasked. `placeflow resume"
-        f" {state.run_id}` looks for it again (with the key that submitted it); the same"
-        " `placeflow run` command with --resend-uncertain sends its places again as a new job,"
-        " accepting a possible double charge"
+        f" {state.run_id}` looks for it again (with the key that submitted it); with"
+        " --resend-uncertain it sends its places again as a new job, accepting a possible"
+        " double charge"
     )
     chunk_no = state.chunk_of(batch_id)
     state.unknown_job(chunk_no, why)
