@@ -86,12 +86,12 @@ flattened as (
             attributes.website.value ->> 'url',
             case when json_type(attributes.website.value) = 'VARCHAR' then attributes.website.value ->> '$' end
         ) as website_url,
-        attributes.facebook.value ->> 'url' as facebook_url,
-        attributes.facebook.value ->> 'handle' as facebook_handle,
-        attributes.instagram.value ->> 'url' as instagram_url,
-        attributes.instagram.value ->> 'handle' as instagram_handle,
-        attributes.tiktok.value ->> 'url' as tiktok_url,
-        attributes.tiktok.value ->> 'handle' as tiktok_handle,
+        social_url(attributes.facebook.value) as facebook_url,
+        social_handle(attributes.facebook.value) as facebook_handle,
+        social_url(attributes.instagram.value) as instagram_url,
+        social_handle(attributes.instagram.value) as instagram_handle,
+        social_url(attributes.tiktok.value) as tiktok_url,
+        social_handle(attributes.tiktok.value) as tiktok_handle,
         coalesce(
             attributes.email.value ->> 'email',
             case when json_type(attributes.email.value) = 'VARCHAR' then attributes.email.value ->> '$' end

@@ -124,6 +124,7 @@ class CoreBackend:
             fail_rate=self.config.fail_rate,
             null_status_rate=faults.null_status_rate,
             bill_null_status=faults.bill_null_status,
+            social_value_shape=faults.social_value_shape,
         )
 
     def set_faults(self, config: FaultConfig) -> None:

@@ -162,6 +162,10 @@ class FaultConfig:
     """Each job's first N status reads (GET /v1/jobs/{batch_id}) answer 404 as if it did not
     exist: a read path behind the write path (what the service answers for an unknown
     batch_id is not shown)."""
+    social_value_shape: str = "object"
+    """The shape of instagram and tiktok values (not shown in the spec): `object` {url,
+    handle} as facebook's; `url`, a plain string of the profile URL; `handle`, a plain string
+    "@handle"."""
     job_retention_seconds: float | None = None
     """An ended job is forgotten this long after it ended: its job endpoints answer 404 (how
     long the service keeps jobs is not shown; by default, for ever)."""

@@ -136,7 +136,7 @@ def _enrich_line(c: CallContext, poi: Mapping[str, Any], plan: _Plan) -> tuple[s
         any_value = True
         if i >= 2 and not slug:
             slug = place_slug(str(g("poi_name") or ""), h)
-        value = value_json(i, h, country, slug)
+        value = value_json(i, h, country, slug, c.social_shape)
         if cell:
             parts.append(key + value + ATTR_CELL_TAIL[conf])
         else:

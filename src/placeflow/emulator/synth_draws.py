@@ -31,6 +31,18 @@ class SynthSettings:
     """Share of successful enrich rows whose status object has every value null."""
     bill_null_status: bool = True
     """Whether a bulk enrich row whose only non-null part is an all-null status is billed."""
+    social_value_shape: str = "object"
+    """instagram and tiktok values: object {url, handle}, or a plain string (url, handle)."""
+
+    def __post_init__(self) -> None:
+        if self.social_value_shape not in SOCIAL_VALUE_SHAPES:
+            raise ValueError(
+                f"social_value_shape is one of {', '.join(SOCIAL_VALUE_SHAPES)},"
+                f" not {self.social_value_shape!r}"
+            )
+
+
+SOCIAL_VALUE_SHAPES = ("object", "url", "handle")
 
 
 # One 32-byte blake2b per place (16 bytes cannot hold enrich's ~30 independent draws; 32 cost the
@@ -97,6 +109,7 @@ class CallContext:
         self.fail_cut = round(min(max(settings.fail_rate, 0.0), 1.0) * 65536)
         self.null_cut = round(min(max(settings.null_status_rate, 0.0), 1.0) * 256)
         self.bill_null = settings.bill_null_status
+        self.social_shape = settings.social_value_shape
         self.dates = _Dates(now)
         rid, failed = request_id, ("upstream lookup failed", "EXTERNAL_API_ERROR")
         unresolved = ("coordinates could not be resolved to a location; add an address or city",

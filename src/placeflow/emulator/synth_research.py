@@ -134,9 +134,12 @@ def place_slug(name: str, h: bytes) -> str:
     return slug or f"place{h[24:27].hex()}"
 
 
-def value_json(i: int, h: bytes, country: str | None, slug: str) -> str:
+def value_json(
+    i: int, h: bytes, country: str | None, slug: str, social: str = "object"
+) -> str:
     """The compact JSON of VALUE_ATTRIBUTES[i]'s value for the place of draw digest `h`
-    (`slug` from place_slug, needed from website on)."""
+    (`slug` from place_slug, needed from website on); `social` the shape of instagram's and
+    tiktok's (SynthSettings.social_value_shape)."""
     if i == 0:
         return _HOURS_JSON[h[23] % len(_HOURS_JSON)]
     web = _PHONE_WEB.get(country or "")
@@ -149,10 +152,13 @@ def value_json(i: int, h: bytes, country: str | None, slug: str) -> str:
         return f'{{"url":"https://{"www." if h[29] & 4 else ""}{slug}.{tld}"}}'
     if i == 6:
         return f'{{"email":"info@{slug}.{tld}"}}'
-    # instagram and tiktok value shapes are "not shown" in the spec: same {url, handle} as facebook
+    # instagram and tiktok value shapes are "not shown" in the spec: by default the same
+    # {url, handle} as facebook (docs/spec-readings.md, 19)
     handle = slug if h[29] & 3 else slug + "official"
     url = ("https://www.facebook.com/", "https://www.instagram.com/", "https://www.tiktok.com/@")
-    return f'{{"url":"{url[i - 3]}{handle}","handle":"{handle}"}}'
+    if i == 3 or social == "object":
+        return f'{{"url":"{url[i - 3]}{handle}","handle":"{handle}"}}'
+    return f'"{url[i - 3]}{handle}"' if social == "url" else f'"@{handle}"'
 
 
 def summary_sentence(poi: Mapping[str, Any], status: str, closure_reason: str | None) -> str:
