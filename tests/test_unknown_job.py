@@ -7,12 +7,13 @@ from __future__ import annotations
 from pathlib import Path
 
 import duckdb
+import pytest
 
 import placeflow
 from placeflow.api.poller import UNKNOWN_AFTER
 from placeflow.checks import run_checks
 from placeflow.emulator import FaultConfig
-from placeflow.events import ChunkSubmitted, Event
+from placeflow.events import ChunkSubmitted, Event, FileVerified
 from placeflow.options import RunOptions
 from tests.sandbox_target import served as served_sandbox
 from tests.test_run import write_places
@@ -100,3 +101,59 @@ def test_jobs_the_service_shows_only_after_a_few_reads_are_followed_as_usual(
     assert stats["requests"][POSTS] == {"200": 2}
     assert stats["requests"][POLLS]["404"] == 2 * (UNKNOWN_AFTER - 1)
     assert stats["keys"][KEY]["billed"]["rows_billed_twice"] == 0
+
+
+class Crash(BaseException):
+    """The process dying at an instant of the run (nothing of placeflow catches it)."""
+
+
+def test_a_job_that_ended_before_a_crash_and_was_then_forgotten_is_held_then_resent(
+    tmp_path: Path,
+) -> None:
+    """A crash after chunk 1's file was verified and before it was loaded; the file is lost
+    and the service forgets the job. The resume holds that chunk (one 404, nothing sent) while
+    the others load; --resend-uncertain sends it again as a new job, declared as possibly
+    charged twice, which is what the sandbox billed twice."""
+    with served_sandbox(KEY) as (service, target):
+        seen: dict[str, str] = {}
+
+        def crash_after_chunk_one_is_fetched(event: Event) -> None:
+            if isinstance(event, ChunkSubmitted) and event.batch_id:
+                seen[str(event.chunk_no)] = event.batch_id
+            if isinstance(event, FileVerified) and event.chunk_no == 1:
+                seen["file"] = event.path
+                raise Crash
+
+        csv_path = write_places(tmp_path / "p.csv", 30)
+        db = tmp_path / "wh.duckdb"
+        options = RunOptions(route="job", chunk_rows=10, dedupe="exact")
+        with pytest.raises(Crash):
+            placeflow.run(
+                [str(csv_path)], options=options, db=db, target=target,
+                on_event=crash_after_chunk_one_is_fetched,
+            )  # fmt: skip
+        Path(seen["file"]).unlink()
+        service.backend.forget_job(seen["1"])
+        with duckdb.connect(str(db)) as con:
+            (run_id,) = con.execute("select run_id from runs").fetchall()[0]
+
+        again = placeflow.resume(run_id, db=db, target=target)
+        assert again.status == "interrupted"
+        assert f"job {seen['1']} is unknown to the service" in (again.message or "")
+        stats = service.stats()
+        assert stats["requests"][POLLS]["404"] == 1 and stats["requests"][POSTS] == {"200": 3}
+        with duckdb.connect(str(db), read_only=True) as con:
+            held = con.execute("select status, error_code from jobs where chunk_no = 1")
+            assert held.fetchall() == [("completed", "UNKNOWN_JOB")]
+
+        last = placeflow.resume(run_id, db=db, target=target, resend_uncertain=True)
+        assert last.status == "completed"
+        stats = service.stats()
+        assert stats["requests"][POSTS] == {"200": 4}
+        assert (
+            last.possible_extra_credits == 10 == stats["keys"][KEY]["billed"]["rows_billed_twice"]
+        )
+        with duckdb.connect(str(db), read_only=True) as con:
+            loaded = con.execute("select chunk_no, count(*) from enrichments group by 1 order by 1")
+            assert loaded.fetchall() == [(0, 10), (1, 10), (2, 10)]
+            assert all(n == 0 for n in run_checks(con).values()), run_checks(con)

@@ -33,7 +33,7 @@ from placeflow.pipeline.fetch import Fetched, fetch, on_disk
 from placeflow.pipeline.load import LoadError, load
 from placeflow.pipeline.mapping_report import input_report
 from placeflow.pipeline.plan import estimate, refusal
-from placeflow.pipeline.poll import poll
+from placeflow.pipeline.poll import poll, unknown_job
 from placeflow.pipeline.read import Source
 from placeflow.pipeline.resend import vet
 from placeflow.pipeline.staging import Staging
@@ -54,6 +54,9 @@ from placeflow.service import Target
 from placeflow.steps import SYSTEM_TIMER, Stages, Step, Timer, direct, emitter
 from placeflow.warehouse import DEFAULT_DB, Warehouse, held_while_writing, workdir_for
 
+ENDED_OR_SUBMITTED = ("submitted", "completed", "cancelled")
+"""The states of a chunk whose job the service may no longer know (`UNKNOWN_JOB`): submitted,
+or ended before the run stopped and not loaded."""
 CHUNK_FAILURES = (DownloadError, LoadError, NotFound, TransientError)
 """What settling one chunk may raise that is that chunk's alone: noted on it, retried by a
 resume, never stopping the others (NotFound: its job, asked for a fresh file URL, is unknown to
@@ -157,7 +160,17 @@ def _carry_out(
         return get
 
     def refetch(batch_id: str) -> Callable[[], Fetched | None]:
-        return lambda: fetch_of(api.job_status(batch_id))()
+        """An ended job's file fetched again; a job the service no longer knows is held."""
+
+        def get() -> Fetched | None:
+            try:
+                status = api.job_status(batch_id)
+            except NotFound as answer:
+                unknown_job(state, batch_id, answer, emit)
+                return None
+            return fetch_of(status)()
+
+        return get
 
     stopped: str | None = None
     try:
@@ -179,7 +192,7 @@ def _carry_out(
                     if sent_sync is None:
                         held[chunk.chunk_no] = f"chunk {chunk.chunk_no}: uncertain (see its error)"
                     settle(chunk.chunk_no, _given(sent_sync))
-            for chunk in state.chunks("submitted"):
+            for chunk in state.chunks(*ENDED_OR_SUBMITTED):
                 if chunk.error_code == UNKNOWN_JOB and options.resend_uncertain:
                     state.resend_unknown(chunk.chunk_no)
                     again = "its places are sent again (--resend-uncertain)"
@@ -209,7 +222,7 @@ def _carry_out(
                 ):  # fmt: skip
                     settle(state.chunk_of(status.batch_id), fetch_of(status))
             sender.raise_error()
-            for chunk in state.chunks("submitted"):
+            for chunk in state.chunks(*ENDED_OR_SUBMITTED):
                 if chunk.error_code == UNKNOWN_JOB:
                     held[chunk.chunk_no] = (
                         f"chunk {chunk.chunk_no}: job {chunk.batch_id} is unknown to the service"

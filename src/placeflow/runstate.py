@@ -213,8 +213,9 @@ class RunState:
         self._chunk(chunk_no, error=why, error_code="UNCERTAIN")
 
     def unknown_job(self, chunk_no: int, why: str) -> None:
-        """A submitted job the service answers it does not know: held, still `submitted`, so
-        a resume looks for it again; nothing is sent again unless asked (`resend_unknown`)."""
+        """A job the service answers it does not know (submitted, or ended and not loaded):
+        held in its state, so a resume looks for it again; nothing is sent again unless asked
+        (`resend_unknown`)."""
         self._chunk(chunk_no, error=why, error_code=UNKNOWN_JOB)
 
     def resend_unknown(self, chunk_no: int) -> None:
@@ -232,6 +233,10 @@ class RunState:
                 status="planned",
                 batch_id=None,
                 sending_at=None,
+                finished_at=None,
+                result_path=None,
+                result_sha256=None,
+                result_size=None,
                 idempotency_key=f"{key.split('-again-')[0]}-again-{secrets.token_hex(4)}",
                 error=f"job {batch_id} was unknown to the service; sent again (--resend-uncertain)",
                 error_code=None,
