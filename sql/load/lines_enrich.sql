@@ -80,11 +80,11 @@ flattened as (
         attributes.email.status as email_status,
         coalesce(
             attributes.phone.value ->> 'number',
-            case when json_type(attributes.phone.value) = 'VARCHAR' then attributes.phone.value ->> '$' end
+            json_string(attributes.phone.value)
         ) as phone_number,
         coalesce(
             attributes.website.value ->> 'url',
-            case when json_type(attributes.website.value) = 'VARCHAR' then attributes.website.value ->> '$' end
+            json_string(attributes.website.value)
         ) as website_url,
         social_url(attributes.facebook.value) as facebook_url,
         social_handle(attributes.facebook.value) as facebook_handle,
@@ -94,7 +94,7 @@ flattened as (
         social_handle(attributes.tiktok.value) as tiktok_handle,
         coalesce(
             attributes.email.value ->> 'email',
-            case when json_type(attributes.email.value) = 'VARCHAR' then attributes.email.value ->> '$' end
+            json_string(attributes.email.value)
         ) as email_address,
         error,
         error_code,

@@ -23,8 +23,8 @@ from pathlib import Path
 from placeflow.api.client import PlaceApiClient
 from placeflow.api.errors import DownloadError, InsufficientCredits, NotFound, TransientError
 from placeflow.api.feed import JobFeed
+from placeflow.api.jobref import PendingJob
 from placeflow.api.models import JobStatus
-from placeflow.api.poller import PendingJob
 from placeflow.errors import BudgetRefused, CreditsRanOut
 from placeflow.events import Event, Note
 from placeflow.options import RunOptions

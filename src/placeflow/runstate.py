@@ -13,7 +13,6 @@ closed by the account stage.
 
 from __future__ import annotations
 
-import json
 import secrets
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
@@ -22,11 +21,9 @@ from typing import Any, Literal
 import duckdb
 import polars as pl
 
-from placeflow.errors import UnknownRun
 from placeflow.pipeline.plan import Plan, jobs_table
-from placeflow.pipeline.plan import chunk_body as plan_body
 from placeflow.pipeline.staging import REJECTS, REQUESTS
-from placeflow.runread import Chunk, StoredRun, stored_run, unfinished_run
+from placeflow.runread import Chunk, RunReader, StoredRun, stored_run, unfinished_run
 from placeflow.warehouse import insert_frame, sql_text, transaction
 
 __all__ = [
@@ -64,14 +61,14 @@ def record_rows(con: duckdb.DuckDBPyConnection, run_id: str, plan: dict[str, pl.
             insert_frame(con, table, frame.with_columns(with_run))
 
 
-class RunState:
-    """One run's rows in the warehouse: read them, and move them on (the only writer)."""
+class RunState(RunReader):
+    """One run's rows in the warehouse: read them (`RunReader`), and move them on (the only
+    writer)."""
 
     def __init__(
         self, con: duckdb.DuckDBPyConnection, run_id: str, *, clock: Clock = utc_now
     ) -> None:
-        self.con = con
-        self.run_id = run_id
+        super().__init__(con, run_id)
         self.now = clock
 
     # --- opening ------------------------------------------------------------------------------
@@ -112,66 +109,6 @@ class RunState:
                 plan.chunks, run_id=self.run_id, kind=run["mode"], now=run["created_at"]
             )
             insert_frame(self.con, "jobs", jobs.with_columns(pl.lit(self.run_id).alias("run_id")))
-
-    # --- reading ------------------------------------------------------------------------------
-
-    def chunks(self, *statuses: str) -> list[Chunk]:
-        """The run's chunks in the given states (all when none given), in chunk order."""
-        rows = self.con.execute(
-            "select chunk_no, route, status, rows, idempotency_key, batch_id, result_path,"
-            " result_sha256, sending_at, error_code from jobs"
-            " where run_id = ? and (len(?) = 0 or list_contains(?, status))"
-            " order by chunk_no",
-            [self.run_id, list(statuses), list(statuses)],
-        ).fetchall()
-        return [Chunk(*row) for row in rows]
-
-    def chunk(self, chunk_no: int) -> Chunk:
-        (found,) = [c for c in self.chunks() if c.chunk_no == chunk_no]
-        return found
-
-    def chunk_of(self, batch_id: str) -> int:
-        row = self.con.execute(
-            "select chunk_no from jobs where run_id = ? and batch_id = ?", [self.run_id, batch_id]
-        ).fetchone()
-        if row is None:
-            raise UnknownRun(f"job {batch_id} is not part of run {self.run_id}")
-        return int(row[0])
-
-    def chunk_requests(self, chunk_no: int) -> list[dict[str, Any]]:
-        """The stored requests of a chunk, in position order."""
-        rows = self.con.execute(
-            "select request from run_places where run_id = ? and chunk_no = ? order by position",
-            [self.run_id, chunk_no],
-        ).fetchall()
-        return [json.loads(r[0]) for r in rows]
-
-    def chunk_body(self, chunk_no: int) -> bytes:
-        """The exact body of a job chunk, joined by DuckDB from its stored requests in position
-        order: the bytes whose sha256 is the chunk's `content_sha256`. Framed as plan_body
-        frames it and encoded to UTF-8 by DuckDB, so the 3 MB of a 10,000-row chunk never
-        pass through a Python str."""
-        row = self.con.execute(
-            """select encode('{"pois":[' || string_agg(request, ',' order by position) || ']}')"""
-            " from run_places where run_id = ? and chunk_no = ?",
-            [self.run_id, chunk_no],
-        ).fetchone()
-        return bytes(row[0]) if row and row[0] is not None else plan_body([])
-
-    def planned_places(self, chunk_no: int) -> int:
-        row = self.con.execute(
-            "select count(*) from run_places where run_id = ? and chunk_no = ?",
-            [self.run_id, chunk_no],
-        ).fetchone()
-        return int(row[0]) if row else 0
-
-    def held(self, chunk_no: int) -> int:
-        row = self.con.execute(
-            "select coalesce(sum(credits), 0) from credit_ledger"
-            " where run_id = ? and chunk_no = ? and kind = 'hold'",
-            [self.run_id, chunk_no],
-        ).fetchone()
-        return int(row[0]) if row else 0
 
     # --- moving chunks on -----------------------------------------------------------------------
 

@@ -8,7 +8,8 @@ import httpx
 import pytest
 
 from placeflow.api.errors import JobFailed, JobTimedOut
-from placeflow.api.poller import JobPoller, PendingJob
+from placeflow.api.jobref import PendingJob
+from placeflow.api.poller import JobPoller
 from placeflow.api.retry import RetryPolicy
 
 from .conftest import JOB_SUBMITTED, FakeTime, Script, js, mock_client

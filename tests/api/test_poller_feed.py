@@ -7,7 +7,8 @@ from typing import Any
 import pytest
 
 from placeflow.api.feed import JobFeed
-from placeflow.api.poller import JobPoller, PendingJob
+from placeflow.api.jobref import PendingJob
+from placeflow.api.poller import JobPoller
 
 from .conftest import FakeTime, Script, js, mock_client
 from .test_poller import status

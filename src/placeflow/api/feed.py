@@ -11,7 +11,7 @@ import queue
 from typing import TYPE_CHECKING, cast
 
 if TYPE_CHECKING:
-    from placeflow.api.poller import JobRef
+    from placeflow.api.jobref import JobRef
 
 _CLOSED = object()
 

@@ -23,12 +23,12 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 
-from placeflow.api.client import JobSubmission, PlaceApiClient
+from placeflow.api.client import PlaceApiClient
 from placeflow.api.errors import ApiError, JobFailed, JobTimedOut, NotFound, TransientError
 from placeflow.api.eta import EtaLearner, JobTrack
 from placeflow.api.feed import JobFeed
-from placeflow.api.models import TERMINAL_JOB_STATUSES, JobStatus, JobSubmitResponse
-from placeflow.api.retry import parse_timestamp
+from placeflow.api.jobref import JobRef, anchor, job_ref
+from placeflow.api.models import JobStatus
 
 log = logging.getLogger("placeflow.api.poller")
 
@@ -38,31 +38,6 @@ long is first looked at after a quarter of it: one poll that finds out a padded 
 such probe at a time: its answer is the run's, so a hundred jobs queued behind each other (long
 etas, all true) cost one early poll, not a hundred."""
 
-
-@dataclass(frozen=True)
-class PendingJob:
-    """A job submitted earlier: its batch_id and the seconds from now until it should be done.
-
-    Give what the submission answered too (`created_at`, `eta_completion_at`, both on the
-    service's clock) and the poller learns from the job how true the service's etas are.
-    """
-
-    batch_id: str
-    eta_seconds: float | None = None
-    created_at: str | None = None
-    eta_completion_at: str | None = None
-
-    @classmethod
-    def from_submission(
-        cls, job: JobSubmitResponse, *, eta_seconds: float | None = None
-    ) -> PendingJob:
-        """The job of a submission answer; `eta_seconds` is what remains of its eta now."""
-        eta = job.eta_seconds if eta_seconds is None else eta_seconds
-        return cls(job.batch_id, eta, job.created_at, job.eta_completion_at)
-
-
-JobRef = str | PendingJob | JobSubmission | JobSubmitResponse
-"""A job to follow: its batch_id, or what is known of its eta (which schedules the first poll)."""
 
 UNKNOWN_AFTER = 3
 """404s in a row after which a job is taken as unknown to the service (what the service answers
@@ -186,12 +161,12 @@ class JobPoller:
             nonlocal seq, probing
             now = self._clock()
             for ref in refs:
-                batch_id, eta = _ref(ref)
+                batch_id, eta = job_ref(ref)
                 if batch_id in tracks:
                     continue
                 track = tracks[batch_id] = JobTrack(seen_at=now, moved_at=now)
                 deadline = deadlines[batch_id] = now + self.timeout
-                _anchor(track, ref)
+                anchor(track, ref)
                 first = now
                 if eta is not None and eta > 0:  # an eta already past: poll at once
                     base = eta * self.learner.correction
@@ -259,7 +234,7 @@ class JobPoller:
         the service's `NotFound` if it does not know the job."""
         ended = self.follow([job])
         if not ended:
-            raise self.unknown[_ref(job)[0]]
+            raise self.unknown[job_ref(job)[0]]
         status = next(iter(ended.values()))
         if status.status == "failed":
             raise JobFailed(status)
@@ -378,31 +353,3 @@ class JobPoller:
             last_status={b: tracks[b].last for b in batch_ids},
             finished=finished,
         )
-
-
-def _anchor(track: JobTrack, ref: JobRef) -> None:
-    """What a submission answer tells: when the job was created and meant to end (service
-    clock), and its eta now."""
-    job = ref.job if isinstance(ref, JobSubmission) else ref
-    if isinstance(job, JobSubmitResponse | PendingJob):
-        track.created = parse_timestamp(job.created_at)
-        track.submitted_completion = parse_timestamp(job.eta_completion_at)
-        track.eta = job.eta_seconds
-        if track.created is None or track.submitted_completion is None:
-            track.created = track.submitted_completion = None
-    if isinstance(ref, JobSubmission) and ref.received_at is not None and not ref.replayed:
-        # The answer is the job's first report, seen when it came: processed 0, and where
-        # the service said it would end.
-        track.seen_at = ref.received_at
-        track.predicted = track.submitted_completion
-        track.processed = 0
-
-
-def _ref(ref: JobRef) -> tuple[str, float | None]:
-    """A job's batch_id and, when it was just submitted and is not yet over, its eta."""
-    if isinstance(ref, PendingJob):
-        return ref.batch_id, ref.eta_seconds
-    job = ref.job if isinstance(ref, JobSubmission) else ref
-    if isinstance(job, JobSubmitResponse):
-        return job.batch_id, None if job.status in TERMINAL_JOB_STATUSES else job.eta_seconds
-    return job, None

@@ -168,7 +168,7 @@ class SandboxBackend(CoreBackend):
         job = self.jobs.get(batch_id)
         now = self.clock.now()
         if job is None or job.key != state.spec.key or self._forgotten(job, now):
-            raise error_response(404, f"job {batch_id} not found", "NOT_FOUND", now=now)
+            raise _job_not_found(batch_id, now)
         return job
 
     def _forgotten(self, job: Job, now: float) -> bool:
@@ -193,7 +193,7 @@ class SandboxBackend(CoreBackend):
             job = self.find_job(state, batch_id)
             job.status_reads += 1
             if job.status_reads <= self.faults.config.unseen_job_reads:
-                raise error_response(404, f"job {batch_id} not found", "NOT_FOUND", now=now)
+                raise _job_not_found(batch_id, now)
             return Reply(200, self._status_body(state, job, now))
 
     def _finalizing(self, job: Job, now: float) -> bool:
@@ -325,3 +325,8 @@ class SandboxBackend(CoreBackend):
                 body = body[:mid] + bytes([body[mid] ^ 0xFF]) + body[mid + 1 :]
             self.downloads["served"] += 1
         return Reply(200, None, {"Content-Type": "application/gzip"}, raw=body)
+
+
+def _job_not_found(batch_id: str, now: float) -> ServiceError:
+    """The 404 of a job this key's service does not know (or does not show yet)."""
+    return error_response(404, f"job {batch_id} not found", "NOT_FOUND", now=now)

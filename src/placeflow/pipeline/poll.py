@@ -19,8 +19,9 @@ from typing import Any
 from placeflow.api.client import PlaceApiClient
 from placeflow.api.errors import JobTimedOut, NotFound
 from placeflow.api.feed import JobFeed
+from placeflow.api.jobref import PendingJob
 from placeflow.api.models import JobStatus
-from placeflow.api.poller import JobPoller, PendingJob
+from placeflow.api.poller import JobPoller
 from placeflow.events import Emit, JobProgress, Note
 from placeflow.runstate import RunState
 

@@ -20,8 +20,8 @@ from pathlib import Path
 
 from placeflow.api.client import PlaceApiClient
 from placeflow.api.errors import ApiError, OutcomeUnknown
+from placeflow.api.jobref import PendingJob
 from placeflow.api.models import TERMINAL_JOB_STATUSES, JobKind
-from placeflow.api.poller import PendingJob
 from placeflow.events import ChunkSubmitted, CreditsHeld, Emit, Note
 from placeflow.pipeline.fetch import Fetched
 from placeflow.pipeline.resend import usage_unexplained
