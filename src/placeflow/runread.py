@@ -32,6 +32,13 @@ class Chunk:
     error_code: str | None = None
 
 
+_CHUNK_COLUMNS = (
+    "chunk_no, route, status, rows, idempotency_key, batch_id, result_path, result_sha256,"
+    " sending_at, error_code"
+)
+"""`jobs` columns as `Chunk` holds them, in its field order."""
+
+
 @dataclass(frozen=True)
 class StoredRun:
     """A run as recorded: enough to resume it."""
@@ -71,8 +78,7 @@ class RunReader:
     def chunks(self, *statuses: str) -> list[Chunk]:
         """The run's chunks in the given states (all when none given), in chunk order."""
         rows = self.con.execute(
-            "select chunk_no, route, status, rows, idempotency_key, batch_id, result_path,"
-            " result_sha256, sending_at, error_code from jobs"
+            f"select {_CHUNK_COLUMNS} from jobs"  # noqa: S608 - our columns
             " where run_id = ? and (len(?) = 0 or list_contains(?, status))"
             " order by chunk_no",
             [self.run_id, list(statuses), list(statuses)],
@@ -80,8 +86,13 @@ class RunReader:
         return [Chunk(*row) for row in rows]
 
     def chunk(self, chunk_no: int) -> Chunk:
-        (found,) = [c for c in self.chunks() if c.chunk_no == chunk_no]
-        return found
+        """One chunk, read by its number (not by reading them all: a 10M-row run has 1,000)."""
+        rows = self.con.execute(
+            f"select {_CHUNK_COLUMNS} from jobs where run_id = ? and chunk_no = ?",  # noqa: S608
+            [self.run_id, chunk_no],
+        ).fetchall()
+        (found,) = rows
+        return Chunk(*found)
 
     def chunk_of(self, batch_id: str) -> int:
         row = self.con.execute(
