@@ -24,6 +24,7 @@ def check_inputs(inputs: list[str], options: RunOptions) -> list[str]:
         inputs,
         mapping=dict(options.mapping) or None,
         encoding=options.encoding,
+        separator=options.separator,
         batch_rows=options.batch_rows,
     )
     for _ in rows:  # one iteration per batch, not per row

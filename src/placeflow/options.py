@@ -37,6 +37,8 @@ from placeflow.pipeline.columns import MAPPABLE, split_key
 from placeflow.pipeline.staging import BATCH_ROWS
 
 Route = Literal["auto", "sync", "job"]
+SEPARATOR_NEVER = frozenset('"\r\n')
+"""Characters that cannot separate values: the quote, and the line breaks that end records."""
 
 
 class RunOptions(BaseModel):
@@ -92,6 +94,12 @@ class RunOptions(BaseModel):
         json_schema_extra={"flag": "--map", "metavar": "[FILE:]FIELD=COLUMN"},
     )
     encoding: str = Field(default="utf8", description="input text encoding (default utf8)")
+    separator: str | None = Field(
+        default=None,
+        description="the character between values in CSV inputs, e.g. ';' (Excel in many"
+        " locales), '|' or tab ('\\t' or 'tab'); default ',', and tab for .tsv and .tab files",
+        json_schema_extra={"metavar": "CHAR", "identity": "when set"},
+    )
     batch_rows: int = Field(
         default=BATCH_ROWS,
         ge=1,
@@ -188,6 +196,19 @@ class RunOptions(BaseModel):
             raise ValueError(f"{flag} must be more than 0 seconds")
         return value
 
+    @field_validator("separator")
+    @classmethod
+    def _separator(cls, value: str | None) -> str | None:
+        if value is None:
+            return None
+        sep = "\t" if value.lower() in ("tab", "\\t") else value
+        if len(sep) != 1 or not sep.isascii() or sep.isalnum() or sep in SEPARATOR_NEVER:
+            raise ValueError(
+                f"--separator takes one character such as ';', '|' or tab ('\\t'), not {value!r}"
+                " (not a letter, digit, quote or line break)"
+            )
+        return sep
+
     @field_validator("mapping", mode="before")
     @classmethod
     def _pairs(cls, value: Any) -> Any:
@@ -234,7 +255,11 @@ class RunOptions(BaseModel):
 
     def identity_json(self) -> str:
         """What makes two run commands the same run (how long to wait does not)."""
-        return json.dumps(self.model_dump(mode="json", exclude=_not_identity()), sort_keys=True)
+        values = self.model_dump(mode="json", exclude=_not_identity())
+        for name in _identity_when_set():
+            if values.get(name) is None:
+                del values[name]
+        return json.dumps(values, sort_keys=True)
 
     @classmethod
     def parse(cls, values: Mapping[str, Any] | str) -> RunOptions:
@@ -264,6 +289,12 @@ def _not_identity() -> set[str]:
     return {n for n in RunOptions.model_fields if _extra(n).get("identity") is False}
 
 
+def _identity_when_set() -> set[str]:
+    """Options that count in a run's identity only when given: an option added later leaves
+    the identity of a run made before it (and its resume) as it was."""
+    return {n for n in RunOptions.model_fields if _extra(n).get("identity") == "when set"}
+
+
 def add_option_flags(parser: argparse.ArgumentParser, *, command: str) -> None:
     """One flag per option (defaults left to the model: a flag not given is not passed)."""
     for name, info in RunOptions.model_fields.items():
@@ -282,7 +313,8 @@ def add_option_flags(parser: argparse.ArgumentParser, *, command: str) -> None:
         elif getattr(annotation, "__origin__", None) is Literal:
             kw["choices"] = annotation.__args__  # type: ignore[union-attr]  # a Literal's values
         elif name != "attributes":
-            kw["type"] = float if annotation is float else (str if annotation is str else int)
+            text = annotation in (str, str | None)
+            kw["type"] = float if annotation is float else (str if text else int)
         parser.add_argument(flag, **kw)
 
 

@@ -17,7 +17,7 @@ import polars as pl
 
 from placeflow.errors import PlaceflowError, UsageError
 from placeflow.options import RunOptions
-from placeflow.pipeline.csvfile import ROW, codec_name, read_csv_table
+from placeflow.pipeline.csvfile import ROW, codec_name, read_csv_table, separator_for
 from placeflow.pipeline.read import PARQUET_MAGIC
 from placeflow.warehouse import reading
 
@@ -25,7 +25,7 @@ ROWS_SQL = "select * from run_row_outcomes where run_id = ? order by row_ord"
 SUFFIXES = (".csv", ".parquet")
 
 
-def _original(path: Path, encoding: str) -> pl.DataFrame | None:
+def _original(path: Path, options: RunOptions) -> pl.DataFrame | None:
     """The file's columns as text with `source_row`, or None when it cannot be read now."""
     try:
         with path.open("rb") as handle:
@@ -36,7 +36,8 @@ def _original(path: Path, encoding: str) -> pl.DataFrame | None:
                 pl.int_range(1, pl.len() + 1, dtype=pl.Int64).alias("source_row"),
                 *[pl.col(c).cast(pl.String) for c in frame.columns],
             )
-        table = read_csv_table(path, codec_name(encoding))
+        codec = codec_name(options.encoding)
+        table = read_csv_table(path, codec, separator_for(path, options.separator))
     except (OSError, pl.exceptions.PolarsError, ValueError, PlaceflowError):
         return None  # not readable now: the file's own columns are left out
     names = list(dict.fromkeys(h or f"column {i + 1}" for i, h in enumerate(table.header)))
@@ -58,10 +59,10 @@ def row_outcomes(db: Path | str, run_id: str, *, original: bool = True) -> pl.Da
         rows: pl.DataFrame = con.sql(ROWS_SQL, params=[run_id]).pl()
     if not original or rows.height == 0:
         return rows
-    encoding = RunOptions.parse(stored[0][0]).encoding if stored[0][0] else "utf8"
+    options = RunOptions.parse(stored[0][0]) if stored[0][0] else RunOptions()
     parts = []
     for (name,), part in rows.group_by(["source_file"], maintain_order=True):  # per file
-        found = _original(Path(str(name)), encoding)
+        found = _original(Path(str(name)), options)
         if found is None:
             parts.append(part)
             continue

@@ -242,12 +242,6 @@ def test_file_without_a_name_column_is_an_input_error(write_file: WriteFile) -> 
         read_one(write_file("sku,addr\n1,2\n"))
 
 
-def test_semicolon_file_gets_a_separator_hint(write_file: WriteFile) -> None:
-    """A ';'-separated file is refused with a hint about the separator."""
-    with pytest.raises(InputError, match="comma-separated"):
-        read_one(write_file("name;city\nA;B\n"))
-
-
 def test_binary_junk_is_an_input_error(write_file: WriteFile) -> None:
     """Random bytes raise InputError (binary, or not valid text), never a traceback."""
     junk = bytes(range(256)) * 64 + os.urandom(4096)

@@ -157,8 +157,10 @@ def resolve_columns(header: Sequence[str], mapping: Mapping[str, str]) -> dict[s
             chosen[target] = bare[0]
     if "poi_name" not in chosen:
         hint = ""
-        if len(header) == 1 and any(s in header[0] for s in (";", "\t", "|")):
-            hint = " (the file may use ';', tab or '|' between values: save it comma-separated)"
+        found = [s for s in (";", "\t", "|") if len(header) == 1 and s in header[0]]
+        if found:
+            flag = "--separator " + ("tab" if found[0] == "\t" else repr(found[0]))
+            hint = f" (the file seems to have {found[0]!r} between values: pass {flag})"
         raise SourceProblem(
             f"no column looks like a place name; the file has {_describe(header)}{hint}. "
             "Name the column with --map poi_name=COLUMN (if the first row is data, add a header)"

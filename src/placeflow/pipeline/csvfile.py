@@ -46,6 +46,8 @@ NOT_TEXT = {
     b"\x89PNG": "a PNG image, not a table",
     b"SQLite format 3": "a SQLite database; export the table as CSV first",
 }
+TAB_SUFFIXES = frozenset({".tsv", ".tab"})
+"""Files named so are read with tab between values unless a separator is given."""
 MARK = "\ufdd0"
 """Stands in for a byte that is not valid UTF-8 (a Unicode noncharacter: never in real text)."""
 SHOWN = "\ufffd"
@@ -54,6 +56,17 @@ BAD_BYTES_REASON = (
     "the row has bytes that are not valid UTF-8 (shown as \ufffd); fix them in the file, or "
     "pass --encoding if the whole file has another encoding"
 )
+
+
+def separator_for(path: Path, given: str | None) -> str:
+    """The character between a file's values: the one given, else tab for a .tsv or .tab file
+    (gzipped too), else a comma."""
+    if given is not None:
+        return given
+    suffixes = [suffix.lower() for suffix in path.suffixes]
+    if suffixes and suffixes[-1] == ".gz":
+        suffixes.pop()
+    return "\t" if suffixes and suffixes[-1] in TAB_SUFFIXES else ","
 
 
 def _mark_bad(err: UnicodeError) -> tuple[str, int]:
@@ -134,11 +147,12 @@ def _utf8_bytes(path: Path, codec: str) -> bytes:
     return data[len(BOM) :] if data.startswith(BOM) else data
 
 
-def _parse(source: Path | bytes) -> pl.DataFrame:
+def _parse(source: Path | bytes, separator: str) -> pl.DataFrame:
     """Every record as text, the header record included as the first row (strict widths)."""
     return pl.read_csv(
         source,
         has_header=False,
+        separator=separator,
         infer_schema=False,
         raise_if_empty=False,
         glob=False,
@@ -158,17 +172,17 @@ def _explain(err: pl.exceptions.PolarsError) -> str:
     return f"it is not well-formed CSV ({text.splitlines()[0][:200]}); export the file again"
 
 
-def _parse_ragged(data: bytes) -> pl.DataFrame:
+def _parse_ragged(data: bytes, separator: str) -> pl.DataFrame:
     """Parse with spare columns past the header's width, flagging rows with values in them."""
     try:
         first = pl.read_csv(
             data, has_header=False, n_rows=1, infer_schema=False, truncate_ragged_lines=True,
-            raise_if_empty=False,
+            raise_if_empty=False, separator=separator,
         )  # fmt: skip
-        names = ",".join(f"c{i}" for i in range(first.width + OVERFLOW)).encode()
+        names = separator.join(f"c{i}" for i in range(first.width + OVERFLOW)).encode()
         frame = pl.read_csv(
             names + b"\n" + data, infer_schema=False, truncate_ragged_lines=True,
-            raise_if_empty=False, row_index_name=ROW,
+            raise_if_empty=False, row_index_name=ROW, separator=separator,
         )  # fmt: skip
     except pl.exceptions.PolarsError as err:
         raise SourceProblem(_explain(err)) from None
@@ -197,7 +211,7 @@ def _record_end(buf: bytes) -> int:
     return 0
 
 
-def _blocks(path: Path, batch_rows: int) -> Iterator[pl.DataFrame]:
+def _blocks(path: Path, batch_rows: int, separator: str) -> Iterator[pl.DataFrame]:
     """Every record of a UTF-8 file, block by block, parsed strictly (a PolarsError when a
     block is not well-formed). Each later block is parsed behind a blank line of the first
     record's width, so its width is the file's, as in one parse of the whole file."""
@@ -221,15 +235,15 @@ def _blocks(path: Path, batch_rows: int) -> Iterator[pl.DataFrame]:
             carry = buf[cut:]
             with memoryview(buf) as whole, whole[:cut] as view:
                 if width is not None:
-                    block = b"".join((b"," * (width - 1) + b"\n", view))
+                    block = b"".join((separator.encode() * (width - 1) + b"\n", view))
                 else:
                     block = buf if cut == len(buf) else bytes(view)
             del buf
             if width is None:
-                frame = _positional(_parse(block), 0)
+                frame = _positional(_parse(block, separator), 0)
                 width = frame.width - 1
             else:
-                frame = _positional(_parse(block).slice(1), done - 1)
+                frame = _positional(_parse(block, separator).slice(1), done - 1)
             del block
             if frame.height:
                 per_record = max(1, cut // frame.height)
@@ -239,14 +253,14 @@ def _blocks(path: Path, batch_rows: int) -> Iterator[pl.DataFrame]:
                 return
 
 
-def _whole(path: Path, codec: str) -> tuple[pl.DataFrame, bool]:
+def _whole(path: Path, codec: str, separator: str) -> tuple[pl.DataFrame, bool]:
     """Every record of the file read whole (decoded, bad bytes marked, ragged rows flagged),
     and whether bad bytes were marked."""
     data = _utf8_bytes(path, codec)
     try:
-        frame = _parse(data).with_columns(pl.lit(False).alias("extra_fields"))
+        frame = _parse(data, separator).with_columns(pl.lit(False).alias("extra_fields"))
     except pl.exceptions.PolarsError:
-        frame = _parse_ragged(data)
+        frame = _parse_ragged(data, separator)
     values = _positional(frame.drop("extra_fields"), 0)
     return values.with_columns(frame.get_column("extra_fields")), MARK.encode() in data
 
@@ -262,15 +276,17 @@ def _flags(frame: pl.DataFrame, marks: bool) -> pl.DataFrame:
     )
 
 
-def records(path: Path, codec: str, batch_rows: int) -> Iterator[pl.DataFrame]:
+def records(
+    path: Path, codec: str, batch_rows: int, separator: str = ","
+) -> Iterator[pl.DataFrame]:
     """Every record of the file (the header and blank ones too) in frames: ROW (the record's
-    index from 0), c0... (text), `extra_fields`, `bad_bytes`. Streams the common case; reads
-    the file whole otherwise (see the module docstring)."""
+    index from 0), c0... (text), `extra_fields`, `bad_bytes`; values split at `separator`.
+    Streams the common case; reads the file whole otherwise (see the module docstring)."""
     done = 0
     if codec in UTF8:
         with path.open("rb") as handle:
             compressed = handle.read(2) == GZIP
-        blocks = None if compressed else _blocks(path, batch_rows)
+        blocks = None if compressed else _blocks(path, batch_rows, separator)
         while blocks is not None:
             try:
                 frame = next(blocks)
@@ -280,7 +296,7 @@ def records(path: Path, codec: str, batch_rows: int) -> Iterator[pl.DataFrame]:
                 break  # read it whole below, to say exactly what is wrong or flag the rows
             done += frame.height
             yield _flags(frame.with_columns(pl.lit(False).alias("extra_fields")), False)
-    whole, marks = _whole(path, codec)
+    whole, marks = _whole(path, codec, separator)
     rest = _flags(whole.filter(pl.col(ROW) >= done), marks)
     for offset in range(0, rest.height, batch_rows):
         yield rest.slice(offset, batch_rows)
@@ -291,8 +307,8 @@ class CsvBatches:
     blank (found when made: header problems are raised at once); `blank_rows` counts the blank
     records after it, complete once the batches are exhausted."""
 
-    def __init__(self, path: Path, codec: str, batch_rows: int) -> None:
-        self._records = records(path, codec, batch_rows)
+    def __init__(self, path: Path, codec: str, batch_rows: int, separator: str = ",") -> None:
+        self._records = records(path, codec, batch_rows, separator)
         self.header: list[str] = []
         self.blank_rows = 0
         self._header_at = 0
@@ -337,10 +353,10 @@ def _blank(columns: list[str]) -> pl.Expr:
     return pl.all_horizontal([pl.col(c).is_null() for c in columns])
 
 
-def read_csv_table(path: Path, codec: str) -> CsvTable:
+def read_csv_table(path: Path, codec: str, separator: str = ",") -> CsvTable:
     """Parse a CSV file whole (see the module docstring for how each kind of mess is handled):
     the batches of `CsvBatches`, in one frame."""
-    batches = CsvBatches(path, codec, 1 << 30)
+    batches = CsvBatches(path, codec, 1 << 30, separator)
     body = list(batches)
     if not batches.header:
         schema = {ROW: pl.Int64, "extra_fields": pl.Boolean, "bad_bytes": pl.Boolean}

@@ -27,7 +27,14 @@ from placeflow.pipeline.columns import (
     resolve_columns,
     split_key,
 )
-from placeflow.pipeline.csvfile import BAD_BYTES_REASON, ROW, CsvBatches, codec_name, sniff
+from placeflow.pipeline.csvfile import (
+    BAD_BYTES_REASON,
+    ROW,
+    CsvBatches,
+    codec_name,
+    separator_for,
+    sniff,
+)
 from placeflow.pipeline.parquetfile import ParquetBatches
 from placeflow.pipeline.readstream import OUTPUT_SCHEMA, ReadInfo, ReadStream
 from placeflow.pipeline.staging import BATCH_ROWS
@@ -83,7 +90,14 @@ class _File:
     """One input file opened for reading: its header, the columns chosen for the fields, and
     its rows in frames (ROW, the fields found, read_error)."""
 
-    def __init__(self, path: Path, mapping: Mapping[str, str], codec: str, batch_rows: int):
+    def __init__(
+        self,
+        path: Path,
+        mapping: Mapping[str, str],
+        codec: str,
+        batch_rows: int,
+        separator: str | None = None,
+    ):
         self.name = str(path)
         try:
             with path.open("rb") as handle:
@@ -101,7 +115,7 @@ class _File:
         if path.suffix.lower() in PARQUET_SUFFIXES:
             raise SourceProblem("it is named as Parquet but is not a Parquet file; write it again")
         sniff(head, codec)
-        self.csv = CsvBatches(path, codec, batch_rows)
+        self.csv = CsvBatches(path, codec, batch_rows, separator_for(path, separator))
         self.header = self.csv.header
         found = resolve_columns(self.header, mapping) if self.header else {}
         self.chosen = {f: self.header[i] for f, i in found.items()}
@@ -219,16 +233,18 @@ def duplicate_headers(header: Sequence[str]) -> list[str]:
     return [" / ".join(dict.fromkeys(names)) for names in seen.values() if len(names) > 1]
 
 
-def _open(path: Path, given: Mapping[str, str], codec: str, batch_rows: int) -> _File:
+def _open(
+    path: Path, given: Mapping[str, str], codec: str, batch_rows: int, separator: str | None
+) -> _File:
     try:
-        return _File(path, mapping_for(path, given), codec, batch_rows)
+        return _File(path, mapping_for(path, given), codec, batch_rows, separator)
     except SourceProblem as problem:
         raise InputError(f"{path}: {problem}") from None
 
 
 def _file_rows(
     first: _File, rest: Sequence[Path], given: Mapping[str, str], codec: str, batch_rows: int,
-    tally: _Tally,
+    separator: str | None, tally: _Tally,
 ) -> Iterator[pl.DataFrame]:  # fmt: skip
     """Each file's rows in order, shaped; later files are opened when reached."""
     opened: _File | None = first
@@ -243,7 +259,9 @@ def _file_rows(
             raise InputError(f"{opened.name}: {problem}") from None
         tally.blank += opened.blank_rows
         following = next(paths, None)
-        opened = _open(following, given, codec, batch_rows) if following is not None else None
+        opened = (
+            _open(following, given, codec, batch_rows, separator) if following is not None else None
+        )
 
 
 def stream_inputs(
@@ -251,10 +269,12 @@ def stream_inputs(
     *,
     mapping: Mapping[str, str] | None = None,
     encoding: str = "utf8",
+    separator: str | None = None,
     batch_rows: int = BATCH_ROWS,
 ) -> ReadStream:
     """Read every file the patterns name, in file order, as a stream of read frames of at most
-    `batch_rows` rows (see `ReadStream`).
+    `batch_rows` rows (see `ReadStream`). CSV values are split at `separator` (by default a
+    comma, or tab for .tsv and .tab files: `separator_for`).
 
     A mapping key `field` applies to every file, `FILE:field` to the file it names only. The
     inputs, the mapping and the first file's header are checked at once (InputError); a later
@@ -275,17 +295,21 @@ def stream_inputs(
                 f"the inputs are {', '.join(str(p) for p in paths)}"
             )
     tally = _Tally()
-    first = _open(paths[0], given, codec, batch_rows)
-    frames = _file_rows(first, paths[1:], given, codec, batch_rows, tally)
+    first = _open(paths[0], given, codec, batch_rows, separator)
+    frames = _file_rows(first, paths[1:], given, codec, batch_rows, separator, tally)
     return ReadStream(frames, tally.info, batch_rows)
 
 
 def read_inputs(
-    patterns: Sequence[str], *, mapping: Mapping[str, str] | None = None, encoding: str = "utf8"
+    patterns: Sequence[str],
+    *,
+    mapping: Mapping[str, str] | None = None,
+    encoding: str = "utf8",
+    separator: str | None = None,
 ) -> tuple[pl.DataFrame, ReadInfo]:
     """Read every file the patterns name into one frame (columns: OUTPUT_SCHEMA), in file order:
     the batches of `stream_inputs`, in one frame."""
-    stream = stream_inputs(patterns, mapping=mapping, encoding=encoding)
+    stream = stream_inputs(patterns, mapping=mapping, encoding=encoding, separator=separator)
     rows = stream.frame()
     return rows, stream.info
 
@@ -330,7 +354,10 @@ class FileSource:
 
     def rows(self, options: RunOptions) -> tuple[pl.DataFrame, ReadInfo]:
         return read_inputs(
-            self.inputs, mapping=dict(options.mapping) or None, encoding=options.encoding
+            self.inputs,
+            mapping=dict(options.mapping) or None,
+            encoding=options.encoding,
+            separator=options.separator,
         )
 
     def batches(self, options: RunOptions, batch_rows: int) -> ReadStream:
@@ -338,6 +365,7 @@ class FileSource:
             self.inputs,
             mapping=dict(options.mapping) or None,
             encoding=options.encoding,
+            separator=options.separator,
             batch_rows=batch_rows,
         )
 
