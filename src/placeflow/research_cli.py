@@ -27,12 +27,13 @@ from typing import Any
 from placeflow.cli_args import add_db, add_json, add_quiet, one_command
 from placeflow.config import in_ci, load_settings, research_kill_at
 from placeflow.errors import OptionsError, PlaceflowError
+from placeflow.options import RunOptions
 from placeflow.pipeline.read import InputError, Source
 from placeflow.refresh import WarehouseSource, parse_duration
 from placeflow.report import EXIT_FAILED, EXIT_REFUSED, EXIT_USAGE
 from placeflow.research.fields import FieldSpecError, build_specs
 from placeflow.research.plan import RateCardError, ResearchSpec
-from placeflow.research.run import ResearchOptions, research
+from placeflow.research.run import ResearchOptions, read_options, research
 
 
 def add_parser(sub: Any) -> argparse.ArgumentParser:
@@ -49,6 +50,13 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
         " stopped when the budget or credits ran out",
     )
     p.add_argument("inputs", nargs="*", metavar="INPUT", help="CSV or Parquet files, or globs")
+    read = RunOptions.model_fields
+    p.add_argument(
+        "--map", dest="mapping", action="append", default=[], metavar="[FILE:]FIELD=COLUMN",
+        help=read["mapping"].description,
+    )  # fmt: skip
+    p.add_argument("--encoding", metavar="ENC", help=read["encoding"].description)
+    p.add_argument("--separator", metavar="CHAR", help=read["separator"].description)
     p.add_argument(
         "--from-warehouse",
         action="store_true",
@@ -128,6 +136,10 @@ def _source(args: argparse.Namespace) -> Sequence[str] | Source:
         return list(args.inputs)
     if args.inputs:
         raise FieldSpecError("give INPUT files or --from-warehouse, not both")
+    if args.mapping or args.encoding or args.separator:
+        raise FieldSpecError(
+            "--map, --encoding and --separator read INPUT files, not the warehouse"
+        )
     if args.limit is not None and args.limit < 0:
         raise FieldSpecError("--limit takes N >= 0")
     if not Path(args.db).exists():
@@ -160,6 +172,7 @@ def handle(args: argparse.Namespace) -> int:
             resend_uncertain=args.resend_uncertain,
             exclusive_key=not args.shared_key,
             estimate_only=args.estimate,
+            read_as=read_options(args.mapping, args.encoding, args.separator),
         )
         source = _source(args)
         settings = load_settings()

@@ -13,6 +13,7 @@ import hashlib
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import polars as pl
 
@@ -151,10 +152,15 @@ def budget_refusal(estimated: int, *, max_credits: int | None, available: int | 
     return None
 
 
-def fingerprint(identity: Sequence[str], spec: ResearchSpec, sample: int | None) -> str:
+def fingerprint(
+    identity: Sequence[str], spec: ResearchSpec, sample: int | None, reading: str | None = None
+) -> str:
     """The command's identity for resuming: the source's identity (each file's path, size and
-    mtime; or the warehouse and its selection's terms) and what is asked."""
-    text = json.dumps(
-        [list(identity), spec.fields_json(), spec.verify_identity, spec.validate_existence, sample]
-    )
-    return hashlib.sha256(text.encode()).hexdigest()
+    mtime; or the warehouse and its selection's terms), what is asked, and how the files are
+    read when not as by default (`reading`: a mapping names other places)."""
+    parts: list[Any] = [
+        list(identity), spec.fields_json(), spec.verify_identity, spec.validate_existence, sample
+    ]  # fmt: skip
+    if reading is not None:
+        parts.append(reading)
+    return hashlib.sha256(json.dumps(parts).encode()).hexdigest()

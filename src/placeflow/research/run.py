@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 import secrets
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -53,8 +53,20 @@ from placeflow.warehouse import connect, insert_frame, sql_text, transaction
 
 EXIT_OK, EXIT_FAILED, EXIT_REFUSED = 0, 1, 3
 READ_AS = RunOptions.parse({"mode": "validate", "attributes": (), "include_summary": False})
-"""The options a source reads with: no column mapping, UTF-8, and (for the warehouse) every
-place some run answered, whatever it asked."""
+"""The options a source reads with unless told otherwise (`read_options`): no column mapping,
+UTF-8, commas, and (for the warehouse) every place some run answered, whatever it asked."""
+
+
+def read_options(
+    mapping: Mapping[str, str] | Sequence[str] | None = None,
+    encoding: str | None = None,
+    separator: str | None = None,
+) -> RunOptions:
+    """How input files are read: READ_AS with a column mapping (FIELD=COLUMN strings or a
+    dict), an encoding or a separator, checked as `placeflow run` checks them (OptionsError)."""
+    given = {"mapping": mapping, "encoding": encoding, "separator": separator}
+    chosen = {name: value for name, value in given.items() if value}
+    return RunOptions.parse({**READ_AS.model_dump(), **chosen}) if chosen else READ_AS
 
 
 @dataclass(frozen=True)
@@ -67,6 +79,8 @@ class ResearchOptions:
     resend_uncertain: bool = False
     exclusive_key: bool = True
     estimate_only: bool = False
+    read_as: RunOptions = READ_AS
+    """How input files are read (`read_options`): their column mapping, encoding, separator."""
 
 
 @dataclass(frozen=True)
@@ -100,10 +114,10 @@ def fresh_places(
     return pl.Series("place_key", [r[0] for r in rows], dtype=pl.String)
 
 
-def read_source(source: Source, emit: Emit) -> pl.DataFrame:
+def read_source(source: Source, emit: Emit, read_as: RunOptions = READ_AS) -> pl.DataFrame:
     """The read stage: the source's rows (files, or the warehouse's selected places)."""
     emit(StageStarted("read"))
-    rows, info = source.rows(READ_AS)
+    rows, info = source.rows(read_as)
     emit(StageFinished("read", info, {"rows": rows.height}))
     return rows
 
@@ -239,7 +253,7 @@ def research(
     source = inputs if isinstance(inputs, Source) else FileSource(tuple(inputs))
     rates = Rates.from_card(api.pricing())
     if options.estimate_only:
-        rows = read_source(source, emit)
+        rows = read_source(source, emit, options.read_as)
         existing = Path(db).exists() and str(db) != ":memory:"
         con = connect(db, read_only=True) if existing else None
         try:
@@ -253,13 +267,14 @@ def research(
         )  # fmt: skip
         emit(StageFinished("account", out, {"credits_estimated": prepared.estimate.credits}))
         return out
-    print_ = fingerprint(source.identity(), spec, options.sample)
+    reading = None if options.read_as == READ_AS else options.read_as.identity_json()
+    print_ = fingerprint(source.identity(), spec, options.sample, reading)
     with connect(db) as con:
         found = con.execute(
             sql_text("queries/research_unfinished"), {"fingerprint": print_}
         ).fetchone()
         if found is None:
-            rows = read_source(source, emit)
+            rows = read_source(source, emit, options.read_as)
             prepared = prepare(rows, options, rates, con=con, now=started, emit=emit)
             run_id = f"rr_{started:%Y%m%dT%H%M%S}_{secrets.token_hex(3)}"
             run = {
