@@ -4,7 +4,11 @@ job whose possible double charge the run declares: as the sandbox's own counts s
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import duckdb
 import pytest
@@ -12,11 +16,21 @@ import pytest
 import placeflow
 from placeflow.api.poller import UNKNOWN_AFTER
 from placeflow.checks import run_checks
-from placeflow.emulator import FaultConfig
+from placeflow.emulator import FaultConfig, Sandbox
 from placeflow.events import ChunkSubmitted, Event, FileVerified
 from placeflow.options import RunOptions
-from tests.sandbox_target import served as served_sandbox
+from placeflow.service import Target
+from tests.sandbox_target import served
 from tests.test_run import write_places
+
+
+@contextmanager
+def served_sandbox(key: str, **config: Any) -> Iterator[tuple[Sandbox, Target]]:
+    """The sandbox and a target whose clients back off without waiting: what is asserted is
+    what the sandbox answered and counted, not how long placeflow waited in between."""
+    with served(key, **config) as (sandbox, target):
+        yield sandbox, replace(target, sleep=lambda seconds: None)
+
 
 KEY = "sk_unknown_job_paid_key_1234"
 POLLS = "GET /v1/jobs/{batch_id}"

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import hashlib
 import threading
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
@@ -26,6 +27,8 @@ class Target:
     gate: RateGate | None = field(default=None, compare=False)
     """What keeps the key's limits, when not the machine's limiter (`shared_limiter`): a flow
     under a Prefect server passes one shared by every process talking to that server."""
+    sleep: Callable[[float], None] = field(default=time.sleep, compare=False)
+    """How a client waits between polls and retries (a test passes one that returns at once)."""
 
     def client(self, *, timeout: float = 30.0) -> PlaceApiClient:
         """A client whose limiter is shared with every other client of this key: `gate` when
@@ -35,6 +38,7 @@ class Target:
             api_key=self.api_key.reveal(),
             limiter=self.gate if self.gate is not None else shared_limiter(self),
             timeout=timeout,
+            sleep=self.sleep,
         )
 
 
