@@ -151,6 +151,10 @@ def export(db: duckdb.DuckDBPyConnection | Path | str, dest: str,
            step: Step = _noop) -> ExportSummary:
     """Send what changed since the last export to `dest` (everything with `full`)."""
     destination = parse_destination(dest, password)
+    folder = destination.path
+    if folder is not None and folder.exists() and not folder.is_dir():
+        raise ValueError(f"{folder} is a file: give a folder (each table's Parquet files go"
+                         " under DEST/<table>/)")
     unknown = [t for t in tables or () if t not in TABLES]
     if unknown:
         raise ValueError(f"cannot export {', '.join(unknown)}: placeflow exports"
@@ -211,10 +215,24 @@ def plan_table(con: duckdb.DuckDBPyConnection, spec: TableSpec,
 def _to_parquet(con: duckdb.DuckDBPyConnection, destination: Destination,
                 specs: list[TableSpec], full: bool, at: datetime, export_id: str,
                 step: Step) -> list[TableExport]:
-    from placeflow.exporters import parquet
 
     root = destination.path
     assert root is not None
+    try:
+        return _write_parquet(con, destination, root, specs, full, at, export_id, step)
+    except OSError as exc:
+        where = f" ({exc.filename})" if exc.filename else ""
+        raise ExportError(
+            f"cannot write the Parquet export under {root}: {exc.strerror or exc}{where}. The"
+            " tables exported before it are complete; run the export again once it is fixed"
+        ) from None
+
+
+def _write_parquet(con: duckdb.DuckDBPyConnection, destination: Destination, root: Path,
+                   specs: list[TableSpec], full: bool, at: datetime, export_id: str,
+                   step: Step) -> list[TableExport]:
+    from placeflow.exporters import parquet
+
     root.mkdir(parents=True, exist_ok=True)
     manifest = parquet.read_manifest(root)
     done = []

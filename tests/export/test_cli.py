@@ -52,3 +52,31 @@ def test_cli_parquet_text_and_bad_arguments(db: Path, tmp_path: Path,
     assert run(["export", "--db", str(db), "--to", dest, "--tables", "nowhere"]) == 2
     assert "cannot export nowhere" in capsys.readouterr().err
     assert run(["export", "--db", str(tmp_path / "none.duckdb"), "--to", dest]) == 2
+
+
+def test_parquet_destination_that_cannot_be_written_is_said_not_a_traceback(
+    db: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """--to a file: exit 2, the file untouched. A table folder that cannot be made (a file in
+    its place): exit 1 naming it; the tables exported before it stay, and once it is fixed
+    the same command finishes the export (the first table's rows are not sent again)."""
+    taken = tmp_path / "report.pdf"
+    taken.write_bytes(b"%PDF-1.7 not a folder")
+    assert run(["export", "--db", str(db), "--to", str(taken)]) == 2
+    assert "report.pdf is a file: give a folder" in capsys.readouterr().err
+    assert taken.read_bytes() == b"%PDF-1.7 not a folder"
+
+    lake = tmp_path / "lake"
+    lake.mkdir()
+    (lake / "runs").write_text("in the way")
+    tables = ["--tables", "places_latest,runs", "--json"]
+    assert run(["export", "--db", str(db), "--to", str(lake), *tables]) == 1
+    failed = json.loads(capsys.readouterr().out)
+    assert failed["exit_code"] == 1, failed
+    assert failed["error"].startswith(f"cannot write the Parquet export under {lake}: ")
+    assert str(lake / "runs") in failed["error"]
+    assert list((lake / "places_latest").rglob("*.parquet"))
+    (lake / "runs").unlink()
+    assert run(["export", "--db", str(db), "--to", str(lake), *tables]) == 0
+    sent = {t["table"]: t["rows"] for t in json.loads(capsys.readouterr().out)["tables"]}
+    assert sent["places_latest"] == 0 and sent["runs"] > 0
