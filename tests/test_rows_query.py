@@ -19,6 +19,7 @@ from placeflow.checks import run_checks
 from placeflow.cli import main
 from placeflow.emulator import Sandbox
 from placeflow.options import RunOptions
+from placeflow.report import text_summary
 from placeflow.service import Target
 from tests.sandbox_target import served as served_sandbox
 
@@ -100,6 +101,10 @@ def test_rows_gives_every_input_row_back_with_its_outcome(
         f.write("bad,,Licensed,,,,USA,,,,,\r\n")
     db = tmp_path / "wh.duckdb"
     summary = placeflow.run([str(data)], options=RunOptions(route="sync"), db=db, target=target)
+    assert summary.rejected == 1 and summary.rejected_by_field == {"poi_name": 1}
+    shown = next(line for line in text_summary(summary).splitlines() if "rejected" in line)
+    assert shown.split()[1:] == ["1", "(poi_name", "1;", "each", "reason:", "placeflow", "rows",
+                                 summary.run_id, "--out", "FILE)"]  # fmt: skip
     out = tmp_path / "rows.csv"
     assert main(["rows", summary.run_id, "--db", str(db), "--out", str(out)]) == 0
     back = pl.read_csv(out, infer_schema=False)

@@ -66,6 +66,16 @@ def _duplicates(s: RunSummary) -> str:
     return f"{s.duplicates:,} (exact {exact:,}, fuzzy {s.fuzzy_duplicates:,})"
 
 
+def _rejected(s: RunSummary) -> str:
+    """Rejected rows, by the field that failed (the three most common), and where each row's
+    reason is."""
+    if not s.rejected_by_field:
+        return _n(s.rejected)
+    by = sorted(s.rejected_by_field.items(), key=lambda item: (-item[1], item[0]))
+    shown = ", ".join(f"{name} {n:,}" for name, n in by[:3]) + (", ..." if len(by) > 3 else "")
+    return f"{s.rejected:,} ({shown}; each reason: placeflow rows {s.run_id} --out FILE)"
+
+
 def against(target: str) -> str:
     """'against https://...' for a URL, 'against the embedded sandbox at ...' otherwise."""
     return f"against {target}" if "://" in target.split(" ")[0] else f"against the {target}"
@@ -85,7 +95,7 @@ def summary_rows(s: RunSummary, *, wall_seconds: float | None = None) -> list[tu
     refused = s.status == "refused"
     rows = [
         ("rows read", _n(s.rows_read)),
-        ("rejected", _n(s.rejected)),
+        ("rejected", _rejected(s)),
         ("duplicates", _duplicates(s)),
         ("skipped as fresh", _n(s.skipped_fresh)),
         ("places submitted", "0 (refused: nothing sent)" if refused else _n(s.submitted)),

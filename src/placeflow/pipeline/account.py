@@ -57,6 +57,9 @@ class RunSummary:
     """usage_delta - charged before any adjustment (None when usage is unknown)."""
     held_failing: int = 0
     """Input rows whose place failed several times in a row: held back, not sent."""
+    rejected_by_field: dict[str, int] = field(default_factory=dict)
+    """Of `rejected`, how many rows by the field that failed first ("row" when the row itself
+    could not be read), most first; each row's reason is in `rejects`."""
     inputs: dict[str, Any] = field(default_factory=dict)
     """Per file which column fed which field and which were ignored, and input warnings
     (`placeflow.pipeline.mapping_report`); empty for a resume, which reads nothing."""
@@ -86,6 +89,15 @@ def _fuzzy_duplicates(con: duckdb.DuckDBPyConnection, run_id: str) -> int:
         [run_id],
     ).fetchone()
     return int(row[0]) if row else 0
+
+
+def _rejected_by_field(con: duckdb.DuckDBPyConnection, run_id: str) -> dict[str, int]:
+    rows = con.execute(
+        "select coalesce(field, 'row'), count(*) from rejects where run_id = ?"
+        " group by all order by 2 desc, 1",
+        [run_id],
+    ).fetchall()
+    return {str(name): int(n) for name, n in rows}
 
 
 def ledger_totals(con: duckdb.DuckDBPyConnection, run_id: str) -> dict[str, int]:
@@ -189,6 +201,7 @@ def account(
         target=str(target),
         rows_read=int(counts[0]),
         rejected=int(counts[1]),
+        rejected_by_field=_rejected_by_field(con, run_id) if counts[1] else {},
         duplicates=int(counts[2]),
         fuzzy_duplicates=_fuzzy_duplicates(con, run_id),
         skipped_fresh=int(counts[3]),
