@@ -206,6 +206,8 @@ def test_mapping_an_unknown_field_is_an_input_error(write_file: WriteFile) -> No
         ("name,address", "address"),
         ("name,full_address,city", "address"),
         ("Name,Addr,Zip", "street"),
+        ("Company,Address Line 1,Town,Post Code,Country,lat,long", "street"),
+        ("title,street,city,postalCode,state,countryCode,location/lat,location/lng", "street"),
     ],
 )
 def test_common_column_names_are_recognised(
@@ -219,6 +221,8 @@ def test_common_column_names_are_recognised(
     assert chosen["poi_name"] == columns[0]
     assert chosen[expected] == columns[1]
     assert rows.get_column(expected).to_list() == ["v1"]
+    if columns[-1].lower().endswith(("lng", "long")):
+        assert (chosen["latitude"], chosen["longitude"]) == (columns[-2], columns[-1])
 
 
 def test_header_only_and_empty_files_give_no_rows(write_file: WriteFile) -> None:

@@ -38,6 +38,9 @@ SYNONYMS: dict[str, tuple[str, ...]] = {
         "venuename",
         "sitename",
         "companyname",
+        "business",
+        "company",
+        "title",  # a Google Maps export's place name (Apify and similar scrapers)
     ),
     "id": (
         "id",
@@ -78,8 +81,8 @@ SYNONYMS: dict[str, tuple[str, ...]] = {
     ),
     "postcode": ("postcode", "postalcode", "zip", "zipcode", "postal"),
     "country": ("country", "countrycode", "countryname", "countryiso"),
-    "latitude": ("latitude", "lat"),
-    "longitude": ("longitude", "lon", "lng", "long"),
+    "latitude": ("latitude", "lat", "locationlat"),
+    "longitude": ("longitude", "lon", "lng", "long", "locationlng", "locationlon"),
 }
 AMBIGUOUS_ADDRESS = "address"
 """A bare `address` column: the street line or a full address, decided by the other columns."""
