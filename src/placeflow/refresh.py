@@ -89,6 +89,14 @@ def select_stale(
         raise ValueError("credits_per_place must be 1 or more")
     params = {"signature": signature, "cutoff": now - older_than, "country": country, "now": now}
     stale: pl.DataFrame = con.sql(sql_text("queries/stale_places"), params=params).pl()
+    return choose(stale, limit=limit, budget=budget, credits_per_place=credits_per_place)
+
+
+def choose(
+    stale: pl.DataFrame, *, limit: int | None, budget: int | None, credits_per_place: int
+) -> pl.DataFrame:
+    """The stale places (sql/queries/stale_places.sql's rows) a refresh sends, in sending
+    order: see `select_stale`."""
     cap = None if budget is None else budget // credits_per_place
     if cap is not None and cap < stale.height:
         ordered = stale.sort(
@@ -153,17 +161,17 @@ class WarehouseSource:
 
     def rows(self, options: RunOptions) -> tuple[pl.DataFrame, ReadInfo]:
         with reading(self.db) as con:
-            stale = select_stale(
+            every = select_stale(
                 con,
                 older_than=self.older_than,
                 mode=options.mode,
                 signature=options.signature,
                 country=self.country,
-                limit=self.limit,
-                budget=self.budget,
-                credits_per_place=self.credits_per_place,
                 now=self.clock(),
             )
+        stale = choose(
+            every, limit=self.limit, budget=self.budget, credits_per_place=self.credits_per_place
+        )
         self.selected = stale
         ordinal = pl.int_range(pl.len(), dtype=pl.Int64)
         frame = stale.select(
@@ -179,8 +187,26 @@ class WarehouseSource:
             rows=frame.height,
             columns={self.name: {f: f"run_places.request.{f}" for f in PLACE_FIELDS}},
             rows_per_file={self.name: frame.height},
+            warnings=self._left(every.height, stale.height),
         )
         return frame, info
+
+    def _left(self, stale: int, chosen: int) -> tuple[str, ...]:
+        """What a refresh that re-checks only some of the stale places leaves for the next."""
+        if chosen == stale:
+            return ()
+        cap = None if self.budget is None else self.budget // self.credits_per_place
+        by_budget = cap is not None and cap < stale  # then the likeliest changed go first
+        why = (
+            f"--max-credits {self.budget:,} buys {cap:,}"
+            if by_budget and cap == chosen
+            else f"--limit {self.limit:,}"
+        )
+        first = "the places most likely to have changed" if by_budget else "the oldest answers"
+        return (
+            f"{stale - chosen:,} of {stale:,} stale places are left for a later refresh ({why};"
+            f" {first} went first)",
+        )
 
     def batches(self, options: RunOptions, batch_rows: int) -> ReadStream:
         """The rows (a small frame) as a stream."""

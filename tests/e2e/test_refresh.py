@@ -132,6 +132,12 @@ def test_a_budget_takes_the_most_likely_changed_first(
     assert s.status == "completed"
     assert s.held <= budget and s.charged <= budget and served.credits()["charged"] <= budget
     assert s.submitted == budget  # the sandbox's rate card: 1 credit a place
+    left = ranked.height - budget
+    assert s.inputs["warnings"] == [
+        f"{left:,} of {ranked.height:,} stale places are left for a later refresh"
+        f" (--max-credits {budget} buys {budget}; the places most likely to have changed went"
+        " first)"
+    ]
     with duckdb.connect(str(built.copy), read_only=True) as con:
         sent = set(requests_of(con, s.run_id))
     by_key = dict(zip(ranked["place_key"], ranked["priority"], strict=True))

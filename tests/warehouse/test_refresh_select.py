@@ -10,7 +10,8 @@ import duckdb
 import polars as pl
 import pytest
 
-from placeflow.refresh import select_stale
+from placeflow.options import RunOptions
+from placeflow.refresh import WarehouseSource, select_stale
 from placeflow.warehouse import connect, sql_text
 from tests.warehouse.sandbox_runs import Runs, run_places, sample_head
 
@@ -154,3 +155,38 @@ def test_failing_places_are_found(warehouse: Runs) -> None:
     ).fetchall()
     assert rows and {r[0] for r in rows} == {r[0] for r in expected}
     assert all(r[1] == 2 for r in rows)
+
+
+def test_a_refresh_cut_short_says_how_many_stale_places_wait(warehouse: Runs) -> None:
+    """A budget or a limit smaller than the stale set: the read stage's warning says how many
+    stale places are left for a later refresh, why, and which went first; none when all go."""
+    con = warehouse.con
+    (path,) = con.execute(
+        "select path from duckdb_databases() where database_name = current_database()"
+    ).fetchall()[0]
+    now = T0 + 100 * DAY
+    every = select_stale(con, older_than=timedelta(0), mode="enrich", signature=ENRICH, now=now)
+    n = every.height
+    assert n > 30
+
+    def read(**cut: int) -> tuple[pl.DataFrame, tuple[str, ...]]:
+        source = WarehouseSource(path, older_than=timedelta(0), clock=lambda: now, **cut)
+        rows, info = source.rows(RunOptions())
+        return rows, info.warnings
+
+    rows, warnings = read(budget=30)
+    assert rows.height == 30
+    assert warnings == (
+        f"{n - 30:,} of {n:,} stale places are left for a later refresh (--max-credits 30 buys"
+        " 30; the places most likely to have changed went first)",
+    )
+    rows, warnings = read(budget=90, credits_per_place=3)
+    assert rows.height == 30 and "(--max-credits 90 buys 30;" in warnings[0]
+    rows, warnings = read(limit=10)
+    assert rows.height == 10
+    assert warnings == (
+        f"{n - 10:,} of {n:,} stale places are left for a later refresh (--limit 10; the oldest"
+        " answers went first)",
+    )
+    rows, warnings = read(budget=n)
+    assert rows.height == n and warnings == ()
