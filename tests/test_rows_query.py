@@ -103,8 +103,9 @@ def test_rows_gives_every_input_row_back_with_its_outcome(
     summary = placeflow.run([str(data)], options=RunOptions(route="sync"), db=db, target=target)
     assert summary.rejected == 1 and summary.rejected_by_field == {"poi_name": 1}
     shown = next(line for line in text_summary(summary).splitlines() if "rejected" in line)
-    assert shown.split()[1:] == ["1", "(poi_name", "1;", "each", "reason:", "placeflow", "rows",
-                                 summary.run_id, "--out", "FILE)"]  # fmt: skip
+    assert shown.split()[1:] == ["1", "(poi_name", "1;", "each", "row's", "reason:", "placeflow",
+                                 "rows", summary.run_id, "--only", "rejected", "--out",
+                                 "FILE)"]  # fmt: skip
     out = tmp_path / "rows.csv"
     assert main(["rows", summary.run_id, "--db", str(db), "--out", str(out)]) == 0
     back = pl.read_csv(out, infer_schema=False)
@@ -118,6 +119,11 @@ def test_rows_gives_every_input_row_back_with_its_outcome(
     bad = back.row(9, named=True)
     assert bad["disposition"] == "rejected" and bad["reject_reason"]
     assert back.row(0, named=True)["postcode"] == "00901"
+    only = tmp_path / "rejected.csv"
+    assert main(["rows", summary.run_id, "--db", str(db), "--only", "rejected", "--out",
+                 str(only)]) == 0  # fmt: skip
+    rejected = pl.read_csv(only, infer_schema=False)
+    assert rejected.height == 1 and rejected.row(0, named=True) == bad
     parquet = tmp_path / "rows.parquet"
     assert main(["rows", summary.run_id, "--db", str(db), "--out", str(parquet)]) == 0
     assert pl.read_parquet(parquet).height == 10

@@ -73,7 +73,8 @@ def _rejected(s: RunSummary) -> str:
         return _n(s.rejected)
     by = sorted(s.rejected_by_field.items(), key=lambda item: (-item[1], item[0]))
     shown = ", ".join(f"{name} {n:,}" for name, n in by[:3]) + (", ..." if len(by) > 3 else "")
-    return f"{s.rejected:,} ({shown}; each reason: placeflow rows {s.run_id} --out FILE)"
+    rows = f"placeflow rows {s.run_id} --only rejected --out FILE"
+    return f"{s.rejected:,} ({shown}; each row's reason: {rows})"
 
 
 def against(target: str) -> str:

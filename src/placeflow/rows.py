@@ -10,6 +10,7 @@ The original columns are read as the file is now, as text; a name the output alr
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
 import duckdb
@@ -47,9 +48,11 @@ def _original(path: Path, options: RunOptions) -> pl.DataFrame | None:
     return body.rename(dict(zip(body.columns[1:], names, strict=True)))
 
 
-def row_outcomes(db: Path | str, run_id: str, *, original: bool = True) -> pl.DataFrame:
-    """Every input row of the run with its outcome; the input's own columns first if it can
-    still be read (`original`)."""
+def row_outcomes(
+    db: Path | str, run_id: str, *, original: bool = True, only: Sequence[str] | None = None
+) -> pl.DataFrame:
+    """Every input row of the run with its outcome (`only` those of these dispositions); the
+    input's own columns first if it can still be read (`original`)."""
     if not Path(db).exists():
         raise UsageError(f"no warehouse at {db}: a run creates it")
     with reading(db) as con:
@@ -57,6 +60,8 @@ def row_outcomes(db: Path | str, run_id: str, *, original: bool = True) -> pl.Da
         if not stored:
             raise UsageError(f"no run {run_id!r} in {db}; `placeflow runs` lists them")
         rows: pl.DataFrame = con.sql(ROWS_SQL, params=[run_id]).pl()
+    if only:
+        rows = rows.filter(pl.col("disposition").is_in(list(only)))
     if not original or rows.height == 0:
         return rows
     options = RunOptions.parse(stored[0][0]) if stored[0][0] else RunOptions()

@@ -1,6 +1,7 @@
 """`placeflow rows` and `placeflow query`: argparse wiring (hooked into the CLI by `add_parsers`).
 
-    placeflow rows RUN_ID [--db PATH] --out FILE.csv|FILE.parquet [--no-original] [--json]
+    placeflow rows RUN_ID [--db PATH] --out FILE.csv|FILE.parquet [--no-original]
+                   [--only DISPOSITION ...] [--json]
     placeflow query "SQL" [--db PATH] [--json | --csv]
 
 Exit codes: 0 done; 2 no warehouse, no such run, a bad --out name, or SQL that fails.
@@ -16,6 +17,8 @@ from typing import Any
 
 from placeflow.cli_args import add_db, add_json, fail
 from placeflow.errors import UsageError
+
+DISPOSITIONS = ("submitted", "duplicate", "skipped_fresh", "held_failing", "rejected")
 
 
 def add_parsers(sub: Any) -> None:
@@ -36,6 +39,9 @@ def add_parsers(sub: Any) -> None:
                       help="FILE.csv or FILE.parquet")  # fmt: skip
     rows.add_argument("--no-original", dest="original", action="store_false",
                       help="leave out the input file's own columns")  # fmt: skip
+    rows.add_argument("--only", action="append", choices=DISPOSITIONS, metavar="DISPOSITION",
+                      help="only the rows of this disposition (repeatable), e.g. --only"
+                      " rejected: " + ", ".join(DISPOSITIONS))  # fmt: skip
     add_json(rows, "print one JSON summary")
     rows.set_defaults(func=rows_main)
     q = sub.add_parser(
@@ -64,7 +70,7 @@ def rows_main(args: argparse.Namespace) -> int:
     try:
         if args.out.suffix.lower() not in (".csv", ".parquet"):
             raise UsageError(f"--out {args.out}: name a .csv or .parquet file")
-        frame = row_outcomes(args.db, args.run_id, original=args.original)
+        frame = row_outcomes(args.db, args.run_id, original=args.original, only=args.only)
         write_rows(frame, args.out)
     except UsageError as exc:
         return _fail(args.json, str(exc))
