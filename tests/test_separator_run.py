@@ -17,10 +17,14 @@ from tests.sandbox_target import served as served_sandbox
 
 KEY = "sk_separator_run_paid_key_1234"
 PLACES = [
-    ("c1", "Crème Brûlée; Café", "12 Rue de l'Église", "Paris", "+33 1 23 45 67 89"),
-    ("c2", "Brasserie Zürich", "3 Bahnhofstraße", "Zürich", "+41 44 000 00 00"),
-    ("c3", "Señor Taco", "9 Calle Mayor", "Madrid", "+34 91 000 00 00"),
-]
+    ("c1", "Crème Brûlée; Café", "12 Rue de l'Église", "Paris", "FR", "48,8566", "2,3522",
+     "+33 1 23 45 67 89"),
+    ("c2", "Brasserie Zürich", "3 Bahnhofstraße", "Zürich", "CH", "47,3769", "8,5417",
+     "+41 44 000 00 00"),
+    ("c3", "Señor Taco", "9 Calle Mayor", "Madrid", "ES", "40,4168", "-3,7038",
+     "+34 91 000 00 00"),
+]  # fmt: skip
+"""As Excel writes them in many locales: ';' between values, decimal commas."""
 
 
 def test_a_semicolon_cp1252_file_sends_its_own_places(
@@ -29,7 +33,7 @@ def test_a_semicolon_cp1252_file_sends_its_own_places(
     path = tmp_path / "export.csv"
     with path.open("w", encoding="cp1252", newline="") as handle:
         writer = csv.writer(handle, delimiter=";")
-        writer.writerow(["id", "name", "street", "city", "phone"])
+        writer.writerow(["id", "name", "street", "city", "country", "lat", "lon", "phone"])
         writer.writerows(PLACES)
     db = tmp_path / "wh.duckdb"
     options = RunOptions(route="job", dedupe="exact", encoding="cp1252", separator=";")
@@ -49,7 +53,11 @@ def test_a_semicolon_cp1252_file_sends_its_own_places(
     assert charged == summary.charged == summary.succeeded
     assert sorted(p["poi_name"] for p in received) == sorted(p[1] for p in PLACES)
     assert {p["city"] for p in received} == {"Paris", "Zürich", "Madrid"}
+    coordinates = {p["poi_name"]: (p["latitude"], p["longitude"]) for p in received}
+    assert coordinates["Señor Taco"] == (40.4168, -3.7038)
+    assert coordinates["Brasserie Zürich"] == (47.3769, 8.5417)
 
     rows = row_outcomes(db, summary.run_id).sort("source_row")
-    assert rows.get_column("phone").to_list() == [p[4] for p in PLACES]
+    assert rows.get_column("phone").to_list() == [p[7] for p in PLACES]
+    assert rows.get_column("lat").to_list() == [p[5] for p in PLACES]
     assert rows.get_column("name").to_list() == [p[1] for p in PLACES]

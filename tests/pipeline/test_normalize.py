@@ -111,7 +111,8 @@ def test_megabyte_field_is_rejected_with_its_length_and_raw_kept() -> None:
         ("-90.0001", "10", "latitude '-90.0001' is outside -90..90"),
         ("10", "180.5", "longitude '180.5' is outside -180..180"),
         ("abc", "10", "latitude 'abc' is not a number"),
-        ("40,5", "10", "latitude '40,5' is not a number"),
+        ("40.7,-74.0", "10", "latitude '40.7,-74.0' is not a number"),
+        ("40,5,1", "10", "latitude '40,5,1' is not a number"),
         ("NaN", "10", "latitude 'NaN' is not a finite number"),
         ("10", "-inf", "longitude '-inf' is not a finite number"),
         ("95", None, "latitude '95' is outside -90..90"),
@@ -127,6 +128,12 @@ def test_coordinates_in_range_are_numbers_including_the_bounds() -> None:
     """Valid coordinates (bounds included, any spacing) become Float64."""
     row = one(latitude=" -90 ", longitude="180")
     assert (row["latitude"], row["longitude"], row["note"]) == (-90.0, 180.0, None)
+
+
+def test_a_decimal_comma_reads_as_a_decimal_point() -> None:
+    """48,8566 as a spreadsheet in many locales writes it (e.g. in a ';'-separated export)."""
+    row = one(latitude="48,8566", longitude=" -2,3522 ", country="FR")
+    assert (row["latitude"], row["longitude"], row["note"]) == (48.8566, -2.3522, None)
 
 
 @pytest.mark.parametrize(

@@ -4,7 +4,8 @@ Text is trimmed and every run of whitespace (newlines included) folded to one sp
 about it changes (injection-looking strings are data and stay verbatim). A whole value that is a
 placeholder ("N/A", "null", "-", ...; see PLACEHOLDERS) becomes null. Countries become ISO alpha-2
 (see `countries`); unknown ones are rejected, never guessed. Coordinates must be finite numbers in
-range; one given without the other drops both, and `note` says which was given. Lost ZIP zeros are
+range (a decimal comma, 48,8566, reads as 48.8566); one given without the other drops both, and
+`note` says which was given. Lost ZIP zeros are
 restored and coordinates that cannot be in the row's country repaired or dropped (see `repair`),
 each noted. Control characters and bidi overrides are removed (noted); a NUL byte rejects its row.
 Every limit of the spec's POIValidateRequest (the stricter request model) is checked, so a row the
@@ -40,6 +41,8 @@ LIMITS: dict[str, int] = {
 PLACEHOLDERS = ("", "n/a", "na", "#n/a", "null", "none", "not available", "-", "--", "?", "unknown")
 """Whole values (any case) that mean "no value". In `country`, 'NA' is Namibia, not a gap."""
 RANGES = {"latitude": (-90.0, 90.0), "longitude": (-180.0, 180.0)}
+DECIMAL_COMMA = r"^[+-]?\d+,\d+$"
+"""A coordinate written with a decimal comma, as spreadsheets in many locales write it."""
 TEXT_FIELDS = ("poi_name", "street", "address", "city", "region", "postcode", "country")
 REPETITIVE = frozenset({"city", "region", "country"})
 """Fields with few distinct values, cleaned once per value."""
@@ -135,7 +138,10 @@ def _clean_field(name: str, values: pl.Series) -> list[pl.Series]:
     out: list[pl.Series] = [values.str.contains(HIDDEN).fill_null(False).rename(f"_hidden_{name}")]
     if name in RANGES:  # inner spaces make no number valid: trimming is enough
         clean = drop_placeholders(values.str.strip_chars())
-        out.append(clean.cast(pl.Float64, strict=False).rename(f"_{name}_number"))
+        # "48,8566" (a spreadsheet's decimal comma) can only mean 48.8566 for a coordinate
+        comma = clean.str.contains(DECIMAL_COMMA).fill_null(False)
+        number = patched(clean, comma, lambda e: e.str.replace(",", ".", literal=True))
+        out.append(number.cast(pl.Float64, strict=False).rename(f"_{name}_number"))
     else:
         clean = per_value(values, clean_text) if name in REPETITIVE else clean_text(values)
     out.append(clean.rename(f"_{name}"))
