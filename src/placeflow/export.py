@@ -215,7 +215,6 @@ def plan_table(con: duckdb.DuckDBPyConnection, spec: TableSpec,
 def _to_parquet(con: duckdb.DuckDBPyConnection, destination: Destination,
                 specs: list[TableSpec], full: bool, at: datetime, export_id: str,
                 step: Step) -> list[TableExport]:
-
     root = destination.path
     assert root is not None
     try:

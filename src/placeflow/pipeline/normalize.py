@@ -5,11 +5,11 @@ about it changes (injection-looking strings are data and stay verbatim). A whole
 placeholder ("N/A", "null", "-", ...; see PLACEHOLDERS) becomes null. Countries become ISO alpha-2
 (see `countries`); unknown ones are rejected, never guessed. Coordinates must be finite numbers in
 range (a decimal comma, 48,8566, reads as 48.8566); one given without the other drops both, and
-`note` says which was given. Lost ZIP zeros are
-restored and coordinates that cannot be in the row's country repaired or dropped (see `repair`),
-each noted. Control characters and bidi overrides are removed (noted); a NUL byte rejects its row.
-Every limit of the spec's POIValidateRequest (the stricter request model) is checked, so a row the
-service would refuse is never sent. A row with several problems gets one reject naming them all,
+`note` says which was given. Lost ZIP zeros are restored and coordinates that cannot be in the
+row's country repaired or dropped (see `repair`), each noted. Control characters and bidi
+overrides are removed (noted); a NUL byte rejects its row. Every limit of the spec's
+POIValidateRequest (the stricter request model) is checked, so a row the service would refuse is
+never sent. A row with several problems gets one reject naming them all,
 joined by "; ", with `field` the first offending field ("row" for a record that could not be read
 cleanly: its reason is the read error alone). Every input row lands in exactly one of the two
 outputs. Problems are found with cheap whole-column tests; reasons are worded only for the rejected
