@@ -63,6 +63,11 @@ def _describe_run(summary: RunSummary) -> str:
     return f"placeflow run {summary.run_id}"
 
 
+def _report(done: Published | None) -> dict[str, str]:
+    """The HTML report's path for the flow's result, when one was written."""
+    return {"report": done.report} if done is not None and done.report else {}
+
+
 @dataclass(frozen=True)
 class Ending:
     """How a flow publishes its end: the artifact keys' prefix and what a summary is called."""
@@ -84,7 +89,7 @@ class Ending:
     def finish(self, summary: RunSummary, db: str, export_to: str | None) -> Any:
         """A completed run's end: export (when asked), artifacts, and the flow's result."""
         done = self.publish(summary, db, export_to)
-        data = {**summary.as_dict(), "exit_code": exit_code_for(summary.status)}
+        data = {**summary.as_dict(), **_report(done), "exit_code": exit_code_for(summary.status)}
         if done.export_error is not None:
             message = f"the {self.what} completed but its export failed: {done.export_error}"
             data = {**data, "exit_code": EXIT_FAILED, "message": message}
@@ -101,9 +106,9 @@ class Ending:
         if stopped is None:
             data = {"status": "failed", "message": str(exc), "exit_code": code}
             return Failed(message=str(exc), data=data)
-        if not isinstance(exc, BudgetRefused):
-            self.publish(stopped, db)
-        data = {**stopped.as_dict(), "exit_code": code, "message": stopped.message or str(exc)}
+        done = None if isinstance(exc, BudgetRefused) else self.publish(stopped, db)
+        data = {**stopped.as_dict(), **_report(done), "exit_code": code,
+                "message": stopped.message or str(exc)}  # fmt: skip
         return Failed(message=str(exc), data=data)
 
     def out_of_storage(

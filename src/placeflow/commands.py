@@ -186,10 +186,11 @@ def print_outcome(
     from placeflow.report import text_summary
 
     code = int(data.pop("exit_code", EXIT_OK))
+    report = data.pop("report", None)  # the HTML report a flow wrote, when it wrote one
     for warning in (data.get("inputs") or {}).get("warnings", []):
         print(f"placeflow: warning: {warning}", file=sys.stderr)
     if as_json:
-        extra: dict[str, Any] = {}
+        extra: dict[str, Any] = {"report": report} if report else {}
         if wall_seconds is not None:
             extra["wall_seconds"] = round(wall_seconds, 3)
         if resume_db and data.get("run_id") and data.get("status") == "interrupted":
@@ -197,6 +198,8 @@ def print_outcome(
         print(json.dumps({**data, **extra, "exit_code": code}, sort_keys=True, default=str))
     elif "run_id" in data:
         print(text_summary(RunSummary(**data), wall_seconds=wall_seconds))
+        if report:
+            print(f"  report: {report}")
     else:
         print(f"placeflow: {data.get('message') or data.get('status')}", file=sys.stderr)
     return code

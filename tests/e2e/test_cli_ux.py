@@ -93,6 +93,9 @@ def test_json_without_a_key_is_one_document_on_stdout(tmp_path: Path, prefect_ap
     doc = json.loads(done.stdout)  # the whole of stdout
     assert doc["status"] == "completed" and doc["rows_read"] == 6
     assert doc["wall_seconds"] >= doc["seconds"]
+    report = Path(doc["report"])  # the flow wrote the run's report beside the warehouse
+    assert report == db.parent / "reports" / f"{doc['run_id']}.html"
+    assert doc["run_id"] in report.read_text(encoding="utf-8")
     assert "no PLACEFLOW_API_KEY" in done.stderr
     for noise in NOISE:
         assert noise not in done.stdout + done.stderr
