@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import re
 from pathlib import Path
 
 import polars as pl
@@ -132,3 +133,19 @@ def test_a_well_formed_file_with_another_separator_streams_never_read_whole(
     monkeypatch.setattr("placeflow.pipeline.csvfile._whole", whole)
     streamed = assert_streams_as_read([str(other)], (1, 7, 1_000_000), separator=";")
     assert_frame_equal(without_file(streamed), without_file(comma))
+
+
+@pytest.mark.parametrize(
+    ("first", "says"),
+    [("sep=;", "'sep=;': delete it and pass --separator ';'"), ("sep=,", "'sep=,': delete it)")],
+)
+def test_excels_separator_line_is_named_in_the_refusal(
+    write_file: WriteFile, first: str, says: str
+) -> None:
+    """A file that starts with Excel's "sep=" line is refused saying what to do about it."""
+    sep = first[-1]
+    path = write_file(f"{first}\nname{sep}city\nA{sep}B\n")
+    with pytest.raises(
+        InputError, match=re.escape(f"its first line is Excel's separator line {says}")
+    ):
+        read_inputs([str(path)])
