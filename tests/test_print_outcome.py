@@ -6,6 +6,7 @@ import json
 
 import pytest
 
+from placeflow.cli_args import fail
 from placeflow.commands import print_outcome
 from tests.test_cli_ux import summary
 
@@ -23,3 +24,23 @@ def test_the_report_a_flow_wrote_is_named_after_the_summary(
     del data["report"]
     assert print_outcome(dict(data), as_json=False) == 0
     assert "report:" not in capsys.readouterr().out
+
+
+def test_server_text_reaches_the_terminal_without_escape_sequences(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """A message quoting a server (or a file name) is printed with its control characters and
+    bidi overrides shown as U+FFFD: in the summary, its warnings and an error exit; --json
+    keeps the text as it is, escaped by JSON."""
+    said = "job b1 failed: \x1b]0;owned\x07\x1b[2J\u202egnp.exe"
+    shown = "job b1 failed: \ufffd]0;owned\ufffd\ufffd[2J\ufffdgnp.exe"
+    inputs = {"files": {}, "warnings": [said]}
+    data = {**summary(message=said, inputs=inputs).as_dict(), "exit_code": 0}
+    assert print_outcome(dict(data), as_json=False) == 0
+    out, err = capsys.readouterr()
+    assert f"  {shown}" in out.splitlines() and f"placeflow: warning: {shown}" in err
+    assert "\x1b" not in out + err and "\u202e" not in out + err
+    assert fail(said, code=1, as_json=False) == 1
+    assert capsys.readouterr().err == f"placeflow: {shown}\n"
+    assert print_outcome(dict(data), as_json=True) == 0
+    assert json.loads(capsys.readouterr().out)["message"] == said

@@ -14,6 +14,7 @@ from placeflow.events import (
     Event,
     FileVerified,
     JobProgress,
+    Note,
     RowsLoaded,
     StageFinished,
     StageStarted,
@@ -101,6 +102,20 @@ def test_render_shows_every_count() -> None:
         ("loaded", "400 / 800"),
     ]:
         assert re.search(rf"^{label} +{value}", text, re.M), (label, text)
+
+
+def test_a_note_quoting_a_server_or_a_file_is_drawn_as_plain_text() -> None:
+    """Brackets are not markup (a closing "[/red]" would stop the drawing), and escape
+    sequences and bidi overrides never reach the terminal."""
+    t = Tally(Clock())
+    for e in prepared():
+        t(e)
+    t(Note("chunk 3: job b3 failed: [/red] [bold]x\x1b[2J\u202eevil data[1].csv"))
+    console = Console(file=io.StringIO(), width=300, record=True)
+    console.print(render(t))
+    text = console.export_text()
+    assert "chunk 3: job b3 failed: [/red] [bold]x\ufffd[2J\ufffdevil data[1].csv" in text
+    assert "\x1b[2J" not in text and "\u202e" not in text
 
 
 def test_display_draws_only_when_enabled() -> None:

@@ -9,6 +9,7 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from placeflow.api.text import printable
 from placeflow.warehouse import DEFAULT_DB
 
 QUIET_HELP = "no live progress display on the terminal"
@@ -44,5 +45,5 @@ def fail(message: str, *, code: int, as_json: bool, prog: str = "placeflow") -> 
     if as_json:
         print(json.dumps({"exit_code": code, "error": message}))
     else:
-        print(f"{prog}: {message}", file=sys.stderr)
+        print(printable(f"{prog}: {message}"), file=sys.stderr)  # it may quote a server
     return code

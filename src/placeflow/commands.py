@@ -11,6 +11,7 @@ from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from typing import TYPE_CHECKING, Any
 
+from placeflow.api.text import printable
 from placeflow.cli_args import add_db, add_json, add_quiet
 from placeflow.config import apply_prefect_defaults, in_ci, load_settings
 from placeflow.options import RunOptions, add_option_flags, options_from_args
@@ -188,7 +189,7 @@ def print_outcome(
     code = int(data.pop("exit_code", EXIT_OK))
     report = data.pop("report", None)  # the HTML report a flow wrote, when it wrote one
     for warning in (data.get("inputs") or {}).get("warnings", []):
-        print(f"placeflow: warning: {warning}", file=sys.stderr)
+        print(printable(f"placeflow: warning: {warning}"), file=sys.stderr)
     if as_json:
         extra: dict[str, Any] = {"report": report} if report else {}
         if wall_seconds is not None:
@@ -231,7 +232,7 @@ def _estimate(args: argparse.Namespace) -> int:
     }
     inputs = input_report(seen.stages)  # which column feeds which field, per file
     for warning in inputs.get("warnings", []):
-        print(f"placeflow: warning: {warning}", file=sys.stderr)
+        print(printable(f"placeflow: warning: {warning}"), file=sys.stderr)
     if options.max_credits is not None:  # would `run` with the same options be refused?
         out["max_credits"] = options.max_credits
         out["would_refuse"] = e.credits > options.max_credits

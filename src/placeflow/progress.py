@@ -17,6 +17,7 @@ from datetime import timedelta
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Protocol
 
+from placeflow.api.text import printable
 from placeflow.events import (
     ChunkSubmitted,
     CreditsCharged,
@@ -176,6 +177,7 @@ def render(tally: Tally, title: str = "placeflow run") -> RenderableType:
     """The display: one line per count, bars for the counts that have a total."""
     from rich.progress_bar import ProgressBar
     from rich.table import Table
+    from rich.text import Text
 
     table = Table.grid(padding=(0, 2))
     table.add_column(style="bold")
@@ -213,8 +215,8 @@ def render(tally: Tally, title: str = "placeflow run") -> RenderableType:
         f"{tally.credits_charged:,} charged",
         f"{tally.credits_released:,} released",
     )
-    if tally.note:
-        table.add_row("", "", "", tally.note[:100])
+    if tally.note:  # text as it is: a note may quote a server or a file name ("[/x]", escapes)
+        table.add_row("", "", "", Text(printable(tally.note[:100])))
     return table
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+from placeflow.api.text import printable
 from placeflow.errors import BudgetRefused, CreditsRanOut, PlaceflowError, UsageError
 from placeflow.pipeline.account import RunSummary
 from placeflow.pipeline.mapping_report import describe
@@ -134,7 +135,7 @@ def text_summary(s: RunSummary, *, wall_seconds: float | None = None) -> str:
     if s.message:
         lines.append(f"  {s.message}")
     lines += [f"  {line}" for line in describe(s.inputs)]  # columns used and ignored, warnings
-    return "\n".join(lines)
+    return printable("\n".join(lines))  # messages quote servers and file names
 
 
 def markdown_summary(s: RunSummary) -> str:

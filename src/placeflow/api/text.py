@@ -1,8 +1,11 @@
 """Free text a server supplies (error messages, notes, summaries) is stored and shown, so it is
-capped: a service or a proxy can send a string of any size."""
+capped: a service or a proxy can send a string of any size; and what is printed on a terminal
+is made `printable` (no escape sequences or bidi overrides from a server, a file name or a
+proxy's error page reach the terminal as instructions)."""
 
 from __future__ import annotations
 
+import re
 from typing import Annotated
 
 from pydantic import AfterValidator
@@ -21,3 +24,13 @@ def cap_text(value: str, limit: int = MAX_SERVER_TEXT) -> str:
 
 CappedText = Annotated[str, AfterValidator(cap_text)]
 """A server-supplied free-text string, capped at `MAX_SERVER_TEXT` characters."""
+
+
+_UNPRINTABLE = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+"""Control characters (escape sequences start with one) and bidi overrides; tab and newline
+are kept."""
+
+
+def printable(value: str) -> str:
+    """`value` for a terminal: each control character and bidi override shown as U+FFFD."""
+    return _UNPRINTABLE.sub("\ufffd", value)
