@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import json
+import logging
 
 import pytest
 
 from placeflow.cli_args import fail
 from placeflow.commands import print_outcome
+from placeflow.events import Event, Note
+from placeflow.steps import emitter
 from tests.test_cli_ux import summary
 
 
@@ -44,3 +47,15 @@ def test_server_text_reaches_the_terminal_without_escape_sequences(
     assert capsys.readouterr().err == f"placeflow: {shown}\n"
     assert print_outcome(dict(data), as_json=True) == 0
     assert json.loads(capsys.readouterr().out)["message"] == said
+
+
+def test_a_note_is_logged_without_escape_sequences(caplog: pytest.LogCaptureFixture) -> None:
+    """A run's notes go to the log too (Prefect's run log, a terminal): printable there."""
+    seen: list[Event] = []
+    emit = emitter(seen.append)
+    with caplog.at_level(logging.INFO, logger="placeflow"):
+        emit(Note("chunk 2: job b2 failed: \x1b[31mred\u202e"))
+    assert [r.getMessage() for r in caplog.records] == [
+        "chunk 2: job b2 failed: \ufffd[31mred\ufffd"
+    ]
+    assert seen == [Note("chunk 2: job b2 failed: \x1b[31mred\u202e")]  # the event is as sent
