@@ -10,6 +10,7 @@ import pytest
 from placeflow.cli_args import fail
 from placeflow.commands import print_outcome
 from placeflow.events import Event, Note
+from placeflow.report import markdown_summary
 from placeflow.steps import emitter
 from tests.test_cli_ux import summary
 
@@ -59,3 +60,12 @@ def test_a_note_is_logged_without_escape_sequences(caplog: pytest.LogCaptureFixt
         "chunk 2: job b2 failed: \ufffd[31mred\ufffd"
     ]
     assert seen == [Note("chunk 2: job b2 failed: \x1b[31mred\u202e")]  # the event is as sent
+
+
+def test_the_markdown_artifact_carries_the_warnings() -> None:
+    """A flow's summary artifact (what a scheduled refresh shows in Prefect) lists the input
+    warnings, e.g. the stale places a budgeted refresh left for the next one."""
+    left = "14 of 19 stale places are left for a later refresh (--max-credits 5 buys 5; ...)"
+    text = markdown_summary(summary(inputs={"files": {}, "warnings": [left]}))
+    assert text.endswith(f"**Warnings**\n\n- {left}\n")
+    assert "Warnings" not in markdown_summary(summary())

@@ -150,6 +150,9 @@ def markdown_summary(s: RunSummary) -> str:
     lines += [f"| {label} | {value} |" for label, value in summary_rows(s)]
     if s.message:
         lines += ["", s.message]
+    warnings = (s.inputs or {}).get("warnings", [])
+    if warnings:  # e.g. a budgeted refresh's stale places left for the next one
+        lines += ["", "**Warnings**", "", *(f"- {w}" for w in warnings)]
     return "\n".join(lines) + "\n"
 
 
