@@ -255,8 +255,8 @@ class RunOptions(BaseModel):
 
     def identity_json(self) -> str:
         """What makes two run commands the same run (how long to wait does not)."""
-        values = self.model_dump(mode="json", exclude=_not_identity())
-        for name in _identity_when_set():
+        values = self.model_dump(mode="json", exclude=_identity(False))
+        for name in _identity("when set"):
             if values.get(name) is None:
                 del values[name]
         return json.dumps(values, sort_keys=True)
@@ -285,14 +285,11 @@ def _extra(name: str) -> dict[str, Any]:
     return dict(extra) if isinstance(extra, dict) else {}
 
 
-def _not_identity() -> set[str]:
-    return {n for n in RunOptions.model_fields if _extra(n).get("identity") is False}
-
-
-def _identity_when_set() -> set[str]:
-    """Options that count in a run's identity only when given: an option added later leaves
-    the identity of a run made before it (and its resume) as it was."""
-    return {n for n in RunOptions.model_fields if _extra(n).get("identity") == "when set"}
+def _identity(marked: object) -> set[str]:
+    """Options whose `identity` mark is `marked`: False (never part of a run's identity) or
+    "when set" (part of it only when given, so an option added later leaves the identity of
+    a run made before it, and its resume, as it was)."""
+    return {n for n in RunOptions.model_fields if _extra(n).get("identity") == marked}
 
 
 def add_option_flags(parser: argparse.ArgumentParser, *, command: str) -> None:

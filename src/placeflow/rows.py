@@ -22,7 +22,11 @@ from placeflow.pipeline.csvfile import ROW, codec_name, read_csv_table, separato
 from placeflow.pipeline.read import PARQUET_MAGIC
 from placeflow.warehouse import reading
 
-ROWS_SQL = "select * from run_row_outcomes where run_id = ? order by row_ord"
+ROWS_SQL = (
+    "select * from run_row_outcomes where run_id = ?"
+    " and (len(?) = 0 or list_contains(?, disposition)) order by row_ord"
+)
+"""A run's rows with their outcomes, those of the dispositions listed (all for none)."""
 SUFFIXES = (".csv", ".parquet")
 
 
@@ -59,9 +63,8 @@ def row_outcomes(
         stored = con.execute("select options from runs where run_id = ?", [run_id]).fetchall()
         if not stored:
             raise UsageError(f"no run {run_id!r} in {db}; `placeflow runs` lists them")
-        rows: pl.DataFrame = con.sql(ROWS_SQL, params=[run_id]).pl()
-    if only:
-        rows = rows.filter(pl.col("disposition").is_in(list(only)))
+        wanted = list(only or ())
+        rows: pl.DataFrame = con.sql(ROWS_SQL, params=[run_id, wanted, wanted]).pl()
     if not original or rows.height == 0:
         return rows
     options = RunOptions.parse(stored[0][0]) if stored[0][0] else RunOptions()
