@@ -5,8 +5,9 @@ region, coordinates moved up to ~20 km; names recombined from real airport and F
 street lines from real Fodor's streets with random numbers; random ZIPs), plus 10% perturbed
 duplicates (bench/matching_eval.py's perturbations). Each size is normalised and keyed in one
 fresh child process, which writes the places (one per key) to Parquet; a second fresh child
-reads them and runs the matching pass alone, reporting its wall time, the pass's own peak RSS
-(VmHWM reset just before it) and the whole process's.
+runs the matching pass alone on them, handed in batches as a run's dedupe hands them
+(`fuzzy_match_batches`), reporting its wall time, the pass's own peak RSS (VmHWM reset just
+before it) and the whole process's.
 
     python3 -m uv run --frozen python bench/matching_bench.py [--rows 100000 1000000]
 """
@@ -82,9 +83,11 @@ def prepare(path: str, out: str) -> None:
     """Child 1: normalise and exact place_key; the places (one per key) written to `out`."""
     from matching_eval import _normalised
 
+    from placeflow.pipeline.dedupe import keyed
+
     records = pl.read_parquet(path).with_columns(pl.lit(None, pl.String).alias("phone"))
     t0 = time.perf_counter()
-    places = _normalised(records, phone=False)
+    places = keyed(_normalised(records, phone=False))
     unique = places.sort("row_ord").unique("place_key", keep="first", maintain_order=True)
     seconds = time.perf_counter() - t0
     unique.write_parquet(out)
@@ -93,22 +96,54 @@ def prepare(path: str, out: str) -> None:
 
 
 def match(path: str) -> None:
-    """Child 2: the prepared places read back, then `fuzzy_match` alone, its own peak RSS."""
-    from placeflow.pipeline.match import fuzzy_match
+    """Child 2: the prepared places read back in batches into the pass (`fuzzy_match_batches`,
+    as a run's dedupe does), its own peak RSS."""
+    import duckdb
 
-    unique = pl.read_parquet(path)
+    from placeflow.pipeline.clusters import MATCH_BATCH_ROWS
+    from placeflow.pipeline.match import fuzzy_match_batches
+
+    # read by DuckDB, as a run's staging hands them (pyarrow's Parquet reader keeps ~0.07 KB
+    # a row allocated until the file is closed: 690 MB at 10M, not the pass's)
+    con = duckdb.connect(config={"memory_limit": "256MB"})
+    unique = int(con.execute("select count(*) from read_parquet(?)", [path]).fetchall()[0][0])
+    reader = con.sql("select * from read_parquet(?)", params=[path]).to_arrow_reader(
+        MATCH_BATCH_ROWS
+    )
+    batches = (pl.from_arrow(b) for b in reader)
     before, loaded_peak = _status("VmRSS"), _status("VmHWM")
     reset = _reset_peak()
     load = os.getloadavg()[0]
     t0, c0 = time.perf_counter(), time.process_time()
-    _matched, info = fuzzy_match(unique)
+    _matched, info = fuzzy_match_batches(batches)  # type: ignore[arg-type]
     seconds, cpu = time.perf_counter() - t0, time.process_time() - c0
     pass_peak = _status("VmHWM") if reset else float("nan")
     process_peak = max(loaded_peak, _status("VmHWM"))
-    print(json.dumps({"unique": unique.height, "match_s": seconds, "match_cpu_s": cpu,
+    print(json.dumps({"unique": unique, "match_s": seconds, "match_cpu_s": cpu,
                       "load": load, "rss_before_mb": before,
                       "pass_peak_mb": pass_peak, "process_peak_mb": process_peak,
                       "candidates": info.candidate_pairs, "merged": info.merged}))  # fmt: skip
+
+
+def staged(path: str) -> None:
+    """Child 3: the dedupe stage as a run runs it (`--dedupe fuzzy`, the default): the places
+    staged in a scratch DuckDB capped as a run caps it, then `dedupe_staged` (exact, then the
+    pass over the unique places in batches); the stage's own peak RSS and the process's."""
+    from placeflow.pipeline.dedupe import dedupe_staged
+    from placeflow.pipeline.staging import PLACES, Staging
+
+    with Staging.scratch() as staging, staging.limited():
+        staging.con.execute(f"create temp table {PLACES} as select * from read_parquet(?)", [path])
+        before, loaded_peak = _status("VmRSS"), _status("VmHWM")
+        reset = _reset_peak()
+        t0, c0 = time.perf_counter(), time.process_time()
+        info = dedupe_staged(staging, mode="fuzzy")
+        seconds, cpu = time.perf_counter() - t0, time.process_time() - c0
+    stage_peak = _status("VmHWM") if reset else float("nan")
+    print(json.dumps({"stage_s": seconds, "stage_cpu_s": cpu, "stage_rss_before_mb": before,
+                      "stage_peak_mb": stage_peak,
+                      "stage_process_peak_mb": max(loaded_peak, _status("VmHWM")),
+                      "stage_fuzzy": info.fuzzy_duplicates}))  # fmt: skip
 
 
 def _child(*args: str) -> dict[str, Any]:
@@ -119,6 +154,8 @@ def _child(*args: str) -> dict[str, Any]:
 
 
 def _section(rows: list[int], results: list[dict[str, Any]]) -> str:
+    from placeflow.pipeline.clusters import MATCH_BATCH_ROWS
+
     sizes = " ".join(map(str, rows))
     lines = [
         "# Fuzzy matching: speed and memory",
@@ -126,12 +163,13 @@ def _section(rows: list[int], results: list[dict[str, Any]]) -> str:
         f"- command: `python3 -m uv run --frozen python bench/matching_bench.py --rows {sizes}`;"
         f" {os.cpu_count()} cores; date {datetime.now(UTC).isoformat(timespec='seconds')}",
         "- each size: normalise and exact place_key in one fresh process (prepare s), the places"
-        " (one per key) written to Parquet; then a second fresh process reads them and runs"
-        " `fuzzy_match` alone (features, Splink blocking and scoring, clustering): match s",
-        "- pass peak: that process's peak RSS over `fuzzy_match` alone (VmHWM reset just before"
+        " (one per key) written to Parquet; then a second fresh process runs the pass alone"
+        " (features, Splink blocking and scoring, clustering) on them, read by DuckDB in batches"
+        f" of {MATCH_BATCH_ROWS:,} as a run's dedupe hands them (`fuzzy_match_batches`):"
+        " match s",
+        "- pass peak: that process's peak RSS over the pass alone (VmHWM reset just before"
         " it); process peak: VmHWM of the whole matching process (interpreter, imports, the"
-        " places read from Parquet, the pass); RSS before: after reading the places, before the"
-        " pass",
+        " pass); RSS before: after the imports, before the pass",
         "- match CPU s: CPU time of the pass, all threads (user + system); load: the machine's"
         " 1-minute load average as the pass began (the machine is shared; wall time above CPU"
         " time / 2 is time spent waiting for a core)",
@@ -159,8 +197,26 @@ def _section(rows: list[int], results: list[dict[str, Any]]) -> str:
         ]
     lines += [
         "",
+        "The dedupe stage as a run runs it with `--dedupe fuzzy` (the default), in a third"
+        " fresh process: the same places staged in a scratch DuckDB capped at 512 MB, as a"
+        " run stages them, then `dedupe_staged` (the exact keys, then the pass, handed the"
+        " unique places in batches); stage peak: VmHWM over `dedupe_staged` alone; RSS"
+        " before: with the places staged.",
+        "",
+        "| rows | stage s | stage CPU s | RSS before MB | stage peak MB | process peak MB"
+        " | fuzzy duplicates |",
+        "|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for r in results:
+        lines.append(
+            f"| {r['rows']:,} | {r['stage_s']:.1f} | {r['stage_cpu_s']:.1f}"
+            f" | {r['stage_rss_before_mb']:,.0f} | {r['stage_peak_mb']:,.0f}"
+            f" | {r['stage_process_peak_mb']:,.0f} | {r['stage_fuzzy']:,} |"
+        )
+    lines += [
+        "",
         "Targets: the matching pass on 1M rows under 3 minutes and under 2 GB peak RSS on"
-        " 2 cores, near-linear from 100k.",
+        " 2 cores, near-linear from 100k; its memory bounded whatever the count of places.",
     ]
     return "\n".join(lines)
 
@@ -170,6 +226,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--rows", type=int, nargs="+", default=[100_000, 1_000_000])
     p.add_argument("--prepare", nargs=2, metavar=("RAW", "OUT"), help=argparse.SUPPRESS)
     p.add_argument("--match", metavar="PLACES", help=argparse.SUPPRESS)
+    p.add_argument("--staged", metavar="PLACES", help=argparse.SUPPRESS)
     p.add_argument("--out", default=str(ROOT / "bench" / "RESULTS.md"))
     p.add_argument("--no-write", action="store_true")
     args = p.parse_args(argv)
@@ -179,12 +236,16 @@ def main(argv: list[str] | None = None) -> int:
     if args.match:
         match(args.match)
         return 0
+    if args.staged:
+        staged(args.staged)
+        return 0
     WORK.mkdir(parents=True, exist_ok=True)
     results = []
     for n in args.rows:
         raw, prepared = WORK / f"match_{n}.parquet", WORK / f"match_{n}_places.parquet"
         build(n).write_parquet(raw)
         result = _child("--prepare", str(raw), str(prepared)) | _child("--match", str(prepared))
+        result |= _child("--staged", str(prepared))
         results.append(result)
         print(result, flush=True)
     if not args.no_write:

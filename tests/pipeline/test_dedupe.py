@@ -10,6 +10,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from placeflow.pipeline import clusters
 from placeflow.pipeline.clusters import DedupeMode
 from placeflow.pipeline.dedupe import (
     dedupe,
@@ -175,9 +176,12 @@ def test_samples_merge_the_same_restaurant_across_guides() -> None:
 
 
 @pytest.mark.parametrize(("mode", "unique"), [("exact", 833), ("fuzzy", 809), ("off", 864)])
-def test_staged_dedupe_of_batches_equals_one_batch(mode: DedupeMode, unique: int) -> None:
-    """The samples staged in batches of 100 dedupe to the DEDUPED one batch gives, whatever the
-    mode; the stage leaves DEDUPED alone (PLACES and its own work tables are dropped)."""
+def test_staged_dedupe_of_batches_equals_one_batch(
+    mode: DedupeMode, unique: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The samples staged in batches of 100 (and handed to the fuzzy pass 37 at a time) dedupe
+    to the DEDUPED one batch gives, whatever the mode; the stage leaves DEDUPED alone (PLACES
+    and its own work tables are dropped)."""
     rows, _ = read_inputs([str(SAMPLES / "restaurants_*.csv")])
     places, _, _ = normalize(rows)
 
@@ -190,6 +194,7 @@ def test_staged_dedupe_of_batches_equals_one_batch(mode: DedupeMode, unique: int
             return staging.frame(DEDUPED), info, left.get_column("table_name").to_list()
 
     whole, info, left = staged([places])
+    monkeypatch.setattr(clusters, "MATCH_BATCH_ROWS", 37)
     parts, info_parts, _ = staged(list(places.iter_slices(100)))
     assert parts.equals(whole) and info_parts == info
     assert left == [DEDUPED]

@@ -7,10 +7,12 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import duckdb
 import polars as pl
 import pytest
 
-from placeflow.pipeline.match import fuzzy_match
+from placeflow.pipeline.match import fuzzy_match, fuzzy_match_batches
+from placeflow.pipeline.match.features import BLOCKS, MAX_BLOCK, capped_blocks_sql, features
 from placeflow.pipeline.normalize import normalize
 from placeflow.pipeline.placekey import place_keys
 
@@ -137,3 +139,41 @@ def test_output_is_deterministic(small_set: pl.DataFrame) -> None:
     first, _ = fuzzy_match(unique)
     second, _ = fuzzy_match(unique)
     assert first.height > 0 and first.equals(second)
+
+
+def _unique(small_set: pl.DataFrame) -> pl.DataFrame:
+    places = sys.modules["matching_eval"]._normalised(small_set, phone=False)
+    return places.sort("row_ord").unique("place_key", keep="first", maintain_order=True)
+
+
+def test_places_in_batches_match_as_one_frame(small_set: pl.DataFrame) -> None:
+    """Handed in batches of 97, the pass finds the same merges, with the same representatives
+    and probabilities, from the same candidate pairs as over the whole frame."""
+    unique = _unique(small_set)
+    whole, info = fuzzy_match(unique)
+    parts, info_parts = fuzzy_match_batches(unique.iter_slices(97))
+    assert whole.height > 100 and parts.equals(whole)
+    assert info_parts == info
+
+
+def test_blocks_are_capped_over_every_batch() -> None:
+    """A block spread over several batches is capped by its whole size: the pass's SQL cap
+    over batch-wise keys gives exactly the keys `features` caps over one frame."""
+    chain = [
+        {"poi_name": f"Blue Bottle {i}", "street": f"{i} Market Street", "city": "Oakland",
+         "postcode": f"946{i % 90:02d}", "country": "US"}
+        for i in range(MAX_BLOCK + 5)
+    ]  # fmt: skip
+    places = _places(*chain, DINER, CAFE, {**DINER, "poi_name": "JOES DINER"})
+    whole = features(places)
+    assert whole.get_column("b_city_tok").null_count() >= MAX_BLOCK + 1  # the chain's block
+    con = duckdb.connect()
+    parts = pl.concat(
+        features(batch, first_id=i * 10, capped=False)
+        for i, batch in enumerate(places.iter_slices(10))
+    )
+    assert parts.get_column("b_city_tok").null_count() == 0  # uncapped in each batch
+    con.register("raw", parts.to_arrow())
+    capped = con.sql(f"{capped_blocks_sql('raw')} order by match_id").pl()
+    for key in BLOCKS:
+        assert capped.get_column(key).to_list() == whole.get_column(key).to_list(), key

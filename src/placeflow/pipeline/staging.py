@@ -108,6 +108,13 @@ class Staging:
         out: pl.DataFrame = self.con.sql(sql, params=params or {}).pl()
         return out
 
+    def batches(self, sql: str, rows: int = BATCH_ROWS) -> Iterator[pl.DataFrame]:
+        """The result of `sql` as frames of up to `rows` rows, in its order, read as they are
+        wanted (one batch held at a time)."""
+        reader = self.con.sql(sql).to_arrow_reader(rows)
+        for batch in reader:
+            yield pl.from_arrow(batch)  # type: ignore[misc]
+
     def drop(self, *tables: str) -> None:
         for table in tables:
             self.con.execute(f"drop table if exists {table}")

@@ -1,5 +1,11 @@
 """Fuzzy matching: the probabilistic second dedupe pass after the exact place_key (Splink)."""
 
-from placeflow.pipeline.match.engine import DEFAULT_THRESHOLD, RULE, MatchInfo, fuzzy_match
+from placeflow.pipeline.match.engine import (
+    DEFAULT_THRESHOLD,
+    RULE,
+    MatchInfo,
+    fuzzy_match,
+    fuzzy_match_batches,
+)
 
-__all__ = ["DEFAULT_THRESHOLD", "RULE", "MatchInfo", "fuzzy_match"]
+__all__ = ["DEFAULT_THRESHOLD", "RULE", "MatchInfo", "fuzzy_match", "fuzzy_match_batches"]

@@ -1,11 +1,13 @@
 """The fuzzy matching pass: score candidate pairs with Splink on DuckDB, cluster, audit.
 
-Steps: features (`features`), candidate pairs from the blocking rules (hard rules attached, see
-`model`), scored with the trained model; pairs at or above the threshold that no one marked
-not-a-match become edges; Splink's connected components make clusters. A cluster that chains
-places which may not be merged with each other (A~B and B~C, but A and C differ in street
-number, country, or lie far apart, or were marked not-a-match) is rebuilt from its edges, the
-most probable first, joining two groups only when every pair across them is allowed.
+Steps: features (`features`, a batch of places at a time, into the pass's own DuckDB, where
+the blocks are capped over all of them), candidate pairs from the blocking rules (hard rules
+attached, see `model`), scored with the trained model; pairs at or above the threshold that no
+one marked not-a-match become edges; Splink's connected components make clusters. A cluster
+that chains places which may not be merged with each other (A~B and B~C, but A and C differ in
+street number, country, or lie far apart, or were marked not-a-match) is rebuilt from its
+edges, the most probable first, joining two groups only when every pair across them is
+allowed. Only the edges and the places on them come back into polars.
 
 Each cluster is answered by its first place (the lowest `order_by`); every other member is
 returned with that representative, the place it matched most probably within the cluster, and
@@ -16,6 +18,7 @@ from __future__ import annotations
 
 import math
 import tempfile
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -24,7 +27,7 @@ import polars as pl
 from splink import DuckDBAPI, Linker
 from splink.clustering import cluster_pairwise_predictions_at_threshold
 
-from placeflow.pipeline.match.features import BLOCKS, FEATURES, features
+from placeflow.pipeline.match.features import BLOCKS, FEATURES, capped_blocks_sql, features
 from placeflow.pipeline.match.model import FAR_KM, NAMES_ALIKE, settings
 
 DEFAULT_THRESHOLD = 0.99
@@ -32,17 +35,22 @@ DEFAULT_THRESHOLD = 0.99
 RULE = "probabilistic"
 DUCKDB_CONFIG: dict[str, str | bool | int | float | list[str]] = {
     "threads": "2",
-    "memory_limit": "768MB",
+    "memory_limit": "512MB",
     "preserve_insertion_order": "false",
 }
-"""The pass's DuckDB: 2 threads (the target machine's cores); beyond memory_limit it spills to
-a temporary directory of its own, removed after the pass; insertion order is not kept (edges
-are sorted before use), which saves memory."""
+"""The pass's DuckDB: 2 threads (the target machine's cores); it holds the places, and beyond
+memory_limit (about two million places, and the pairs' work) it spills to a temporary
+directory of its own, removed after the pass; insertion order is not kept (edges are sorted
+before use), which saves memory."""
 INPUT_COLUMNS = ("place_key", "poi_name", "street", "address", "city", "postcode", "country",
                  "latitude", "longitude", "phone", "website")  # fmt: skip
 """The columns of the places the pass reads (it copies no others)."""
 SPLINK_COLUMNS = ["match_id", *FEATURES, *BLOCKS]
 """What Splink is handed: the id, the compared fields and the blocking keys."""
+PLACES_TABLE = "match_places"
+"""The pass's places in its DuckDB: SPLINK_COLUMNS."""
+IDS_TABLE = "match_ids"
+"""Each place's match_id (its position in order) and place_key."""
 OUTPUT_SCHEMA = {
     "place_key": pl.String,
     "cluster_key": pl.String,
@@ -71,18 +79,43 @@ def _connect(spill: str) -> duckdb.DuckDBPyConnection:
     return duckdb.connect(":memory:", config={**DUCKDB_CONFIG, "temp_directory": spill})
 
 
-def _scored_edges(
-    con: duckdb.DuckDBPyConnection, feats: pl.DataFrame, threshold: float
-) -> tuple[pl.DataFrame, int]:
+def _stage(con: duckdb.DuckDBPyConnection, batches: Iterable[pl.DataFrame]) -> int:
+    """PLACES_TABLE (features, block keys capped over all places) and IDS_TABLE (match_id,
+    place_key) from the batches, numbered in their order; how many places there are."""
+    height = 0
+    for batch in batches:
+        if batch.height == 0:
+            continue
+        used = [c for c in INPUT_COLUMNS if c in batch.columns]
+        feats = features(batch.select(used), first_id=height, capped=False)
+        feats = feats.select(*SPLINK_COLUMNS, batch.get_column("place_key"))
+        con.register("pf_match_batch", feats.to_arrow(compat_level=pl.CompatLevel.newest()))
+        try:
+            into = "insert into pf_match_raw by name" if height else "create table pf_match_raw as"
+            con.execute(f"{into} select * from pf_match_batch")  # noqa: S608
+        finally:
+            con.unregister("pf_match_batch")
+        height += batch.height
+        del feats
+    if height:
+        ids = f"create table {IDS_TABLE} as select match_id, place_key from pf_match_raw"  # noqa: S608
+        con.execute(ids)
+        capped = capped_blocks_sql("pf_match_raw")
+        places = f"create table {PLACES_TABLE} as select * exclude (place_key) from ({capped})"  # noqa: S608
+        con.execute(places)
+        con.execute("drop table pf_match_raw")
+    return height
+
+
+def _scored_edges(con: duckdb.DuckDBPyConnection, threshold: float) -> tuple[pl.DataFrame, int]:
     """(match_id_l, match_id_r, match_probability) of pairs at or above threshold; candidates.
 
-    Splink sees the columns its blocking rules and comparisons use (an Arrow view of the frame,
-    no copy) and keeps none of them in its output (so its settings are not re-parsed per call);
-    the name test runs afterwards, on the few scored pairs joined back to the places.
+    Splink reads PLACES_TABLE (the id, the columns its blocking rules and comparisons use) and
+    keeps none of them in its output (so its settings are not re-parsed per call); the name
+    test runs afterwards, on the few scored pairs joined back to the places.
     """
     db_api = DuckDBAPI(con)
-    arrow = feats.select(SPLINK_COLUMNS).to_arrow(compat_level=pl.CompatLevel.newest())
-    table = db_api.register(arrow, table_name="match_places")
+    table = db_api.register(PLACES_TABLE)
     linker = Linker(table, settings(), log_level=None, validate_settings=False)
     blocked = linker.inference.compute_blocked_pairs_for_predict()
     count_sql = f"select count(*) from {blocked.physical_name}"  # noqa: S608
@@ -91,15 +124,25 @@ def _scored_edges(
     sql = (
         "select p.match_id_l, p.match_id_r, p.match_probability"  # noqa: S608
         f" from {scored.physical_name} p"
-        " join match_places l on l.match_id = p.match_id_l"
-        " join match_places r on r.match_id = p.match_id_r"
+        f" join {PLACES_TABLE} l on l.match_id = p.match_id_l"
+        f" join {PLACES_TABLE} r on r.match_id = p.match_id_r"
         f" where {NAMES_ALIKE} order by all"
     )
     edges: pl.DataFrame = con.sql(sql).pl()
     for name in (scored.physical_name, blocked.physical_name):
         con.execute(f"drop table if exists {name}")
-    con.execute("drop view if exists match_places")
     return edges, candidates
+
+
+def _of(con: duckdb.DuckDBPyConnection, table: str, columns: str, ids: pl.Series) -> pl.DataFrame:
+    """`columns` of `table`'s rows whose match_id is among `ids` (the few places on edges)."""
+    con.register("pf_match_wanted", ids.unique().rename("match_id").to_frame().to_arrow())
+    try:
+        sql = f"select {columns} from {table} semi join pf_match_wanted using (match_id)"  # noqa: S608
+        out: pl.DataFrame = con.sql(sql).pl()
+    finally:
+        con.unregister("pf_match_wanted")
+    return out
 
 
 def _components(
@@ -215,16 +258,21 @@ def _rebuild(
     return pl.concat([kept, rebuilt]), bad.len()
 
 
-def _apart_ids(not_a_match: pl.DataFrame | None, ids: pl.DataFrame) -> pl.DataFrame:
-    """The not-a-match pairs as (a, b) match ids, both orders."""
+def _apart_ids(con: duckdb.DuckDBPyConnection, not_a_match: pl.DataFrame | None) -> pl.DataFrame:
+    """The not-a-match pairs as (a, b) match ids (IDS_TABLE), both orders."""
     schema = {"a": pl.Int64, "b": pl.Int64}
     if not_a_match is None or not_a_match.height == 0:
         return pl.DataFrame(schema=schema)
-    pairs = not_a_match.select(pl.col("place_key_a").alias("ka"), pl.col("place_key_b").alias("kb"))
-    by_key = ids.select("place_key", "match_id")
-    one = pairs.join(by_key.rename({"place_key": "ka", "match_id": "a"}), on="ka").join(
-        by_key.rename({"place_key": "kb", "match_id": "b"}), on="kb"
-    )
+    pairs = not_a_match.select("place_key_a", "place_key_b")
+    con.register("pf_not_a_match", pairs.to_arrow())
+    try:
+        one: pl.DataFrame = con.sql(
+            "select ia.match_id as a, ib.match_id as b from pf_not_a_match n"  # noqa: S608
+            f" join {IDS_TABLE} ia on ia.place_key = n.place_key_a"
+            f" join {IDS_TABLE} ib on ib.place_key = n.place_key_b"
+        ).pl()
+    finally:
+        con.unregister("pf_not_a_match")
     both = pl.concat(
         [one.select("a", "b"), one.select(pl.col("b").alias("a"), pl.col("a").alias("b"))]
     )
@@ -253,17 +301,32 @@ def fuzzy_match(
     used = [c for c in INPUT_COLUMNS if c in places.columns]
     ranked = places.select(used).with_columns(order.alias("_order"))
     ranked = ranked.sort("_order", maintain_order=True).drop("_order")
-    feats = features(ranked)
-    ids = feats.select("match_id").with_columns(ranked.get_column("place_key"))
-    del ranked
+    return fuzzy_match_batches([ranked], threshold=threshold, not_a_match=not_a_match)
+
+
+def fuzzy_match_batches(
+    batches: Iterable[pl.DataFrame],
+    *,
+    threshold: float = DEFAULT_THRESHOLD,
+    not_a_match: pl.DataFrame | None = None,
+) -> tuple[pl.DataFrame, MatchInfo]:
+    """`fuzzy_match` over places handed in batches, already in order (the first place of a
+    cluster answers it; the result is in that order too).
+
+    Each batch's features go into the pass's own DuckDB and are let go: the places are held
+    there (spilling to disk past its memory limit), and only the scored edges and the places
+    on them come back into polars, so the pass's memory is bounded whatever the places' count.
+    """
     with tempfile.TemporaryDirectory(prefix="placeflow-match-") as spill:
         con = _connect(spill)
         try:
-            edges, candidates = _scored_edges(con, feats, threshold)
-            # what the rest of the pass reads of the places (the blocking keys and names go)
-            feats = feats.select("match_id", "street_number", "country", "latitude", "longitude")
-            apart = _apart_ids(not_a_match, ids)
-            return _clustered(con, places.height, ids, feats, edges, apart, candidates, threshold)
+            height = _stage(con, batches)
+            if height < 2:
+                info = MatchInfo(height, 0, 0, 0, 0, 0, 0, threshold)
+                return pl.DataFrame(schema=OUTPUT_SCHEMA), info
+            edges, candidates = _scored_edges(con, threshold)
+            apart = _apart_ids(con, not_a_match)
+            return _clustered(con, height, edges, apart, candidates, threshold)
         finally:
             con.close()
 
@@ -271,8 +334,6 @@ def fuzzy_match(
 def _clustered(
     con: duckdb.DuckDBPyConnection,
     height: int,
-    ids: pl.DataFrame,
-    feats: pl.DataFrame,
     edges: pl.DataFrame,
     apart: pl.DataFrame,
     candidates: int,
@@ -287,6 +348,9 @@ def _clustered(
     if edges.height == 0:
         info = MatchInfo(height, candidates, 0, refused, 0, 0, 0, threshold)
         return empty, info
+    ends = pl.concat([edges.get_column("match_id_l"), edges.get_column("match_id_r")])
+    feats = _of(con, PLACES_TABLE, "match_id, street_number, country, latitude, longitude", ends)
+    ids = _of(con, IDS_TABLE, "match_id, place_key", ends)
     clusters, rebuilt = _rebuild(_components(con, edges, threshold), edges, feats, apart)
     clusters = clusters.filter(pl.len().over("cluster") > 1)
     both = pl.concat([edges, edges.select(

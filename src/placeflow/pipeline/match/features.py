@@ -15,7 +15,9 @@ From the normalised place fields (and `phone`, `website` when the frame has them
 - phone: its digits, the last 10 (null when fewer than 7). website: the host, without www.
 - block keys (`b_*`): the blocking columns (64-bit hashes of their parts); a key shared by more
   than MAX_BLOCK places is nulled, so every blocking rule yields at most MAX_BLOCK - 1 candidates
-  per place (pairs stay linear).
+  per place (pairs stay linear). Every feature but that cap is the row's own: the pass computes
+  them batch by batch (`capped=False`) and caps the blocks over all its places in DuckDB
+  (`capped_blocks_sql`).
 """
 
 from __future__ import annotations
@@ -107,8 +109,9 @@ def _postcode(places: pl.DataFrame) -> pl.Series:
     return frame.select(pl.when(fixed != "").then(fixed).alias("postcode")).to_series()
 
 
-def features(places: pl.DataFrame) -> pl.DataFrame:
-    """One row per input place (same order) with `match_id` (its position) and the features."""
+def features(places: pl.DataFrame, *, first_id: int = 0, capped: bool = True) -> pl.DataFrame:
+    """One row per input place (same order) with `match_id` (`first_id` + its position) and the
+    features; the block keys capped at MAX_BLOCK places among these, unless not `capped`."""
     done = parallel(
         {
             "name": lambda: _names(_text(places, "poi_name")),
@@ -134,7 +137,9 @@ def features(places: pl.DataFrame) -> pl.DataFrame:
 
     frame = pl.DataFrame(
         {
-            "match_id": pl.int_range(places.height, dtype=pl.Int64, eager=True),
+            "match_id": pl.int_range(
+                first_id, first_id + places.height, dtype=pl.Int64, eager=True
+            ),
             "name_core": name,
             "street_number": number,
             "street_name": street_rest,
@@ -163,7 +168,8 @@ def features(places: pl.DataFrame) -> pl.DataFrame:
         (pl.col("latitude") / CELL_DEGREES).floor().cast(pl.Int64).alias("_cy"),
         (pl.col("longitude") / CELL_DEGREES).floor().cast(pl.Int64).alias("_cx"),
     )
-    return frame.with_columns(_blocks()).drop("_cy", "_cx", "name_token", "name_last")
+    keys = _blocks() if capped else [key.alias(name) for name, key in _keys().items()]
+    return frame.with_columns(keys).drop("_cy", "_cx", "name_token", "name_last")
 
 
 def _key(*parts: pl.Expr) -> pl.Expr:
@@ -173,10 +179,10 @@ def _key(*parts: pl.Expr) -> pl.Expr:
     return pl.when(present).then(pl.struct(*parts).hash(seed=17))
 
 
-def _blocks() -> list[pl.Expr]:
-    """The blocking keys, each nulled where its block holds more than MAX_BLOCK places."""
+def _keys() -> dict[str, pl.Expr]:
+    """The blocking keys, uncapped."""
     c = pl.col
-    keys = {
+    return {
         "b_post_num": _key(c("postcode"), c("street_number")),
         "b_post_tok": _key(c("postcode"), c("name_token")),
         "b_city_tok": _key(c("country").fill_null(""), c("city"), c("name_token")),
@@ -186,8 +192,24 @@ def _blocks() -> list[pl.Expr]:
         "b_cell": _key(c("_cy"), c("_cx")),
         "b_phone": _key(c("phone")),
     }
+
+
+def _blocks() -> list[pl.Expr]:
+    """The blocking keys, each nulled where its block holds more than MAX_BLOCK places."""
     capped = []
-    for name, key in keys.items():
+    for name, key in _keys().items():
         size = pl.len().over(key)
         capped.append(pl.when(key.is_not_null() & (size <= MAX_BLOCK)).then(key).alias(name))
     return capped
+
+
+def capped_blocks_sql(table: str) -> str:
+    """SQL selecting `table` (features with uncapped block keys) with each block key nulled
+    where more than MAX_BLOCK rows share it: what `features` does in polars, over a table too
+    big to hold (the big blocks are few, so each test is a join with a short list)."""
+    capped = ",\n    ".join(
+        f"case when {key} in (select {key} from {table} where {key} is not null"  # noqa: S608
+        f" group by all having count(*) > {MAX_BLOCK}) then null else {key} end as {key}"
+        for key in BLOCKS
+    )
+    return f"select * replace (\n    {capped}\n) from {table}"  # noqa: S608
