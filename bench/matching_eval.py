@@ -240,12 +240,10 @@ def _normalised(records: pl.DataFrame, *, phone: bool) -> pl.DataFrame:
         pl.col("country").cast(pl.String),
         pl.col("latitude").cast(pl.String),
         pl.col("longitude").cast(pl.String),
+        (pl.col("phone") if phone else pl.lit(None)).cast(pl.String).alias("phone"),
     )
-    places, _rejects, _info = normalize(rows)
-    places = places.with_columns(place_keys(places))
-    if phone:
-        places = places.join(records.select("row_ord", "phone"), on="row_ord", how="left")
-    return places
+    places, _rejects, _info = normalize(rows)  # a phone column is read as a run reads it
+    return places.with_columns(place_keys(places))
 
 
 def groups(records: pl.DataFrame, *, threshold: float, phone: bool) -> tuple[pl.DataFrame, Any]:

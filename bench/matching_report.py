@@ -50,7 +50,10 @@ def write_eval_section(
         "|---|---|---:|---:|---:|---:|",
     ]
     for phone, r in results.items():
-        label = "with phone" if phone else "place fields only (as the pipeline reads today)"
+        label = (
+            "with phone (a run reads a phone column)" if phone
+            else "place fields only (a file without phone or website)"
+        )  # fmt: skip
         for mode in ("exact", "fuzzy"):
             m = r[mode]
             lines.append(f"| {label} | {mode} | {m['predicted']:,} | {m['correct']:,} |"

@@ -25,7 +25,11 @@ PLACE_FIELDS = (
     "latitude",
     "longitude",
 )
-MAPPABLE = (*PLACE_FIELDS, "id")
+MATCH_ONLY_FIELDS = ("phone", "website")
+"""Read to tell places apart in the fuzzy dedupe pass (the same phone or web host is strong
+evidence, e.g. across two guides' spellings of one restaurant); never sent (a request has no
+such fields) and no part of a place's key."""
+MAPPABLE = (*PLACE_FIELDS, "id", *MATCH_ONLY_FIELDS)
 
 SYNONYMS: dict[str, tuple[str, ...]] = {
     "poi_name": (
@@ -83,6 +87,17 @@ SYNONYMS: dict[str, tuple[str, ...]] = {
     "country": ("country", "countrycode", "countryname", "countryiso"),
     "latitude": ("latitude", "lat", "locationlat"),
     "longitude": ("longitude", "lon", "lng", "long", "locationlng", "locationlon"),
+    "phone": (
+        "phone",
+        "telephone",
+        "tel",
+        "phonenumber",
+        "telephonenumber",
+        "phoneno",
+        "businessphone",
+        "contactphone",
+    ),
+    "website": ("website", "url", "websiteurl", "web", "homepage", "webaddress", "webpage"),
 }
 AMBIGUOUS_ADDRESS = "address"
 """A bare `address` column: the street line or a full address, decided by the other columns."""
@@ -143,7 +158,7 @@ def resolve_columns(header: Sequence[str], mapping: Mapping[str, str]) -> dict[s
     names = [canonical(c) for c in header]
     used = set(chosen.values())
     for field in ("poi_name", "id", "street", "address", "city", "region", "postcode",
-                  "country", "latitude", "longitude"):  # fmt: skip
+                  "country", "latitude", "longitude", *MATCH_ONLY_FIELDS):  # fmt: skip
         if field in chosen:
             continue
         for synonym in SYNONYMS[field]:

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field, fields
 import polars as pl
 
 from placeflow.pipeline.columnar import apply, parallel, patched, per_value
-from placeflow.pipeline.columns import PLACE_FIELDS
+from placeflow.pipeline.columns import MATCH_ONLY_FIELDS, PLACE_FIELDS
 from placeflow.pipeline.countries import country_lookup, to_alpha2
 from placeflow.pipeline.repair import repair
 
@@ -124,6 +124,7 @@ def _coerce(rows: pl.DataFrame) -> pl.DataFrame:
         .cast(pl.Int64)
         .alias("source_row"),
         *[text(c).alias(c) for c in ("source_id", *PLACE_FIELDS, "read_error", "note")],
+        *[text(c).alias(c) for c in MATCH_ONLY_FIELDS],
     )
 
 
@@ -161,7 +162,8 @@ def _clean(raw: pl.DataFrame) -> pl.DataFrame:
         return lambda: _clean_field(name, raw.get_column(name))
 
     done = parallel({name: task(name) for name in PLACE_FIELDS}, rows=raw.height)
-    return raw.with_columns([s for columns in done.values() for s in columns])
+    only = [drop_placeholders(tidy(raw.get_column(f))).alias(f"_{f}") for f in MATCH_ONLY_FIELDS]
+    return raw.with_columns([s for columns in done.values() for s in columns] + only)
 
 
 def _problems() -> list[tuple[str, pl.Expr, pl.Expr]]:
@@ -258,6 +260,7 @@ def normalize(rows: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame, Normalize
         *[pl.col(f"_{f}").alias(f) for f in TEXT_FIELDS if f != "country"],
         pl.col("_alpha2").alias("country"),
         *[pl.when(has_lat & has_lon).then(pl.col(f"_{c}_number")).alias(c) for c in RANGES],
+        *[pl.col(f"_{f}").alias(f) for f in MATCH_ONLY_FIELDS],
         pl.coalesce(note, pl.col("note")).alias("note"),
         half.is_not_null().alias("_nulled"),
         (pl.col("_alpha2") != pl.col("_country")).fill_null(False).alias("_mapped"),
@@ -275,4 +278,4 @@ def normalize(rows: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame, Normalize
         coordinates_repaired=fixes.coordinates_repaired,
         coordinates_dropped=fixes.coordinates_dropped,
     )
-    return places.select(*KEYS, *PLACE_FIELDS, "note"), rejects, info
+    return places.select(*KEYS, *PLACE_FIELDS, *MATCH_ONLY_FIELDS, "note"), rejects, info

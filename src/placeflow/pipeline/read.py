@@ -21,6 +21,7 @@ import polars as pl
 from placeflow.errors import InputError, SourceProblem
 from placeflow.options import RunOptions
 from placeflow.pipeline.columns import (
+    MATCH_ONLY_FIELDS,
     PLACE_FIELDS,
     canonical,
     check_mapping,
@@ -144,7 +145,10 @@ def _shape(frame: pl.DataFrame, source_file: str) -> pl.DataFrame:
         pl.lit(source_file, pl.String).alias("source_file"),
         pl.col(ROW).cast(pl.Int64).alias("source_row"),
         (pl.col("id") if "id" in present else pl.lit(None, pl.String)).alias("source_id"),
-        *[(pl.col(f) if f in present else pl.lit(None, pl.String)).alias(f) for f in PLACE_FIELDS],
+        *[
+            (pl.col(f) if f in present else pl.lit(None, pl.String)).alias(f)
+            for f in (*PLACE_FIELDS, *MATCH_ONLY_FIELDS)
+        ],
         pl.col("read_error").cast(pl.String),
     )
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 import polars as pl
 
-from placeflow.pipeline.columns import PLACE_FIELDS
+from placeflow.pipeline.columns import MATCH_ONLY_FIELDS, PLACE_FIELDS
 from placeflow.pipeline.staging import BATCH_ROWS
 
 OUTPUT_SCHEMA: dict[str, pl.DataType] = {
@@ -22,6 +22,7 @@ OUTPUT_SCHEMA: dict[str, pl.DataType] = {
     "source_row": pl.Int64(),
     "source_id": pl.String(),
     **{f: pl.String() for f in PLACE_FIELDS},
+    **{f: pl.String() for f in MATCH_ONLY_FIELDS},
     "read_error": pl.String(),
 }
 """The read frame. `read_error` (beyond the nine fields) is null, or why the record cannot be
