@@ -1,5 +1,6 @@
 """A run of a ';'-separated cp1252 file (Excel's CSV in many locales): the places the sandbox
-received are the file's own, and the run's rows show the file's columns read the same way."""
+received are the file's own, and the run's rows show the file's columns read the same way,
+whether --separator is given or found in the header line."""
 
 from __future__ import annotations
 
@@ -27,16 +28,19 @@ PLACES = [
 """As Excel writes them in many locales: ';' between values, decimal commas."""
 
 
+@pytest.mark.parametrize("separator", [";", None])
 def test_a_semicolon_cp1252_file_sends_its_own_places(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, separator: str | None
 ) -> None:
+    """With --separator ';', or without it (found in the header line), the same places reach
+    the sandbox, and `placeflow rows` reads the file again alike."""
     path = tmp_path / "export.csv"
     with path.open("w", encoding="cp1252", newline="") as handle:
         writer = csv.writer(handle, delimiter=";")
         writer.writerow(["id", "name", "street", "city", "country", "lat", "lon", "phone"])
         writer.writerows(PLACES)
     db = tmp_path / "wh.duckdb"
-    options = RunOptions(route="job", dedupe="exact", encoding="cp1252", separator=";")
+    options = RunOptions(route="job", dedupe="exact", encoding="cp1252", separator=separator)
     received: list[dict[str, str]] = []
     parsed = backend.place_dicts
 

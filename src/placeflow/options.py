@@ -97,7 +97,8 @@ class RunOptions(BaseModel):
     separator: str | None = Field(
         default=None,
         description="the character between values in CSV inputs, e.g. ';' (Excel in many"
-        " locales), '|' or tab ('\\t' or 'tab'); default ',', and tab for .tsv and .tab files",
+        " locales), '|' or tab ('\\t' or 'tab'); by default tab for .tsv and .tab files, else"
+        " the one of ; tab | a header line without commas holds, else ','",
         json_schema_extra={"metavar": "CHAR", "identity": "when set"},
     )
     batch_rows: int = Field(

@@ -42,7 +42,7 @@ def _original(path: Path, options: RunOptions) -> pl.DataFrame | None:
                 *[pl.col(c).cast(pl.String) for c in frame.columns],
             )
         codec = codec_name(options.encoding)
-        table = read_csv_table(path, codec, separator_for(path, options.separator))
+        table = read_csv_table(path, codec, separator_for(path, options.separator, codec))
     except (OSError, pl.exceptions.PolarsError, ValueError, PlaceflowError):
         return None  # not readable now: the file's own columns are left out
     names = list(dict.fromkeys(h or f"column {i + 1}" for i, h in enumerate(table.header)))

@@ -1,5 +1,6 @@
 """CSV inputs with another character than a comma between values (`--separator`; tab by default
-for .tsv and .tab files): read exactly as the same rows written with commas, streamed or whole."""
+for .tsv and .tab files, else the one a header line without commas holds): read exactly as the
+same rows written with commas, streamed or whole."""
 
 from __future__ import annotations
 
@@ -87,14 +88,38 @@ def test_tsv_and_tab_files_are_read_with_tab_unless_told_otherwise(
     assert separator_for(Path("x.csv"), None) == separator_for(Path("x.tsv.bak"), None) == ","
 
 
-def test_a_file_of_one_column_holding_separators_is_refused_naming_the_flag(
+@pytest.mark.parametrize("separator", [";", "|", "\t"])
+def test_a_header_without_commas_names_the_separator(write_file: WriteFile, separator: str) -> None:
+    """Without --separator, a .csv file whose header line holds no comma and one of ; tab |
+    is split at it: the same rows as its comma twin (its values may hold commas, and the
+    others), gzipped or not."""
+    comma, _ = read_inputs([str(write_file(as_csv(ROWS, ","), "comma.csv"))])
+    other = write_file(as_csv(ROWS, separator), "other.csv")
+    packed = write_file(gzip.compress(as_csv(ROWS, separator).encode()), "other.csv.gz")
+    assert separator_for(other, None) == separator_for(packed, None) == separator
+    for path in (other, packed):
+        rows, _ = read_inputs([str(path)])
+        assert_frame_equal(without_file(rows), without_file(comma))
+
+
+def test_an_excel_file_in_another_encoding_needs_no_separator(write_file: WriteFile) -> None:
+    """The header line is decoded with --encoding before it is looked at."""
+    excel = write_file("Nom;Ville\nCrème Brûlée;Paris\n", "excel.csv", encoding="cp1252")
+    mapping = {"poi_name": "Nom", "city": "Ville"}
+    rows, _ = read_inputs([str(excel)], encoding="cp1252", mapping=mapping)
+    assert rows.select("poi_name", "city").row(0) == ("Crème Brûlée", "Paris")
+
+
+def test_a_header_with_several_candidates_is_refused_naming_the_flag(
     write_file: WriteFile,
 ) -> None:
-    """Read with commas, a ';' file has one column: refused, saying which flag reads it."""
+    """A header line holding two of ; tab | (and no comma) says nothing sure: read with
+    commas it has one column, and is refused, saying which flag reads it."""
+    path = write_file("name;city|zip\nA;B|1\n")
+    assert separator_for(path, None) == ","
     with pytest.raises(InputError, match=r"';' between values: pass --separator ';'"):
-        read_inputs([str(write_file("name;city\nA;B\n"))])
-    with pytest.raises(InputError, match=r"pass --separator tab"):
-        read_inputs([str(write_file("name\tcity\nA\tB\n", "tabs.csv"))])
+        read_inputs([str(path)])
+    assert read_inputs([str(path)], separator=";")[0].get_column("poi_name").to_list() == ["A"]
 
 
 @pytest.mark.parametrize(("given", "kept"), [(";", ";"), ("tab", "\t"), ("\\t", "\t"), ("|", "|")])
@@ -137,7 +162,7 @@ def test_a_well_formed_file_with_another_separator_streams_never_read_whole(
 
 @pytest.mark.parametrize(
     ("first", "says"),
-    [("sep=;", "'sep=;': delete it and pass --separator ';'"), ("sep=,", "'sep=,': delete it)")],
+    [("sep=;", "'sep=;': delete it)"), ("sep=,", "'sep=,': delete it)")],
 )
 def test_excels_separator_line_is_named_in_the_refusal(
     write_file: WriteFile, first: str, says: str

@@ -182,8 +182,7 @@ def resolve_columns(header: Sequence[str], mapping: Mapping[str, str]) -> dict[s
         if header and re.fullmatch(r"(?i)sep=.?", header[0]):
             # Excel's "sep=;" line: the separator it names, or the one it split at (sep=,)
             named = header[0][4:] or ","
-            flag = "" if named == "," else " and pass --separator " + repr(named)
-            hint = f" (its first line is Excel's separator line 'sep={named}': delete it{flag})"
+            hint = f" (its first line is Excel's separator line 'sep={named}': delete it)"
         raise SourceProblem(
             f"no column looks like a place name; the file has {_describe(header)}{hint}. "
             "Name the column with --map poi_name=COLUMN (if the first row is data, add a header)"

@@ -58,15 +58,43 @@ BAD_BYTES_REASON = (
 )
 
 
-def separator_for(path: Path, given: str | None) -> str:
+SEPARATORS = (";", "\t", "|")
+"""What stands between values when not a comma, found in a header line that has no comma."""
+HEAD_BYTES = 1 << 16
+"""How much of a file is read to find its header line."""
+
+
+def separator_for(path: Path, given: str | None, codec: str = "utf-8") -> str:
     """The character between a file's values: the one given, else tab for a .tsv or .tab file
-    (gzipped too), else a comma."""
+    (gzipped too), else the one of SEPARATORS its header line holds when it holds no comma
+    and no other of them (Excel writes ';' in many locales), else a comma. Found from the
+    file's content alone, so every read of one file splits it alike."""
     if given is not None:
         return given
     suffixes = [suffix.lower() for suffix in path.suffixes]
     if suffixes and suffixes[-1] == ".gz":
         suffixes.pop()
-    return "\t" if suffixes and suffixes[-1] in TAB_SUFFIXES else ","
+    if suffixes and suffixes[-1] in TAB_SUFFIXES:
+        return "\t"
+    line = _header_line(path, codec)
+    if line is None or "," in line or re.fullmatch(r"(?i)sep=.", line.strip()):
+        return ","  # Excel's "sep=;" line is refused, naming it (columns.resolve_columns)
+    found = [s for s in SEPARATORS if s in line]
+    return found[0] if len(found) == 1 else ","
+
+
+def _header_line(path: Path, codec: str) -> str | None:
+    """The file's first line, decoded (None when it cannot be read: the read says why)."""
+    try:
+        with path.open("rb") as raw:
+            head = raw.read(HEAD_BYTES)
+        if head.startswith(GZIP):
+            with gzip.open(path, "rb") as unpacked:
+                head = unpacked.read(HEAD_BYTES)
+    except (OSError, EOFError):
+        return None
+    text = head.decode(codec, errors="replace").lstrip("\ufeff")
+    return text.split("\n", 1)[0].rstrip("\r")
 
 
 def _mark_bad(err: UnicodeError) -> tuple[str, int]:

@@ -116,7 +116,7 @@ class _File:
         if path.suffix.lower() in PARQUET_SUFFIXES:
             raise SourceProblem("it is named as Parquet but is not a Parquet file; write it again")
         sniff(head, codec)
-        self.csv = CsvBatches(path, codec, batch_rows, separator_for(path, separator))
+        self.csv = CsvBatches(path, codec, batch_rows, separator_for(path, separator, codec))
         self.header = self.csv.header
         found = resolve_columns(self.header, mapping) if self.header else {}
         self.chosen = {f: self.header[i] for f, i in found.items()}
