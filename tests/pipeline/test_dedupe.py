@@ -175,7 +175,7 @@ def test_samples_merge_the_same_restaurant_across_guides() -> None:
     assert pairs.height == 4
 
 
-@pytest.mark.parametrize(("mode", "unique"), [("exact", 833), ("fuzzy", 761), ("off", 864)])
+@pytest.mark.parametrize(("mode", "unique"), [("exact", 833), ("fuzzy", 763), ("off", 864)])
 def test_staged_dedupe_of_batches_equals_one_batch(
     mode: DedupeMode, unique: int, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -21,7 +21,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def _places(*rows: dict[str, Any]) -> pl.DataFrame:
     fields = ("poi_name", "street", "address", "city", "region", "postcode", "country",
-              "latitude", "longitude")  # fmt: skip
+              "latitude", "longitude", "phone", "website")  # fmt: skip
     raw = pl.DataFrame(
         [{"row_ord": i, "source_file": "t.csv", "source_row": i + 1, "source_id": None,
           **{f: (None if r.get(f) is None else str(r[f])) for f in fields}}
@@ -161,12 +161,16 @@ def test_blocks_are_capped_over_every_batch() -> None:
     over batch-wise keys gives exactly the keys `features` caps over one frame."""
     chain = [
         {"poi_name": f"Blue Bottle {i}", "street": f"{i} Market Street", "city": "Oakland",
-         "postcode": f"946{i % 90:02d}", "country": "US"}
+         "postcode": f"946{i % 90:02d}", "country": "US", "phone": "(510) 555-0100",
+         "website": "https://bluebottle.example/"}
         for i in range(MAX_BLOCK + 5)
     ]  # fmt: skip
-    places = _places(*chain, DINER, CAFE, {**DINER, "poi_name": "JOES DINER"})
+    diner = {**DINER, "phone": "413-555-0100"}
+    places = _places(*chain, diner, CAFE, {**diner, "poi_name": "JOES DINER"})
     whole = features(places)
     assert whole.get_column("b_city_tok").null_count() >= MAX_BLOCK + 1  # the chain's block
+    phones = whole.get_column("phone").to_list()
+    assert phones[: MAX_BLOCK + 5] == [None] * (MAX_BLOCK + 5) and phones[-1] == "4135550100"
     con = duckdb.connect()
     parts = pl.concat(
         features(batch, first_id=i * 10, capped=False)
@@ -175,5 +179,16 @@ def test_blocks_are_capped_over_every_batch() -> None:
     assert parts.get_column("b_city_tok").null_count() == 0  # uncapped in each batch
     con.register("raw", parts.to_arrow())
     capped = con.sql(f"{capped_blocks_sql('raw')} order by match_id").pl()
-    for key in BLOCKS:
+    for key in (*BLOCKS, "phone", "website"):
         assert capped.get_column(key).to_list() == whole.get_column(key).to_list(), key
+
+
+def test_a_phone_or_site_held_by_many_places_is_no_evidence() -> None:
+    """Two listings of a café with one phone number merge (their cities are spelt apart); three
+    branches sharing a head-office number and the brand's site are left apart."""
+    cafe = {"poi_name": "Blue Bottle Coffee", "city": "Oakland", "country": "US",
+            "phone": "(510) 555-0100", "website": "https://bluebottle.example/oakland"}  # fmt: skip
+    two = _places(cafe, {**cafe, "city": "Oakland CA", "phone": "510-555-0100"})
+    assert _merged(two) == {(1, 0)}
+    assert _merged(_places(cafe, {**cafe, "city": "Oakland CA"}, {**cafe, "city": "Oakland, CA"}))\
+        == set()  # fmt: skip

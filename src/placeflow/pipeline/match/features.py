@@ -13,6 +13,7 @@ From the normalised place fields (and `phone`, `website` when the frame has them
   leading zeros (3-4 digits, country US or unknown) padded back to 5.
 - city: words, accents stripped. country: as given (alpha-2). latitude, longitude: as given.
 - phone: its digits, the last 10 (null when fewer than 7). website: the host, without www.
+  Either is nulled where more than MAX_SHARED places hold it (a chain's or a platform's).
 - block keys (`b_*`): the blocking columns (64-bit hashes of their parts); a key shared by more
   than MAX_BLOCK places is nulled, so every blocking rule yields at most MAX_BLOCK - 1 candidates
   per place (pairs stay linear). Every feature but that cap is the row's own: the pass computes
@@ -30,6 +31,11 @@ from placeflow.pipeline.placekey import STREET_WORDS, name_identity, words
 MAX_BLOCK = 40
 """Largest block a blocking key may form; bigger blocks (a chain in one city) are left to the
 other rules (postcode + number, phone, nearby cell), which tell its branches apart."""
+MAX_SHARED = 2
+"""Most places a phone number or web host may belong to and still count: one held by more is a
+chain's (its head office, its brand's site) or a platform's, which says nothing of whether two
+listings are one place, so it is nulled (and not blocked on)."""
+SHARED = ("phone", "website")
 CELL_DEGREES = 0.02
 """Side of the coordinate cell blocked on (about 2 km north-south)."""
 BLOCKS = ("b_post_num", "b_post_tok", "b_city_tok", "b_city_last", "b_city_num", "b_cell_tok",
@@ -168,8 +174,12 @@ def features(places: pl.DataFrame, *, first_id: int = 0, capped: bool = True) ->
         (pl.col("latitude") / CELL_DEGREES).floor().cast(pl.Int64).alias("_cy"),
         (pl.col("longitude") / CELL_DEGREES).floor().cast(pl.Int64).alias("_cx"),
     )
-    keys = _blocks() if capped else [key.alias(name) for name, key in _keys().items()]
-    return frame.with_columns(keys).drop("_cy", "_cx", "name_token", "name_last")
+    if not capped:
+        keys = [key.alias(name) for name, key in _keys().items()]
+        return frame.with_columns(keys).drop("_cy", "_cx", "name_token", "name_last")
+    own = [pl.when(pl.len().over(c) <= MAX_SHARED).then(pl.col(c)).alias(c) for c in SHARED]
+    frame = frame.with_columns(own)
+    return frame.with_columns(_blocks()).drop("_cy", "_cx", "name_token", "name_last")
 
 
 def _key(*parts: pl.Expr) -> pl.Expr:
@@ -205,11 +215,22 @@ def _blocks() -> list[pl.Expr]:
 
 def capped_blocks_sql(table: str) -> str:
     """SQL selecting `table` (features with uncapped block keys) with each block key nulled
-    where more than MAX_BLOCK rows share it: what `features` does in polars, over a table too
-    big to hold (the big blocks are few, so each test is a join with a short list)."""
+    where more than MAX_BLOCK rows share it, and a phone or web host held by more than
+    MAX_SHARED rows nulled (the phone's block key with it): what `features` does in polars,
+    over a table too big to hold (the big blocks are few, so each test is a join with a short
+    list)."""
+
+    def shared(column: str, most: int) -> str:
+        return (
+            f"{column} in (select {column} from {table} where {column} is not null"  # noqa: S608
+            f" group by all having count(*) > {most})"
+        )
+
+    nulled = {key: shared(key, MAX_BLOCK) for key in BLOCKS}
+    nulled |= {column: shared(column, MAX_SHARED) for column in SHARED}
+    nulled["b_phone"] += f" or {shared('phone', MAX_SHARED)}"
     capped = ",\n    ".join(
-        f"case when {key} in (select {key} from {table} where {key} is not null"  # noqa: S608
-        f" group by all having count(*) > {MAX_BLOCK}) then null else {key} end as {key}"
-        for key in BLOCKS
+        f"case when {test} then null else {column} end as {column}"
+        for column, test in nulled.items()
     )
     return f"select * replace (\n    {capped}\n) from {table}"  # noqa: S608
