@@ -169,6 +169,7 @@ class WarehouseSource:
                 country=self.country,
                 now=self.clock(),
             )
+            unknown = () if every.height else self._no_country(con)
         stale = choose(
             every, limit=self.limit, budget=self.budget, credits_per_place=self.credits_per_place
         )
@@ -187,9 +188,26 @@ class WarehouseSource:
             rows=frame.height,
             columns={self.name: {f: f"run_places.request.{f}" for f in PLACE_FIELDS}},
             rows_per_file={self.name: frame.height},
-            warnings=self._left(every.height, stale.height),
+            warnings=self._left(every.height, stale.height) + unknown,
         )
         return frame, info
+
+    def _no_country(self, con: duckdb.DuckDBPyConnection) -> tuple[str, ...]:
+        """Why --country selected nothing, when no place the warehouse knows is in it."""
+        if self.country is None:
+            return ()
+        known, of_country, without = con.execute(
+            "select count(distinct place_key),"
+            " count(distinct place_key) filter (upper(request ->> 'country') = upper(?)),"
+            " count(distinct place_key) filter (request ->> 'country' is null) from run_places",
+            [self.country],
+        ).fetchall()[0]
+        if of_country:
+            return ()
+        return (
+            f"no place the warehouse knows is in country {self.country!r} ({known:,} places;"
+            f" {without:,} of them without a country)",
+        )
 
     def _left(self, stale: int, chosen: int) -> tuple[str, ...]:
         """What a refresh that re-checks only some of the stale places leaves for the next."""

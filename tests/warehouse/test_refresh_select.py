@@ -190,3 +190,24 @@ def test_a_refresh_cut_short_says_how_many_stale_places_wait(warehouse: Runs) ->
     )
     rows, warnings = read(budget=n)
     assert rows.height == n and warnings == ()
+
+
+def test_a_country_no_place_is_in_is_said(warehouse: Runs) -> None:
+    """--country that no known place has selects nothing, and the warning says so, with how
+    many places the warehouse knows and how many of them have no country."""
+    con = warehouse.con
+    (path,) = con.execute(
+        "select path from duckdb_databases() where database_name = current_database()"
+    ).fetchall()[0]
+    requests = con.execute("select place_key, request from run_places").fetchall()
+    countries = {key: json.loads(request).get("country") for key, request in requests}
+    without = sum(1 for c in countries.values() if c is None)
+    source = WarehouseSource(path, older_than=timedelta(0), country="ZZ", clock=lambda: T0)
+    rows, info = source.rows(RunOptions())
+    assert rows.height == 0
+    assert info.warnings == (
+        f"no place the warehouse knows is in country 'ZZ' ({len(countries):,} places;"
+        f" {without:,} of them without a country)",
+    )
+    everywhere = WarehouseSource(path, older_than=timedelta(0), clock=lambda: T0)
+    assert not any("no place" in w for w in everywhere.rows(RunOptions())[1].warnings)
