@@ -30,7 +30,7 @@ FIXTURE = Path(__file__).parent / "fixtures" / "real_shapes_stores.csv"
 MAPPED_BY_A_PERSON = {
     "id": "Store Number", "poi_name": "Store Name", "street": "Street Address", "city": "City",
     "region": "State/Province", "country": "Country", "postcode": "Postcode",
-    "latitude": "Latitude", "longitude": "Longitude",
+    "latitude": "Latitude", "longitude": "Longitude", "phone": "Phone Number",
 }  # fmt: skip
 
 
@@ -59,7 +59,7 @@ def test_real_shapes_are_mapped_repaired_and_counted(
     served: tuple[Sandbox, Target], tmp_path: Path
 ) -> None:
     """BOM, alpha-3, CJK, `Store Number`, `State/Province`: every column a person would map is
-    mapped, the rest listed as ignored; lost ZIP zeros restored and the flipped sign repaired,
+    mapped (the phone for the fuzzy dedupe), the rest listed as ignored; lost ZIP zeros restored and the flipped sign repaired,
     counted, and what the sandbox received carries the repaired values."""
     sandbox, target = served
     summary = placeflow.run(
@@ -68,7 +68,7 @@ def test_real_shapes_are_mapped_repaired_and_counted(
     assert summary.status == "completed" and summary.rejected == 0 and summary.submitted == 8
     seen = summary.inputs["files"][str(FIXTURE)]
     assert seen["columns"] == MAPPED_BY_A_PERSON
-    assert seen["ignored"] == ["Ownership Type", "Phone Number", "Timezone"]
+    assert seen["ignored"] == ["Ownership Type", "Timezone"]
     normalized = summary.stages["normalize"]
     assert normalized.postcodes_restored == 4 and normalized.coordinates_repaired == 1
     with duckdb.connect(str(tmp_path / "wh.duckdb"), read_only=True) as con:

@@ -211,3 +211,18 @@ def test_a_country_no_place_is_in_is_said(warehouse: Runs) -> None:
     )
     everywhere = WarehouseSource(path, older_than=timedelta(0), clock=lambda: T0)
     assert not any("no place" in w for w in everywhere.rows(RunOptions())[1].warnings)
+
+
+def test_the_warehouses_places_stream_without_phone_or_website(warehouse: Runs) -> None:
+    """A refresh reads places the warehouse stored (their requests: no phone, no website) as a
+    stream of read frames, those two columns null, for the stages after."""
+    con = warehouse.con
+    (path,) = con.execute(
+        "select path from duckdb_databases() where database_name = current_database()"
+    ).fetchall()[0]
+    source = WarehouseSource(path, older_than=timedelta(0), clock=lambda: T0)
+    frames = list(source.batches(RunOptions(), 100))
+    assert sum(f.height for f in frames) > 100
+    for frame in frames:
+        assert frame.get_column("phone").null_count() == frame.height
+        assert frame.get_column("website").null_count() == frame.height

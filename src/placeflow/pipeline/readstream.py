@@ -1,9 +1,10 @@
 """The read stage's output in batches: `ReadStream` yields read frames of at most `batch_rows`
 rows each (row_ord numbered across them, from 0), then says what was read as a `ReadInfo`.
 
-Whoever makes a stream gives it the frames (OUTPUT_SCHEMA's columns but row_ord, any sizes)
-and a function that sums up the read once they are exhausted; the stream cuts and joins them
-into batches. `ReadStream.whole` serves a source whose rows are one small frame.
+Whoever makes a stream gives it the frames (OUTPUT_SCHEMA's columns but row_ord, any sizes;
+the MATCH_ONLY_FIELDS may be left out, as a warehouse's places have none) and a function that
+sums up the read once they are exhausted; the stream cuts and joins them into batches.
+`ReadStream.whole` serves a source whose rows are one small frame.
 """
 
 from __future__ import annotations
@@ -113,5 +114,12 @@ class ReadStream:
     @staticmethod
     def _number(frame: pl.DataFrame, start: int) -> pl.DataFrame:
         ordinal = pl.int_range(pl.len(), dtype=pl.Int64) + start
-        rest = [c for c in OUTPUT_SCHEMA if c != "row_ord"]
+        present = set(frame.columns)
+        rest = [
+            pl.lit(None, pl.String).alias(c)
+            if c in MATCH_ONLY_FIELDS and c not in present
+            else pl.col(c)
+            for c in OUTPUT_SCHEMA
+            if c != "row_ord"
+        ]
         return frame.select(ordinal.alias("row_ord"), *rest)
