@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import json
 import logging
 
@@ -69,3 +70,17 @@ def test_the_markdown_artifact_carries_the_warnings() -> None:
     text = markdown_summary(summary(inputs={"files": {}, "warnings": [left]}))
     assert text.endswith(f"**Warnings**\n\n- {left}\n")
     assert "Warnings" not in markdown_summary(summary())
+
+
+@pytest.mark.parametrize("module", ["session", "download", "poller"])
+def test_the_api_loggers_write_server_text_as_text(
+    caplog: pytest.LogCaptureFixture, module: str
+) -> None:
+    """The client's warnings quote job ids and error texts a server chose: each of its loggers
+    shows their control characters and bidi overrides as U+FFFD, whatever the message."""
+    log = importlib.import_module(f"placeflow.api.{module}").log
+    with caplog.at_level(logging.WARNING, logger="placeflow"):
+        log.warning("job %s: download attempt %d failed (%s)", "b\x1b]0;pwn\x07", 2, "\u202eoops")
+    assert [r.getMessage() for r in caplog.records] == [
+        "job b\ufffd]0;pwn\ufffd: download attempt 2 failed (\ufffdoops)"
+    ]

@@ -59,8 +59,9 @@ def test_real_shapes_are_mapped_repaired_and_counted(
     served: tuple[Sandbox, Target], tmp_path: Path
 ) -> None:
     """BOM, alpha-3, CJK, `Store Number`, `State/Province`: every column a person would map is
-    mapped (the phone for the fuzzy dedupe), the rest listed as ignored; lost ZIP zeros restored and the flipped sign repaired,
-    counted, and what the sandbox received carries the repaired values."""
+    mapped (the phone for the fuzzy dedupe), the rest listed as ignored; lost ZIP zeros
+    restored and the flipped sign repaired, counted, and what the sandbox received carries the
+    repaired values."""
     sandbox, target = served
     summary = placeflow.run(
         [str(FIXTURE)], options=RunOptions(route="sync"), db=tmp_path / "wh.duckdb", target=target

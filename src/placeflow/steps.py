@@ -16,17 +16,16 @@ invocation's `total`.
 
 from __future__ import annotations
 
-import logging
 import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, fields
 from typing import Any, ParamSpec, Protocol, TypeVar, cast
 
-from placeflow.api.text import printable
+from placeflow.api.text import printable, printable_logger
 from placeflow.events import Emit, Event, Note, StageFinished, StageStarted
 
-log = logging.getLogger("placeflow.run")
+log = printable_logger("placeflow.run")
 P = ParamSpec("P")
 R = TypeVar("R")
 

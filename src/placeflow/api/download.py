@@ -16,7 +16,6 @@ client's credential-free file client, so the API key never reaches the file host
 from __future__ import annotations
 
 import hashlib
-import logging
 import os
 import re
 import uuid
@@ -36,9 +35,10 @@ from placeflow.api.errors import (
 )
 from placeflow.api.models import JobResultFile, JobStatus
 from placeflow.api.retry import parse_timestamp
+from placeflow.api.text import printable_logger
 from placeflow.api.transport import UnsafeRedirect
 
-log = logging.getLogger("placeflow.api.download")
+log = printable_logger("placeflow.api.download")
 
 DEFAULT_MAX_DECOMPRESSED = 2 * 1024**3
 """2 GiB: far above 10,000 result lines, far below what a decompression bomb would produce."""

@@ -16,7 +16,6 @@ cancels what is left with DELETE and says so in `JobTimedOut`.
 from __future__ import annotations
 
 import heapq
-import logging
 import math
 import random
 from collections import Counter
@@ -29,9 +28,9 @@ from placeflow.api.eta import EtaLearner, JobTrack
 from placeflow.api.feed import JobFeed
 from placeflow.api.jobref import JobRef, anchor, job_ref
 from placeflow.api.models import JobStatus
-from placeflow.api.text import printable
+from placeflow.api.text import printable, printable_logger
 
-log = logging.getLogger("placeflow.api.poller")
+log = printable_logger("placeflow.api.poller")
 
 PROBE_AFTER = 60.0
 """Until the run has learned how true the service's etas are, a job whose eta is at least this

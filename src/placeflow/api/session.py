@@ -7,7 +7,6 @@ charge, and then the possible extra charge is recorded for the credit ledger.
 
 from __future__ import annotations
 
-import logging
 import random
 import threading
 import time
@@ -33,6 +32,7 @@ from placeflow.api.failures import error_from_response, error_from_transport
 from placeflow.api.limiter import RateGate, RateLimiter, RateLimits
 from placeflow.api.models import PricingCard
 from placeflow.api.retry import RetryPolicy
+from placeflow.api.text import printable_logger
 from placeflow.api.transport import (
     MAX_REDIRECTS,
     UnsafeRedirect,
@@ -44,7 +44,7 @@ from placeflow.api.transport import (
 )
 from placeflow.redact import Secret
 
-log = logging.getLogger("placeflow.api")
+log = printable_logger("placeflow.api")
 
 M = TypeVar("M", bound=BaseModel)
 Safety = Literal["safe", "keyed", "charged"]

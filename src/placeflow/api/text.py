@@ -5,6 +5,7 @@ proxy's error page reach the terminal as instructions)."""
 
 from __future__ import annotations
 
+import logging
 import re
 from typing import Annotated
 
@@ -34,3 +35,23 @@ are kept."""
 def printable(value: str) -> str:
     """`value` for a terminal: each control character and bidi override shown as U+FFFD."""
     return _UNPRINTABLE.sub("\ufffd", value)
+
+
+class PrintableRecords(logging.Filter):
+    """A logger's records made `printable` (the message formatted first): what they quote of a
+    server (a job id, an error's text) reaches a terminal or Prefect's log as text only."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        message = record.getMessage()
+        shown = printable(message)
+        if shown != message:
+            record.msg, record.args = shown, ()
+        return True
+
+
+def printable_logger(name: str) -> logging.Logger:
+    """`logging.getLogger(name)` with a `PrintableRecords` filter (added once)."""
+    logger = logging.getLogger(name)
+    if not any(isinstance(f, PrintableRecords) for f in logger.filters):
+        logger.addFilter(PrintableRecords())
+    return logger
