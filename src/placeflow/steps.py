@@ -22,7 +22,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, fields
 from typing import Any, ParamSpec, Protocol, TypeVar, cast
 
-from placeflow.api.text import printable, printable_logger
+from placeflow.api.text import printable_logger
 from placeflow.events import Emit, Event, Note, StageFinished, StageStarted
 
 log = printable_logger("placeflow.run")
@@ -169,7 +169,7 @@ def counts(info: Any) -> dict[str, int]:
 def emitter(on_event: Callable[[Event], None] | None) -> Emit:
     def emit(event: Event) -> None:
         if isinstance(event, Note):
-            log.info("%s", printable(event.message))  # a note may quote a server
+            log.info("%s", event.message)  # a note may quote a server: the logger shows it as text
         if on_event is not None:
             on_event(event)
 

@@ -28,7 +28,7 @@ from placeflow.api.eta import EtaLearner, JobTrack
 from placeflow.api.feed import JobFeed
 from placeflow.api.jobref import JobRef, anchor, job_ref
 from placeflow.api.models import JobStatus
-from placeflow.api.text import printable, printable_logger
+from placeflow.api.text import printable_logger
 
 log = printable_logger("placeflow.api.poller")
 
@@ -308,14 +308,12 @@ class JobPoller:
             status = self.client.job_status(batch_id)
         except TransientError as exc:
             # The client already retried; try again at the next due time instead of giving up.
-            said = printable(str(exc))
-            log.warning("poll of job %s failed (%s); polling again later", batch_id, said)
+            log.warning("poll of job %s failed (%s); polling again later", batch_id, exc)
             return None
         except NotFound as exc:
             self._not_found[batch_id] += 1
             if self._not_found[batch_id] >= UNKNOWN_AFTER:
-                said = printable(str(exc))
-                log.warning("job %s: unknown to the service (%s); no longer polled", batch_id, said)
+                log.warning("job %s: unknown to the service (%s); no longer polled", batch_id, exc)
                 self.unknown[batch_id] = exc
             return None
         self._not_found.pop(batch_id, None)
@@ -326,7 +324,7 @@ class JobPoller:
         try:
             outcome = self.client.cancel_job(batch_id)
         except (TransientError, ApiError) as exc:
-            log.error("could not cancel stuck job %s: %s", batch_id, printable(str(exc)))
+            log.error("could not cancel stuck job %s: %s", batch_id, exc)
             return False
         log.warning("job %s: progress stopped moving; cancelled (%s)", batch_id, outcome.status)
         return True
@@ -342,7 +340,7 @@ class JobPoller:
             try:
                 outcome = self.client.cancel_job(batch_id)
             except (TransientError, ApiError) as exc:
-                log.error("could not cancel timed-out job %s: %s", batch_id, printable(str(exc)))
+                log.error("could not cancel timed-out job %s: %s", batch_id, exc)
                 not_cancelled.append(batch_id)
                 continue
             if not outcome.accepted:

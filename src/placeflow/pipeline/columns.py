@@ -13,6 +13,7 @@ import re
 from collections.abc import Mapping, Sequence
 
 from placeflow.errors import SourceProblem
+from placeflow.pipeline.csvfile import EXCEL_SEP_LINE, SEPARATORS
 
 PLACE_FIELDS = (
     "poi_name",
@@ -175,11 +176,11 @@ def resolve_columns(header: Sequence[str], mapping: Mapping[str, str]) -> dict[s
             chosen[target] = bare[0]
     if "poi_name" not in chosen:
         hint = ""
-        found = [s for s in (";", "\t", "|") if len(header) == 1 and s in header[0]]
+        found = [s for s in SEPARATORS if len(header) == 1 and s in header[0]]
         if found:
             flag = "--separator " + ("tab" if found[0] == "\t" else repr(found[0]))
             hint = f" (the file seems to have {found[0]!r} between values: pass {flag})"
-        if header and re.fullmatch(r"(?i)sep=.?", header[0]):
+        if header and EXCEL_SEP_LINE.fullmatch(header[0]):
             # Excel's "sep=;" line: the separator it names, or the one it split at (sep=,)
             named = header[0][4:] or ","
             hint = f" (its first line is Excel's separator line 'sep={named}': delete it)"

@@ -60,6 +60,8 @@ BAD_BYTES_REASON = (
 
 SEPARATORS = (";", "\t", "|")
 """What stands between values when not a comma, found in a header line that has no comma."""
+EXCEL_SEP_LINE = re.compile(r"(?i)sep=.?")
+"""Excel's first line naming the separator ("sep=;"), whole: refused, never read as a header."""
 HEAD_BYTES = 1 << 16
 """How much of a file is read to find its header line."""
 
@@ -77,7 +79,7 @@ def separator_for(path: Path, given: str | None, codec: str = "utf-8") -> str:
     if suffixes and suffixes[-1] in TAB_SUFFIXES:
         return "\t"
     line = _header_line(path, codec)
-    if line is None or "," in line or re.fullmatch(r"(?i)sep=.", line.strip()):
+    if line is None or "," in line or EXCEL_SEP_LINE.fullmatch(line.strip()):
         return ","  # Excel's "sep=;" line is refused, naming it (columns.resolve_columns)
     found = [s for s in SEPARATORS if s in line]
     return found[0] if len(found) == 1 else ","

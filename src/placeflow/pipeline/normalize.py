@@ -123,8 +123,10 @@ def _coerce(rows: pl.DataFrame) -> pl.DataFrame:
         (pl.col("source_row") if "source_row" in present else ordinal + 1)
         .cast(pl.Int64)
         .alias("source_row"),
-        *[text(c).alias(c) for c in ("source_id", *PLACE_FIELDS, "read_error", "note")],
-        *[text(c).alias(c) for c in MATCH_ONLY_FIELDS],
+        *[
+            text(c).alias(c)
+            for c in ("source_id", *PLACE_FIELDS, *MATCH_ONLY_FIELDS, "read_error", "note")
+        ],
     )
 
 

@@ -174,12 +174,12 @@ def features(places: pl.DataFrame, *, first_id: int = 0, capped: bool = True) ->
         (pl.col("latitude") / CELL_DEGREES).floor().cast(pl.Int64).alias("_cy"),
         (pl.col("longitude") / CELL_DEGREES).floor().cast(pl.Int64).alias("_cx"),
     )
-    if not capped:
+    if capped:
+        own = [pl.when(pl.len().over(c) <= MAX_SHARED).then(pl.col(c)).alias(c) for c in SHARED]
+        frame, keys = frame.with_columns(own), _blocks()
+    else:
         keys = [key.alias(name) for name, key in _keys().items()]
-        return frame.with_columns(keys).drop("_cy", "_cx", "name_token", "name_last")
-    own = [pl.when(pl.len().over(c) <= MAX_SHARED).then(pl.col(c)).alias(c) for c in SHARED]
-    frame = frame.with_columns(own)
-    return frame.with_columns(_blocks()).drop("_cy", "_cx", "name_token", "name_last")
+    return frame.with_columns(keys).drop("_cy", "_cx", "name_token", "name_last")
 
 
 def _key(*parts: pl.Expr) -> pl.Expr:
