@@ -225,11 +225,28 @@ class RunState(RunReader):
             )
             self._ledger(chunk_no, ref, "release", rows, why)
 
-    def ended(self, chunk_no: int, status: Literal["completed", "cancelled"]) -> None:
-        """A job ended with results (a completed one clears an earlier timeout note)."""
+    def ended(
+        self,
+        chunk_no: int,
+        status: Literal["completed", "cancelled"],
+        *,
+        error: str | None = None,
+        error_code: str | None = None,
+    ) -> None:
+        """A job ended with results (a completed one clears an earlier timeout note). A job
+        that failed part way ends `cancelled` (its file a prefix of the chunk, to load) with
+        its error, which counts the chunk failed once it is loaded."""
         if status == "completed":
             self._chunk(
                 chunk_no, status="completed", finished_at=self.now(), error=None, error_code=None
+            )
+        elif error_code is not None:
+            self._chunk(
+                chunk_no,
+                status="cancelled",
+                finished_at=self.now(),
+                error=error,
+                error_code=error_code,
             )
         else:
             self._chunk(chunk_no, status="cancelled", finished_at=self.now())

@@ -118,6 +118,32 @@ def test_a_job_that_never_finishes_is_cancelled_and_reported(
     assert_sound(db, sb.stats(), s, 40)
 
 
+def test_a_job_failing_part_way_is_loaded_and_only_the_rest_sent_again(
+    tmp_path: Path, serve_sandbox: ServeSandbox
+) -> None:
+    """Reading 9: a job fails half way with its processed rows billed and their file published.
+    Those rows are loaded and charged as the service charged them; the next run sends only the
+    places still without an answer, so no place is billed twice (the sandbox's own count)."""
+    sb = serve_sandbox(
+        faults=FaultConfig(job_fail_midway_rate=1.0), rows_per_second=5_000.0, fail_rate=0.0
+    )
+    f = write_csv(tmp_path / "p.csv", places(40))
+    db = tmp_path / "wh.duckdb"
+    state, s = run_library(inputs=[str(f)], db=str(db), route="job", chunk_rows=20)
+    assert state == "FAILED" and s["exit_code"] == 1 and s["chunks_failed"] == 2
+    assert s["succeeded"] == 20 and s["not_answered"] == 20  # half of each job
+    assert_sound(db, sb.stats(), s, 40)
+    with duckdb.connect(str(db), read_only=True) as con:
+        chunks = con.execute("select status, rows_loaded, error_code from jobs").fetchall()
+    assert chunks == [("loaded", 10, "EXTERNAL_API_ERROR")] * 2
+    _, again = run_library(inputs=[str(f)], db=str(db), route="job", chunk_rows=20)
+    key = sb.stats()["keys"][KEY]
+    sent = [job.total for job in sb.sandbox.backend.jobs.values()]
+    assert sent == [20, 20, 20] and again["submitted"] == 20  # the 20 unanswered, once more
+    assert key["billed"]["rows_billed_twice"] == 0 and key["billed"]["distinct_rows"] == 30
+    assert key["credits"]["charged"] == s["charged"] + again["charged"] == 30
+
+
 @flow
 def test_credits_running_out_mid_run_leave_a_resumable_run(
     tmp_path: Path, serve_sandbox: ServeSandbox

@@ -2,7 +2,9 @@
 
 The download follows the job's presigned URL (no API key), checks sha256 and size while the
 bytes stream in, and keeps the file under the run's work folder; only then is it recorded on
-the chunk and handed to load, with the line count the job reported. The gzip stream and that
+the chunk and handed to load, with the line count the job reported. A job that failed (or was
+cancelled) after processing rows and publishes their file is loaded like any other: those rows
+may be billed, and are not sent again. The gzip stream and that
 line count are proved where the file is decompressed anyway: by load's one read of it, which
 writes nothing unless both hold. A job with nothing to load (failed, or cancelled before any
 row) ends here, its hold released.
@@ -46,8 +48,8 @@ def fetch(
     chunk_no = state.chunk_of(status.batch_id)
     chunk = state.chunk(chunk_no)
     timed_out = chunk.status == "timed_out"
-    if status.status == "failed" or not status.results or not status.results.files:
-        # Nothing to load: the job failed, or was cancelled before it processed a row. Either
+    if not status.results or not status.results.files:
+        # Nothing to load: the job failed, or was cancelled, before it processed a row. Either
         # way the chunk has ended (a timed-out one stays marked so), its hold given back.
         state.ended_without_result(
             chunk_no,
@@ -63,6 +65,17 @@ def fetch(
     if status.status == "completed":
         # Also a job that finished on its own just as placeflow gave up waiting for it.
         state.ended(chunk_no, "completed")
+    elif status.status == "failed":
+        # A job that failed part way and published what it processed: those rows may be
+        # billed, so they are loaded like a cancelled job's, never sent again; the rest are
+        # the next run's, the chunk counted failed (its error kept).
+        state.ended(
+            chunk_no,
+            "cancelled",
+            error=status.error or f"job {status.batch_id} failed part way",
+            error_code=status.error_code or "FAILED",
+        )
+        emit(Note(f"chunk {chunk_no}: job {status.batch_id} failed part way: {status.error}"))
     elif not timed_out:
         state.ended(chunk_no, "cancelled")
     verified = download_result(api, status, workdir / f"chunk-{chunk_no:05d}", check_content=False)
