@@ -24,6 +24,7 @@ from prefect.cache_policies import NO_CACHE
 from prefect.exceptions import MissingContextError
 
 from placeflow.api.errors import TransientError
+from placeflow.api.text import printable_logger
 from placeflow.steps import counts
 from placeflow.storage import storage_stop
 
@@ -36,6 +37,12 @@ PER_CHUNK = frozenset({"submit", "send-batch", "fetch", "load"})
 RETRIES = 3
 RETRY_DELAY = 5.0
 """Seconds between a network stage's attempts."""
+RUN_LOGGERS = ("prefect.flow_runs", "prefect.task_runs")
+"""The loggers of `get_run_logger` and of Prefect's engine, whose records (a retried stage's
+error, a failed run's traceback) quote what a server sent: made printable like placeflow's own
+(the filter sits beside Prefect's own API-key filter on them)."""
+for _name in RUN_LOGGERS:
+    printable_logger(_name)
 
 
 def _retry_transient(task: Any, task_run: Any, state: Any) -> bool:

@@ -84,3 +84,31 @@ def test_the_api_loggers_write_server_text_as_text(
     assert [r.getMessage() for r in caplog.records] == [
         "job b\ufffd]0;pwn\ufffd: download attempt 2 failed (\ufffdoops)"
     ]
+
+
+def test_a_logged_traceback_quotes_the_server_as_text(caplog: pytest.LogCaptureFixture) -> None:
+    """An exception logged with its traceback (its message quoting a server's error text) is
+    written with the escape sequence and the bidi override shown as U+FFFD, lines kept."""
+    log = importlib.import_module("placeflow.api.session").log
+    with caplog.at_level(logging.ERROR, logger="placeflow"):
+        try:
+            raise RuntimeError("service said \x1b]0;pwn\x07 \u202eoops")
+        except RuntimeError:
+            log.exception("submit failed")
+    assert "RuntimeError: service said \ufffd]0;pwn\ufffd \ufffdoops" in caplog.text
+    assert "\x1b" not in caplog.text and "\u202e" not in caplog.text
+    assert "Traceback (most recent call last):\n" in caplog.text
+
+
+@pytest.mark.parametrize("name", ["prefect.flow_runs", "prefect.task_runs"])
+def test_the_flow_run_loggers_write_server_text_as_text(name: str) -> None:
+    """Under a flow, a retried stage's warning and a failed run's traceback go through
+    Prefect's run loggers: once the flows' tasks are imported, those loggers' filters make the
+    records printable (filtered here without a handler: Prefect's sends to its API)."""
+    importlib.import_module("flows.tasks")
+    args = ("\x1b[2J\u2066x",)
+    record = logging.LogRecord(name, logging.WARNING, __file__, 1, "fetch failed (%s)", args, None)
+    assert logging.getLogger(name).filter(record)
+    assert record.getMessage() == "fetch failed (\ufffd[2J\ufffdx)"
+    broken = logging.LogRecord(name, logging.WARNING, __file__, 1, "%d chunks", ("x",), None)
+    assert logging.getLogger(name).filter(broken)  # left to the handler to report, as before

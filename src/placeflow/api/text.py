@@ -38,15 +38,28 @@ def printable(value: str) -> str:
 
 
 class PrintableRecords(logging.Filter):
-    """A logger's records made `printable` (the message formatted first): what they quote of a
-    server (a job id, an error's text) reaches a terminal or Prefect's log as text only."""
+    """A logger's records made `printable` (the message formatted first, and the traceback of
+    an exception logged with it): what they quote of a server (a job id, an error's text)
+    reaches a terminal or Prefect's log as text only."""
 
     def filter(self, record: logging.LogRecord) -> bool:
-        message = record.getMessage()
+        try:
+            message = record.getMessage()
+        except Exception:  # the handler's own formatting reports it, as without the filter
+            return True
         shown = printable(message)
         if shown != message:
             record.msg, record.args = shown, ()
+        if record.exc_info and not record.exc_text:  # what a formatter would write, made now
+            record.exc_text = _TRACEBACKS.formatException(record.exc_info)
+        if record.exc_text:
+            record.exc_text = printable(record.exc_text)
+        if record.stack_info:
+            record.stack_info = printable(record.stack_info)
         return True
+
+
+_TRACEBACKS = logging.Formatter()
 
 
 def printable_logger(name: str) -> logging.Logger:
