@@ -100,6 +100,27 @@ def test_an_unnamed_status_between_running_and_completed_is_waited_out() -> None
     assert not poller.stuck and poller.polls <= 12
 
 
+@pytest.mark.parametrize("late", [2, 9])
+def test_a_job_whose_file_shows_after_its_status_is_read_again_for_it(
+    tmp_path: Path, late: int
+) -> None:
+    """Jobs that show `completed` with `results: null` to their first reads after they end
+    (the files follow the status): read again, backing off, until the file shows (late=2),
+    then verified; or handed on without one after FILES_AFTER more reads (late=9), each job
+    read 1 + FILES_AFTER times after it ended, as the sandbox counts."""
+    from placeflow.api.poller import FILES_AFTER
+
+    with served(faults=FaultConfig(results_late_reads=late), rows_per_second=200.0) as srv:
+        jobs = submit_all(srv, 2, 100, f"late{late}")
+        finals = JobPoller(srv.client, floor=1.0).follow(jobs)
+        reads = {j.batch_id: srv.sandbox.backend.jobs[j.batch_id].reads_ended for j in jobs}
+        if late <= FILES_AFTER:
+            assert sum(download_result(srv.client, s, tmp_path).lines for s in finals.values()) == 200
+    assert {s.status for s in finals.values()} == {"completed"}
+    assert all(s.files_pending == (late > FILES_AFTER) for s in finals.values())
+    assert set(reads.values()) == {min(late + 1, 1 + FILES_AFTER)}
+
+
 def test_a_job_whose_progress_stops_is_cancelled_and_its_rows_kept(tmp_path: Path) -> None:
     """A job that stays running forever (stalled at half) is found stuck from its progress
     (not the hour-long timeout), cancelled with DELETE, and its processed rows downloaded;

@@ -145,6 +145,26 @@ def test_stuck_job_is_cancelled_and_its_processed_rows_loaded(rig: Any, tmp_path
     assert ledger(db)["charge"] == r.billed_credits()
 
 
+def test_a_file_that_never_shows_holds_its_chunk_until_a_resume_finds_it(
+    rig: Any, tmp_path: Path
+) -> None:
+    """Jobs end completed (billed) and show no result file to their first 5 reads after they
+    end, all the poller makes (1 + FILES_AFTER): the run ends interrupted with every hold kept and nothing released or
+    sent again; the resume reads each job once more, finds its file and loads it. The sandbox
+    bills each row once, and the ledger balances to it."""
+    r = rig(FaultConfig(results_late_reads=5), rows_per_second=50.0, fail_rate=0.0)
+    f, db = write_places(tmp_path / "p.csv", 40), tmp_path / "wh.duckdb"
+    s = go(r, f, db, route="job", chunk_rows=20)
+    assert s.status == "interrupted" and "shows no result file yet" in (s.message or "")
+    assert (s.succeeded, s.charged, s.released, s.held) == (0, 0, 0, 40)
+    assert r.billed_credits() == 40
+    r.clock.advance(600.0)
+    done = placeflow.resume(s.run_id, db=db, target=r.target, clock=r.now)
+    assert done.status == "completed" and done.succeeded == 40
+    assert r.sandbox.stats()["jobs"]["created"] == 2  # nothing was sent again
+    assert r.rows_billed_twice() == 0 and ledger(db)["charge"] == r.billed_credits() == 40
+
+
 def test_lost_post_after_retention_is_not_paid_twice(rig: Any, tmp_path: Path) -> None:
     """The answer of a job POST is lost, the run stops; resumed after the service forgot the
     Idempotency-Key (retention 20 s, resume 30 s later): no second job is bought blind."""

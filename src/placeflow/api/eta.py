@@ -112,6 +112,8 @@ class JobTrack:
     cancelled: bool = False
     processed_before: int | None = None
     """`processed` of the report before the latest: unchanged means the job did not move."""
+    files_waits: int = 0
+    """Reads of the job ended without its result file shown (`JobStatus.files_pending`)."""
 
     def observe(self, status: JobStatus, now: float, learner: EtaLearner) -> None:
         """Learn from a report: the job's rate, the service's eta factor, when it last moved."""
@@ -130,8 +132,8 @@ class JobTrack:
                     learner.observe_progress(dt=dt, moved_by=predicted - self.predicted)
         if self.processed is None or processed > self.processed:
             self.moved_at = now
-        if status.status == "completed":
-            completed = parse_timestamp(status.completed_at)
+        if status.status == "completed" and (self.last is None or self.last.status != "completed"):
+            completed = parse_timestamp(status.completed_at)  # once a job: it may be read again
             if None not in (completed, self.created, self.submitted_completion):
                 assert completed is not None and self.created is not None
                 assert self.submitted_completion is not None

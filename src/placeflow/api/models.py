@@ -278,6 +278,17 @@ class JobStatus(_Response):
     def terminal(self) -> bool:
         return self.status in TERMINAL_JOB_STATUSES
 
+    @property
+    def files_pending(self) -> bool:
+        """Ended with rows processed (completed, or cancelled part way: rows the service keeps,
+        bills and serves) and no result file shown yet. When a service publishes the files of a
+        job that ended is not shown: they may follow the status."""
+        if self.status not in ("completed", "cancelled") or (self.results and self.results.files):
+            return False
+        if self.progress is not None:
+            return self.progress.processed > 0
+        return self.status == "completed" and self.total_items > 0
+
 
 class JobDeleteResponse(_Response):
     """The answer to DELETE /v1/jobs/{batch_id}. The spec does not show its body, so nothing

@@ -39,6 +39,10 @@ such probe at a time: its answer is the run's, so a hundred jobs queued behind e
 etas, all true) cost one early poll, not a hundred."""
 
 
+FILES_AFTER = 4
+"""Reads of a job that ended with rows processed but no result file shown, polled again backing
+off from the floor (2 + 4 + 8 + 16 s by default), before its status is handed on as it is:
+the files may follow the status (when is not shown: docs/spec-readings.md, 20)."""
 UNKNOWN_AFTER = 3
 """404s in a row after which a job is taken as unknown to the service (what the service answers
 for an unknown batch_id is not shown: docs/spec-readings.md, 18). Fewer are polled again, backing
@@ -198,6 +202,13 @@ class JobPoller:
             if due.batch_id in self.unknown:
                 continue
             if status is not None and status.terminal:
+                now = self._clock()
+                if status.files_pending and track.files_waits < FILES_AFTER and now < deadline:
+                    track.files_waits += 1
+                    track.delay = self._bounded(self.floor * 2 ** (track.files_waits - 1))
+                    seq += 1
+                    heapq.heappush(heap, _Due(min(now + track.delay, deadline), seq, due.batch_id))
+                    continue
                 finished[due.batch_id] = status
                 if (self.learner.samples, self.learner.fastest_rate) != learned:
                     heap = self._rescheduled(heap, tracks, self._clock(), deadlines)

@@ -206,11 +206,19 @@ class SandboxBackend(CoreBackend):
             and now < job.completed_at + wait
         )
 
+    def _results_late(self, job: Job) -> bool:
+        """Ended, and its files not yet shown to this read (`results_late_reads`)."""
+        late = self.faults.config.results_late_reads
+        if not late:
+            return False
+        job.reads_ended += 1
+        return job.reads_ended <= late
+
     def _status_body(self, state: KeyState, job: Job, now: float) -> dict[str, Any]:
         failed = 0
         results = None
         finalizing = self._finalizing(job, now)
-        if finalizing:
+        if finalizing or (job.terminal and job.processed and self._results_late(job)):
             failed = job.render(self.settings).failed
         elif job.terminal and job.processed:
             rf = job.render(self.settings)

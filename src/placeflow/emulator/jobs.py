@@ -128,6 +128,8 @@ class Job:
     """Its job endpoints answer 404 (`SandboxBackend.forget_job`)."""
     status_reads: int = 0
     """GET /v1/jobs/{batch_id} requests answered for it so far (`unseen_job_reads`)."""
+    reads_ended: int = 0
+    """Status reads answered since it ended (`results_late_reads`)."""
     row_ids: list[str] = field(default_factory=list, repr=False)
     """Each row's identity, for the ledger of rows billed (see `CreditAccount.bill_rows`)."""
     prepared_ahead: bool = False

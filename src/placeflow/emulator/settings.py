@@ -169,6 +169,9 @@ class FaultConfig:
     job_retention_seconds: float | None = None
     """An ended job is forgotten this long after it ended: its job endpoints answer 404 (how
     long the service keeps jobs is not shown; by default, for ever)."""
+    results_late_reads: int = 0
+    """A job that ended answers its first N status reads after it ended with `results: null`:
+    the status moves before the files are published (when they appear is not shown)."""
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> FaultConfig:

@@ -2,12 +2,15 @@
 
 The download follows the job's presigned URL (no API key), checks sha256 and size while the
 bytes stream in, and keeps the file under the run's work folder; only then is it recorded on
-the chunk and handed to load, with the line count the job reported. A job that failed (or was
-cancelled) after processing rows and publishes their file is loaded like any other: those rows
-may be billed, and are not sent again. The gzip stream and that
+the chunk and handed to load, with the line count the job reported. The gzip stream and that
 line count are proved where the file is decompressed anyway: by load's one read of it, which
-writes nothing unless both hold. A job with nothing to load (failed, or cancelled before any
-row) ends here, its hold released.
+writes nothing unless both hold.
+
+A job that failed (or was cancelled) after processing rows and publishes their file is loaded
+like any other: those rows may be billed, and are not sent again. One that ended with rows
+processed and shows no file even after the poller waited for it is held, its hold kept, for a
+resume to fetch. A job with nothing to load (failed, or cancelled before any row) ends here,
+its hold released.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ from typing import Literal
 
 from placeflow.api.client import PlaceApiClient
 from placeflow.api.download import download_result
+from placeflow.api.errors import ResultUnavailable
 from placeflow.api.models import JobStatus
 from placeflow.events import Emit, FileVerified, Note
 from placeflow.runread import Chunk
@@ -48,6 +52,16 @@ def fetch(
     chunk_no = state.chunk_of(status.batch_id)
     chunk = state.chunk(chunk_no)
     timed_out = chunk.status == "timed_out"
+    if status.files_pending:
+        # Rows processed, so billed, and no file shown yet (the poller waited for it): the
+        # chunk keeps its hold and waits, ended and not loaded, for a resume to look again.
+        # Ending it without a result would send its places again, and pay for them twice.
+        state.ended(chunk_no, "completed" if status.status == "completed" else "cancelled")
+        raise ResultUnavailable(
+            f"job {status.batch_id} is {status.status} and shows no result file yet;"
+            f" `placeflow resume {state.run_id}` looks for it again",
+            batch_id=status.batch_id,
+        )
     if not status.results or not status.results.files:
         # Nothing to load: the job failed, or was cancelled, before it processed a row. Either
         # way the chunk has ended (a timed-out one stays marked so), its hold given back.
@@ -65,10 +79,10 @@ def fetch(
     if status.status == "completed":
         # Also a job that finished on its own just as placeflow gave up waiting for it.
         state.ended(chunk_no, "completed")
-    elif status.status == "failed":
+    elif status.status == "failed" and not timed_out:
         # A job that failed part way and published what it processed: those rows may be
         # billed, so they are loaded like a cancelled job's, never sent again; the rest are
-        # the next run's, the chunk counted failed (its error kept).
+        # the next run's, the chunk counted failed (its error kept; a timed-out one's too).
         state.ended(
             chunk_no,
             "cancelled",
