@@ -115,7 +115,9 @@ def test_a_job_whose_file_shows_after_its_status_is_read_again_for_it(
         finals = JobPoller(srv.client, floor=1.0).follow(jobs)
         reads = {j.batch_id: srv.sandbox.backend.jobs[j.batch_id].reads_ended for j in jobs}
         if late <= FILES_AFTER:
-            assert sum(download_result(srv.client, s, tmp_path).lines for s in finals.values()) == 200
+            assert (
+                sum(download_result(srv.client, s, tmp_path).lines for s in finals.values()) == 200
+            )
     assert {s.status for s in finals.values()} == {"completed"}
     assert all(s.files_pending == (late > FILES_AFTER) for s in finals.values())
     assert set(reads.values()) == {min(late + 1, 1 + FILES_AFTER)}

@@ -149,9 +149,9 @@ def test_a_file_that_never_shows_holds_its_chunk_until_a_resume_finds_it(
     rig: Any, tmp_path: Path
 ) -> None:
     """Jobs end completed (billed) and show no result file to their first 5 reads after they
-    end, all the poller makes (1 + FILES_AFTER): the run ends interrupted with every hold kept and nothing released or
-    sent again; the resume reads each job once more, finds its file and loads it. The sandbox
-    bills each row once, and the ledger balances to it."""
+    end, all the poller makes (1 + FILES_AFTER): the run ends interrupted with every hold kept,
+    nothing released or sent again; the resume reads each job once more, finds its file and
+    loads it. The sandbox bills each row once, and the ledger balances to it."""
     r = rig(FaultConfig(results_late_reads=5), rows_per_second=50.0, fail_rate=0.0)
     f, db = write_places(tmp_path / "p.csv", 40), tmp_path / "wh.duckdb"
     s = go(r, f, db, route="job", chunk_rows=20)
