@@ -123,6 +123,30 @@ def test_a_job_whose_file_shows_after_its_status_is_read_again_for_it(
     assert set(reads.values()) == {min(late + 1, 1 + FILES_AFTER)}
 
 
+def test_a_result_split_across_files_is_fetched_file_by_file_as_one(tmp_path: Path) -> None:
+    """`result_parts=3`: each job lists three files (consecutive lines, each its own gzip
+    stream, URL and sha256); each is verified and the three kept as one file holding every
+    line in order, each part's first download refused as expired and fetched afresh."""
+    import gzip
+    import json
+
+    faults = FaultConfig(result_parts=3, expire_url_rate=1.0)
+    with served(faults=faults, rows_per_second=500.0) as srv:
+        jobs = submit_all(srv, 2, 100, "split")
+        finals = JobPoller(srv.client, floor=1.0).follow(jobs)
+        got = {b: download_result(srv.client, s, tmp_path) for b, s in finals.items()}
+        downloads = srv.stats()["downloads"]
+    assert {len(s.results.files) for s in finals.values() if s.results} == {3}
+    for job in jobs:
+        lines = gzip.decompress(got[job.batch_id].path.read_bytes()).splitlines()
+        ids = [json.loads(line)["id"] for line in lines]
+        assert ids == [f"split{jobs.index(job)}-{i}" for i in range(100)]
+    assert downloads["served"] == 6 and downloads["expired"] >= 2
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
+        f"{j.batch_id}.jsonl.gz" for j in jobs
+    )
+
+
 def test_a_job_whose_progress_stops_is_cancelled_and_its_rows_kept(tmp_path: Path) -> None:
     """A job that stays running forever (stalled at half) is found stuck from its progress
     (not the hour-long timeout), cancelled with DELETE, and its processed rows downloaded;

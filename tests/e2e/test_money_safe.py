@@ -4,6 +4,7 @@ money-safe. Each test serves the sandbox on loopback on a manual clock shared wi
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -163,6 +164,24 @@ def test_a_file_that_never_shows_holds_its_chunk_until_a_resume_finds_it(
     assert done.status == "completed" and done.succeeded == 40
     assert r.sandbox.stats()["jobs"]["created"] == 2  # nothing was sent again
     assert r.rows_billed_twice() == 0 and ledger(db)["charge"] == r.billed_credits() == 40
+
+
+def test_results_split_across_files_are_loaded_whole(rig: Any, tmp_path: Path) -> None:
+    """`result_parts=4`: every job's result comes as four files; the run verifies each, loads
+    every row at its planned position and records the joined file's sha256 (what a resume
+    checks the file on disk against). The file origin served each part once."""
+    r = rig(FaultConfig(result_parts=4), rows_per_second=50.0, fail_rate=0.0)
+    f, db = write_places(tmp_path / "p.csv", 60), tmp_path / "wh.duckdb"
+    s = go(r, f, db, mode="enrich", route="job", chunk_rows=30)
+    assert s.status == "completed" and s.succeeded == 60, s.message
+    assert r.sandbox.stats()["downloads"]["served"] == 2 * 4
+    with duckdb.connect(str(db), read_only=True) as con:
+        files = con.execute("select result_path, result_sha256 from jobs").fetchall()
+        loaded = con.execute("select count(*) from enrichments where success").fetchall()
+    assert loaded == [(60,)]
+    for path, sha256 in files:
+        assert hashlib.sha256(Path(path).read_bytes()).hexdigest() == sha256
+    assert ledger(db)["charge"] == r.billed_credits()
 
 
 def test_lost_post_after_retention_is_not_paid_twice(rig: Any, tmp_path: Path) -> None:

@@ -9,8 +9,9 @@ stream and line count there (the pipeline's load does, in DuckDB) passes
 that reader's to refuse. A short or corrupted download is fetched again (bounded). A
 URL is always tried, whatever its `expires_at` says (a hint: lifetimes are not promised and
 clocks disagree); when the file host refuses it (403, expired) the job is polled once for a
-fresh URL, which is used at once. The download goes through the
-client's credential-free file client, so the API key never reaches the file host.
+fresh URL, which is used at once. A result listed as several files is fetched and verified
+file by file and kept as one. The download goes through the client's credential-free file
+client, so the API key never reaches the file host.
 """
 
 from __future__ import annotations
@@ -65,6 +66,10 @@ class _Fetched:
     size: int
     lines: int
     complete: bool
+    inflated: int = 0
+    """Bytes the file decompressed to (when its content was checked)."""
+    attempts: int = 1
+    """Downloads it took."""
 
 
 class _Refused(Exception):
@@ -143,87 +148,156 @@ def download_result(
     Returns the verified file, named ``{batch_id}.jsonl.gz``. Raises `ResultUnavailable`,
     `ResultVerificationError` or `ResultTooLarge`; a partial file is never left behind.
     `check_content=False` leaves the gzip stream and the line count to the caller's reader.
+    A result the service splits across several files (`results.files[]`, lines in order) is
+    fetched file by file, each verified against its own size and sha256, and kept as one file:
+    their gzip streams one after another, which gzip readers take as one stream. The returned
+    sha256 and size are then that file's (each part's were checked as published).
     """
     if max_attempts < 1 or max_refreshes < 0:
         raise ValueError("need max_attempts >= 1 and max_refreshes >= 0")
     batch_id = status.batch_id
-    meta, expected_lines = _file_of(status)
+    files, expected_lines = _files_of(status)
     dest_dir.mkdir(parents=True, exist_ok=True)
     name = local_name(batch_id)
     final = dest_dir / f"{name}.jsonl.gz"
-    part = dest_dir / f".{name}.{uuid.uuid4().hex}.part"
-    attempts = refreshes = 0
-    fetched: _Fetched | None = None
+    stem = f".{name}.{uuid.uuid4().hex}"
+    parts = [dest_dir / f"{stem}.{index}.part" for index in range(len(files))]
+    joined = dest_dir / f"{stem}.part"
+    fetched: list[_Fetched] = []
     try:
-        while True:
-            # `expires_at` is only a hint: the lifetime is not promised and the two clocks may
-            # disagree by more than it. The URL is always tried; only the origin's refusal
-            # means it is stale, and then a fresh one is fetched and used at once.
-            attempts += 1
-            try:
-                cap = max_decompressed_bytes if check_content else None
-                fetched = _fetch(client, meta, part, cap)
-            except _Refused as refused:
-                attempts -= 1  # a refused URL is not a bad download: get a fresh URL instead
-                if refreshes >= max_refreshes:
-                    raise ResultUnavailable(
-                        f"job {batch_id}: result URL refused "
-                        f"({refused.status}{_hint(meta, client)}) even after {refreshes} fresh "
-                        "URL(s) used at once; the file host refuses this job's file. Poll the "
-                        "job again later.",
-                        batch_id=batch_id,
-                    ) from None
-                refreshes += 1
-                log.warning(
-                    "job %s: result URL refused (%s%s); polling for a fresh one",
-                    batch_id,
-                    refused.status,
-                    _hint(meta, client),
+        left = max_decompressed_bytes
+        for index, part in enumerate(parts):
+            got = _download_part(
+                client, status, index, part,
+                cap=left if check_content else None, limit=max_decompressed_bytes,
+                max_attempts=max_attempts, max_refreshes=max_refreshes,
+            )  # fmt: skip
+            fetched.append(got)
+            left -= got.inflated
+        if check_content:
+            lines = sum(f.lines for f in fetched)
+            broken = [i for i, f in enumerate(fetched) if not f.complete]
+            if broken or lines != expected_lines:
+                # The bytes are exactly what the service published: fetching again cannot help.
+                of = (
+                    f" of file {broken[0] + 1} of {len(files)}" if broken and len(files) > 1 else ""
                 )
-                meta, expected_lines = _file_of(client.job_status(batch_id))
-                continue
-            except UnsafeRedirect as exc:
-                raise ResultUnavailable(f"job {batch_id}: {exc}", batch_id=batch_id) from None
-            except _TooLarge:
-                raise ResultTooLarge(
-                    f"job {batch_id}: result file decompresses to more than "
-                    f"{max_decompressed_bytes} bytes; deleted unread. Raise "
-                    "max_decompressed_bytes only if the file is trusted.",
-                    batch_id=batch_id,
-                    limit=max_decompressed_bytes,
-                ) from None
-            except _Retryable as exc:
-                fetched = None
-                reason = str(exc)
-            else:
-                if fetched.size == meta.size_bytes and fetched.sha256 == meta.sha256.lower():
-                    break
-                reason = f"size {fetched.size} sha256 {fetched.sha256[:12]}…"
-            if attempts >= max_attempts and fetched is None:
-                raise ResultUnavailable(
-                    f"job {batch_id}: result file could not be fetched in {attempts} attempt(s) "
-                    f"({reason}); try again later.",
-                    batch_id=batch_id,
-                )
-            if attempts >= max_attempts:
-                raise _mismatch(batch_id, meta, expected_lines, fetched, attempts, reason)
-            log.warning(
-                "job %s: download attempt %d failed (%s); fetching again",
-                batch_id,
-                attempts,
-                reason,
-            )
-            client.sleep(client.retry.backoff(attempts, 0.5))
-        assert fetched is not None  # the loop only breaks on a matching download
-        if check_content and (not fetched.complete or fetched.lines != expected_lines):
-            # The bytes are exactly what the service published: fetching again cannot help.
-            what = "gzip stream is incomplete" if not fetched.complete else "line count differs"
-            raise _mismatch(batch_id, meta, expected_lines, fetched, attempts, what)
-        os.replace(part, final)
+                what = f"gzip stream{of} is incomplete" if broken else "line count differs"
+                merged = _Fetched(fetched[0].sha256, sum(f.size for f in fetched), lines, False)
+                tries = max(f.attempts for f in fetched)
+                raise _mismatch(batch_id, files[0], expected_lines, merged, tries, what)
+        if len(parts) == 1:
+            sha256, size = fetched[0].sha256, fetched[0].size
+            os.replace(parts[0], final)
+        else:
+            sha256, size = _join(parts, joined)
+            os.replace(joined, final)
     finally:
-        part.unlink(missing_ok=True)
-    lines = fetched.lines if check_content else expected_lines
-    return VerifiedFile(batch_id, final, fetched.sha256, fetched.size, lines, check_content)
+        for leftover in (*parts, joined):
+            leftover.unlink(missing_ok=True)
+    lines = sum(f.lines for f in fetched) if check_content else expected_lines
+    return VerifiedFile(batch_id, final, sha256, size, lines, check_content)
+
+
+def _download_part(
+    client: PlaceApiClient,
+    status: JobStatus,
+    index: int,
+    part: Path,
+    *,
+    cap: int | None,
+    limit: int,
+    max_attempts: int,
+    max_refreshes: int,
+) -> _Fetched:
+    """The job's `index`-th result file into `part`, its size and sha256 as published."""
+    batch_id = status.batch_id
+    files, expected_lines = _files_of(status)
+    count, meta = len(files), files[index]
+    attempts = refreshes = 0
+    of = f" (file {index + 1} of {count})" if count > 1 else ""
+    while True:
+        # `expires_at` is only a hint: the lifetime is not promised and the two clocks may
+        # disagree by more than it. The URL is always tried; only the origin's refusal
+        # means it is stale, and then a fresh one is fetched and used at once.
+        attempts += 1
+        try:
+            fetched = _fetch(client, meta, part, cap)
+        except _Refused as refused:
+            attempts -= 1  # a refused URL is not a bad download: get a fresh URL instead
+            if refreshes >= max_refreshes:
+                raise ResultUnavailable(
+                    f"job {batch_id}: result URL{of} refused "
+                    f"({refused.status}{_hint(meta, client)}) even after {refreshes} fresh "
+                    "URL(s) used at once; the file host refuses this job's file. Poll the "
+                    "job again later.",
+                    batch_id=batch_id,
+                ) from None
+            refreshes += 1
+            log.warning(
+                "job %s: result URL%s refused (%s%s); polling for a fresh one",
+                batch_id,
+                of,
+                refused.status,
+                _hint(meta, client),
+            )
+            fresh = _files_of(client.job_status(batch_id))[0]
+            if len(fresh) != count:
+                raise ResultUnavailable(
+                    f"job {batch_id}: its result files changed from {count} to {len(fresh)}"
+                    " between two reads; poll the job again later.",
+                    batch_id=batch_id,
+                ) from None
+            meta = fresh[index]
+            continue
+        except UnsafeRedirect as exc:
+            raise ResultUnavailable(f"job {batch_id}: {exc}", batch_id=batch_id) from None
+        except _TooLarge:
+            raise ResultTooLarge(
+                f"job {batch_id}: result file{of} decompresses to more than {limit} bytes"
+                " (with the files before it); deleted unread. Raise max_decompressed_bytes"
+                " only if the file is trusted.",
+                batch_id=batch_id,
+                limit=limit,
+            ) from None
+        except _Retryable as exc:
+            got: _Fetched | None = None
+            reason = str(exc)
+        else:
+            got = fetched
+            if fetched.size == meta.size_bytes and fetched.sha256 == meta.sha256.lower():
+                fetched.attempts = attempts
+                return fetched
+            reason = f"size {fetched.size} sha256 {fetched.sha256[:12]}…"
+        if attempts >= max_attempts and got is None:
+            raise ResultUnavailable(
+                f"job {batch_id}: result file{of} could not be fetched in {attempts} "
+                f"attempt(s) ({reason}); try again later.",
+                batch_id=batch_id,
+            )
+        if attempts >= max_attempts:
+            raise _mismatch(batch_id, meta, expected_lines, got, attempts, reason + of)
+        log.warning(
+            "job %s: download attempt %d%s failed (%s); fetching again",
+            batch_id,
+            attempts,
+            of,
+            reason,
+        )
+        client.sleep(client.retry.backoff(attempts, 0.5))
+
+
+def _join(parts: list[Path], joined: Path) -> tuple[str, int]:
+    """The verified parts written one after another into `joined`: its sha256 and size."""
+    digest, size = hashlib.sha256(), 0
+    with joined.open("wb") as out:
+        for part in parts:
+            with part.open("rb") as f:
+                while chunk := f.read(_CHUNK * 16):
+                    digest.update(chunk)
+                    size += len(chunk)
+                    out.write(chunk)
+    return digest.hexdigest(), size
 
 
 def _hint(meta: JobResultFile, client: PlaceApiClient) -> str:
@@ -235,19 +309,14 @@ def _hint(meta: JobResultFile, client: PlaceApiClient) -> str:
     return f"; expires_at {'in' if left >= 0 else 'past by'} {abs(left):.0f} s by this clock"
 
 
-def _file_of(status: JobStatus) -> tuple[JobResultFile, int]:
-    """The job's one result file and the number of lines it must have."""
+def _files_of(status: JobStatus) -> tuple[list[JobResultFile], int]:
+    """The job's result files, in order, and the number of lines they must hold together."""
     results = status.results
     ended = status.status in ("completed", "cancelled", "failed")  # failed part way: its rows
     if not ended or results is None or not results.files:
         raise ResultUnavailable(
             f"job {status.batch_id} is {status.status} and has no result file; wait for it to "
             "complete before downloading.",
-            batch_id=status.batch_id,
-        )
-    if len(results.files) != 1:
-        raise ResultUnavailable(
-            f"job {status.batch_id} has {len(results.files)} result files; the spec promises one.",
             batch_id=status.batch_id,
         )
     expected = results.total_items
@@ -257,7 +326,13 @@ def _file_of(status: JobStatus) -> tuple[JobResultFile, int]:
             f"claim {expected}; report this to the service.",
             batch_id=status.batch_id,
         )
-    return results.files[0], expected
+    if len(results.files) > max(1, expected):
+        raise DownloadError(
+            f"job {status.batch_id} lists {len(results.files)} result files for {expected}"
+            " rows; report this to the service.",
+            batch_id=status.batch_id,
+        )
+    return list(results.files), expected
 
 
 def _fetch(client: PlaceApiClient, meta: JobResultFile, part: Path, cap: int | None) -> _Fetched:
@@ -284,7 +359,7 @@ def _fetch(client: PlaceApiClient, meta: JobResultFile, part: Path, cap: int | N
         raise _Retryable(f"transfer broke off ({type(exc).__name__})") from None
     if lines is None:
         return _Fetched(digest.hexdigest(), size, 0, complete=False)
-    return _Fetched(digest.hexdigest(), size, lines.line_count(), lines.complete)
+    return _Fetched(digest.hexdigest(), size, lines.line_count(), lines.complete, lines.out)
 
 
 def _raw_chunks(response: httpx.Response) -> Iterator[bytes]:

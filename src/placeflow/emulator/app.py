@@ -200,7 +200,11 @@ class SandboxApp:
             if gate.drop:
                 return DROP
         reply = self.backend.download(
-            m["batch_id"], query.get("expires", ""), query.get("sig", ""), carried
+            m["batch_id"],
+            query.get("expires", ""),
+            query.get("sig", ""),
+            carried,
+            query.get("part"),
         )
         self.backend.count(DOWNLOAD_ROUTE, reply.status)
         return reply

@@ -7,6 +7,7 @@ served from the second origin without a key and refused once the URL has expired
 
 from __future__ import annotations
 
+import gzip
 import hashlib
 import hmac
 from collections.abc import Sequence
@@ -206,6 +207,22 @@ class SandboxBackend(CoreBackend):
             and now < job.completed_at + wait
         )
 
+    def _parts(self, job: Job) -> list[tuple[bytes, str]] | None:
+        """The ended job's result split into `result_parts` files of consecutive lines (None:
+        one file, the default)."""
+        n = self.faults.config.result_parts
+        if n <= 1:
+            return None
+        if job.parts is None:
+            lines = gzip.decompress(job.render(self.settings).body).splitlines(keepends=True)
+            size = max(1, -(-len(lines) // n))
+            bodies = [
+                gzip.compress(b"".join(lines[i : i + size]), compresslevel=1, mtime=0)
+                for i in range(0, len(lines), size)
+            ]
+            job.parts = [(b, hashlib.sha256(b).hexdigest()) for b in bodies]
+        return job.parts
+
     def _results_late(self, job: Job) -> bool:
         """Ended, and its files not yet shown to this read (`results_late_reads`)."""
         late = self.faults.config.results_late_reads
@@ -224,16 +241,20 @@ class SandboxBackend(CoreBackend):
             rf = job.render(self.settings)
             failed = rf.failed
             expires = now + self.config.url_ttl_seconds
+            parts = self._parts(job) or [(rf.body, rf.sha256)]
             results = {
                 "format": "jsonl.gz",
                 "total_items": rf.rows,
                 "files": [
                     {
-                        "url": self.presign(job.batch_id, expires),
-                        "size_bytes": len(rf.body),
-                        "sha256": rf.sha256,
+                        "url": self.presign(
+                            job.batch_id, expires, part=i if len(parts) > 1 else None
+                        ),
+                        "size_bytes": len(body),
+                        "sha256": sha256,
                         "expires_at": self.stamp(expires),
                     }
+                    for i, (body, sha256) in enumerate(parts)
                 ],
             }
         elif job.processed:
@@ -293,18 +314,23 @@ class SandboxBackend(CoreBackend):
 
     # --- result files -----------------------------------------------------------------
 
-    def presign(self, batch_id: str, expires: float) -> str:
+    def presign(self, batch_id: str, expires: float, *, part: int | None = None) -> str:
         expires_ms = int(expires * 1000)
-        sig = hmac.new(self._secret, f"{batch_id}:{expires_ms}".encode(), "sha256").hexdigest()
+        signed = _signed(batch_id, str(expires_ms), None if part is None else str(part))
+        sig = hmac.new(self._secret, signed.encode(), "sha256").hexdigest()
         path = f"/results/{batch_id}/result.jsonl.gz"
-        return f"{self.files_url}{path}?expires={expires_ms}&sig={sig[:32]}"
+        query = f"expires={expires_ms}" + ("" if part is None else f"&part={part}")
+        return f"{self.files_url}{path}?{query}&sig={sig[:32]}"
 
-    def download(self, batch_id: str, expires: str, sig: str, carried_key: bool) -> Reply:
+    def download(
+        self, batch_id: str, expires: str, sig: str, carried_key: bool, part: str | None = None
+    ) -> Reply:
         with self.lock:
             self.downloads["total"] += 1
             if carried_key:
                 self.downloads["with_api_key"] += 1
-            want = hmac.new(self._secret, f"{batch_id}:{expires}".encode(), "sha256").hexdigest()
+            signed = _signed(batch_id, expires, part)
+            want = hmac.new(self._secret, signed.encode(), "sha256").hexdigest()
             job = self.jobs.get(batch_id)
             if job is None or not hmac.compare_digest(want[:32], sig) or not expires.isdigit():
                 self.downloads["refused"] += 1
@@ -324,6 +350,12 @@ class SandboxBackend(CoreBackend):
                 return Reply(403, {"error": "request has expired", "error_code": "URL_EXPIRED"})
             assert job.result is not None
             body = job.result.body
+            if part is not None:
+                parts = job.parts or []
+                if not part.isdigit() or int(part) >= len(parts):
+                    self.downloads["refused"] += 1
+                    return Reply(404, {"error": "no such object", "error_code": "NOT_FOUND"})
+                body = parts[int(part)][0]
             if mangle == "truncate":
                 self.downloads["truncated"] += 1
                 body = body[: len(body) // 2]
@@ -333,6 +365,11 @@ class SandboxBackend(CoreBackend):
                 body = body[:mid] + bytes([body[mid] ^ 0xFF]) + body[mid + 1 :]
             self.downloads["served"] += 1
         return Reply(200, None, {"Content-Type": "application/gzip"}, raw=body)
+
+
+def _signed(batch_id: str, expires: str, part: str | None) -> str:
+    """What a result URL's signature covers: the job, the expiry, and the part when split."""
+    return f"{batch_id}:{expires}" if part is None else f"{batch_id}:{expires}:{part}"
 
 
 def _job_not_found(batch_id: str, now: float) -> ServiceError:

@@ -130,6 +130,8 @@ class Job:
     """GET /v1/jobs/{batch_id} requests answered for it so far (`unseen_job_reads`)."""
     reads_ended: int = 0
     """Status reads answered since it ended (`results_late_reads`)."""
+    parts: list[tuple[bytes, str]] | None = field(default=None, repr=False)
+    """Its result file split into parts (`result_parts`), each with its sha256."""
     row_ids: list[str] = field(default_factory=list, repr=False)
     """Each row's identity, for the ledger of rows billed (see `CreditAccount.bill_rows`)."""
     prepared_ahead: bool = False
