@@ -14,6 +14,7 @@ import pytest
 
 import placeflow
 from placeflow.api.errors import TransientError
+from placeflow.api.poller import FILES_AFTER
 from placeflow.emulator import FaultConfig
 from placeflow.events import ChunkSubmitted, Event
 from placeflow.options import RunOptions
@@ -149,11 +150,11 @@ def test_stuck_job_is_cancelled_and_its_processed_rows_loaded(rig: Any, tmp_path
 def test_a_file_that_never_shows_holds_its_chunk_until_a_resume_finds_it(
     rig: Any, tmp_path: Path
 ) -> None:
-    """Jobs end completed (billed) and show no result file to their first 5 reads after they
+    """Jobs end completed (billed) and show no result file to their first 7 reads after they
     end, all the poller makes (1 + FILES_AFTER): the run ends interrupted with every hold kept,
     nothing released or sent again; the resume reads each job once more, finds its file and
     loads it. The sandbox bills each row once, and the ledger balances to it."""
-    r = rig(FaultConfig(results_late_reads=5), rows_per_second=50.0, fail_rate=0.0)
+    r = rig(FaultConfig(results_late_reads=1 + FILES_AFTER), rows_per_second=50.0, fail_rate=0.0)
     f, db = write_places(tmp_path / "p.csv", 40), tmp_path / "wh.duckdb"
     s = go(r, f, db, route="job", chunk_rows=20)
     assert s.status == "interrupted" and "shows no result file yet" in (s.message or "")

@@ -39,10 +39,11 @@ such probe at a time: its answer is the run's, so a hundred jobs queued behind e
 etas, all true) cost one early poll, not a hundred."""
 
 
-FILES_AFTER = 4
+FILES_AFTER = 6
 """Reads of a job that ended with rows processed but no result file shown, polled again backing
-off from the floor (2 + 4 + 8 + 16 s by default), before its status is handed on as it is:
-the files may follow the status (when is not shown: docs/spec-readings.md, 20)."""
+off from the floor to the ceiling (2 + 4 + 8 + 16 + 32 + 60 s by default, about two minutes),
+before its status is handed on as it is: the files may follow the status (when is not shown:
+docs/spec-readings.md, 20)."""
 UNKNOWN_AFTER = 3
 """404s in a row after which a job is taken as unknown to the service (what the service answers
 for an unknown batch_id is not shown: docs/spec-readings.md, 18). Fewer are polled again, backing
