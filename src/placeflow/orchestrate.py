@@ -40,6 +40,7 @@ from placeflow.pipeline.staging import Staging
 from placeflow.pipeline.submit import send_batch, submit_job
 from placeflow.prepare import as_source, counts_of, fingerprint, prepare
 from placeflow.runstate import (
+    NO_RESULT_FILE,
     UNKNOWN_JOB,
     Clock,
     RunState,
@@ -61,6 +62,14 @@ CHUNK_FAILURES = (DownloadError, LoadError, NotFound, TransientError)
 """What settling one chunk may raise that is that chunk's alone: noted on it, retried by a
 resume, never stopping the others (NotFound: its job, asked for a fresh file URL, is unknown to
 the service)."""
+
+
+RESENDABLE = {
+    UNKNOWN_JOB: "was unknown to the service",
+    NO_RESULT_FILE: "showed no result file for its processed rows",
+}
+"""The chunks `--resend-uncertain` sends again (their places may be paid twice), by
+`jobs.error_code`, and what became of their jobs."""
 
 
 PER_INVOCATION = (
@@ -193,10 +202,12 @@ def _carry_out(
                         held[chunk.chunk_no] = f"chunk {chunk.chunk_no}: uncertain (see its error)"
                     settle(chunk.chunk_no, _given(sent_sync))
             for chunk in state.chunks(*ENDED_OR_SUBMITTED):
-                if chunk.error_code == UNKNOWN_JOB and options.resend_uncertain:
-                    state.resend_unknown(chunk.chunk_no)
+                if chunk.error_code in RESENDABLE and options.resend_uncertain:
+                    why = RESENDABLE[str(chunk.error_code)]
+                    state.resend_unknown(chunk.chunk_no, why)
+                    held.pop(chunk.chunk_no, None)  # its file was looked for once more above
                     again = "its places are sent again (--resend-uncertain)"
-                    emit(Note(f"chunk {chunk.chunk_no}: job {chunk.batch_id} was unknown; {again}"))
+                    emit(Note(f"chunk {chunk.chunk_no}: job {chunk.batch_id} {why}; {again}"))
             resumed = [PendingJob(c.batch_id) for c in state.chunks("submitted") if c.batch_id]
             to_send = [c for c in state.chunks("planned") if c.route == "job"]
 

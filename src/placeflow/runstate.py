@@ -35,6 +35,8 @@ Clock = Callable[[], datetime]
 LedgerKind = Literal["hold", "charge", "release", "adjustment"]
 UNKNOWN_JOB = "UNKNOWN_JOB"
 """`jobs.error_code` of a submitted job the service answered it does not know."""
+NO_RESULT_FILE = "NO_RESULT_FILE"
+"""`jobs.error_code` of a job that ended with rows processed and showed no result file."""
 
 
 def utc_now() -> datetime:
@@ -149,16 +151,27 @@ class RunState(RunReader):
         blind (`--resend-uncertain` sends it again)."""
         self._chunk(chunk_no, error=why, error_code="UNCERTAIN")
 
+    def awaiting_file(
+        self, chunk_no: int, status: Literal["completed", "cancelled"], why: str
+    ) -> None:
+        """A job that ended with rows processed (so billed) and shows no result file: ended,
+        not loaded, its hold kept, so a resume looks for the file again; its places are never
+        sent again unless asked (`resend_unknown`)."""
+        self._chunk(
+            chunk_no, status=status, finished_at=self.now(), error=why, error_code=NO_RESULT_FILE
+        )
+
     def unknown_job(self, chunk_no: int, why: str) -> None:
         """A job the service answers it does not know (submitted, or ended and not loaded):
         held in its state, so a resume looks for it again; nothing is sent again unless asked
         (`resend_unknown`)."""
         self._chunk(chunk_no, error=why, error_code=UNKNOWN_JOB)
 
-    def resend_unknown(self, chunk_no: int) -> None:
-        """A job the service did not know is to be sent again as a new job (the user accepted
-        a possible double charge): planned again under a new Idempotency-Key, its hold kept
-        for the new job, its rows counted as possible extra credits."""
+    def resend_unknown(self, chunk_no: int, why: str = "was unknown to the service") -> None:
+        """A job the service did not know (or whose result file never showed: `why`) is to be
+        sent again as a new job (the user accepted a possible double charge): planned again
+        under a new Idempotency-Key, its hold kept for the new job, its rows counted as
+        possible extra credits."""
         with transaction(self.con):
             key, rows, batch_id = self.con.execute(
                 "select idempotency_key, rows, batch_id from jobs"
@@ -175,7 +188,7 @@ class RunState(RunReader):
                 result_sha256=None,
                 result_size=None,
                 idempotency_key=f"{key.split('-again-')[0]}-again-{secrets.token_hex(4)}",
-                error=f"job {batch_id} was unknown to the service; sent again (--resend-uncertain)",
+                error=f"job {batch_id} {why}; sent again (--resend-uncertain)",
                 error_code=None,
             )
             self._run_extra(int(rows))

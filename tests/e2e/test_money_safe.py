@@ -16,7 +16,7 @@ import placeflow
 from placeflow.api.errors import TransientError
 from placeflow.api.poller import FILES_AFTER
 from placeflow.emulator import FaultConfig
-from placeflow.events import ChunkSubmitted, Event
+from placeflow.events import ChunkSubmitted, Event, Note
 from placeflow.options import RunOptions
 from placeflow.pipeline.account import RunSummary
 
@@ -147,24 +147,52 @@ def test_stuck_job_is_cancelled_and_its_processed_rows_loaded(rig: Any, tmp_path
     assert ledger(db)["charge"] == r.billed_credits()
 
 
+@pytest.mark.parametrize("midway", [False, True], ids=["completed", "failed-part-way"])
 def test_a_file_that_never_shows_holds_its_chunk_until_a_resume_finds_it(
-    rig: Any, tmp_path: Path
+    rig: Any, tmp_path: Path, midway: bool
 ) -> None:
-    """Jobs end completed (billed) and show no result file to their first 7 reads after they
-    end, all the poller makes (1 + FILES_AFTER): the run ends interrupted with every hold kept,
-    nothing released or sent again; the resume reads each job once more, finds its file and
-    loads it. The sandbox bills each row once, and the ledger balances to it."""
-    r = rig(FaultConfig(results_late_reads=1 + FILES_AFTER), rows_per_second=50.0, fail_rate=0.0)
+    """Jobs end (completed; or failed half way, their processed rows billed) and show no result
+    file to their first 7 reads after they end, all the poller makes (1 + FILES_AFTER): the
+    run ends interrupted with every hold kept, nothing released or sent again; the resume
+    reads each job once more, finds its file and loads it; a failed job's unprocessed half
+    goes to the next run. The sandbox bills each row once, and the ledger balances to it."""
+    faults = FaultConfig(results_late_reads=1 + FILES_AFTER, job_fail_midway_rate=float(midway))
+    r = rig(faults, rows_per_second=50.0, fail_rate=0.0)
     f, db = write_places(tmp_path / "p.csv", 40), tmp_path / "wh.duckdb"
     s = go(r, f, db, route="job", chunk_rows=20)
     assert s.status == "interrupted" and "shows no result file yet" in (s.message or "")
     assert (s.succeeded, s.charged, s.released, s.held) == (0, 0, 0, 40)
-    assert r.billed_credits() == 40
+    billed = 20 if midway else 40
+    assert r.billed_credits() == billed
     r.clock.advance(600.0)
     done = placeflow.resume(s.run_id, db=db, target=r.target, clock=r.now)
-    assert done.status == "completed" and done.succeeded == 40
+    assert done.succeeded == billed and done.not_answered == 40 - billed
+    assert done.status == ("completed_with_failures" if midway else "completed")
     assert r.sandbox.stats()["jobs"]["created"] == 2  # nothing was sent again
-    assert r.rows_billed_twice() == 0 and ledger(db)["charge"] == r.billed_credits() == 40
+    assert r.rows_billed_twice() == 0 and ledger(db)["charge"] == r.billed_credits() == billed
+
+
+def test_resend_uncertain_sends_a_chunk_whose_file_never_shows_again(
+    rig: Any, tmp_path: Path
+) -> None:
+    """A job's file never shows: the chunk stays held through a plain resume; `resume
+    --resend-uncertain` looks once more, then sends its places again as a new job, counting
+    them as possible extra credits (the user's choice: the sandbox bills them twice)."""
+    r = rig(FaultConfig(results_late_reads=1_000), rows_per_second=50.0, fail_rate=0.0)
+    f, db = write_places(tmp_path / "p.csv", 20), tmp_path / "wh.duckdb"
+    s = go(r, f, db, route="job", chunk_rows=20)
+    again = placeflow.resume(s.run_id, db=db, target=r.target, clock=r.now)
+    assert again.status == "interrupted" and r.sandbox.stats()["jobs"]["created"] == 1
+    notes: list[Event] = []
+    sent = placeflow.resume(
+        s.run_id, db=db, target=r.target, clock=r.now, resend_uncertain=True,
+        on_event=notes.append,
+    )  # fmt: skip
+    assert r.sandbox.stats()["jobs"]["created"] == 2 and sent.possible_extra_credits == 20
+    assert r.key()["billed"]["rows_billed_twice"] == 20  # as the user accepted
+    said = [e.message for e in notes if isinstance(e, Note)]
+    assert any("showed no result file for its processed rows; its places are sent" in t
+               for t in said), said  # fmt: skip
 
 
 def test_results_split_across_files_are_loaded_whole(rig: Any, tmp_path: Path) -> None:

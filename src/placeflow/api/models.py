@@ -280,10 +280,10 @@ class JobStatus(_Response):
 
     @property
     def files_pending(self) -> bool:
-        """Ended with rows processed (completed, or cancelled part way: rows the service keeps,
-        bills and serves) and no result file shown yet. When a service publishes the files of a
-        job that ended is not shown: they may follow the status."""
-        if self.status not in ("completed", "cancelled") or (self.results and self.results.files):
+        """Ended with rows processed (completed; or cancelled or failed part way, its processed
+        rows kept and billed) and no result file shown yet. When a service publishes the files
+        of a job that ended is not shown: they may follow the status."""
+        if not self.terminal or (self.results and self.results.files):
             return False
         if self.progress is not None:
             return self.progress.processed > 0

@@ -56,12 +56,15 @@ def fetch(
         # Rows processed, so billed, and no file shown yet (the poller waited for it): the
         # chunk keeps its hold and waits, ended and not loaded, for a resume to look again.
         # Ending it without a result would send its places again, and pay for them twice.
-        state.ended(chunk_no, "completed" if status.status == "completed" else "cancelled")
-        raise ResultUnavailable(
-            f"job {status.batch_id} is {status.status} and shows no result file yet;"
-            f" `placeflow resume {state.run_id}` looks for it again",
-            batch_id=status.batch_id,
+        why = (
+            f"job {status.batch_id} is {status.status} with rows processed and shows no result"
+            f" file yet; `placeflow resume {state.run_id}` looks for it again (with"
+            " --resend-uncertain, it sends the chunk's places again, which may pay twice)"
         )
+        state.awaiting_file(
+            chunk_no, "completed" if status.status == "completed" else "cancelled", why
+        )
+        raise ResultUnavailable(why, batch_id=status.batch_id)
     if not status.results or not status.results.files:
         # Nothing to load: the job failed, or was cancelled, before it processed a row. Either
         # way the chunk has ended (a timed-out one stays marked so), its hold given back.
