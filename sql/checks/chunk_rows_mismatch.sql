@@ -1,5 +1,6 @@
 -- chunk_rows_mismatch: a chunk whose jobs.rows differs from the places planned in it, or
--- planned places whose chunk has no jobs row.
+-- planned places whose chunk has no jobs row. A research run's planned places are in
+-- run_places too; its requests are research_requests, not jobs, so they are not chunks here.
 
 with
 
@@ -17,6 +18,7 @@ planned_counts as (
         chunk_no,
         count(*) as places
     from run_places
+    where run_id not in (select run_id from research_runs)
     group by run_id, chunk_no
 ),
 

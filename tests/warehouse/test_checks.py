@@ -90,6 +90,30 @@ def test_checks_filter_by_run(clean: duckdb.DuckDBPyConnection) -> None:
     assert run_checks(clean)["run_outcome_count_mismatch"] == 1
 
 
+def test_a_research_runs_planned_places_are_not_chunks_without_jobs(
+    clean: duckdb.DuckDBPyConnection,
+) -> None:
+    """A research run keeps its rows and planned places in run_rows and run_places, and its
+    requests in research_requests, never in jobs: every check still passes; the same places
+    under a run that is not research's are a chunk without a jobs row."""
+    clean.execute(
+        "insert into research_runs (run_id, created_at, status, fields, verify_identity,"
+        " validate_existence, fingerprint) values"
+        " ('rr_1', now(), 'completed', 'cuisine', false, false, 'f')"
+    )
+    clean.execute(
+        "insert into run_places (run_id, place_key, chunk_no, position, request)"
+        " values ('rr_1', 'A', 0, 0, '{\"id\":\"A\"}')"
+    )
+    clean.execute(
+        "insert into run_rows (run_id, row_ord, source_file, source_row, place_key, disposition)"
+        " values ('rr_1', 0, 'in.csv', 1, 'A', 'submitted')"
+    )
+    assert {name: n for name, n in run_checks(clean).items() if n} == {}
+    clean.execute("update run_places set run_id = 'r9' where run_id = 'rr_1'")
+    assert check_rows(clean, "chunk_rows_mismatch") == 1
+
+
 def test_a_timed_out_sync_failure_is_not_an_open_chunk(clean: duckdb.DuckDBPyConnection) -> None:
     """Chunks that ended without results (failed, timed out) do not keep a run open."""
     clean.execute("update jobs set status = 'timed_out' where run_id = 'r1' and chunk_no = 1")
