@@ -246,3 +246,43 @@ def test_lost_post_after_retention_is_not_paid_twice(rig: Any, tmp_path: Path) -
     assert r.rows_billed_twice() == 0
     assert r.sandbox.stats()["jobs"]["created"] == 1
     assert s.status == "interrupted" and "uncertain" in (s.message or "")
+
+
+def test_a_research_answer_lost_while_usage_is_down_is_settled_by_the_next_run(
+    rig: Any, tmp_path: Path
+) -> None:
+    """The first deep-research answer is lost after billing and GET /v1/usage then fails for
+    the client's whole patience: the run stops (exit 1) saying so, the request kept as sent,
+    its summary's usage unknown, instead of raising. The same command later reads the usage,
+    settles the lost request as billed, and researches the rest: nothing billed twice."""
+    from placeflow.emulator.research import research_stats
+    from placeflow.research.fields import build_specs
+    from placeflow.research.plan import ResearchSpec
+    from placeflow.research.run import ResearchOptions, research
+
+    from .virtual_rig import PATIENCE
+
+    r = rig(fail_rate=0.0)
+    f, db = write_places(tmp_path / "p.csv", 12), tmp_path / "wh.duckdb"  # 2 requests: 10 + 2
+    options = ResearchOptions(spec=ResearchSpec(build_specs(("cuisine:string",))))
+
+    def usage_down(moment: str, sent: int) -> None:
+        if moment == "sent" and sent == 1:  # the lost answer's settling and the summary's read
+            r.sandbox.inject("POST /v1/deep-research", "drop_response")
+            r.sandbox.inject("GET /v1/usage", "503", times=2 * PATIENCE.max_attempts)
+
+    def go_research(**hook: Any) -> dict[str, Any]:
+        with r.target.client() as api:
+            return research([str(f)], options, api=api, db=db, target="virtual",
+                            sleep=r.clock.sleep, clock=r.now, **hook)  # fmt: skip
+
+    first = go_research(hook=usage_down)
+    assert first["exit_code"] == 1 and "usage cannot be read now" in first["message"]
+    assert "usage after the run is unknown" in first["message"]
+    assert research_stats(r.sandbox.backend)["billed_places"] == 10  # billed, answer lost
+    r.clock.advance(60.0)
+    second = go_research()
+    stats = research_stats(r.sandbox.backend)
+    assert second["run_id"] == first["run_id"] and stats["billed_places"] == 12
+    assert stats["billed_twice"] == [] and stats["requests"]["answered"] == 2
+    assert second["charged"] == r.billed_credits()

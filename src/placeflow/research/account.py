@@ -9,7 +9,7 @@ from typing import Any
 import duckdb
 
 from placeflow.api.client import PlaceApiClient
-from placeflow.api.errors import Unprocessable
+from placeflow.api.errors import Unprocessable, UsageUnknown
 from placeflow.research.send import rejected_fields
 from placeflow.warehouse import sql_text
 
@@ -41,7 +41,12 @@ def summary(
     account: bool,
 ) -> dict[str, Any]:
     """The run's summary, the shape `placeflow run` prints, with the research figures."""
-    usage_after = api.usage().current_usage if account else None
+    usage_after, usage_note = None, None
+    if account:
+        try:
+            usage_after = api.usage().current_usage
+        except UsageUnknown as exc:  # the work done stands; the figure is unknown
+            usage_note = f"usage after the run is unknown ({exc}); the ledger is not balanced"
     if usage_after is not None:
         set_run(con, run_id, usage_after=usage_after)
     status = con.execute("select status from research_runs where run_id = ?", [run_id]).fetchone()
@@ -66,6 +71,7 @@ def summary(
         "ledger_vs_usage": None if delta is None else delta - charged,
         "possible_extra_credits": possible, "chunks": requests,
         "chunks_failed": open_requests + doubtful, "requests_answered": answered_requests,
-        "seconds": round((now - started).total_seconds(), 3), "message": run[10],
+        "seconds": round((now - started).total_seconds(), 3),
+        "message": "; ".join(m for m in (run[10], usage_note) if m) or None,
         "exit_code": code,
     }  # fmt: skip

@@ -30,6 +30,7 @@ from placeflow.api.errors import (
     OutcomeUnknown,
     PlaceflowError,
     Unprocessable,
+    UsageUnknown,
 )
 from placeflow.api.models import DeepResearchResponse
 from placeflow.events import ChunkSubmitted, CreditsCharged, Emit, Note, RowsLoaded, ignore
@@ -211,7 +212,15 @@ def load_received(ctx: SendContext, request_no: int) -> str:
 def resolve_sent(ctx: SendContext, request_no: int) -> str:
     """Decide what became of a request sent without an answer, from the key's usage."""
     _, credits_max, _, expected, _ = _request(ctx, request_no)
-    usage = ctx.api.usage().current_usage
+    try:
+        usage = ctx.api.usage().current_usage
+    except UsageUnknown as exc:  # it stays sent: the next run settles it before sending more
+        raise Stop(
+            "failed",
+            f"request {request_no}: its answer was lost and the key's usage cannot be read now"
+            f" ({exc}); run the same command later: it settles the request from the usage"
+            " before sending anything else",
+        ) from None
     delta = None if expected is None else usage - expected
     ref = f"rq-{ctx.run_id}-{request_no}"
     now = ctx.now()
