@@ -112,3 +112,32 @@ def test_the_flow_run_loggers_write_server_text_as_text(name: str) -> None:
     assert record.getMessage() == "fetch failed (\ufffd[2J\ufffdx)"
     broken = logging.LogRecord(name, logging.WARNING, __file__, 1, "%d chunks", ("x",), None)
     assert logging.getLogger(name).filter(broken)  # left to the handler to report, as before
+
+
+def test_every_error_exit_prints_server_text_as_text(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An error a command ends with (placeflow's own, research's, a failed flow's, a research
+    summary's message) quotes a server or a file: printed with escape sequences and bidi
+    overrides as U+FFFD."""
+    from placeflow import cli, research_cli
+    from placeflow.errors import PlaceflowError
+
+    said = "503 from proxy: \x1b]0;owned\x07\u202eexe"
+    shown = "503 from proxy: \ufffd]0;owned\ufffd\ufffdexe"
+
+    def broken(args: object) -> int:
+        raise PlaceflowError(said)
+
+    monkeypatch.setattr(cli.commands, "dispatch", broken)
+    assert cli.main(["resume", "run_x"]) != 0
+    assert capsys.readouterr().err == f"placeflow: {shown}\n"
+    assert research_cli._fail(PlaceflowError(said), 1, as_json=False) == 1
+    assert capsys.readouterr().err == f"placeflow research: {shown}\n"
+    assert print_outcome({"status": "error", "message": said, "exit_code": 1}, as_json=False) == 1
+    assert capsys.readouterr().err == f"placeflow: {shown}\n"
+    out = {"run_id": "rr_1", "status": "interrupted", "target": "t", "exit_code": 1,
+           "message": said, "note": said}  # fmt: skip
+    assert research_cli._print(out, as_json=False) == 1
+    got = capsys.readouterr()
+    assert "\x1b" not in got.out + got.err and shown in got.err and shown in got.out

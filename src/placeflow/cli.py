@@ -17,6 +17,7 @@ from placeflow import (
     research_cli,
     rows_cli,
 )
+from placeflow.api.text import printable
 from placeflow.emulator import FaultConfig, Sandbox, SandboxConfig, parse_key_spec
 from placeflow.emulator.settings import DEFAULT_API_KEY, DEFAULT_CREDITS, KeySpec
 from placeflow.errors import OptionsError, PlaceflowError
@@ -157,7 +158,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             return int(args.func(args))
         return commands.dispatch(args)
     except PlaceflowError as exc:  # codes by class: placeflow.report.EXIT_CODES
-        print(f"placeflow: {exc}", file=sys.stderr)
+        print(printable(f"placeflow: {exc}"), file=sys.stderr)  # it may quote a server
         code = exit_code(exc) or EXIT_FAILED
         if getattr(args, "json", False):  # under --json every exit path prints one document
             print(json.dumps(error_document(exc, code, getattr(args, "db", None)), sort_keys=True))

@@ -97,7 +97,7 @@ def _run(args: argparse.Namespace) -> int:
             "options": options_from_args(args),  # checked here, before Prefect starts
         }
         for notice in check_inputs(params["inputs"], params["options"]):  # before Prefect too
-            print(f"placeflow: {notice}", file=sys.stderr)
+            print(printable(f"placeflow: {notice}"), file=sys.stderr)
         check_db(args.db)
     else:
         stored = stored_status(args.db, args.run_id)
@@ -202,7 +202,7 @@ def print_outcome(
         if report:
             print(f"  report: {report}")
     else:
-        print(f"placeflow: {data.get('message') or data.get('status')}", file=sys.stderr)
+        print(printable(f"placeflow: {data.get('message') or data.get('status')}"), file=sys.stderr)
     return code
 
 

@@ -27,6 +27,7 @@ from datetime import UTC, datetime
 from types import FrameType
 from typing import Any
 
+from placeflow.api.text import printable
 from placeflow.report import EXIT_INTERRUPTED
 
 MARK_WAIT = 3.0
@@ -85,7 +86,7 @@ class Interrupt:
             if self.as_json:
                 print(json.dumps(outcome, sort_keys=True))
             elif not hinted or outcome.get("cancelled"):
-                print(outcome["message"], file=sys.stderr)
+                print(printable(str(outcome["message"])), file=sys.stderr)
         finally:
             sys.stdout.flush()
             sys.stderr.flush()

@@ -14,6 +14,7 @@ import argparse
 import sys
 from typing import Any
 
+from placeflow.api.text import printable
 from placeflow.cli_args import add_db, add_json, add_quiet
 from placeflow.commands import flow_result, print_outcome
 from placeflow.report import EXIT_FAILED
@@ -84,6 +85,6 @@ def refresh_command(args: argparse.Namespace) -> int:
         as_json=args.json,
     )  # fmt: skip
     if not isinstance(data, dict):
-        print(f"placeflow: the refresh failed: {message or data}", file=sys.stderr)
+        print(printable(f"placeflow: the refresh failed: {message or data}"), file=sys.stderr)
         return EXIT_FAILED
     return print_outcome(data, as_json=args.json)

@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from placeflow.api.text import printable
 from placeflow.cli_args import add_db, add_json
 from placeflow.warehouse import READ_WAIT, connect
 
@@ -59,7 +60,7 @@ def report_command(args: argparse.Namespace) -> int:
         with connect(db, read_only=True, wait=READ_WAIT) as con:  # a run writes for moments
             info = write_report(con, args.run_id, out)
     except LookupError as exc:
-        print(f"placeflow: {exc}", file=sys.stderr)
+        print(printable(f"placeflow: {exc}"), file=sys.stderr)
         return EXIT_USAGE
     if args.json:
         print(

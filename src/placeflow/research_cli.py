@@ -24,6 +24,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from placeflow.api.text import printable
 from placeflow.cli_args import add_db, add_json, add_quiet, one_command
 from placeflow.config import in_ci, load_settings, research_kill_at
 from placeflow.errors import OptionsError, PlaceflowError
@@ -202,7 +203,7 @@ def handle(args: argparse.Namespace) -> int:
 
 def _fail(exc: Exception, code: int, *, as_json: bool) -> int:
     """An error exit: the reason on stderr and, under --json, still one document on stdout."""
-    print(f"placeflow research: {exc}", file=sys.stderr)
+    print(printable(f"placeflow research: {exc}"), file=sys.stderr)  # it may quote a server
     if as_json:
         print(json.dumps({"status": "error", "message": str(exc), "exit_code": code}))
     return code
@@ -214,13 +215,13 @@ def _print(out: dict[str, Any], *, as_json: bool) -> int:
         print(json.dumps(out, sort_keys=True, default=str))
         return code
     head = f"research {out.get('run_id', '(estimate)')}: {out['status']} against {out['target']}"
-    print(head)
+    print(printable(head))
     for name, value in out.items():
         if name not in ("run_id", "status", "target", "message", "exit_code") and value is not None:
             shown = f"{value:,}" if isinstance(value, int) else str(value)
-            print(f"  {name.replace('_', ' '):<24} {shown}")
+            print(printable(f"  {name.replace('_', ' '):<24} {shown}"))
     if out.get("message"):
-        print(f"  {out['message']}", file=sys.stderr if code else sys.stdout)
+        print(printable(f"  {out['message']}"), file=sys.stderr if code else sys.stdout)
     return code
 
 
