@@ -9,6 +9,10 @@ input row, the warehouse checks are clean, and the ledger (charges and adjustmen
 claims more than the sandbox billed, nor less once the last run did not stop interrupted
 (then a held chunk's rows may be billed and not yet loaded). The sweep found a failed-part-way
 job's billed rows sent again (fetch) and a late-published file's rows sent again (poller).
+`placeflow research` gets the same: its request faults and readings, the same command up to
+four times, no place or field billed twice, the checks clean (it found the checks taking a
+research run's places for chunks without jobs, and a lost answer raising while the usage
+could not be read).
 """
 
 from __future__ import annotations
@@ -23,9 +27,13 @@ import pytest
 import placeflow
 from placeflow.checks import run_checks
 from placeflow.emulator import FaultConfig
+from placeflow.emulator.research import research_stats
 from placeflow.errors import PlaceflowError
 from placeflow.options import RunOptions
 from placeflow.pipeline.account import RunSummary
+from placeflow.research.fields import build_specs
+from placeflow.research.plan import ResearchSpec
+from placeflow.research.run import ResearchOptions, research
 
 from .virtual_rig import Rig, rig, write_places
 
@@ -113,3 +121,46 @@ def test_no_combination_of_readings_bills_a_row_twice(rig: Any, tmp_path: Path, 
     if done[-1].status != "interrupted":
         extra = sum(s.possible_extra_credits for s in done)
         assert r.billed_credits() <= paid + extra, (faults, settings)
+
+
+RESEARCH_RATES = {  # the request faults and readings research meets (it has no jobs)
+    name: RATES[name]
+    for name in ("error_500_rate", "error_503_rate", "maintenance_rate", "extra_429_rate",
+                 "drop_request_rate", "drop_response_rate", "html_503_rate", "slow_rate",
+                 "counted_late_rate")
+}  # fmt: skip
+FIELDS = ("cuisine:enum:italian|thai|mexican|other", "has_outdoor_seating:bool", "owner_person")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("seed", range(SEEDS))
+def test_no_combination_of_readings_bills_a_research_field_twice(
+    rig: Any, tmp_path: Path, seed: int
+) -> None:
+    rng = random.Random(seed)
+    faults: dict[str, Any] = {
+        name: round(rng.uniform(0, top), 3)
+        for name, top in RESEARCH_RATES.items()
+        if rng.random() < 0.35
+    }
+    if rng.random() < 0.2:
+        faults["research_unavailable"] = True
+    faults |= {n: rng.choice(CHOICES[n]) for n in ("unknown_fields", "clock_skew_seconds")
+               if rng.random() < 0.3}  # fmt: skip
+    r = rig(FaultConfig(seed=seed, **faults), fail_rate=rng.choice([0.0, 0.05]))
+    csv, db = write_places(tmp_path / "p.csv", rng.choice([7, 23, 41])), tmp_path / "wh.duckdb"
+    spec = ResearchSpec(build_specs(FIELDS), verify_identity=rng.random() < 0.5)
+    for _ in range(RUNS):
+        with r.target.client() as api:
+            try:
+                out = research([str(csv)], ResearchOptions(spec=spec), api=api, db=db,
+                               target="virtual", sleep=r.clock.sleep, clock=r.now)  # fmt: skip
+            except PlaceflowError:  # the usage unreadable before anything is sent
+                out = {"exit_code": 1}
+        if out["exit_code"] == 0:
+            break
+        r.clock.advance(120.0)
+    stats = research_stats(r.sandbox.backend)
+    assert stats["billed_twice"] == [] and stats["identity_billed_twice"] == [], faults
+    with duckdb.connect(str(db), read_only=True) as con:
+        assert {name: n for name, n in run_checks(con).items() if n} == {}
