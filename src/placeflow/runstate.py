@@ -157,9 +157,7 @@ class RunState(RunReader):
         """A job that ended with rows processed (so billed) and shows no result file: ended,
         not loaded, its hold kept, so a resume looks for the file again; its places are never
         sent again unless asked (`resend_unknown`)."""
-        self._chunk(
-            chunk_no, status=status, finished_at=self.now(), error=why, error_code=NO_RESULT_FILE
-        )
+        self.ended(chunk_no, status, error=why, error_code=NO_RESULT_FILE)
 
     def unknown_job(self, chunk_no: int, why: str) -> None:
         """A job the service answers it does not know (submitted, or ended and not loaded):
@@ -246,23 +244,13 @@ class RunState(RunReader):
         error: str | None = None,
         error_code: str | None = None,
     ) -> None:
-        """A job ended with results (a completed one clears an earlier timeout note). A job
-        that failed part way ends `cancelled` (its file a prefix of the chunk, to load) with
-        its error, which counts the chunk failed once it is loaded."""
-        if status == "completed":
-            self._chunk(
-                chunk_no, status="completed", finished_at=self.now(), error=None, error_code=None
-            )
-        elif error_code is not None:
-            self._chunk(
-                chunk_no,
-                status="cancelled",
-                finished_at=self.now(),
-                error=error,
-                error_code=error_code,
-            )
-        else:
-            self._chunk(chunk_no, status="cancelled", finished_at=self.now())
+        """A job ended with results. A completed one clears an earlier timeout note; a cancelled
+        one keeps its timeout's or stall's note unless given its own: a job that failed part way
+        ends `cancelled` (its file a prefix of the chunk, to load) with its error, which counts
+        the chunk failed once it is loaded."""
+        kept = status == "cancelled" and error_code is None
+        errors = {} if kept else {"error": error, "error_code": error_code}
+        self._chunk(chunk_no, status=status, finished_at=self.now(), **errors)
 
     def result_file(self, chunk_no: int, *, path: str, sha256: str, size: int) -> None:
         self._chunk(chunk_no, result_path=path, result_sha256=sha256, result_size=size)
