@@ -9,7 +9,9 @@ input row, the warehouse checks are clean, and the ledger (charges and adjustmen
 claims more than the sandbox billed, nor less once the last run did not stop interrupted
 (then a held chunk's rows may be billed and not yet loaded). The sweep found a failed-part-way
 job's billed rows sent again (fetch) and a late-published file's rows sent again (poller).
-`placeflow research` gets the same: its request faults and readings, the same command up to
+A scheduled refresh (`placeflow.refresh` of the stale places, within a budget half the time)
+under the drawn knobs bills no place twice within its own runs. `placeflow research` gets the
+same: its request faults and readings, the same command up to
 four times, no place or field billed twice, the checks clean (it found the checks taking a
 research run's places for chunks without jobs, and a lost answer raising while the usage
 could not be read).
@@ -31,11 +33,12 @@ from placeflow.emulator.research import research_stats
 from placeflow.errors import PlaceflowError
 from placeflow.options import RunOptions
 from placeflow.pipeline.account import RunSummary
+from placeflow.refresh import refresh
 from placeflow.research.fields import build_specs
 from placeflow.research.plan import ResearchSpec
 from placeflow.research.run import ResearchOptions, research
 
-from .virtual_rig import Rig, rig, write_places
+from .virtual_rig import KEY, Rig, rig, write_places
 
 __all__ = ["rig"]  # the fixture
 
@@ -162,5 +165,42 @@ def test_no_combination_of_readings_bills_a_research_field_twice(
         r.clock.advance(120.0)
     stats = research_stats(r.sandbox.backend)
     assert stats["billed_twice"] == [] and stats["identity_billed_twice"] == [], faults
+    with duckdb.connect(str(db), read_only=True) as con:
+        assert {name: n for name, n in run_checks(con).items() if n} == {}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("seed", range(SEEDS // 2))
+def test_no_combination_of_readings_bills_a_refreshed_place_twice(
+    rig: Any, tmp_path: Path, seed: int
+) -> None:
+    """Places loaded by a clean run, then refreshed 40 days later under the drawn knobs: each
+    place billed at most once more, whatever the refresh's runs met."""
+    rng = random.Random(1_000 + seed)
+    faults, _ = draw(rng)
+    r = rig(rows_per_second=200.0, fail_rate=0.0)
+    csv, db = write_places(tmp_path / "p.csv", rng.choice([30, 75])), tmp_path / "wh.duckdb"
+    first = placeflow.run([str(csv)], options=RunOptions(route="job", chunk_rows=25), db=db,
+                          target=r.target, clock=r.now)  # fmt: skip
+    assert first.status == "completed" and not first.not_answered
+    before = dict(r.sandbox.backend.keys[KEY].account.rows_billed)
+    r.sandbox.backend.set_faults(FaultConfig(seed=seed, **faults))
+    r.clock.advance(40 * 86_400.0)
+    budget = rng.choice([None, first.submitted // 2])
+    options = RunOptions(chunk_rows=25, stuck_after=120.0)
+    for _ in range(RUNS):
+        try:
+            done = refresh(db=db, older_than="30d", target=r.target, max_credits=budget,
+                           options=options, clock=r.now)  # fmt: skip
+        except PlaceflowError as exc:
+            done = getattr(exc, "summary", None)
+            if done is None:
+                raise
+        if done.status == "completed" and not done.not_answered and not done.failed:
+            break
+        r.clock.advance(rng.choice([1.0, 120.0]))
+    after = r.sandbox.backend.keys[KEY].account.rows_billed
+    again = {row: n - before.get(row, 0) for row, n in after.items() if n - before.get(row, 0) > 1}
+    assert again == {}, faults
     with duckdb.connect(str(db), read_only=True) as con:
         assert {name: n for name, n in run_checks(con).items() if n} == {}
