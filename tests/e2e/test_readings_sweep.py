@@ -78,16 +78,26 @@ def draw(rng: random.Random) -> tuple[dict[str, Any], dict[str, Any]]:
     return faults, settings
 
 
-def runs(r: Rig, rng: random.Random, csv: Path, db: Path) -> list[RunSummary]:
-    """The same command until it leaves nothing to do (at most RUNS times), time passing."""
+def budget_of(seed: int, places: int) -> int | None:
+    """A --max-credits for the seed's runs (its own draw: the others stay as they were)."""
+    return random.Random(f"budget-{seed}").choice([None, None, places, places // 2, 3 * places])
+
+
+def runs(
+    r: Rig, rng: random.Random, csv: Path, db: Path, budget: int | None = None
+) -> list[RunSummary]:
+    """The same command until it leaves nothing to do (at most RUNS times), time passing; no
+    invocation makes the sandbox charge more than `budget`."""
     options = RunOptions(
         route=rng.choice(["job", "job", "sync", "auto"]),
         mode=rng.choice(["validate", "enrich"]),
         chunk_rows=25,
         stuck_after=120.0,
+        max_credits=budget,
     )
     done: list[RunSummary] = []
     for _ in range(RUNS):
+        charged = r.billed_credits()
         try:
             summary = placeflow.run([str(csv)], options=options, db=db, target=r.target,
                                     clock=r.now)  # fmt: skip
@@ -95,8 +105,11 @@ def runs(r: Rig, rng: random.Random, csv: Path, db: Path) -> list[RunSummary]:
             summary = getattr(exc, "summary", None)
             if summary is None:
                 raise
+        assert budget is None or r.billed_credits() - charged <= budget
         done.append(summary)
-        if summary.status == "completed" and not summary.not_answered and not summary.failed:
+        if summary.status == "refused" or (
+            summary.status == "completed" and not summary.not_answered and not summary.failed
+        ):
             break
         r.clock.advance(rng.choice([1.0, 120.0]))
     return done
@@ -110,7 +123,7 @@ def test_no_combination_of_readings_bills_a_row_twice(rig: Any, tmp_path: Path, 
     r = rig(FaultConfig(seed=seed, **faults), **settings)
     rows = rng.choice([30, 75, 120])
     csv, db = write_places(tmp_path / "p.csv", rows), tmp_path / "wh.duckdb"
-    done = runs(r, rng, csv, db)
+    done = runs(r, rng, csv, db, budget_of(seed, rows))
     assert r.rows_billed_twice() == 0, (faults, settings)
     with duckdb.connect(str(db), read_only=True) as con:
         assert {name: n for name, n in run_checks(con).items() if n} == {}
@@ -118,7 +131,8 @@ def test_no_combination_of_readings_bills_a_row_twice(rig: Any, tmp_path: Path, 
         ledger = dict(con.execute(
             "select kind, sum(credits) from credit_ledger group by kind"
         ).fetchall())  # fmt: skip
-    assert per_run and {n for (n,) in per_run} == {rows}
+    refused = all(s.status == "refused" for s in done)  # its plan is not kept
+    assert {n for (n,) in per_run} == (set() if refused else {rows})
     paid = int(ledger.get("charge") or 0) + int(ledger.get("adjustment") or 0)
     assert paid <= r.billed_credits(), (faults, settings)
     if done[-1].status != "interrupted":
@@ -153,14 +167,18 @@ def test_no_combination_of_readings_bills_a_research_field_twice(
     r = rig(FaultConfig(seed=seed, **faults), fail_rate=rng.choice([0.0, 0.05]))
     csv, db = write_places(tmp_path / "p.csv", rng.choice([7, 23, 41])), tmp_path / "wh.duckdb"
     spec = ResearchSpec(build_specs(FIELDS), verify_identity=rng.random() < 0.5)
+    budget = budget_of(seed, 40)  # 40 credits: about ten places' research
+    options = ResearchOptions(spec=spec, max_credits=budget)
     for _ in range(RUNS):
+        charged = r.billed_credits()
         with r.target.client() as api:
             try:
-                out = research([str(csv)], ResearchOptions(spec=spec), api=api, db=db,
+                out = research([str(csv)], options, api=api, db=db,
                                target="virtual", sleep=r.clock.sleep, clock=r.now)  # fmt: skip
             except PlaceflowError:  # the usage unreadable before anything is sent
                 out = {"exit_code": 1}
-        if out["exit_code"] == 0:
+        assert budget is None or r.billed_credits() - charged <= budget, faults
+        if out["exit_code"] in (0, 3):  # done, or the budget refuses the rest
             break
         r.clock.advance(120.0)
     stats = research_stats(r.sandbox.backend)
