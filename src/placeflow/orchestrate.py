@@ -204,7 +204,7 @@ def _carry_out(
             for chunk in state.chunks(*ENDED_OR_SUBMITTED):
                 if chunk.error_code in RESENDABLE and options.resend_uncertain:
                     why = RESENDABLE[str(chunk.error_code)]
-                    state.resend_unknown(chunk.chunk_no, why)
+                    state.resend_held(chunk.chunk_no, why)
                     held.pop(chunk.chunk_no, None)  # its file was looked for once more above
                     again = "its places are sent again (--resend-uncertain)"
                     emit(Note(f"chunk {chunk.chunk_no}: job {chunk.batch_id} {why}; {again}"))

@@ -156,18 +156,18 @@ class RunState(RunReader):
     ) -> None:
         """A job that ended with rows processed (so billed) and shows no result file: ended,
         not loaded, its hold kept, so a resume looks for the file again; its places are never
-        sent again unless asked (`resend_unknown`)."""
+        sent again unless asked (`resend_held`)."""
         self.ended(chunk_no, status, error=why, error_code=NO_RESULT_FILE)
 
     def unknown_job(self, chunk_no: int, why: str) -> None:
         """A job the service answers it does not know (submitted, or ended and not loaded):
         held in its state, so a resume looks for it again; nothing is sent again unless asked
-        (`resend_unknown`)."""
+        (`resend_held`)."""
         self._chunk(chunk_no, error=why, error_code=UNKNOWN_JOB)
 
-    def resend_unknown(self, chunk_no: int, why: str = "was unknown to the service") -> None:
-        """A job the service did not know (or whose result file never showed: `why`) is to be
-        sent again as a new job (the user accepted a possible double charge): planned again
+    def resend_held(self, chunk_no: int, why: str) -> None:
+        """A held job (`why`: the service did not know it, or its result file never showed) is
+        to be sent again as a new job (the user accepted a possible double charge): planned again
         under a new Idempotency-Key, its hold kept for the new job, its rows counted as
         possible extra credits."""
         with transaction(self.con):

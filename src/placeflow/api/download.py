@@ -168,7 +168,7 @@ def download_result(
         left = max_decompressed_bytes
         for index, part in enumerate(parts):
             got = _download_part(
-                client, status, index, part,
+                client, batch_id, files, index, part, expected_lines=expected_lines,
                 cap=left if check_content else None, limit=max_decompressed_bytes,
                 max_attempts=max_attempts, max_refreshes=max_refreshes,
             )  # fmt: skip
@@ -201,18 +201,19 @@ def download_result(
 
 def _download_part(
     client: PlaceApiClient,
-    status: JobStatus,
+    batch_id: str,
+    files: list[JobResultFile],
     index: int,
     part: Path,
     *,
+    expected_lines: int,
     cap: int | None,
     limit: int,
     max_attempts: int,
     max_refreshes: int,
 ) -> _Fetched:
-    """The job's `index`-th result file into `part`, its size and sha256 as published."""
-    batch_id = status.batch_id
-    files, expected_lines = _files_of(status)
+    """The job's `index`-th result file of `files` into `part`, its size and sha256 as
+    published (a refused URL replaced by the same file's in a fresh read of the job)."""
     count, meta = len(files), files[index]
     attempts = refreshes = 0
     of = f" (file {index + 1} of {count})" if count > 1 else ""

@@ -110,6 +110,15 @@ def ledger_totals(con: duckdb.DuckDBPyConnection, run_id: str) -> dict[str, int]
     return totals
 
 
+def read_usage_after(api: PlaceApiClient) -> tuple[int | None, str | None]:
+    """The key's usage at the end of a run, or None and a note saying why it is unknown: work
+    already done stands (a run or a research), only its figure is missing."""
+    try:
+        return api.usage().current_usage, None
+    except UsageUnknown as exc:
+        return None, f"usage after the run is unknown ({exc}); the ledger is not balanced"
+
+
 def account(
     state: RunState, api: PlaceApiClient | None, *, started: datetime | None = None
 ) -> RunSummary:
@@ -145,10 +154,7 @@ def account(
     usage_before, submitted, status, created_at, target, extra, stored = run
     usage_after, usage_note = None, None
     if api is not None and usage_before is not None:
-        try:
-            usage_after = api.usage().current_usage
-        except UsageUnknown as exc:  # work already done stands; the figure is unknown
-            usage_note = f"usage after the run is unknown ({exc}); the ledger is not balanced"
+        usage_after, usage_note = read_usage_after(api)
     totals = ledger_totals(con, run_id)
     delta = (
         usage_after - usage_before if usage_after is not None and usage_before is not None else None

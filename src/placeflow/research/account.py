@@ -9,7 +9,8 @@ from typing import Any
 import duckdb
 
 from placeflow.api.client import PlaceApiClient
-from placeflow.api.errors import Unprocessable, UsageUnknown
+from placeflow.api.errors import Unprocessable
+from placeflow.pipeline.account import read_usage_after
 from placeflow.research.send import rejected_fields
 from placeflow.warehouse import sql_text
 
@@ -41,12 +42,7 @@ def summary(
     account: bool,
 ) -> dict[str, Any]:
     """The run's summary, the shape `placeflow run` prints, with the research figures."""
-    usage_after, usage_note = None, None
-    if account:
-        try:
-            usage_after = api.usage().current_usage
-        except UsageUnknown as exc:  # the work done stands; the figure is unknown
-            usage_note = f"usage after the run is unknown ({exc}); the ledger is not balanced"
+    usage_after, usage_note = read_usage_after(api) if account else (None, None)
     if usage_after is not None:
         set_run(con, run_id, usage_after=usage_after)
     status = con.execute("select status from research_runs where run_id = ?", [run_id]).fetchone()
