@@ -84,7 +84,8 @@ def child(work: Path, kind: str) -> dict[str, Any]:
         staged = hasattr(stage, "dedupe_staged")
         implementation = "frame: staged SQL" if staged else "frame: polars"
     else:
-        from placeflow.pipeline.staging import DEDUPED, PLACES, Staging
+        from placeflow.pipeline.staging import Staging
+        from placeflow.state.records import DEDUPED, PLACES
 
         parquet = work / ("keyed.parquet" if kind == "staged" else "keyed10.parquet")
         with Staging.scratch() as staging, staging.limited():

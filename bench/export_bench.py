@@ -63,8 +63,10 @@ def main() -> None:
 
     def bare_parquet() -> None:
         with duckdb.connect(str(db)) as c:
-            c.execute(f"copy (select * from places_latest) to '{work}/bare.parquet'"
-                      " (format parquet, compression zstd)")
+            c.execute(
+                f"copy (select * from places_latest) to '{work}/bare.parquet'"
+                " (format parquet, compression zstd)"
+            )
 
     pq_bare = timed(bare_parquet)
     pq_ours = timed(lambda: export(db, str(work / "lake"), ["places_latest"]))
@@ -79,20 +81,37 @@ def main() -> None:
 
         def bare_pg() -> None:
             with duckdb.connect(str(db)) as c:
-                c.execute(f"copy (select * from places_latest) to '{csv}' (format csv,"
-                          " header false)")
+                c.execute(
+                    f"copy (select * from places_latest) to '{csv}' (format csv, header false)"
+                )
             env = {**os.environ, "PGPASSWORD": pg.password}
             subprocess.run(
-                ["psql", "-X", "-q", "-v", "ON_ERROR_STOP=1", "-h", pg.host, "-p", str(pg.port),
-                 "-U", pg.user, "-d", "bare", "-c",
-                 f"create table places_latest ({cols}, primary key (place_key))", "-c",
-                 f"\\copy places_latest from '{csv}' with (format csv)"],
-                env=env, check=True)
+                [
+                    "psql",
+                    "-X",
+                    "-q",
+                    "-v",
+                    "ON_ERROR_STOP=1",
+                    "-h",
+                    pg.host,
+                    "-p",
+                    str(pg.port),
+                    "-U",
+                    pg.user,
+                    "-d",
+                    "bare",
+                    "-c",
+                    f"create table places_latest ({cols}, primary key (place_key))",
+                    "-c",
+                    f"\\copy places_latest from '{csv}' with (format csv)",
+                ],
+                env=env,
+                check=True,
+            )
 
         pg_bare = timed(bare_pg)
         url = pg.url().rsplit("/", 1)[0] + "/ours"
-        pg_ours = timed(lambda: export(db, url, ["places_latest"],
-                                       password=Secret(pg.password)))
+        pg_ours = timed(lambda: export(db, url, ["places_latest"], password=Secret(pg.password)))
         ours = dataclasses.replace(pg, database="ours")
         landed = ours.psql("select count(*) from places_latest").strip()
         print(f"parquet {pq_bare:.2f}/{pq_ours:.2f} s, postgresql {pg_bare:.2f}/{pg_ours:.2f} s")

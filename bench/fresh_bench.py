@@ -110,7 +110,8 @@ def child(work: Path) -> dict[str, Any]:
     con = connect(work / "wh.duckdb")
     staged = hasattr(fresh, "mark_fresh_staged")
     if staged:
-        from placeflow.pipeline.staging import DEDUPED, MARKED, Staging
+        from placeflow.pipeline.staging import Staging
+        from placeflow.state.records import DEDUPED, MARKED
 
         staging = Staging(con, warehouse=True)
         with staging.limited():

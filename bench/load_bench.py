@@ -41,7 +41,7 @@ from placeflow.emulator.jobs import GZIP_LEVEL
 from placeflow.emulator.synth import SynthSettings, render_job_lines
 from placeflow.pipeline.fetch import fetch
 from placeflow.pipeline.load import load
-from placeflow.runstate import RunState
+from placeflow.state.runstate import RunState
 from placeflow.warehouse import connect, insert_frame
 
 RESULTS = Path(__file__).with_name("RESULTS.md")

@@ -130,7 +130,8 @@ def staged(path: str) -> None:
     staged in a scratch DuckDB capped as a run caps it, then `dedupe_staged` (exact, then the
     pass over the unique places in batches); the stage's own peak RSS and the process's."""
     from placeflow.pipeline.dedupe import dedupe_staged
-    from placeflow.pipeline.staging import PLACES, Staging
+    from placeflow.pipeline.staging import Staging
+    from placeflow.state.records import PLACES
 
     with Staging.scratch() as staging, staging.limited():
         staging.con.execute(f"create temp table {PLACES} as select * from read_parquet(?)", [path])

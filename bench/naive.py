@@ -16,7 +16,8 @@ from typing import Any
 
 import httpx
 
-from placeflow.api.limiter import RateLimiter, RateLimits
+from placeflow.api.limiter import RateLimiter
+from placeflow.fields import RateLimits
 
 ATTRIBUTES = ["opening_hours", "phone", "website", "existence", "open_closed"]
 

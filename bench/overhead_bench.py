@@ -6,8 +6,9 @@ after the run (artifacts, the HTML report). Measured here, against a sandbox ser
 from this process at its fastest setting (jobs finish at submission, rate windows scaled by
 0.001, as bench/pipeline_bench.py's overhead scenario) and one Prefect server started once:
 
-1. start-up: a bare `python -c pass`, and `python -c "import placeflow.cli, flows.place_refresh"`
-   (what the CLI imports before a run starts);
+1. start-up: a bare `python -c pass`, and
+   `python -c "import placeflow.cli.main, placeflow.flows.run"` (what the CLI imports before a
+   run starts);
 2. `python -m placeflow.cli run INPUT --db DB --json --dedupe exact --route job` at --rows
    (one 10,000-row chunk): wall, CPU, the timed total, and *other* = process - timed total;
 3. the same with `--chunk-rows rows/--chunks` (many chunks), and the same run without Prefect
@@ -48,7 +49,7 @@ import json, sys
 import placeflow
 from placeflow import config
 from placeflow.options import RunOptions
-from placeflow.service import Target
+from placeflow.target import Target
 csv, db, chunk = sys.argv[1], sys.argv[2], int(sys.argv[3])
 st = config.load_settings()
 target = Target(base_url=st.base_url, api_key=st.api_key, label="bench", limits=st.limits)
@@ -118,7 +119,7 @@ def startup(env: dict[str, str], work: Path) -> dict[str, float]:
         return {"wall": c.wall, "cpu": c.cpu, "load": load}
 
     out = {}
-    codes = (("python", "pass"), ("imports", "import placeflow.cli, flows.place_refresh"))
+    codes = (("python", "pass"), ("imports", "import placeflow.cli.main, placeflow.flows.run"))
     for name, code in codes:
         runs = [bare(code) for _ in range(3)]
         out[name + "_wall"] = median(runs, "wall")

@@ -30,9 +30,9 @@ from typing import Any
 from placeflow.api.client import PlaceApiClient
 from placeflow.api.download import download_result
 from placeflow.api.eta import EtaLearner
-from placeflow.api.limiter import RateLimits
 from placeflow.api.poller import JobPoller
 from placeflow.emulator import FaultConfig, KeySpec, ManualClock, Sandbox, SandboxConfig
+from placeflow.fields import RateLimits
 
 KEY = "sk_bench_poll_key_5c5c"
 FACTORS = ((1.0, "true"), (1 / 3, "3x too short (optimistic)"), (3.0, "3x too long (pessimistic)"))

@@ -124,7 +124,7 @@ from range({CHANGES}) t(i)
 COLD = """
 import argparse, sys, time
 t0 = time.perf_counter()
-from placeflow.report_cli import add_parsers
+from placeflow.cli.report import add_parsers
 p = argparse.ArgumentParser(); add_parsers(p.add_subparsers(dest="command"))
 args = p.parse_args(["report", sys.argv[1], "--db", sys.argv[2], "--out", sys.argv[3]])
 code = args.func(args)

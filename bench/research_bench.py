@@ -21,9 +21,9 @@ from pathlib import Path
 from typing import Any
 
 from placeflow.api.client import PlaceApiClient
-from placeflow.api.limiter import RateLimits
 from placeflow.emulator import KeySpec, Sandbox, SandboxConfig
 from placeflow.emulator.research import research_stats
+from placeflow.fields import RateLimits
 from placeflow.research.fields import build_specs
 from placeflow.research.plan import ResearchSpec
 from placeflow.research.run import ResearchOptions, research

@@ -92,7 +92,7 @@ class Pipeline:
         cmd = [
             sys.executable,
             "-m",
-            "placeflow.cli",
+            "placeflow.cli.main",
             "run",
             str(csv),
             "--db",

@@ -92,8 +92,9 @@ def main() -> None:
     with httpx.Client(base_url=base, headers={"x-api-key": KEY}, timeout=300) as http:
         batches = []
         for body in payloads:
-            r = http.post("/v1/jobs/enrich", content=body,
-                          headers={"content-type": "application/json"})
+            r = http.post(
+                "/v1/jobs/enrich", content=body, headers={"content-type": "application/json"}
+            )
             r.raise_for_status()
             batches.append(r.json()["batch_id"])
         for batch in batches:
@@ -111,13 +112,22 @@ def main() -> None:
     out, _ = child.communicate("")
     load.append(os.getloadavg()[0])
     sandbox = json.loads(out.strip().splitlines()[-1])
-    print(json.dumps({
-        "jobs": args.jobs, "rows": args.jobs * ROWS, "rate": args.rate, "wall_s": round(wall, 1),
-        "sandbox": sandbox,
-        "completing_poll_s": {"sum": round(sum(completing), 2),
-                              "max": round(max(completing), 3)},
-        "load_1min": [round(x, 2) for x in load],
-    }))
+    print(
+        json.dumps(
+            {
+                "jobs": args.jobs,
+                "rows": args.jobs * ROWS,
+                "rate": args.rate,
+                "wall_s": round(wall, 1),
+                "sandbox": sandbox,
+                "completing_poll_s": {
+                    "sum": round(sum(completing), 2),
+                    "max": round(max(completing), 3),
+                },
+                "load_1min": [round(x, 2) for x in load],
+            }
+        )
+    )
 
 
 if __name__ == "__main__":

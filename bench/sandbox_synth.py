@@ -26,9 +26,16 @@ def places(n: int, *, enrich: bool, **extra: Any) -> list[dict[str, Any]]:
     rows = []
     for i in range(n):
         row: dict[str, Any] = {
-            "id": f"row-{i}", "poi_name": f"Cafe Number {i}", "country": "US", "address": None,
-            "latitude": 40.0 + i * 1e-5, "longitude": -75.0 - i * 1e-5, "street": f"{i} Main St",
-            "city": CITIES[i % len(CITIES)], "region": "OR", "postcode": f"{97000 + i % 999}",
+            "id": f"row-{i}",
+            "poi_name": f"Cafe Number {i}",
+            "country": "US",
+            "address": None,
+            "latitude": 40.0 + i * 1e-5,
+            "longitude": -75.0 - i * 1e-5,
+            "street": f"{i} Main St",
+            "city": CITIES[i % len(CITIES)],
+            "region": "OR",
+            "postcode": f"{97000 + i % 999}",
         }
         if enrich:
             row |= {"attributes": None, "include_summary": False, "response_format": "attributes"}
@@ -48,8 +55,10 @@ def measure(label: str, kind: Any, pois: list[dict[str, Any]], repeat: int = 7) 
         t2 = time.perf_counter()
         best, best_all = min(best, t1 - t0), min(best_all, t2 - t0)
     n = len(pois)
-    print(f"{label:<34} render {n / best:>9,.0f} rows/s   "
-          f"render+gzip+sha256 {n / best_all:>9,.0f} rows/s   ({len(body) / n:.0f} B/row)")
+    print(
+        f"{label:<34} render {n / best:>9,.0f} rows/s   "
+        f"render+gzip+sha256 {n / best_all:>9,.0f} rows/s   ({len(body) / n:.0f} B/row)"
+    )
 
 
 def main() -> None:
@@ -58,12 +67,29 @@ def main() -> None:
     print(f"calibration: sum(range(1000)) takes {calib:.1f} us (lower = faster machine phase)")
     measure("validate", "validate", places(n, enrich=False))
     measure("enrich (default attributes)", "enrich", places(n, enrich=True))
-    measure("enrich (all 9, summary)", "enrich", places(
-        n, enrich=True, include_summary=True,
-        attributes=["opening_hours", "phone", "website", "facebook", "instagram", "tiktok",
-                    "email", "existence", "open_closed"]))
-    measure("enrich (default, cell format)", "enrich",
-            places(n, enrich=True, response_format="cell"))
+    measure(
+        "enrich (all 9, summary)",
+        "enrich",
+        places(
+            n,
+            enrich=True,
+            include_summary=True,
+            attributes=[
+                "opening_hours",
+                "phone",
+                "website",
+                "facebook",
+                "instagram",
+                "tiktok",
+                "email",
+                "existence",
+                "open_closed",
+            ],
+        ),
+    )
+    measure(
+        "enrich (default, cell format)", "enrich", places(n, enrich=True, response_format="cell")
+    )
 
 
 if __name__ == "__main__":

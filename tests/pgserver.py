@@ -45,10 +45,29 @@ class PgServer:
         """Run SQL through psql over TCP with the password; its unaligned, tuples-only output."""
         psql = shutil.which("psql") or str(self.bin_dir / "psql")
         done = subprocess.run(
-            [psql, "-X", "-A", "-t", "-v", "ON_ERROR_STOP=1", "-h", self.host, "-p",
-             str(self.port), "-U", self.user, "-d", self.database, "-c", sql],
-            env={**os.environ, "PGPASSWORD": self.password}, capture_output=True, text=True,
-            check=False, timeout=120,
+            [
+                psql,
+                "-X",
+                "-A",
+                "-t",
+                "-v",
+                "ON_ERROR_STOP=1",
+                "-h",
+                self.host,
+                "-p",
+                str(self.port),
+                "-U",
+                self.user,
+                "-d",
+                self.database,
+                "-c",
+                sql,
+            ],
+            env={**os.environ, "PGPASSWORD": self.password},
+            capture_output=True,
+            text=True,
+            check=False,
+            timeout=120,
         )
         if done.returncode != 0:
             raise RuntimeError(f"psql failed: {done.stderr.strip()}")
@@ -100,23 +119,51 @@ def start(*, settings: dict[str, str] | None = None) -> Iterator[PgServer]:
     started = False
     try:
         subprocess.run(
-            [*prefix, str(bins / "initdb"), "-D", str(data), "-U", USER, "--auth=scram-sha-256",
-             f"--pwfile={pwfile}", "-E", "UTF8", "--locale=C.UTF-8", "--no-sync"],
-            check=True, capture_output=True, timeout=120,
+            [
+                *prefix,
+                str(bins / "initdb"),
+                "-D",
+                str(data),
+                "-U",
+                USER,
+                "--auth=scram-sha-256",
+                f"--pwfile={pwfile}",
+                "-E",
+                "UTF8",
+                "--locale=C.UTF-8",
+                "--no-sync",
+            ],
+            check=True,
+            capture_output=True,
+            timeout=120,
         )
         with (data / "postgresql.auto.conf").open("a", encoding="utf-8") as conf:
             conf.writelines(f"{k} = {v}\n" for k, v in options.items())
         subprocess.run(
-            [*prefix, str(bins / "pg_ctl"), "-D", str(data), "-l", str(root / "log"), "-w",
-             "-t", "60", "start"],
-            check=True, capture_output=True, timeout=90,
+            [
+                *prefix,
+                str(bins / "pg_ctl"),
+                "-D",
+                str(data),
+                "-l",
+                str(root / "log"),
+                "-w",
+                "-t",
+                "60",
+                "start",
+            ],
+            check=True,
+            capture_output=True,
+            timeout=90,
         )
         started = True
         yield PgServer("127.0.0.1", port, USER, password, "postgres", sock, bins)
     finally:
         if started:
             subprocess.run(
-                [*prefix, str(bins / "pg_ctl"), "-D", str(data), "-m", "immediate", "-w",
-                 "stop"], check=False, capture_output=True, timeout=60,
+                [*prefix, str(bins / "pg_ctl"), "-D", str(data), "-m", "immediate", "-w", "stop"],
+                check=False,
+                capture_output=True,
+                timeout=60,
             )
         shutil.rmtree(root, ignore_errors=True)

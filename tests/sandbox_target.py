@@ -7,10 +7,10 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from placeflow.api.limiter import RateLimits
 from placeflow.emulator import KeySpec, Sandbox, SandboxConfig
+from placeflow.fields import RateLimits
 from placeflow.redact import Secret
-from placeflow.service import Target
+from placeflow.target import Target
 
 
 def sandbox_target(base_url: str, key: str, limits: RateLimits | None = None) -> Target:

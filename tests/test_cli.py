@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from placeflow.cli import main
+from placeflow.cli.main import main
 
 
 @pytest.fixture(autouse=True)
@@ -19,8 +19,9 @@ def _no_key(monkeypatch: pytest.MonkeyPatch) -> None:
 SAMPLES = str(Path(__file__).resolve().parents[1] / "data" / "samples" / "*.csv")
 
 
-def test_estimate_counts_and_costs_without_spending(capsys: pytest.CaptureFixture[str],
-                                                    tmp_path: Path) -> None:
+def test_estimate_counts_and_costs_without_spending(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
     """`estimate` on the samples: 864 rows, 101 duplicates (31 exact, 70 fuzzy, the guides'
     phone numbers among the evidence), 763 places."""
     code = main(["estimate", SAMPLES, "--db", str(tmp_path / "none.duckdb"), "--json"])

@@ -18,8 +18,8 @@ import placeflow
 from placeflow.emulator import Sandbox
 from placeflow.options import RunOptions
 from placeflow.pipeline.account import RunSummary
-from placeflow.report import against, text_summary
-from placeflow.service import Target
+from placeflow.reporting.summary import against, text_summary
+from placeflow.target import Target
 from tests.sandbox_target import served as served_sandbox
 from tests.test_run import write_places
 
@@ -29,7 +29,7 @@ KEY = "sk_cli_ux_paid_key_77"
 
 PROBE = """
 import sys
-from placeflow.cli import main
+from placeflow.cli.main import main
 
 code = main(sys.argv[1:])
 print("PREFECT-LOADED" if "prefect" in sys.modules else "PREFECT-NOT-LOADED", file=sys.stderr)

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from placeflow.api.limiter import RateLimits
 from placeflow.config import load_settings
+from placeflow.fields import RateLimits
 
 KEY_ENV = {"PLACEFLOW_API_KEY": "sk_live_cfg_secret", "PLACEFLOW_BASE_URL": "https://api.test"}
 

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from placeflow import interrupt
+from placeflow.cli import interrupt
 
 
 @pytest.fixture(autouse=True)

@@ -8,10 +8,10 @@ import logging
 
 import pytest
 
-from placeflow.cli_args import fail
-from placeflow.commands import print_outcome
+from placeflow.cli.args import fail
+from placeflow.cli.run import print_outcome
 from placeflow.events import Event, Note
-from placeflow.report import markdown_summary
+from placeflow.reporting.summary import markdown_summary
 from placeflow.steps import emitter
 from tests.test_cli_ux import summary
 
@@ -105,7 +105,7 @@ def test_the_flow_run_loggers_write_server_text_as_text(name: str) -> None:
     """Under a flow, a retried stage's warning and a failed run's traceback go through
     Prefect's run loggers: once the flows' tasks are imported, those loggers' filters make the
     records printable (filtered here without a handler: Prefect's sends to its API)."""
-    importlib.import_module("flows.tasks")
+    importlib.import_module("placeflow.flows.tasks")
     args = ("\x1b[2J\u2066x",)
     record = logging.LogRecord(name, logging.WARNING, __file__, 1, "fetch failed (%s)", args, None)
     assert logging.getLogger(name).filter(record)
@@ -120,7 +120,9 @@ def test_every_error_exit_prints_server_text_as_text(
     """An error a command ends with (placeflow's own, research's, a failed flow's, a research
     summary's message) quotes a server or a file: printed with escape sequences and bidi
     overrides as U+FFFD."""
-    from placeflow import cli, research_cli
+    from placeflow.cli import main as cli
+    from placeflow.cli import research as research_cli
+    from placeflow.cli import run as commands
     from placeflow.errors import PlaceflowError
 
     said = "503 from proxy: \x1b]0;owned\x07\u202eexe"
@@ -129,7 +131,7 @@ def test_every_error_exit_prints_server_text_as_text(
     def broken(args: object) -> int:
         raise PlaceflowError(said)
 
-    monkeypatch.setattr(cli.commands, "dispatch", broken)
+    monkeypatch.setattr(commands, "dispatch", broken)
     assert cli.main(["resume", "run_x"]) != 0
     assert capsys.readouterr().err == f"placeflow: {shown}\n"
     assert research_cli._fail(PlaceflowError(said), 1, as_json=False) == 1

@@ -7,6 +7,7 @@ import re
 
 from rich.console import Console
 
+from placeflow.cli.progress import ProgressDisplay, render, wanted
 from placeflow.events import (
     ChunkSubmitted,
     CreditsCharged,
@@ -18,8 +19,8 @@ from placeflow.events import (
     RowsLoaded,
     StageFinished,
     StageStarted,
+    Tally,
 )
-from placeflow.progress import ProgressDisplay, Tally, render, wanted
 
 
 class Clock:

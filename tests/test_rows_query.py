@@ -15,12 +15,12 @@ import polars as pl
 import pytest
 
 import placeflow
-from placeflow.checks import run_checks
-from placeflow.cli import main
+from placeflow.cli.main import main
 from placeflow.emulator import Sandbox
 from placeflow.options import RunOptions
-from placeflow.report import text_summary
-from placeflow.service import Target
+from placeflow.reporting.summary import text_summary
+from placeflow.state.checks import run_checks
+from placeflow.target import Target
 from tests.sandbox_target import served as served_sandbox
 
 pytestmark = pytest.mark.slow  # starts placeflow/Prefect processes: minutes on 2 cores

@@ -12,12 +12,12 @@ import duckdb
 import pytest
 
 import placeflow
-from placeflow.checks import run_checks
 from placeflow.emulator import Sandbox
 from placeflow.errors import BudgetRefused, UnknownRun, UsageError
 from placeflow.events import Event, JobProgress, RowsLoaded, StageFinished
 from placeflow.options import RunOptions
-from placeflow.service import Target
+from placeflow.state.checks import run_checks
+from placeflow.target import Target
 from tests.sandbox_target import served as served_sandbox
 
 KEY = "sk_run_paid_key_1234"

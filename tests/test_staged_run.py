@@ -14,7 +14,7 @@ import duckdb
 
 import placeflow
 from placeflow.options import RunOptions
-from placeflow.runstate import RunState
+from placeflow.state.runstate import RunState
 from tests.sandbox_target import served
 
 KEY = "sk_staged_paid_key_1234"

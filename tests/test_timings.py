@@ -15,9 +15,9 @@ import placeflow
 from placeflow.emulator import Sandbox
 from placeflow.events import Event, StageStarted
 from placeflow.options import RunOptions
-from placeflow.report import json_summary, text_summary
-from placeflow.service import Target
+from placeflow.reporting.summary import json_summary, text_summary
 from placeflow.steps import Stages, Timer, direct
+from placeflow.target import Target
 from tests.sandbox_target import served as served_sandbox
 from tests.test_run import write_places
 

@@ -15,11 +15,11 @@ import pytest
 
 import placeflow
 from placeflow.api.poller import UNKNOWN_AFTER
-from placeflow.checks import run_checks
 from placeflow.emulator import FaultConfig, Sandbox
 from placeflow.events import ChunkSubmitted, Event, FileVerified
 from placeflow.options import RunOptions
-from placeflow.service import Target
+from placeflow.state.checks import run_checks
+from placeflow.target import Target
 from tests.sandbox_target import served
 from tests.test_run import write_places
 

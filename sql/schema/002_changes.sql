@@ -1,5 +1,5 @@
 -- 002 changes: what changed about a place from one successful outcome to the next. One row per
--- changed field per place per run, written by placeflow.changes.record_changes (idempotent:
+-- changed field per place per run, written by placeflow.pipeline.changes.record_changes (idempotent:
 -- a run's changes are recorded once). The history of each place (place_history) is a view.
 
 create table place_changes (

@@ -3,13 +3,29 @@
 `placeflow.run(inputs, target=...)` and `placeflow.resume(run_id, target=...)` are the entry
 points (see `placeflow.orchestrate`); they load on first use, so importing the package stays
 light and never imports Prefect.
+
+The rule of direction: imports run down these floors, never up (tests/test_layers.py keeps it,
+counting lazy and TYPE_CHECKING imports too):
+
+    public face     this package's lazy names (run, resume, preview, ...)
+    cli             placeflow.cli: one module per command, args, pre-flight checks, interrupt,
+                    live progress; thin: parse, call, print, exit code
+    flows           placeflow.flows: Prefect flows that only wire library calls
+    entry points    orchestrate, carry, prepare, steps, sender, refresh, research/, export,
+                    exporters/, reporting/, rows, target, emulator/ (the sandbox): composing stages
+    pipeline        placeflow.pipeline: the stages, each a plain typed function
+    state           placeflow.state: the one writer of a run's tables, the job lifecycle
+    warehouse/api   placeflow.warehouse (DuckDB), placeflow.api (the service's client)
+    base modules    errors, fields, options, config, events, redact, text, diskfull: import
+                    nothing of placeflow above them
 """
 
 from __future__ import annotations
 
+from importlib.metadata import version
 from typing import TYPE_CHECKING, Any
 
-__version__ = "0.1.0"
+__version__ = version("placeflow")
 
 if TYPE_CHECKING:
     from placeflow.errors import PlaceflowError
@@ -18,8 +34,8 @@ if TYPE_CHECKING:
     from placeflow.pipeline.account import RunSummary
     from placeflow.pipeline.read import FileSource, Source
     from placeflow.prepare import Preview, preview
-    from placeflow.service import Target
     from placeflow.steps import Step
+    from placeflow.target import Target
 
 _LAZY = {
     "run": "placeflow.orchestrate",
@@ -31,7 +47,7 @@ _LAZY = {
     "RunSummary": "placeflow.pipeline.account",
     "Source": "placeflow.pipeline.read",
     "FileSource": "placeflow.pipeline.read",
-    "Target": "placeflow.service",
+    "Target": "placeflow.target",
     "PlaceflowError": "placeflow.errors",
 }
 

@@ -12,8 +12,8 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from placeflow.api.limiter import TIER_WINDOWS, RateLimits
 from placeflow.errors import ConfigError
+from placeflow.fields import TIER_WINDOWS, RateLimits
 from placeflow.redact import Secret
 
 PREFECT_DEFAULTS = {

@@ -15,7 +15,9 @@
     ├── WarehouseError                  the DuckDB warehouse (exit code 1)
     │   ├── WarehouseBusy               another process holds the database (placeflow.warehouse)
     │   ├── MigrationError              the database and sql/schema/ disagree (placeflow.warehouse)
-    │   └── LoadError                   a result file does not match its chunk (pipeline.load)
+    │   ├── LoadError                   a result file does not match its chunk (pipeline.load)
+    │   └── IllegalMove                 a chunk moved where the job lifecycle does not allow
+    │                                   (placeflow.state.lifecycle): refused, nothing written
     ├── RequestRejected                 refused before sending: a row breaks the spec's limits
     ├── RateCardError                   the rate card cannot price research: refused, nothing
     │                                   spent (placeflow.research.plan; also a ValueError)
@@ -35,7 +37,7 @@
 
 The API branches are drawn in full in `placeflow.api.errors`. Transient errors are retried (by
 the client, then by a Prefect task); everything else is terminal and raised at once. The CLI
-maps these classes to exit codes in one table (`placeflow.report.EXIT_CODES`).
+maps these classes to exit codes in one table (`placeflow.reporting.summary.EXIT_CODES`).
 
 The sandbox's own errors (`placeflow.emulator`: `ServiceError`, its ledger's
 `InsufficientCredits`) are not placeflow's: they become the HTTP error replies that the client
@@ -44,11 +46,6 @@ of the package derives from `PlaceflowError` and is drawn here or in `placeflow.
 """
 
 from __future__ import annotations
-
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from placeflow.pipeline.account import RunSummary
 
 
 class PlaceflowError(Exception):
@@ -89,9 +86,11 @@ class UnknownRun(UsageError, LookupError):
 
 
 class RunStopped(PlaceflowError):
-    """A run ended without completing; `summary` is its state as the warehouse records it."""
+    """A run ended without completing; `summary` is its state as the warehouse records it (a
+    `placeflow.pipeline.account.RunSummary`: typed `object` here, a base module, so that this
+    tree imports nothing above it)."""
 
-    def __init__(self, message: str, *, run_id: str, summary: RunSummary | None = None) -> None:
+    def __init__(self, message: str, *, run_id: str, summary: object | None = None) -> None:
         super().__init__(message)
         self.run_id = run_id
         self.summary = summary
@@ -110,3 +109,8 @@ class CreditsRanOut(RunStopped):
 
 class WarehouseError(PlaceflowError):
     """The DuckDB warehouse could not be opened, migrated or written as planned."""
+
+
+class IllegalMove(WarehouseError):
+    """A chunk moved where the job lifecycle (`placeflow.state.lifecycle`) does not allow:
+    refused in the statement that would have made it, nothing written."""

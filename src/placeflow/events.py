@@ -3,10 +3,17 @@
 `placeflow.run(on_event=...)` calls the callback with each event, in the run's own thread.
 Counts are real (read from the stages' summaries and the service's job statuses), never
 estimated. The callback must not raise; it should be quick (a display, a queue).
+
+`Tally` keeps a run's real counts from its events (rows read, rejected, duplicates, fresh,
+planned; jobs submitted; rows processed as the service reports them, summed over jobs; files
+verified; rows loaded; credits held, charged, released) and an ETA from the observed rate of
+processed rows: the terminal's live display (`placeflow.cli.progress`) and a flow's progress
+artifact read the same numbers.
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -110,3 +117,137 @@ Emit = Callable[[Event], None]
 
 def ignore(event: Event) -> None:
     """The default callback: events go nowhere."""
+
+
+# --- a run's counts, from its events --------------------------------------------------------
+
+Clock = Callable[[], float]
+"""Monotonic seconds, injectable for tests."""
+PREPARE = {"read": "rows", "normalize": "rejected", "dedupe": "duplicates", "fresh": "fresh"}
+"""Preparing stages and the count of their summary the tally keeps."""
+
+
+class Tally:
+    """A run's counts so far, from its events; replayed events are counted once (by chunk/job)."""
+
+    def __init__(self, clock: Clock = time.monotonic) -> None:
+        self._clock = clock
+        self.started = clock()
+        self.stage = "starting"
+        self.prepared: dict[str, int] = {}
+        self.planned = 0
+        self.chunks = 0
+        self.finished = False
+        self.note = ""
+        self.submitted: dict[int, int] = {}  # chunk_no -> rows
+        self.jobs: set[str] = set()
+        self.sync_rows: dict[int, int] = {}
+        self.processed: dict[str, int] = {}  # batch_id -> rows processed, as polled
+        self.totals: dict[str, int] = {}
+        self.verified: set[int] = set()
+        self.loaded: dict[int, tuple[int, int, int]] = {}  # chunk_no -> rows, ok, failed
+        self.held: dict[int, int] = {}
+        self.charged: dict[int, tuple[int, int]] = {}
+        self._first: tuple[float, int] | None = None  # when work was first seen, and how much
+
+    def __call__(self, event: Event) -> None:
+        match event:
+            case StageStarted(stage):
+                self.stage = stage
+            case StageFinished(stage, _, counts):
+                if stage in PREPARE:
+                    self.prepared[stage] = counts.get(PREPARE[stage], 0)
+                elif stage == "plan":
+                    self.planned, self.chunks = counts.get("places", 0), counts.get("chunks", 0)
+                elif stage == "account":
+                    self.finished, self.stage = True, "done"
+            case ChunkSubmitted(chunk_no, route, rows, batch_id):
+                self.submitted[chunk_no] = rows
+                if route == "job" and batch_id:
+                    self.jobs.add(batch_id)
+                    self.totals.setdefault(batch_id, rows)
+                else:
+                    self.sync_rows[chunk_no] = rows
+                self._observe()
+            case JobProgress(batch_id, _, processed, total):
+                self.jobs.add(batch_id)
+                self.processed[batch_id] = max(processed, self.processed.get(batch_id, 0))
+                if total:
+                    self.totals[batch_id] = total
+                self._observe()
+            case FileVerified(chunk_no):
+                self.verified.add(chunk_no)
+            case RowsLoaded(chunk_no, rows, succeeded, failed):
+                self.loaded[chunk_no] = (rows, succeeded, failed)
+            case CreditsHeld(chunk_no, credits):
+                self.held[chunk_no] = credits
+            case CreditsCharged(chunk_no, charged, released):
+                self.charged[chunk_no] = (charged, released)
+            case Note(message):
+                self.note = message
+
+    # --- what the counts say -------------------------------------------------------------------
+
+    @property
+    def to_process(self) -> int:
+        """Rows to send: the plan's, or (a resumed run has no plan stage) what the jobs hold."""
+        return max(self.planned, sum(self.totals.values()) + sum(self.sync_rows.values()))
+
+    @property
+    def rows_processed(self) -> int:
+        """Rows the service has processed: jobs as last polled, synchronous batches answered."""
+        return sum(self.processed.values()) + sum(self.sync_rows.values())
+
+    @property
+    def rows_loaded(self) -> int:
+        return sum(r for r, _, _ in self.loaded.values())
+
+    def loaded_split(self) -> tuple[int, int]:
+        """Rows loaded as (succeeded, failed)."""
+        values = self.loaded.values()
+        return sum(s for _, s, _ in values), sum(f for _, _, f in values)
+
+    @property
+    def credits_held(self) -> int:
+        return sum(self.held.values())
+
+    @property
+    def credits_charged(self) -> int:
+        return sum(c for c, _ in self.charged.values())
+
+    @property
+    def credits_released(self) -> int:
+        return sum(r for _, r in self.charged.values())
+
+    def elapsed(self) -> float:
+        return self._clock() - self.started
+
+    def _observe(self) -> None:
+        if self._first is None:
+            self._first = (self._clock(), self.rows_processed)
+
+    def rate(self) -> float | None:
+        """Rows processed per second since work was first seen (None before any progress)."""
+        if self._first is None:
+            return None
+        since, base = self._first
+        seconds, rows = self._clock() - since, self.rows_processed - base
+        return rows / seconds if seconds > 0 and rows > 0 else None
+
+    def eta(self) -> float | None:
+        """Seconds until the service has processed every row at the observed rate."""
+        remaining = self.to_process - self.rows_processed
+        if self.finished or (self._first is not None and remaining <= 0):
+            return 0.0
+        rate = self.rate()
+        return remaining / rate if rate else None
+
+    def fraction(self) -> float:
+        """The share of the run done, 0 to 1: a tenth for preparing, then processed and loaded."""
+        if self.finished:
+            return 1.0
+        total = self.to_process
+        if not total:
+            return 0.1 if "fresh" in self.prepared else 0.0
+        processed = min(self.rows_processed, total) / total
+        return 0.1 + 0.6 * processed + 0.3 * min(self.rows_loaded, total) / total

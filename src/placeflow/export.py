@@ -42,13 +42,16 @@ class TableSpec:
     """SQL expression over the table's columns: when a row last changed (its watermark)."""
 
 
-TABLES: dict[str, TableSpec] = {spec.name: spec for spec in (
-    TableSpec("places_latest", ("place_key",), "outcome_at"),
-    TableSpec("place_changes", ("run_id", "place_key", "field"), "detected_at"),
-    TableSpec("place_history", ("place_key", "valid_from"), "coalesce(valid_to, valid_from)"),
-    TableSpec("runs", ("run_id",), "coalesce(finished_at, created_at)"),
-    TableSpec("credit_ledger", ("run_id", "ref", "kind"), "recorded_at"),
-)}
+TABLES: dict[str, TableSpec] = {
+    spec.name: spec
+    for spec in (
+        TableSpec("places_latest", ("place_key",), "outcome_at"),
+        TableSpec("place_changes", ("run_id", "place_key", "field"), "detected_at"),
+        TableSpec("place_history", ("place_key", "valid_from"), "coalesce(valid_to, valid_from)"),
+        TableSpec("runs", ("run_id",), "coalesce(finished_at, created_at)"),
+        TableSpec("credit_ledger", ("run_id", "ref", "kind"), "recorded_at"),
+    )
+}
 """Exportable tables: name -> key columns -> incremental column. Adding one is one line."""
 
 DEFAULT_TABLES = ("places_latest", "place_changes", "place_history")
@@ -89,16 +92,18 @@ def parse_destination(dest: str, password: Secret | None = None) -> Destination:
         user = f"{parts.username}@" if parts.username else ""
         host = parts.netloc.rpartition("@")[2]
         query = "&".join(p for p in parts.query.split("&") if p and not p.startswith("password="))
-        url = parts._replace(scheme="postgresql", netloc=user + host, query=query,
-                             fragment="").geturl()
+        url = parts._replace(
+            scheme="postgresql", netloc=user + host, query=query, fragment=""
+        ).geturl()
         return Destination("postgresql", url, password=password, _url=url)
     if parts.scheme == "file":
         if parts.netloc not in ("", "localhost"):
             raise ValueError(f"file:// destinations are local paths, not on {parts.netloc}")
         path = Path(unquote(parts.path))
     elif parts.scheme and len(parts.scheme) > 1:
-        raise ValueError(f"unsupported destination {parts.scheme}://: use a directory,"
-                         " file:// or postgresql://")
+        raise ValueError(
+            f"unsupported destination {parts.scheme}://: use a directory, file:// or postgresql://"
+        )
     else:
         path = Path(dest)
     path = path.expanduser().resolve()
@@ -133,11 +138,22 @@ class ExportSummary:
             return value.isoformat() if value else None
 
         return {
-            "export_id": self.export_id, "destination": self.destination, "kind": self.kind,
-            "full": self.full, "rows": self.rows, "missing": list(self.missing),
-            "tables": [{"table": t.table, "rows": t.rows, "watermark_from": iso(t.watermark_from),
-                        "watermark_to": iso(t.watermark_to), "files": list(t.files)}
-                       for t in self.tables],
+            "export_id": self.export_id,
+            "destination": self.destination,
+            "kind": self.kind,
+            "full": self.full,
+            "rows": self.rows,
+            "missing": list(self.missing),
+            "tables": [
+                {
+                    "table": t.table,
+                    "rows": t.rows,
+                    "watermark_from": iso(t.watermark_from),
+                    "watermark_to": iso(t.watermark_to),
+                    "files": list(t.files),
+                }
+                for t in self.tables
+            ],
         }
 
 
@@ -145,20 +161,28 @@ def _noop(_: str) -> None:
     return None
 
 
-def export(db: duckdb.DuckDBPyConnection | Path | str, dest: str,
-           tables: Sequence[str] | None = None, *, full: bool = False,
-           password: Secret | None = None, now: datetime | None = None,
-           step: Step = _noop) -> ExportSummary:
+def export(
+    db: duckdb.DuckDBPyConnection | Path | str,
+    dest: str,
+    tables: Sequence[str] | None = None,
+    *,
+    full: bool = False,
+    password: Secret | None = None,
+    now: datetime | None = None,
+    step: Step = _noop,
+) -> ExportSummary:
     """Send what changed since the last export to `dest` (everything with `full`)."""
     destination = parse_destination(dest, password)
     folder = destination.path
     if folder is not None and folder.exists() and not folder.is_dir():
-        raise ValueError(f"{folder} is a file: give a folder (each table's Parquet files go"
-                         " under DEST/<table>/)")
+        raise ValueError(
+            f"{folder} is a file: give a folder (each table's Parquet files go under DEST/<table>/)"
+        )
     unknown = [t for t in tables or () if t not in TABLES]
     if unknown:
-        raise ValueError(f"cannot export {', '.join(unknown)}: placeflow exports"
-                         f" {', '.join(TABLES)}")
+        raise ValueError(
+            f"cannot export {', '.join(unknown)}: placeflow exports {', '.join(TABLES)}"
+        )
     at = now or datetime.now(UTC)
     export_id = f"exp_{at:%Y%m%dT%H%M%S}_{secrets.token_hex(3)}"
     if isinstance(db, duckdb.DuckDBPyConnection):
@@ -170,13 +194,22 @@ def export(db: duckdb.DuckDBPyConnection | Path | str, dest: str,
         con.close()
 
 
-def _export(con: duckdb.DuckDBPyConnection, destination: Destination,
-            asked: Sequence[str] | None, full: bool, at: datetime, export_id: str,
-            step: Step) -> ExportSummary:
-    present = {str(r[0]) for r in con.execute(
-        "select table_name from duckdb_tables() where not temporary"
-        " union all select view_name from duckdb_views() where not temporary"
-    ).fetchall()}
+def _export(
+    con: duckdb.DuckDBPyConnection,
+    destination: Destination,
+    asked: Sequence[str] | None,
+    full: bool,
+    at: datetime,
+    export_id: str,
+    step: Step,
+) -> ExportSummary:
+    present = {
+        str(r[0])
+        for r in con.execute(
+            "select table_name from duckdb_tables() where not temporary"
+            " union all select view_name from duckdb_views() where not temporary"
+        ).fetchall()
+    }
     wanted = list(asked) if asked else list(DEFAULT_TABLES)
     specs = [TABLES[t] for t in wanted if t in present]
     missing = tuple(t for t in wanted if t not in present)
@@ -184,23 +217,29 @@ def _export(con: duckdb.DuckDBPyConnection, destination: Destination,
         done = _to_parquet(con, destination, specs, full, at, export_id, step)
     else:
         done = _to_postgres(con, destination, specs, full, at, export_id, step)
-    return ExportSummary(export_id, destination.redacted, destination.kind, full, tuple(done),
-                         missing)
+    return ExportSummary(
+        export_id, destination.redacted, destination.kind, full, tuple(done), missing
+    )
 
 
 def _watermarks(con: duckdb.DuckDBPyConnection, destination: str) -> dict[str, datetime]:
-    rows = con.execute("select table_name, watermark from export_state where destination = ?"
-                       " and watermark is not null", [destination]).fetchall()
+    rows = con.execute(
+        "select table_name, watermark from export_state where destination = ?"
+        " and watermark is not null",
+        [destination],
+    ).fetchall()
     return {str(name): value for name, value in rows}
 
 
-def plan_table(con: duckdb.DuckDBPyConnection, spec: TableSpec,
-               lower: datetime | None) -> TablePlan:
+def plan_table(
+    con: duckdb.DuckDBPyConnection, spec: TableSpec, lower: datetime | None
+) -> TablePlan:
     """The rows of `spec` above `lower` (all with None): count and highest cursor value."""
     described = con.execute(f"describe {quote(spec.name)}").fetchall()
     columns = tuple(Column(str(r[0]), str(r[1])) for r in described)
     query = sql_text("queries/export_plan").format(
-        table=quote(spec.name), cursor=spec.cursor,
+        table=quote(spec.name),
+        cursor=spec.cursor,
         lower="true" if lower is None else f"cursor_value > {timestamp_literal(lower)}",
     )
     try:
@@ -208,13 +247,26 @@ def plan_table(con: duckdb.DuckDBPyConnection, spec: TableSpec,
     except duckdb.Error as exc:
         raise ExportError(f"cannot read {spec.name} for export: {exc}") from exc
     rows = int(count)
-    return TablePlan(spec.name, spec.key, spec.cursor, columns, lower,
-                     upper if upper is not None else lower, rows)
+    return TablePlan(
+        spec.name,
+        spec.key,
+        spec.cursor,
+        columns,
+        lower,
+        upper if upper is not None else lower,
+        rows,
+    )
 
 
-def _to_parquet(con: duckdb.DuckDBPyConnection, destination: Destination,
-                specs: list[TableSpec], full: bool, at: datetime, export_id: str,
-                step: Step) -> list[TableExport]:
+def _to_parquet(
+    con: duckdb.DuckDBPyConnection,
+    destination: Destination,
+    specs: list[TableSpec],
+    full: bool,
+    at: datetime,
+    export_id: str,
+    step: Step,
+) -> list[TableExport]:
     root = destination.path
     assert root is not None
     try:
@@ -227,9 +279,16 @@ def _to_parquet(con: duckdb.DuckDBPyConnection, destination: Destination,
         ) from None
 
 
-def _write_parquet(con: duckdb.DuckDBPyConnection, destination: Destination, root: Path,
-                   specs: list[TableSpec], full: bool, at: datetime, export_id: str,
-                   step: Step) -> list[TableExport]:
+def _write_parquet(
+    con: duckdb.DuckDBPyConnection,
+    destination: Destination,
+    root: Path,
+    specs: list[TableSpec],
+    full: bool,
+    at: datetime,
+    export_id: str,
+    step: Step,
+) -> list[TableExport]:
     from placeflow.exporters import parquet
 
     root.mkdir(parents=True, exist_ok=True)
@@ -241,19 +300,25 @@ def _write_parquet(con: duckdb.DuckDBPyConnection, destination: Destination, roo
         with transaction(con):  # one snapshot for the count and the rows written
             plan = plan_table(con, spec, lower)
             seq = parquet.next_seq(manifest, spec.name)
-            written = parquet.write_table(con, root, plan, seq=seq, day=f"{at:%Y-%m-%d}",
-                                          step=step)
-        manifest = parquet.commit_table(root, manifest, plan, written, full=full,
-                                        exported_at=at, step=step)
+            written = parquet.write_table(con, root, plan, seq=seq, day=f"{at:%Y-%m-%d}", step=step)
+        manifest = parquet.commit_table(
+            root, manifest, plan, written, full=full, exported_at=at, step=step
+        )
         files = (written.path,) if written else ()
         _record(con, destination.redacted, export_id, full, at, [(plan, files)])
         done.append(TableExport(spec.name, plan.rows, plan.lower, plan.upper, files))
     return done
 
 
-def _to_postgres(con: duckdb.DuckDBPyConnection, destination: Destination,
-                 specs: list[TableSpec], full: bool, at: datetime, export_id: str,
-                 step: Step) -> list[TableExport]:
+def _to_postgres(
+    con: duckdb.DuckDBPyConnection,
+    destination: Destination,
+    specs: list[TableSpec],
+    full: bool,
+    at: datetime,
+    export_id: str,
+    step: Step,
+) -> list[TableExport]:
     import adbc_driver_manager
     from adbc_driver_postgresql import dbapi  # type: ignore[import-untyped]  # no py.typed
 
@@ -263,8 +328,11 @@ def _to_postgres(con: duckdb.DuckDBPyConnection, destination: Destination,
     recorded = {} if full else _watermarks(con, destination.redacted)
     plans: list[tuple[TablePlan, tuple[str, ...]]] = []
     try:
-        with dbapi.connect(destination.connection_uri()) as pg, pg.cursor() as cur, \
-                transaction(con):
+        with (
+            dbapi.connect(destination.connection_uri()) as pg,
+            pg.cursor() as cur,
+            transaction(con),
+        ):
             for spec in specs:
                 # A table dropped at the destination is sent whole again.
                 lower = recorded.get(spec.name) if postgres.table_exists(cur, spec.name) else None
@@ -281,21 +349,43 @@ def _to_postgres(con: duckdb.DuckDBPyConnection, destination: Destination,
     return [TableExport(p.name, p.rows, p.lower, p.upper) for p, _ in plans]
 
 
-def _record(con: duckdb.DuckDBPyConnection, destination: str, export_id: str, full: bool,
-            at: datetime, done: list[tuple[TablePlan, tuple[str, ...]]]) -> None:
+def _record(
+    con: duckdb.DuckDBPyConnection,
+    destination: str,
+    export_id: str,
+    full: bool,
+    at: datetime,
+    done: list[tuple[TablePlan, tuple[str, ...]]],
+) -> None:
     """Advance the warehouse's watermarks (after the destination committed)."""
     import json
 
     with transaction(con):
         for plan, files in done:
             if plan.upper is not None:
-                con.execute(sql_text("queries/export_advance"), {
-                    "destination": destination, "table_name": plan.name,
-                    "watermark": plan.upper, "exports": 1 if plan.rows else 0,
-                    "rows": plan.rows, "export_id": export_id, "exported_at": at,
-                })
+                con.execute(
+                    sql_text("queries/export_advance"),
+                    {
+                        "destination": destination,
+                        "table_name": plan.name,
+                        "watermark": plan.upper,
+                        "exports": 1 if plan.rows else 0,
+                        "rows": plan.rows,
+                        "export_id": export_id,
+                        "exported_at": at,
+                    },
+                )
             con.execute(
                 "insert or replace into export_log values (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                [export_id, destination, plan.name, full, plan.lower, plan.upper, plan.rows,
-                 json.dumps(list(files)) if files else None, at],
+                [
+                    export_id,
+                    destination,
+                    plan.name,
+                    full,
+                    plan.lower,
+                    plan.upper,
+                    plan.rows,
+                    json.dumps(list(files)) if files else None,
+                    at,
+                ],
             )

@@ -25,16 +25,17 @@ from pydantic import (
 )
 from pydantic_core import ErrorDetails
 
-from placeflow.api.models import (
-    ALLOWED_ENRICH_ATTRIBUTES,
-    DEFAULT_ENRICH_ATTRIBUTES,
-    MAX_JOB_ROWS,
-    JobKind,
-)
 from placeflow.errors import OptionsError
-from placeflow.pipeline.clusters import DedupeMode
-from placeflow.pipeline.columns import MAPPABLE, split_key
-from placeflow.pipeline.staging import BATCH_ROWS
+from placeflow.fields import (
+    ALLOWED_ENRICH_ATTRIBUTES,
+    BATCH_ROWS,
+    DEFAULT_ENRICH_ATTRIBUTES,
+    MAPPABLE,
+    MAX_JOB_ROWS,
+    DedupeMode,
+    JobKind,
+    split_key,
+)
 
 Route = Literal["auto", "sync", "job"]
 SEPARATOR_NEVER = frozenset('"\r\n')

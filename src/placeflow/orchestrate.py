@@ -8,8 +8,8 @@ what `placeflow estimate` shows, runs alone). Every stage call goes through `ste
 the identity here, a Prefect task in the flow, which therefore never restates this order.
 Each stage is a plain function of
 `placeflow.pipeline` returning its own summary; they are kept in `RunSummary.stages`. The
-warehouse is the state (`placeflow.runstate`): a run found unfinished is resumed, never redone,
-and a resumed chunk carries on from the state its row in `jobs` records.
+warehouse is the state (`placeflow.state.runstate`): a run found unfinished is resumed, never
+redone, and a resumed chunk carries on from the state its row in `jobs` records.
 """
 
 from __future__ import annotations
@@ -21,27 +21,17 @@ from datetime import datetime
 from pathlib import Path
 
 from placeflow.api.client import PlaceApiClient
-from placeflow.api.errors import DownloadError, InsufficientCredits, NotFound, TransientError
-from placeflow.api.feed import JobFeed
-from placeflow.api.jobref import PendingJob
-from placeflow.api.models import JobStatus
-from placeflow.errors import BudgetRefused, CreditsRanOut
-from placeflow.events import Event, Note
+from placeflow.carry import carry_out
+from placeflow.errors import BudgetRefused
+from placeflow.events import Event
 from placeflow.options import RunOptions
 from placeflow.pipeline.account import RunSummary, account
-from placeflow.pipeline.fetch import Fetched, fetch, on_disk
-from placeflow.pipeline.load import LoadError, load
 from placeflow.pipeline.mapping_report import input_report
 from placeflow.pipeline.plan import estimate, refusal
-from placeflow.pipeline.poll import poll, unknown_job
 from placeflow.pipeline.read import Source
-from placeflow.pipeline.resend import vet
 from placeflow.pipeline.staging import Staging
-from placeflow.pipeline.submit import send_batch, submit_job
 from placeflow.prepare import as_source, counts_of, fingerprint, prepare
-from placeflow.runstate import (
-    NO_RESULT_FILE,
-    UNKNOWN_JOB,
+from placeflow.state.runstate import (
     Clock,
     RunState,
     new_run_id,
@@ -50,27 +40,9 @@ from placeflow.runstate import (
     unfinished_run,
     utc_now,
 )
-from placeflow.sender import Sender, locked
-from placeflow.service import Target
 from placeflow.steps import SYSTEM_TIMER, Stages, Step, Timer, direct, emitter
+from placeflow.target import Target
 from placeflow.warehouse import DEFAULT_DB, Warehouse, held_while_writing, workdir_for
-
-ENDED_OR_SUBMITTED = ("submitted", "completed", "cancelled")
-"""The states of a chunk whose job the service may no longer know (`UNKNOWN_JOB`): submitted,
-or ended before the run stopped and not loaded."""
-CHUNK_FAILURES = (DownloadError, LoadError, NotFound, TransientError)
-"""What settling one chunk may raise that is that chunk's alone: noted on it, retried by a
-resume, never stopping the others (NotFound: its job, asked for a fresh file URL, is unknown to
-the service)."""
-
-
-RESENDABLE = {
-    UNKNOWN_JOB: "was unknown to the service",
-    NO_RESULT_FILE: "showed no result file for its processed rows",
-}
-"""The chunks `--resend-uncertain` sends again (their places may be paid twice), by
-`jobs.error_code`, and what became of their jobs."""
-
 
 PER_INVOCATION = (
     "poll_timeout", "stuck_after", "idempotency_window", "resend_uncertain", "warehouse_wait",
@@ -131,138 +103,6 @@ def _open(
     return state
 
 
-# --- sending, and after -------------------------------------------------------------------------
-
-
-def _carry_out(
-    r: Stages,
-    api: PlaceApiClient,
-    state: RunState,
-    options: RunOptions,
-    workdir: Path,
-    started: datetime,
-) -> RunSummary:
-    """submit → poll → fetch → load for every chunk not yet loaded, then account; the job
-    chunks are submitted by a `Sender` beside the poll, so each is fetched and loaded as soon
-    as it ends, while later ones are still being sent."""
-    kind, emit = options.mode, locked(r.emit)  # the sender emits from its own thread
-
-    def load_it(fetched: Fetched | None) -> None:
-        if fetched is not None:
-            r.each("load", load)(state, fetched, kind=kind, emit=emit)
-
-    held: dict[int, str] = {}  # chunks that could not settle (or be sent) now, and why
-
-    def settle(chunk_no: int, get: Callable[[], Fetched | None]) -> None:
-        """One chunk's fetch and load; its failure is its own, never the other chunks'."""
-        try:
-            load_it(get())
-        except CHUNK_FAILURES as exc:
-            held[chunk_no] = f"chunk {chunk_no}: {type(exc).__name__}: {exc}"
-            state.note_error(chunk_no, held[chunk_no])
-            emit(Note(f"{held[chunk_no]}; the other chunks carry on"))
-
-    def fetch_of(status: JobStatus) -> Callable[[], Fetched | None]:
-        def get() -> Fetched | None:
-            return r.each("fetch", fetch)(api, state, status, workdir=workdir, emit=emit)
-
-        return get
-
-    def refetch(batch_id: str) -> Callable[[], Fetched | None]:
-        """An ended job's file fetched again; a job the service no longer knows is held."""
-
-        def get() -> Fetched | None:
-            try:
-                status = api.job_status(batch_id)
-            except NotFound as answer:
-                unknown_job(state, batch_id, answer, emit)
-                return None
-            return fetch_of(status)()
-
-        return get
-
-    stopped: str | None = None
-    try:
-        try:
-            for chunk in state.chunks("completed", "cancelled"):  # ended, not loaded: a crash
-                found = on_disk(state, chunk)
-                if found is not None:
-                    settle(chunk.chunk_no, _given(found))
-                elif chunk.route == "job" and chunk.batch_id:
-                    settle(chunk.chunk_no, refetch(chunk.batch_id))
-                else:
-                    state.reopened(chunk.chunk_no)
-            for chunk in state.chunks("planned", "submitted"):
-                if chunk.route == "sync":
-                    sent_sync = r.each("send-batch", send_batch)(
-                        api, state, chunk, kind=kind, workdir=workdir, emit=emit,
-                        resend=options.resend_uncertain,
-                    )  # fmt: skip
-                    if sent_sync is None:
-                        held[chunk.chunk_no] = f"chunk {chunk.chunk_no}: uncertain (see its error)"
-                    settle(chunk.chunk_no, _given(sent_sync))
-            for chunk in state.chunks(*ENDED_OR_SUBMITTED):
-                if chunk.error_code in RESENDABLE and options.resend_uncertain:
-                    why = RESENDABLE[str(chunk.error_code)]
-                    state.resend_held(chunk.chunk_no, why)
-                    held.pop(chunk.chunk_no, None)  # its file was looked for once more above
-                    again = "its places are sent again (--resend-uncertain)"
-                    emit(Note(f"chunk {chunk.chunk_no}: job {chunk.batch_id} {why}; {again}"))
-            resumed = [PendingJob(c.batch_id) for c in state.chunks("submitted") if c.batch_id]
-            to_send = [c for c in state.chunks("planned") if c.route == "job"]
-
-            def send_jobs(own: RunState, feed: JobFeed, stopping: Callable[[], bool]) -> None:
-                for chunk in to_send:
-                    if stopping():
-                        return
-                    verdict = vet(api, own, chunk, options, own.now())
-                    if not verdict.send:
-                        held[chunk.chunk_no] = verdict.why
-                        own.uncertain(chunk.chunk_no, verdict.why)
-                        emit(Note(verdict.why))
-                        continue
-                    sent = r.each("submit", submit_job)(api, own, chunk, kind=kind, emit=emit)
-                    feed.put(sent.pending(api.clock()))
-
-            r.expect(*(["submit", "poll"] if to_send else []))  # the data's order, side by side
-            with Sender(state, send_jobs if to_send else None) as sender:
-                polled = r.stream("poll", poll)
-                for status in polled(
-                    api, state, jobs=resumed, feed=sender.feed,
-                    timeout=options.poll_timeout, stuck_after=options.stuck_after, emit=emit,
-                ):  # fmt: skip
-                    settle(state.chunk_of(status.batch_id), fetch_of(status))
-            sender.raise_error()
-            for chunk in state.chunks(*ENDED_OR_SUBMITTED):
-                if chunk.error_code == UNKNOWN_JOB:
-                    held[chunk.chunk_no] = (
-                        f"chunk {chunk.chunk_no}: job {chunk.batch_id} is unknown to the service"
-                        " (resume --resend-uncertain sends it again)"
-                    )
-            if held:
-                stopped_chunks = "; ".join(held[k] for k in sorted(held))
-                state.interrupted(
-                    f"{len(held)} chunk(s) held: {stopped_chunks}."
-                    f" `placeflow resume {state.run_id}` retries them"
-                )
-        except InsufficientCredits as exc:
-            stopped = (
-                f"credits ran out: {exc}. Add credits, then `placeflow resume {state.run_id}`;"
-                " chunks already submitted are kept"
-            )
-            emit(Note(stopped))
-            state.interrupted(stopped)
-    finally:
-        summary = r.stage("account", account)(state, api, started=started)
-    if stopped:
-        raise CreditsRanOut(stopped, run_id=state.run_id, summary=summary)
-    return summary
-
-
-def _given(fetched: Fetched | None) -> Callable[[], Fetched | None]:
-    return lambda: fetched
-
-
 def _finish(summary: RunSummary, r: Stages) -> RunSummary:
     summary.stages.update({k: v for k, v in r.stages.items() if v is not summary})
     wall, cpu = r.timings()
@@ -313,7 +153,7 @@ def run(
                 finally:
                     staging.close()  # the plan is in the run's tables now (or was refused)
         workdir = workdir_for(db, state.run_id)
-        return _finish(_carry_out(r, api, state, options, workdir, started), r)
+        return _finish(carry_out(r, api, state, options, workdir, started), r)
 
 
 def resume(
@@ -340,4 +180,4 @@ def resume(
         given = {k: v for k, v in given.items() if v is not None}
         options = options.model_copy(update={**given, "resend_uncertain": resend_uncertain})
         state = RunState(con, run_id, clock=clock)
-        return _finish(_carry_out(r, api, state, options, workdir_for(db, run_id), started), r)
+        return _finish(carry_out(r, api, state, options, workdir_for(db, run_id), started), r)

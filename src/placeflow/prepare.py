@@ -19,17 +19,18 @@ from typing import Any
 import polars as pl
 
 from placeflow.events import Event
-from placeflow.notamatch import not_a_match_pairs
 from placeflow.options import RunOptions
 from placeflow.pipeline.dedupe import dedupe_staged, keyed
 from placeflow.pipeline.fresh import mark_fresh_staged
 from placeflow.pipeline.normalize import NormalizeInfo, merged, normalize
-from placeflow.pipeline.plan import Estimate, Plan, estimate, plan
+from placeflow.pipeline.notamatch import not_a_match_pairs
+from placeflow.pipeline.plan import Estimate, estimate, plan
 from placeflow.pipeline.read import OUTPUT_SCHEMA, FileSource, Source, stream
-from placeflow.pipeline.staging import PLACES, REJECTS, Staging
-from placeflow.runstate import Clock, utc_now
-from placeflow.service import Target
+from placeflow.pipeline.staging import Staging
+from placeflow.state.records import PLACES, REJECTS, Plan
+from placeflow.state.runstate import Clock, utc_now
 from placeflow.steps import Stages, Step, direct, emitter
+from placeflow.target import Target
 from placeflow.warehouse import DEFAULT_DB, connect
 
 

@@ -11,7 +11,7 @@ or a smaller `older_than`. The SQL is sql/queries/stale_places.sql.
 `refresh` sends them through the same stages as a run of files (`placeflow.run` with a
 `WarehouseSource`): the source yields each stale place's stored fields as the read stage's
 text, normalize (idempotent on normalised places) gives back the same place_key, and the run
-records what changed (`placeflow.changes`) in its account stage.
+records what changed (`placeflow.pipeline.changes`) in its account stage.
 """
 
 from __future__ import annotations
@@ -26,17 +26,17 @@ import duckdb
 import polars as pl
 
 from placeflow.errors import InputError, OptionsError
+from placeflow.fields import PLACE_FIELDS
 from placeflow.options import RunOptions
-from placeflow.pipeline.columns import PLACE_FIELDS
 from placeflow.pipeline.read import ReadInfo, ReadStream
-from placeflow.runstate import Clock, utc_now
+from placeflow.state.runstate import Clock, utc_now
 from placeflow.steps import Step, direct
 from placeflow.warehouse import reading, sql_text
 
 if TYPE_CHECKING:
     from placeflow.events import Event
     from placeflow.pipeline.account import RunSummary
-    from placeflow.service import Target
+    from placeflow.target import Target
 
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([wdhms]?)\s*$")
 _UNIT_SECONDS = {"w": 604800, "d": 86400, "h": 3600, "m": 60, "s": 1, "": 86400}

@@ -21,7 +21,7 @@ from types import TracebackType
 
 from placeflow.api.feed import JobFeed
 from placeflow.events import Emit, Event
-from placeflow.runstate import RunState
+from placeflow.state.runstate import RunState
 from placeflow.warehouse import Warehouse
 
 STOP_WAIT = 5.0

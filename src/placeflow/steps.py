@@ -22,8 +22,8 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, fields
 from typing import Any, ParamSpec, Protocol, TypeVar, cast
 
-from placeflow.api.text import printable_logger
 from placeflow.events import Emit, Event, Note, StageFinished, StageStarted
+from placeflow.text import printable_logger
 
 log = printable_logger("placeflow.run")
 P = ParamSpec("P")

@@ -41,7 +41,6 @@ _IDENTIFIER = re.compile(r"^[a-z_][a-z0-9_]*$")
 _LOCK_PID = re.compile(r"\(PID (\d+)\)")
 
 
-
 class WarehouseBusy(WarehouseError):
     """Another process holds the database: DuckDB allows one writer at a time."""
 

@@ -11,9 +11,9 @@ import httpx
 import pytest
 
 from placeflow.api.client import PlaceApiClient
-from placeflow.api.limiter import RateLimits
 from placeflow.api.retry import RetryPolicy
 from placeflow.emulator import KeySpec, ManualClock, Sandbox, SandboxConfig
+from placeflow.fields import RateLimits
 
 KEY = "sk_live_test_secret_key_9f3a"
 """A key whose value must never appear anywhere but the X-API-Key header."""

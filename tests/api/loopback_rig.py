@@ -9,9 +9,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from placeflow.api.client import PlaceApiClient
-from placeflow.api.limiter import RateLimits
 from placeflow.api.retry import RetryPolicy
 from placeflow.emulator import FaultConfig, KeySpec, ManualClock, Sandbox, SandboxConfig
+from placeflow.fields import RateLimits
 
 from .conftest import KEY, poi
 

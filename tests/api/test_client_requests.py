@@ -9,7 +9,6 @@ import logging
 import httpx
 import pytest
 
-from placeflow.api.checks import gc_paused
 from placeflow.api.client import PlaceApiClient
 from placeflow.api.errors import (
     PlaceflowError,
@@ -18,8 +17,9 @@ from placeflow.api.errors import (
     UnexpectedResponse,
     UsageUnknown,
 )
-from placeflow.api.limiter import RateLimiter, RateLimits
-from placeflow.api.models import ALLOWED_ENRICH_ATTRIBUTES
+from placeflow.api.limiter import RateLimiter
+from placeflow.api.limits import gc_paused
+from placeflow.fields import ALLOWED_ENRICH_ATTRIBUTES, RateLimits
 
 from .conftest import (
     BASE,

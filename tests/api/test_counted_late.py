@@ -8,8 +8,9 @@ from __future__ import annotations
 import pytest
 
 from placeflow.api.client import PlaceApiClient
-from placeflow.api.limiter import RateLimiter, RateLimits
+from placeflow.api.limiter import RateLimiter
 from placeflow.emulator import FaultConfig
+from placeflow.fields import RateLimits
 
 from .conftest import FakeTime, MakeRig
 

@@ -7,7 +7,8 @@ import time
 
 import pytest
 
-from placeflow.api.limiter import RateLimiter, RateLimits
+from placeflow.api.limiter import RateLimiter
+from placeflow.fields import RateLimits
 
 from .conftest import FakeTime
 

@@ -17,10 +17,11 @@ from typing import Any
 import pytest
 
 from placeflow.api.client import PlaceApiClient
-from placeflow.api.limiter import FileLog, RateLimiter, RateLimits, machine_limiter
+from placeflow.api.limiter import FileLog, RateLimiter, machine_limiter
 from placeflow.emulator import KeySpec, Sandbox, SandboxConfig
+from placeflow.fields import RateLimits
 from placeflow.redact import Secret
-from placeflow.service import Target, shared_limiter
+from placeflow.target import Target, shared_limiter
 
 from .conftest import KEY, FakeTime
 from .test_limiter import grant_times, max_in_window

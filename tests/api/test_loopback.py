@@ -13,10 +13,11 @@ import pytest
 from placeflow.api.client import PlaceApiClient
 from placeflow.api.download import download_result
 from placeflow.api.errors import OutcomeUnknown
-from placeflow.api.limiter import RateLimiter, RateLimits
+from placeflow.api.limiter import RateLimiter
 from placeflow.api.poller import JobPoller
 from placeflow.api.retry import RetryPolicy
 from placeflow.emulator import FaultConfig, KeySpec, Sandbox, SandboxConfig
+from placeflow.fields import RateLimits
 
 from .conftest import KEY, poi
 

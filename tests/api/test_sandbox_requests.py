@@ -17,8 +17,8 @@ from placeflow.api.errors import (
     RequestRejected,
     Unprocessable,
 )
-from placeflow.api.limiter import RateLimits
 from placeflow.emulator import KeySpec
+from placeflow.fields import RateLimits
 
 from .conftest import KEY, MakeRig, poi
 

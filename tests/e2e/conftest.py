@@ -93,16 +93,16 @@ def serve_sandbox_module() -> Iterator[ServeSandbox]:
 
 
 def run_flow(**params: Any) -> tuple[str, dict[str, Any]]:
-    """Run place_refresh in this process: its final state's name and its summary dict.
+    """Run run_files in this process: its final state's name and its summary dict.
 
     Run options may be given flat (`route="job"`), as on the command line."""
-    from flows.place_refresh import place_refresh
+    from placeflow.flows.run import run_files
     from placeflow.options import RunOptions, split_options
 
     options, rest = split_options(params)
     if options:
         rest["options"] = RunOptions.parse(options)
-    state = place_refresh(**rest, return_state=True)
+    state = run_files(**rest, return_state=True)
     data = state.result(raise_on_failure=False)
     assert isinstance(data, dict), data
     return str(state.type.value), data
@@ -118,8 +118,8 @@ def run_library(**params: Any) -> tuple[str, dict[str, Any]]:
     from placeflow.config import load_settings
     from placeflow.errors import PlaceflowError, RunStopped
     from placeflow.options import RunOptions, split_options
-    from placeflow.report import exit_code, exit_code_for
-    from placeflow.service import open_target
+    from placeflow.reporting.summary import exit_code, exit_code_for
+    from placeflow.target import open_target
 
     options_given, rest = split_options(params)
     options = RunOptions.parse(options_given) if options_given else RunOptions()

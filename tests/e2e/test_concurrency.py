@@ -6,10 +6,10 @@ import threading
 from pathlib import Path
 
 import placeflow
-from placeflow.api.limiter import RateLimits
 from placeflow.emulator import KeySpec, Sandbox, SandboxConfig
+from placeflow.fields import RateLimits
 from placeflow.options import RunOptions
-from placeflow.service import Target
+from placeflow.target import Target
 from tests.sandbox_target import sandbox_target
 
 from .conftest import KEY, places, write_csv

@@ -33,11 +33,13 @@ def outcomes(db: Path) -> list[tuple[Any, ...]]:
 
 
 def finish_in_process(csv: Path, db: Path) -> dict[str, Any]:
-    from flows.place_refresh import place_refresh
+    from placeflow.flows.run import run_files
     from placeflow.options import RunOptions
 
-    state = place_refresh(
-        inputs=[str(csv)], db=str(db), options=RunOptions(route="job", chunk_rows=20),
+    state = run_files(
+        inputs=[str(csv)],
+        db=str(db),
+        options=RunOptions(route="job", chunk_rows=20),
         return_state=True,
     )
     summary = state.result(raise_on_failure=False)

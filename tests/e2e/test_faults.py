@@ -5,7 +5,7 @@ every input row has a disposition; nothing is charged twice; the warehouse check
 Most scenarios are marked slow (`pytest -m slow`); a fast subset runs in every suite. Each
 failure mode alone is the library's to survive, so those runs go through placeflow.run (no
 Prefect); every fault together, credits running out and resumed, and the queued job at the
-timeout run under the place_refresh flow (its task retries, Failed states and resume).
+timeout run under the run_files flow (its task retries, Failed states and resume).
 """
 
 from __future__ import annotations
@@ -17,8 +17,8 @@ from typing import Any
 import duckdb
 import pytest
 
-from placeflow.checks import run_checks
 from placeflow.emulator import FaultConfig, KeySpec
+from placeflow.state.checks import run_checks
 
 from .conftest import KEY, ServeSandbox, places, run_flow, run_library, write_csv
 

@@ -1,4 +1,4 @@
-"""The place_refresh flow end to end over real loopback HTTP, asserting on the sandbox's counts.
+"""The run_files flow end to end over real loopback HTTP, asserting on the sandbox's counts.
 
 The tests of what the library decides (rejects, freshness, the key's balance) run the same
 way through placeflow.run (`run_library`: the flow's state and summary, without Prefect)."""
@@ -13,7 +13,7 @@ import duckdb
 import httpx
 import pytest
 
-from placeflow.checks import run_checks
+from placeflow.state.checks import run_checks
 
 from .conftest import ServeSandbox, places, run_flow, run_library, write_csv
 

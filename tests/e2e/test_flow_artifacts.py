@@ -112,7 +112,7 @@ def run_done(
     epoch 0, ending with an export to a Parquet folder."""
     from prefect.client.schemas.objects import State
 
-    from flows.place_refresh import place_refresh
+    from placeflow.flows.run import run_files
     from placeflow.options import RunOptions
 
     work = tmp_path_factory.mktemp("artifacts")
@@ -128,7 +128,7 @@ def run_done(
             writer.writerow([f"x{i}", "", f"{i} nowhere street", "los angeles", "", "american"])
     db, lake = work / "wh" / "placeflow.duckdb", work / "lake"
     sandbox = serve_sandbox_module(epoch=0)
-    state: State[Any] = place_refresh(  # type: ignore[assignment]  # sync call: a State
+    state: State[Any] = run_files(  # type: ignore[assignment]  # sync call: a State
         inputs=[str(good), str(bad)],
         options=RunOptions(route="job", chunk_rows=100),
         db=str(db),
@@ -204,7 +204,7 @@ def test_refresh_flow_publishes_changes_and_exports_only_them(
     place_changes and a report link, and its export adds exactly the changes it found."""
     from prefect.client.schemas.objects import State
 
-    from flows.refresh import refresh_stale_places
+    from placeflow.flows.refresh import refresh_stale_places
 
     serve_sandbox(epoch=1)
     state: State[Any] = refresh_stale_places(  # type: ignore[assignment]  # sync call: a State

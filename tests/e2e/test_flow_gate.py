@@ -3,10 +3,10 @@ server of its own (PREFECT_API_URL), the machine's file-backed limiter otherwise
 
 from __future__ import annotations
 
-from placeflow.api.limiter import RateLimits
 from placeflow.config import prefect_server_url
+from placeflow.fields import RateLimits
 from placeflow.redact import Secret
-from placeflow.service import Target, shared_limiter
+from placeflow.target import Target, shared_limiter
 
 BASE_URL = "http://127.0.0.1:9/"
 KEY = "sk_gate_wiring_key_3d3d"
@@ -30,7 +30,7 @@ def test_prefect_server_url_is_read_from_the_environment_mapping() -> None:
 def test_without_a_server_or_with_a_sandbox_the_machine_limiter_stays() -> None:
     """No server URL, or an embedded sandbox: the target is unchanged and its clients share the
     machine's limiter of the key (the library default)."""
-    from flows.rate_gate import gated
+    from placeflow.flows.rate_gate import gated
 
     plain = target()
     assert gated(plain, server_url=None, sandbox=False, deployed=True) is plain
@@ -49,7 +49,7 @@ def test_under_a_server_clients_take_the_servers_limits(prefect_api: str) -> Non
     window of the key, with decay."""
     from prefect.client.orchestration import get_client
 
-    from flows.rate_gate import BothGates, PrefectRateGate, gated, limit_names
+    from placeflow.flows.rate_gate import BothGates, PrefectRateGate, gated, limit_names
 
     plain = target()
     served = gated(plain, server_url=prefect_api, sandbox=False, deployed=True)

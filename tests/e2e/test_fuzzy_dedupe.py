@@ -12,7 +12,7 @@ import duckdb
 import polars as pl
 import pytest
 
-from placeflow.cli import main
+from placeflow.cli.main import main
 from placeflow.options import RunOptions
 from placeflow.pipeline.normalize import normalize
 from placeflow.pipeline.placekey import place_keys

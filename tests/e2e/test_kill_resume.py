@@ -18,7 +18,7 @@ from typing import Any
 import duckdb
 import pytest
 
-from placeflow.checks import run_checks
+from placeflow.state.checks import run_checks
 
 from .conftest import KEY, ServeSandbox, places, write_csv
 
@@ -59,10 +59,10 @@ def finish(cmd: list[str], env: dict[str, str]) -> dict[str, Any]:
 
 def run_again(csv: Path, db: Path) -> dict[str, Any]:
     """The same command as `command(csv, db)`, through the flow the CLI runs."""
-    from flows.place_refresh import place_refresh
+    from placeflow.flows.run import run_files
     from placeflow.options import RunOptions
 
-    state = place_refresh(
+    state = run_files(
         inputs=[str(csv)], db=str(db), options=RunOptions(route="job"), return_state=True
     )
     summary = state.result(raise_on_failure=False)

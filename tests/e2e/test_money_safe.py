@@ -35,15 +35,11 @@ def go(r: Rig, csv_path: Path, db: Path, **options: Any) -> RunSummary:
 
 def ledger(db: Path) -> dict[str, int]:
     with duckdb.connect(str(db), read_only=True) as con:
-        rows = con.execute(
-            "select kind, sum(credits) from credit_ledger group by kind"
-        ).fetchall()
+        rows = con.execute("select kind, sum(credits) from credit_ledger group by kind").fetchall()
     return {str(k): int(v) for k, v in rows}
 
 
-def test_ledger_balances_to_usage_and_learns_unbilled_null_status(
-    rig: Any, tmp_path: Path
-) -> None:
+def test_ledger_balances_to_usage_and_learns_unbilled_null_status(rig: Any, tmp_path: Path) -> None:
     """A service that does not bill all-null status rows: the ledger is adjusted to its usage
     (charges + adjustments = what it billed), and the next run settles that shape as it does."""
     r = rig(FaultConfig(null_status_rate=0.3, bill_null_status=False), rows_per_second=50.0)
@@ -85,8 +81,12 @@ def test_one_refused_result_file_holds_only_its_own_chunk(rig: Any, tmp_path: Pa
     assert "ResultUnavailable" in (s.message or "")
     with duckdb.connect(str(db), read_only=True) as con:
         states = dict(con.execute("select chunk_no, status from jobs").fetchall())
-    assert {k: v for k, v in states.items() if k != 1} == {0: "loaded", 2: "loaded",
-                                                          3: "loaded", 4: "loaded"}
+    assert {k: v for k, v in states.items() if k != 1} == {
+        0: "loaded",
+        2: "loaded",
+        3: "loaded",
+        4: "loaded",
+    }
     assert states[1] == "completed"
     assert r.rows_billed_twice() == 0
 

@@ -19,7 +19,7 @@ REPO = Path(__file__).resolve().parents[2]
 KEY = "sk_gate_free_key_5c5c"
 CLIENT = """
 import sys
-from flows.rate_gate import PrefectRateGate
+from placeflow.flows.rate_gate import PrefectRateGate
 from placeflow.api.client import PlaceApiClient
 from placeflow.api.limiter import RateLimits
 from placeflow.redact import Secret

@@ -177,14 +177,14 @@ def test_flow_passes_a_live_callback_and_keeps_a_progress_artifact(
     from prefect.client.schemas.objects import State
     from prefect.client.schemas.sorting import ArtifactSort
 
-    from flows.place_refresh import place_refresh
     from placeflow.events import Event, RowsLoaded
+    from placeflow.flows.run import run_files
     from placeflow.options import RunOptions
 
     sb = serve_sandbox()
     seen: list[Event] = []
     options = RunOptions(route="job", chunk_rows=300, force=True)
-    state: State[Any] = place_refresh(  # type: ignore[assignment]  # sync call: a State
+    state: State[Any] = run_files(  # type: ignore[assignment]  # sync call: a State
         inputs=SAMPLES, options=options, db=str(tmp_path / "a.duckdb"), on_event=seen.append,
         return_state=True,
     )  # fmt: skip

@@ -13,11 +13,11 @@ import duckdb
 import pytest
 
 import placeflow
-from placeflow.api.limiter import RateLimits
 from placeflow.emulator import ManualClock
 from placeflow.events import Event, JobProgress
+from placeflow.fields import RateLimits
 from placeflow.redact import Secret
-from placeflow.service import Target
+from placeflow.target import Target
 
 from .conftest import KEY, ServeSandbox, places, write_csv
 

@@ -27,7 +27,6 @@ import duckdb
 import pytest
 
 import placeflow
-from placeflow.checks import run_checks
 from placeflow.emulator import FaultConfig
 from placeflow.emulator.research import research_stats
 from placeflow.errors import PlaceflowError
@@ -37,6 +36,7 @@ from placeflow.refresh import refresh
 from placeflow.research.fields import build_specs
 from placeflow.research.plan import ResearchSpec
 from placeflow.research.run import ResearchOptions, research
+from placeflow.state.checks import run_checks
 
 from .virtual_rig import KEY, Rig, rig, write_places
 

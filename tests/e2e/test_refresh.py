@@ -14,12 +14,12 @@ import duckdb
 import pytest
 
 import placeflow
-from placeflow.api.limiter import RateLimits
+from placeflow.fields import RateLimits
 from placeflow.pipeline.account import RunSummary
 from placeflow.redact import Secret
 from placeflow.refresh import refresh, select_stale
-from placeflow.runstate import utc_now
-from placeflow.service import Target
+from placeflow.state.runstate import utc_now
+from placeflow.target import Target
 from tests.warehouse.sandbox_runs import SAMPLES, changed_fields
 
 from .conftest import KEY, Served, ServeSandbox
@@ -107,7 +107,7 @@ def test_refresh_rechecks_every_place_and_records_exactly_the_sandbox_changes(
     assert s.places_changed == len({k for k, _ in truth})
     assert s.changed_per_credit == round(s.places_changed / s.charged, 4)
 
-    from placeflow.cli import main
+    from placeflow.cli.main import main
 
     assert main(["refresh", "--db", str(built.db), "--older-than", "1d", "--json"]) == 0
     again = json.loads(capsys.readouterr().out.strip().splitlines()[-1])

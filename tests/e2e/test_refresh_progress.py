@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 
 import placeflow
-from placeflow.api.limiter import RateLimits
+from placeflow.fields import RateLimits
 from placeflow.options import RunOptions
 from placeflow.redact import Secret
-from placeflow.service import Target
+from placeflow.target import Target
 
 from .conftest import KEY, ServeSandbox
 from .test_progress import ANSI, ROOT, counts, environment, run_in_pipes, run_in_terminal

@@ -48,8 +48,8 @@ def enriched_the_samples(db: Path) -> None:
     assert enrichments > 0
 
 
-PLACE_REFRESH = Scheduled(
-    entrypoint="flows/place_refresh.py:place_refresh",
+RUN_FILES = Scheduled(
+    entrypoint="src/placeflow/flows/run.py:run_files",
     parameters=lambda tmp: {
         "inputs": [str(SAMPLES / "restaurants_fodors.csv")],
         "options": {"mode": "enrich"},
@@ -111,7 +111,7 @@ def sample_warehouse(tmp: Path) -> dict[str, Any]:
     """The README's main job loaded into the test's warehouse (an embedded sandbox); the
     refresh's parameters: every place re-checked, within a budget smaller than their cost."""
     import placeflow
-    from placeflow.service import embedded_sandbox
+    from placeflow.target import embedded_sandbox
 
     db = tmp / "wh.duckdb"
     with embedded_sandbox() as target:
@@ -138,15 +138,13 @@ def refreshed_the_warehouse(db: Path) -> None:
 
 
 REFRESH = Scheduled(
-    entrypoint="flows/refresh.py:refresh_stale_places",
+    entrypoint="src/placeflow/flows/refresh.py:refresh_stale_places",
     parameters=sample_warehouse,
     check=refreshed_the_warehouse,
 )
 
 
-@pytest.mark.parametrize(
-    "flow", [PROBE, PLACE_REFRESH, REFRESH], ids=["probe", "place_refresh", "refresh"]
-)
+@pytest.mark.parametrize("flow", [PROBE, RUN_FILES, REFRESH], ids=["probe", "run_files", "refresh"])
 def test_a_scheduled_run_completes_under_a_worker(tmp_path: Path, flow: Scheduled) -> None:
     """`prefect deploy` of prefect.yaml to a process pool with a 5 s interval: the scheduler
     creates runs, a worker runs one to completion, and it updated the warehouse."""

@@ -13,11 +13,11 @@ from typing import Any
 import pytest
 
 from placeflow.api.client import PlaceApiClient
-from placeflow.api.limiter import RateLimits
 from placeflow.api.retry import RetryPolicy
 from placeflow.emulator import FaultConfig, KeySpec, ManualClock, Sandbox, SandboxConfig
+from placeflow.fields import RateLimits
 from placeflow.redact import Secret
-from placeflow.service import Target
+from placeflow.target import Target
 
 KEY = "sk_money_safe_key_9c9c"
 QUICK = RetryPolicy(initial_backoff=0.5, max_backoff=4.0, jitter=0.0)
@@ -68,9 +68,7 @@ def rig() -> Iterator[Any]:
     """A function serving a sandbox (FaultConfig, settings as keywords); all stopped after."""
     started: list[Any] = []
 
-    def serve(
-        faults: FaultConfig | None = None, *, credits: int = 1_000_000, **config: Any
-    ) -> Rig:
+    def serve(faults: FaultConfig | None = None, *, credits: int = 1_000_000, **config: Any) -> Rig:
         clock = ManualClock()
         sandbox = Sandbox(
             SandboxConfig(
@@ -102,5 +100,3 @@ def write_places(path: Path, n: int) -> Path:
         for i in range(n):
             writer.writerow([f"u{i}", f"Corner Shop {i}", f"{i} Elm Street", "Springfield", "USA"])
     return path
-
-

@@ -81,4 +81,3 @@ def place(i: int = 0, **fields: Any) -> dict[str, Any]:
         "country": "US",
         **fields,
     }
-

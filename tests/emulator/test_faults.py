@@ -136,8 +136,10 @@ def test_gate_holds_a_request_until_opened() -> None:
 
     sandbox = Sandbox(SandboxConfig(keys=(KeySpec(key=KEY),)))
     gate = sandbox.hold("POST /v1/validate")
-    with sandbox.serve() as srv, httpx.Client(base_url=srv.base_url,
-                                              headers={"X-API-Key": KEY}) as api:
+    with (
+        sandbox.serve() as srv,
+        httpx.Client(base_url=srv.base_url, headers={"X-API-Key": KEY}) as api,
+    ):
         outcome: list[object] = []
 
         def send() -> None:

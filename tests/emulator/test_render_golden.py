@@ -19,14 +19,28 @@ from placeflow.emulator import KeySpec, ManualClock, Sandbox, SandboxConfig
 from placeflow.emulator.settings import FaultConfig
 
 KEY = "sk_test_golden_key_0001"
-NAMES = ("Cafe Luna", "  The  Old   Mill ", "Café Señor", "BÄCKEREI Müller", "Joe's Diner #2",
-         "\u03a3\u039f\u03a6\u0399\u0391 \u03a4\u0391\u0392\u0395\u03a1\u039d\u0391",
-         "北京饭店", "Tab\tand\nnewline", "İstanbul Kebap", "", "A" * 40)
+NAMES = (
+    "Cafe Luna",
+    "  The  Old   Mill ",
+    "Café Señor",
+    "BÄCKEREI Müller",
+    "Joe's Diner #2",
+    "\u03a3\u039f\u03a6\u0399\u0391 \u03a4\u0391\u0392\u0395\u03a1\u039d\u0391",
+    "北京饭店",
+    "Tab\tand\nnewline",
+    "İstanbul Kebap",
+    "",
+    "A" * 40,
+)
 CITIES = ("Springfield", "  Portland ", "Zürich", None, "", "São Paulo", "tulsa")
 COUNTRIES = ("US", "gb", "DE", "fr", None, "ZZ", "br", "JP")
-ATTRIBUTES = (None, ["opening_hours", "phone", "website", "existence", "open_closed"],
-              ["email", "facebook", "instagram", "tiktok", "website", "phone"],
-              ["existence"], ["open_closed", "opening_hours", "opening_hours"])
+ATTRIBUTES = (
+    None,
+    ["opening_hours", "phone", "website", "existence", "open_closed"],
+    ["email", "facebook", "instagram", "tiktok", "website", "phone"],
+    ["existence"],
+    ["open_closed", "opening_hours", "opening_hours"],
+)
 
 
 def places(n: int, seed: int, *, enrich: bool) -> list[dict[str, Any]]:
@@ -42,10 +56,13 @@ def places(n: int, seed: int, *, enrich: bool) -> list[dict[str, Any]]:
             row["latitude"] = rng.choice((0.0, round(rng.uniform(-80, 80), 6)))
             row["longitude"] = rng.choice((0.0, round(rng.uniform(-170, 170), 6)))
         else:
-            row |= {"city": rng.choice(CITIES), "country": rng.choice(COUNTRIES),
-                    "street": rng.choice((None, f"{i} Main St", " ")),
-                    "postcode": rng.choice((None, f"{10000 + i}")),
-                    "region": rng.choice((None, "OR", "Bavaria"))}
+            row |= {
+                "city": rng.choice(CITIES),
+                "country": rng.choice(COUNTRIES),
+                "street": rng.choice((None, f"{i} Main St", " ")),
+                "postcode": rng.choice((None, f"{10000 + i}")),
+                "region": rng.choice((None, "OR", "Bavaria")),
+            }
             if rng.random() < 0.3:
                 row["address"] = f"{i} High Street, {row['city'] or 'Town'}"
             if rng.random() < 0.5:
@@ -63,15 +80,25 @@ def places(n: int, seed: int, *, enrich: bool) -> list[dict[str, Any]]:
 
 
 def rendered(
-    kind: str, pois: list[dict[str, Any]], *, seed: int, epoch: int = 0, cancel_after: float = 0,
-    fail_rate: float = 0.01, **faults: Any,
+    kind: str,
+    pois: list[dict[str, Any]],
+    *,
+    seed: int,
+    epoch: int = 0,
+    cancel_after: float = 0,
+    fail_rate: float = 0.01,
+    **faults: Any,
 ) -> str:
     """The job's result file sha256, its progress and the rows billed, on a manual clock."""
     clock = ManualClock(1_790_000_000.0)
     config = SandboxConfig(
-        keys=(KeySpec(key=KEY, credits=10**9),), seed=seed, epoch=epoch, clock=clock,
+        keys=(KeySpec(key=KEY, credits=10**9),),
+        seed=seed,
+        epoch=epoch,
+        clock=clock,
         fail_rate=fail_rate,
-        rows_per_second=100.0 if cancel_after else None, rate_window_scale=0.001,
+        rows_per_second=100.0 if cancel_after else None,
+        rate_window_scale=0.001,
         faults=FaultConfig(**faults),
     )
     sb = Sandbox(config)
@@ -117,8 +144,7 @@ GOLDEN = {  # sha256 of the file, processed, succeeded, failed, rows billed
         ("validate-3", "validate", 3, {}),
         ("enrich-5", "enrich", 5, {"fail_rate": 0.2}),
         ("enrich-epoch", "enrich", 11, {"epoch": 2}),
-        ("enrich-null-status", "enrich", 7,
-         {"null_status_rate": 0.3, "bill_null_status": False}),
+        ("enrich-null-status", "enrich", 7, {"null_status_rate": 0.3, "bill_null_status": False}),
         ("enrich-cancelled", "enrich", 13, {"cancel_after": 7.5}),
     ],
 )

@@ -14,7 +14,6 @@ import pytest
 from placeflow.api.models import (
     CELL_STATUSES,
     CLOSURE_REASONS,
-    VALUE_ATTRIBUTES,
     WEEKDAYS,
     DeepResearchRequest,
     DeepResearchRow,
@@ -33,15 +32,34 @@ from placeflow.emulator.synth import (
     unresolvable_coordinates,
     validate_outcome,
 )
+from placeflow.fields import VALUE_ATTRIBUTES
 
 NOW = "2026-09-21T10:00:00.000Z"
 TODAY = date(2026, 9, 21)
 N = 5_000
 NO_FAIL = SynthSettings(fail_rate=0.0)
-VALIDATE_KEYS = {"success", "id", "existence_confidence", "operational_status", "error",
-                 "error_code", "request_id", "validation_timestamp"}
-ENRICH_KEYS = {"success", "id", "attributes", "status", "operational_status", "place_summary",
-               "enrichment_timestamp", "error", "error_code", "request_id"}
+VALIDATE_KEYS = {
+    "success",
+    "id",
+    "existence_confidence",
+    "operational_status",
+    "error",
+    "error_code",
+    "request_id",
+    "validation_timestamp",
+}
+ENRICH_KEYS = {
+    "success",
+    "id",
+    "attributes",
+    "status",
+    "operational_status",
+    "place_summary",
+    "enrichment_timestamp",
+    "error",
+    "error_code",
+    "request_id",
+}
 STATUS_BLOCK_KEYS = {"status", "closure_confidence", "closure_reason"}
 ALL_ENRICH = [*VALUE_ATTRIBUTES, "existence", "open_closed"]
 CITIES = ("Springfield", "Portland", "Austin", "Lyon", "Leeds", "Osaka", "Porto", "Graz")
@@ -52,11 +70,20 @@ WORDS = ("Cafe", "Bakery", "Hardware", "Books", "Salon", "Garage", "Deli", "Phar
 def place(i: int, **extra: Any) -> dict[str, Any]:
     """A distinct synthetic place, shaped like a model_dump of POIEnrichRequest."""
     return {
-        "id": f"p{i}", "poi_name": f"{WORDS[i % 8]} {i} & Sons", "street": f"{i} Main St",
-        "city": CITIES[i % 8], "region": None, "postcode": f"{10000 + i}",
-        "country": COUNTRIES[i % 9], "address": None,
-        "latitude": 40.0 + i * 1e-4, "longitude": -75.0 - i * 1e-4,
-        "attributes": None, "include_summary": False, "response_format": "attributes", **extra,
+        "id": f"p{i}",
+        "poi_name": f"{WORDS[i % 8]} {i} & Sons",
+        "street": f"{i} Main St",
+        "city": CITIES[i % 8],
+        "region": None,
+        "postcode": f"{10000 + i}",
+        "country": COUNTRIES[i % 9],
+        "address": None,
+        "latitude": 40.0 + i * 1e-4,
+        "longitude": -75.0 - i * 1e-4,
+        "attributes": None,
+        "include_summary": False,
+        "response_format": "attributes",
+        **extra,
     }
 
 
@@ -71,14 +98,16 @@ def lines(kind: Any, pois: list[dict[str, Any]], settings: SynthSettings) -> lis
 @cache
 def raw(kind: Any, seed: int = 0, epoch: int = 0) -> list[bytes]:
     """The job file lines of PLACES, unparsed (same ids throughout, so comparable as bytes)."""
-    body, _ = render_job_lines(kind, PLACES, settings=SynthSettings(seed=seed, epoch=epoch),
-                               now=NOW)
+    body, _ = render_job_lines(
+        kind, PLACES, settings=SynthSettings(seed=seed, epoch=epoch), now=NOW
+    )
     return body.splitlines()
 
 
 @cache
-def bulk(kind: str, fail_rate: float = 0.0, attrs: tuple[str, ...] | None = None
-         ) -> list[dict[str, Any]]:
+def bulk(
+    kind: str, fail_rate: float = 0.0, attrs: tuple[str, ...] | None = None
+) -> list[dict[str, Any]]:
     """The outcomes of PLACES (memoised: several tests read the same 5,000 rows)."""
     pois = PLACES if attrs is None else [p | {"attributes": list(attrs)} for p in PLACES]
     return lines(kind, pois, SynthSettings(fail_rate=fail_rate))
@@ -91,12 +120,15 @@ def test_same_input_gives_same_outcome() -> None:
     """Validate, enrich and a job file are byte-for-byte repeatable for the same inputs."""
     p = place(7, attributes=ALL_ENRICH, include_summary=True)
     assert validate_outcome(p, settings=NO_FAIL, now=NOW) == validate_outcome(
-        dict(p), settings=NO_FAIL, now=NOW)
+        dict(p), settings=NO_FAIL, now=NOW
+    )
     assert enrich_outcome(p, settings=NO_FAIL, now=NOW) == enrich_outcome(
-        dict(p), settings=NO_FAIL, now=NOW)
+        dict(p), settings=NO_FAIL, now=NOW
+    )
     pois = PLACES[:200]
     assert render_job_lines("enrich", pois, settings=NO_FAIL, now=NOW) == render_job_lines(
-        "enrich", [dict(p) for p in pois], settings=NO_FAIL, now=NOW)
+        "enrich", [dict(p) for p in pois], settings=NO_FAIL, now=NOW
+    )
 
 
 def test_id_is_passed_through_and_does_not_change_the_outcome() -> None:
@@ -113,8 +145,11 @@ def test_id_is_passed_through_and_does_not_change_the_outcome() -> None:
 def test_fingerprint_folds_case_and_whitespace_and_ignores_id() -> None:
     """Case, runs of whitespace and the id leave the fingerprint alone; a real change does not."""
     p = place(3)
-    noisy = p | {"id": "x", "poi_name": "  " + p["poi_name"].upper().replace(" ", " \t "),
-                 "city": p["city"] + "  "}
+    noisy = p | {
+        "id": "x",
+        "poi_name": "  " + p["poi_name"].upper().replace(" ", " \t "),
+        "city": p["city"] + "  ",
+    }
     assert place_fingerprint(noisy) == place_fingerprint(p)
     assert place_fingerprint(p | {"city": "Elsewhere"}) != place_fingerprint(p)
     assert place_fingerprint(p | {"latitude": 41.0}) != place_fingerprint(p)
@@ -151,11 +186,18 @@ def test_status_proportions_and_ranges() -> None:
     """Statuses, closure reasons and confidences fall in the documented bands."""
     rows = bulk("validate")
     counts = Counter(r["operational_status"]["status"] for r in rows)
-    for status, (lo, hi) in {"open": (0.74, 0.82), "closed": (0.08, 0.12),
-                             "unknown": (0.06, 0.10), "not_exists": (0.025, 0.055)}.items():
+    for status, (lo, hi) in {
+        "open": (0.74, 0.82),
+        "closed": (0.08, 0.12),
+        "unknown": (0.06, 0.10),
+        "not_exists": (0.025, 0.055),
+    }.items():
         assert lo * N < counts[status] < hi * N, (status, counts)
-    reasons = Counter(r["operational_status"]["closure_reason"] for r in rows
-                      if r["operational_status"]["status"] == "closed")
+    reasons = Counter(
+        r["operational_status"]["closure_reason"]
+        for r in rows
+        if r["operational_status"]["status"] == "closed"
+    )
     assert set(reasons) == set(CLOSURE_REASONS)
     for r in rows:
         block, ec = r["operational_status"], r["existence_confidence"]
@@ -190,16 +232,24 @@ def test_failed_rows_at_fail_rate() -> None:
             assert r["attributes"] is r["status"] is r["operational_status"] is None
             assert r["error_code"] == "EXTERNAL_API_ERROR"
     assert all(r["success"] for r in bulk("validate"))
-    assert not any(r["success"] for r in lines("validate", PLACES[:100], SynthSettings(
-        fail_rate=1.0)))
+    assert not any(
+        r["success"] for r in lines("validate", PLACES[:100], SynthSettings(fail_rate=1.0))
+    )
 
 
 def test_attribute_null_shares_confidence_and_as_of() -> None:
     """Each attribute is null about as often as documented; confidence and as_of are null iff
     the value is, and as_of is a date within the year before now."""
     rows = bulk("enrich", attrs=tuple(ALL_ENRICH))
-    shares = {"opening_hours": 0.20, "phone": 0.10, "website": 0.15, "facebook": 0.40,
-              "instagram": 0.55, "tiktok": 0.80, "email": 0.50}
+    shares = {
+        "opening_hours": 0.20,
+        "phone": 0.10,
+        "website": 0.15,
+        "facebook": 0.40,
+        "instagram": 0.55,
+        "tiktok": 0.80,
+        "email": 0.50,
+    }
     for name, share in shares.items():
         nulls = sum(r["attributes"][name]["value"] is None for r in rows)
         assert share * N - 0.05 * N < nulls < share * N + 0.07 * N, (name, nulls)  # + not_exists
@@ -222,15 +272,20 @@ def test_attribute_value_shapes() -> None:
         a = {k: v["value"] for k, v in r["attributes"].items() if v["value"] is not None}
         if "opening_hours" in a:
             assert set(a["opening_hours"]) == {"days"} and list(a["opening_hours"]["days"]) == list(
-                WEEKDAYS)
+                WEEKDAYS
+            )
             for day in a["opening_hours"]["days"].values():
                 assert day == "closed" or all(
-                    set(s) == {"open", "close"} and re.fullmatch(r"\d\d:\d\d", s["open"])
-                    and s["open"] < s["close"] for s in day)
+                    set(s) == {"open", "close"}
+                    and re.fullmatch(r"\d\d:\d\d", s["open"])
+                    and s["open"] < s["close"]
+                    for s in day
+                )
                 seen_split |= isinstance(day, list) and len(day) == 2
         if "phone" in a:
             prefix = {"FR": "+33", "GB": "+44", "JP": "+81", "PT": "+351", "AT": "+43"}.get(
-                p["country"], "+1")
+                p["country"], "+1"
+            )
             assert re.fullmatch(r"\+[1-9]\d{7,14}", a["phone"]["number"])
             assert a["phone"]["number"].startswith(prefix)
         slug = re.sub(r"[^a-z0-9]", "", p["poi_name"].lower())
@@ -239,8 +294,11 @@ def test_attribute_value_shapes() -> None:
         for social in ("facebook", "instagram", "tiktok"):
             if social in a:
                 assert set(a[social]) == {"url", "handle"}
-                assert a[social]["handle"].startswith(slug) and a[social]["handle"] in a[
-                    social]["url"] and f"{social}.com/" in a[social]["url"]
+                assert (
+                    a[social]["handle"].startswith(slug)
+                    and a[social]["handle"] in a[social]["url"]
+                    and f"{social}.com/" in a[social]["url"]
+                )
         if "email" in a:
             assert re.fullmatch(rf"info@{slug}\.[a-z.]+", a["email"]["email"])
     assert seen_split
@@ -272,16 +330,20 @@ def test_status_blocks_and_summary_only_when_requested() -> None:
         assert list(only_phone["attributes"]) == ["phone"]
         assert only_phone["status"] is only_phone["operational_status"] is None
         assert only_phone["place_summary"] is None
-        both = enrich_outcome(place(i, attributes=["existence", "open_closed"],
-                                    include_summary=True), settings=NO_FAIL, now=NOW)
+        both = enrich_outcome(
+            place(i, attributes=["existence", "open_closed"], include_summary=True),
+            settings=NO_FAIL,
+            now=NOW,
+        )
         assert both["attributes"] == {}
         assert both["status"] is not None and both["operational_status"] is not None
         summary = both["place_summary"]
         assert summary and place(i)["poi_name"] in summary and summary.endswith(".")
     default = enrich_outcome(place(1), settings=NO_FAIL, now=NOW)
     assert list(default["attributes"]) == ["opening_hours", "phone", "website"]
-    reordered = enrich_outcome(place(1, attributes=["email", "existence", "phone", "email"]),
-                               settings=NO_FAIL, now=NOW)
+    reordered = enrich_outcome(
+        place(1, attributes=["email", "existence", "phone", "email"]), settings=NO_FAIL, now=NOW
+    )
     assert list(reordered["attributes"]) == ["email", "phone"]  # request order, once each
 
 
@@ -291,8 +353,10 @@ def test_status_blocks_and_summary_only_when_requested() -> None:
 def test_validate_outcomes_parse_and_have_exactly_the_spec_keys() -> None:
     """Every validate outcome parses as POIValidateResponse and has only the spec's keys."""
     assert set(POIValidateResponse.model_fields) == VALIDATE_KEYS
-    rows = [validate_outcome(p, settings=SynthSettings(fail_rate=0.2), now=NOW,
-                             request_id=f"req_{i}") for i, p in enumerate(PLACES[:300])]
+    rows = [
+        validate_outcome(p, settings=SynthSettings(fail_rate=0.2), now=NOW, request_id=f"req_{i}")
+        for i, p in enumerate(PLACES[:300])
+    ]
     assert {r["success"] for r in rows} == {True, False}
     for i, r in enumerate(rows):
         POIValidateResponse.model_validate(r)
@@ -302,11 +366,16 @@ def test_validate_outcomes_parse_and_have_exactly_the_spec_keys() -> None:
             assert set(r["operational_status"]) == STATUS_BLOCK_KEYS
 
 
-@pytest.mark.parametrize("extra", [
-    {}, {"attributes": ALL_ENRICH, "include_summary": True},
-    {"attributes": ALL_ENRICH, "response_format": "cell"}, {"attributes": ["email", "email"]},
-    {"street": None, "postcode": None, "city": None},
-])
+@pytest.mark.parametrize(
+    "extra",
+    [
+        {},
+        {"attributes": ALL_ENRICH, "include_summary": True},
+        {"attributes": ALL_ENRICH, "response_format": "cell"},
+        {"attributes": ["email", "email"]},
+        {"street": None, "postcode": None, "city": None},
+    ],
+)
 def test_enrich_outcomes_parse_and_have_exactly_the_spec_keys(extra: dict[str, Any]) -> None:
     """Every enrich outcome (any options, failed or not) parses as POIEnrichResponse and has
     only the spec's keys, down to each attribute result."""
@@ -331,8 +400,12 @@ def test_enrich_outcomes_parse_and_have_exactly_the_spec_keys(extra: dict[str, A
 def mixed_pois(kind: str) -> list[dict[str, Any]]:
     """Rows with every per-row option, odd ids, and coordinates-only places."""
     pois: list[dict[str, Any]] = []
-    options: list[dict[str, Any]] = [{}, {"attributes": ALL_ENRICH}, {"response_format": "cell"},
-                                     {"include_summary": True, "attributes": ["tiktok"]}]
+    options: list[dict[str, Any]] = [
+        {},
+        {"attributes": ALL_ENRICH},
+        {"response_format": "cell"},
+        {"include_summary": True, "attributes": ["tiktok"]},
+    ]
     for i, p in enumerate(PLACES[:600]):
         row = p | {"id": [None, f"p{i}", 'q"\u00e9\u2603{x}'][i % 3]}
         if kind == "enrich":
@@ -358,8 +431,7 @@ def test_render_job_lines_equals_the_per_row_outcomes(kind: Any) -> None:
     assert body.splitlines() == [json.dumps(r, separators=(",", ":")).encode() for r in expected]
     ok = sum(r["success"] for r in expected)
     billable = sum(is_billable(kind, r) for r in expected)
-    assert tally == JobTally(rows=len(pois), succeeded=ok, failed=len(pois) - ok,
-                             billable=billable)
+    assert tally == JobTally(rows=len(pois), succeeded=ok, failed=len(pois) - ok, billable=billable)
     assert 0 < tally.failed < tally.succeeded
 
 
@@ -369,23 +441,72 @@ def test_render_job_lines_rejects_an_unknown_kind() -> None:
         render_job_lines("research", PLACES[:1], settings=NO_FAIL, now=NOW)  # type: ignore[arg-type]
 
 
-@pytest.mark.parametrize(("kind", "result", "billable"), [
-    ("validate", {"success": True, "existence_confidence": 0.9,
-                  "operational_status": {"status": "open"}}, True),
-    ("validate", {"success": True, "existence_confidence": 0.9, "operational_status": None}, True),
-    ("validate", {"success": True, "existence_confidence": None, "operational_status": None},
-     False),
-    ("validate", {"success": False, "error": "x", "existence_confidence": None}, False),
-    ("enrich", {"success": True, "attributes": {"phone": {"value": {"number": "+1"}}},
-                "status": None, "operational_status": None}, True),
-    ("enrich", {"success": True, "attributes": {"phone": {"value": None}, "email": None},
-                "status": None, "operational_status": None}, False),
-    ("enrich", {"success": True, "attributes": {}, "status": {"existence_confidence": 0.1},
-                "operational_status": None}, True),
-    ("enrich", {"success": True, "attributes": None, "status": None,
-                "operational_status": {"status": "unknown"}}, True),
-    ("enrich", {"success": False, "attributes": {"phone": {"value": {"number": "+1"}}}}, False),
-])
+@pytest.mark.parametrize(
+    ("kind", "result", "billable"),
+    [
+        (
+            "validate",
+            {
+                "success": True,
+                "existence_confidence": 0.9,
+                "operational_status": {"status": "open"},
+            },
+            True,
+        ),
+        (
+            "validate",
+            {"success": True, "existence_confidence": 0.9, "operational_status": None},
+            True,
+        ),
+        (
+            "validate",
+            {"success": True, "existence_confidence": None, "operational_status": None},
+            False,
+        ),
+        ("validate", {"success": False, "error": "x", "existence_confidence": None}, False),
+        (
+            "enrich",
+            {
+                "success": True,
+                "attributes": {"phone": {"value": {"number": "+1"}}},
+                "status": None,
+                "operational_status": None,
+            },
+            True,
+        ),
+        (
+            "enrich",
+            {
+                "success": True,
+                "attributes": {"phone": {"value": None}, "email": None},
+                "status": None,
+                "operational_status": None,
+            },
+            False,
+        ),
+        (
+            "enrich",
+            {
+                "success": True,
+                "attributes": {},
+                "status": {"existence_confidence": 0.1},
+                "operational_status": None,
+            },
+            True,
+        ),
+        (
+            "enrich",
+            {
+                "success": True,
+                "attributes": None,
+                "status": None,
+                "operational_status": {"status": "unknown"},
+            },
+            True,
+        ),
+        ("enrich", {"success": False, "attributes": {"phone": {"value": {"number": "+1"}}}}, False),
+    ],
+)
 def test_is_billable(kind: Any, result: dict[str, Any], billable: bool) -> None:
     """Only successful rows with a value or a non-null status are charged."""
     assert is_billable(kind, result) is billable
@@ -403,25 +524,34 @@ def test_not_exists_row_with_only_value_attributes_is_not_billable() -> None:
 
 
 def coords_only(i: int) -> dict[str, Any]:
-    return {"id": f"c{i}", "poi_name": f"Spot {i}", "latitude": 10 + i * 1e-3,
-            "longitude": 20 + i * 1e-3, "country": "US"}
+    return {
+        "id": f"c{i}",
+        "poi_name": f"Spot {i}",
+        "latitude": 10 + i * 1e-3,
+        "longitude": 20 + i * 1e-3,
+        "country": "US",
+    }
 
 
 def test_unresolvable_coordinates_rules() -> None:
     """(0, 0) and ~3% of coordinates-only places are unresolvable; any address field resolves."""
-    assert unresolvable_coordinates({"poi_name": "x", "latitude": 0, "longitude": 0},
-                                    settings=NO_FAIL)
-    unresolvable = [i for i in range(N) if unresolvable_coordinates(coords_only(i),
-                                                                    settings=NO_FAIL)]
+    assert unresolvable_coordinates(
+        {"poi_name": "x", "latitude": 0, "longitude": 0}, settings=NO_FAIL
+    )
+    unresolvable = [
+        i for i in range(N) if unresolvable_coordinates(coords_only(i), settings=NO_FAIL)
+    ]
     assert 0.015 * N < len(unresolvable) < 0.05 * N
     for i in unresolvable[:50]:
         for field in ("street", "city", "region", "postcode", "address"):
             assert not unresolvable_coordinates(coords_only(i) | {field: "1"}, settings=NO_FAIL)
-        assert not unresolvable_coordinates(coords_only(i) | {"longitude": None},
-                                            settings=NO_FAIL)
+        assert not unresolvable_coordinates(coords_only(i) | {"longitude": None}, settings=NO_FAIL)
         assert unresolvable_coordinates(coords_only(i) | {"street": "  "}, settings=NO_FAIL)
-    later = [i for i in range(N) if unresolvable_coordinates(
-        coords_only(i), settings=SynthSettings(fail_rate=0.0, epoch=3))]
+    later = [
+        i
+        for i in range(N)
+        if unresolvable_coordinates(coords_only(i), settings=SynthSettings(fail_rate=0.0, epoch=3))
+    ]
     assert later == unresolvable
 
 
@@ -437,30 +567,46 @@ def test_enrich_of_unresolvable_coordinates_is_a_failed_validation_item() -> Non
     for i in range(600):
         r = enrich_outcome(coords_only(i), settings=NO_FAIL, now=NOW)
         assert (r["error_code"] == "VALIDATION_ERROR") == unresolvable_coordinates(
-            coords_only(i), settings=NO_FAIL)
+            coords_only(i), settings=NO_FAIL
+        )
 
 
 # --- deep research -----------------------------------------------------------------------
 
 
-def research(n: int = 10, attrs: tuple[str, ...] = ("owner_person", "owner_org", "cuisine"),
-             offset: int = 0, **options: Any) -> DeepResearchRequest:
-    return DeepResearchRequest.model_validate({
-        "pois": [{k: v for k, v in place(offset + i).items() if k not in (
-            "attributes", "include_summary", "response_format")} for i in range(n)],
-        "attributes": [{"name": a} for a in attrs], **options,
-    })
+def research(
+    n: int = 10,
+    attrs: tuple[str, ...] = ("owner_person", "owner_org", "cuisine"),
+    offset: int = 0,
+    **options: Any,
+) -> DeepResearchRequest:
+    return DeepResearchRequest.model_validate(
+        {
+            "pois": [
+                {
+                    k: v
+                    for k, v in place(offset + i).items()
+                    if k not in ("attributes", "include_summary", "response_format")
+                }
+                for i in range(n)
+            ],
+            "attributes": [{"name": a} for a in attrs],
+            **options,
+        }
+    )
 
 
-@pytest.mark.parametrize(("options", "places", "credits"), [
-    ({}, 10, 10 * 3),
-    ({"validate_existence": True}, 10, 10 * 4),
-    ({"verify_identity": True}, 10, 10 * 4),
-    ({"validate_existence": True, "verify_identity": True, "sample": 4}, 4, 4 * 5),
-    ({"sample": 20}, 10, 10 * 3),
-])
-def test_research_credits_and_estimate(options: dict[str, Any], places: int,
-                                       credits: int) -> None:
+@pytest.mark.parametrize(
+    ("options", "places", "credits"),
+    [
+        ({}, 10, 10 * 3),
+        ({"validate_existence": True}, 10, 10 * 4),
+        ({"verify_identity": True}, 10, 10 * 4),
+        ({"validate_existence": True, "verify_identity": True, "sample": 4}, 4, 4 * 5),
+        ({"sample": 20}, 10, 10 * 3),
+    ],
+)
+def test_research_credits_and_estimate(options: dict[str, Any], places: int, credits: int) -> None:
     """Credits are places x (attributes + existence) + 1 per row for verify_identity, with the
     sample applied; abstained attributes are billed; the estimate names the same sum."""
     req = research(**options)
@@ -472,25 +618,35 @@ def test_research_credits_and_estimate(options: dict[str, Any], places: int,
 
 def test_research_without_agent_abstains_and_bills_nothing() -> None:
     """agent_available False: every row and field abstains and nothing is billed."""
-    rows, billed = research_rows(research(validate_existence=True, verify_identity=True),
-                                 settings=SynthSettings(fail_rate=1.0), agent_available=False)
+    rows, billed = research_rows(
+        research(validate_existence=True, verify_identity=True),
+        settings=SynthSettings(fail_rate=1.0),
+        agent_available=False,
+    )
     assert billed == 0
     for r in rows:
         assert r["status"] == r["outcome"] == "abstain" and r["error"] is None
-        assert all(c == {"value": None, "confidence": None, "status": "unconfirmed"}
-                   for c in r["fields"].values())
+        assert all(
+            c == {"value": None, "confidence": None, "status": "unconfirmed"}
+            for c in r["fields"].values()
+        )
         assert {v["verdict"] for v in r["identity"].values()} == {"unresolved"}
 
 
 def test_research_error_rows_are_not_billed() -> None:
     """Rows that error have null fields, an error, no outcome, and bill nothing."""
-    rows, billed = research_rows(research(verify_identity=True), settings=SynthSettings(
-        fail_rate=1.0))
+    rows, billed = research_rows(
+        research(verify_identity=True), settings=SynthSettings(fail_rate=1.0)
+    )
     assert billed == 0
-    assert all(r["status"] == "error" and r["fields"] is None and r["outcome"] is None
-               and r["error"] for r in rows)
-    some = [research_rows(research(offset=k * 10), settings=SynthSettings(fail_rate=0.1))
-            for k in range(20)]
+    assert all(
+        r["status"] == "error" and r["fields"] is None and r["outcome"] is None and r["error"]
+        for r in rows
+    )
+    some = [
+        research_rows(research(offset=k * 10), settings=SynthSettings(fail_rate=0.1))
+        for k in range(20)
+    ]
     errors = sum(r["status"] == "error" for rows_, _ in some for r in rows_)
     assert 0 < errors < 60
     assert sum(b for _, b in some) == 3 * (200 - errors)
@@ -501,18 +657,22 @@ def test_research_rows_shapes_and_owner_exclusivity() -> None:
     owner_org are never both established for a place, and each is established sometimes."""
     established: Counter[str] = Counter()
     for k in range(30):
-        req = research(offset=k * 10, attrs=("owner_person", "owner_org", "has_parking"),
-                       validate_existence=True, verify_identity=True)
+        req = research(
+            offset=k * 10,
+            attrs=("owner_person", "owner_org", "has_parking"),
+            validate_existence=True,
+            verify_identity=True,
+        )
         rows, _ = research_rows(req, settings=NO_FAIL)
         for r in rows:
             DeepResearchRow.model_validate(r)
-            assert list(r) == ["id", "poi_name", "identity", "status", "outcome", "fields",
-                               "error"]
+            assert list(r) == ["id", "poi_name", "identity", "status", "outcome", "fields", "error"]
             fields = r["fields"]
             assert set(fields) == {"owner_person", "owner_org", "has_parking", "existence"}
             for c in fields.values():
-                assert c["status"] in CELL_STATUSES and (c["status"] != "estimated"
-                                                         or c["confidence"] == "low")
+                assert c["status"] in CELL_STATUSES and (
+                    c["status"] != "estimated" or c["confidence"] == "low"
+                )
             owners = [n for n in ("owner_person", "owner_org") if fields[n]["value"] is not None]
             assert len(owners) <= 1
             established.update(owners)
@@ -549,9 +709,18 @@ def test_identity_verdicts() -> None:
     for k in range(40):
         req = research(n=1, offset=k, verify_identity=True)
         poi = req.pois[0]
-        variant = req.model_copy(update={"pois": [poi.model_copy(update={
-            "poi_name": poi.poi_name.replace("&", "and").upper() + ", Inc.",
-            "street": (poi.street or "").replace("St", "Street")})]})
+        variant = req.model_copy(
+            update={
+                "pois": [
+                    poi.model_copy(
+                        update={
+                            "poi_name": poi.poi_name.replace("&", "and").upper() + ", Inc.",
+                            "street": (poi.street or "").replace("St", "Street"),
+                        }
+                    )
+                ]
+            }
+        )
         a, b = (research_rows(x, settings=NO_FAIL)[0][0]["identity"] for x in (req, variant))
         assert [p["verdict"] for p in a.values()] == [p["verdict"] for p in b.values()]
         if b["name"]["verdict"] == "confirmed":

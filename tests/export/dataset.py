@@ -78,16 +78,31 @@ from range($first, $last) as places(i)
 """
 
 
-def add_run(con: duckdb.DuckDBPyConnection, run_id: str, *, first: int, last: int,
-            at: datetime, mode: str = "enrich", salt: int = 0) -> None:
+def add_run(
+    con: duckdb.DuckDBPyConnection,
+    run_id: str,
+    *,
+    first: int,
+    last: int,
+    at: datetime,
+    mode: str = "enrich",
+    salt: int = 0,
+) -> None:
     """A completed run whose outcomes (loaded at `at`) cover places first..last-1."""
     signature = _SIGNATURE if mode == "enrich" else "validate||no-summary"
     con.execute(
         "insert into runs (run_id, created_at, finished_at, status, mode, attributes, signature,"
         " submitted, succeeded) values (?, ?, ?, 'completed', ?, ?, ?, ?, ?)",
-        [run_id, at - timedelta(minutes=10), at + timedelta(seconds=1), mode,
-         "" if mode == "validate" else _SIGNATURE.split("|")[1], signature, last - first,
-         last - first],
+        [
+            run_id,
+            at - timedelta(minutes=10),
+            at + timedelta(seconds=1),
+            mode,
+            "" if mode == "validate" else _SIGNATURE.split("|")[1],
+            signature,
+            last - first,
+            last - first,
+        ],
     )
     params = {"run_id": run_id, "first": first, "last": last, "at": at}
     if mode == "enrich":

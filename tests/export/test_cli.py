@@ -9,24 +9,53 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from placeflow.export_cli import run
+from placeflow.cli.export import run
 from tests.pgserver import PgServer
 
 
-def test_cli_json_and_password_never_shown(db: Path, pg_db: PgServer, tmp_path: Path,
-                                           capsys: pytest.CaptureFixture[str],
-                                           monkeypatch: pytest.MonkeyPatch) -> None:
+def test_cli_json_and_password_never_shown(
+    db: Path,
+    pg_db: PgServer,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     """With the password in PGPASSWORD or in the URL it works, and the password appears in no
     output, no warehouse row and no error; a wrong one fails with exit code 1, redacted."""
     monkeypatch.setenv("PGPASSWORD", pg_db.password)
-    assert run(["export", "--db", str(db), "--to", pg_db.url(), "--tables",
-                "places_latest,runs", "--json"]) == 0
+    assert (
+        run(
+            [
+                "export",
+                "--db",
+                str(db),
+                "--to",
+                pg_db.url(),
+                "--tables",
+                "places_latest,runs",
+                "--json",
+            ]
+        )
+        == 0
+    )
     first = json.loads(capsys.readouterr().out)
     assert first["rows"] > 0 and first["exit_code"] == 0
     assert first["destination"] == pg_db.url()
     monkeypatch.delenv("PGPASSWORD")
-    assert run(["export", "--db", str(db), "--to", pg_db.url(with_password=True),
-                "--tables", "places_latest"]) == 0
+    assert (
+        run(
+            [
+                "export",
+                "--db",
+                str(db),
+                "--to",
+                pg_db.url(with_password=True),
+                "--tables",
+                "places_latest",
+            ]
+        )
+        == 0
+    )
     text = capsys.readouterr()
     assert "places_latest: 0 rows" in text.out
     wrong = pg_db.url().replace(f"{pg_db.user}@", f"{pg_db.user}:Wr0ngButSecret%21@")
@@ -34,16 +63,20 @@ def test_cli_json_and_password_never_shown(db: Path, pg_db: PgServer, tmp_path: 
     failed = capsys.readouterr()
     assert "password authentication failed" in failed.err
     with duckdb.connect(str(db), read_only=True) as con:
-        recorded = con.execute("select * from export_state union all by name"
-                               " select * from export_log").fetchall()
-    shown = first | {"out": text.out + text.err + failed.out + failed.err,
-                     "recorded": repr(recorded)}
+        recorded = con.execute(
+            "select * from export_state union all by name select * from export_log"
+        ).fetchall()
+    shown = first | {
+        "out": text.out + text.err + failed.out + failed.err,
+        "recorded": repr(recorded),
+    }
     assert pg_db.password not in json.dumps(shown, default=str)
     assert "Wr0ngButSecret" not in json.dumps(shown, default=str)
 
 
-def test_cli_parquet_text_and_bad_arguments(db: Path, tmp_path: Path,
-                                            capsys: pytest.CaptureFixture[str]) -> None:
+def test_cli_parquet_text_and_bad_arguments(
+    db: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     """A file:// export prints a line per table; an unknown table or a missing warehouse is
     exit code 2."""
     dest = (tmp_path / "lake").as_uri()

@@ -24,8 +24,11 @@ ROOT = Path(__file__).resolve().parents[2]
 NOW = T0 + timedelta(days=1)
 TABLES = ["places_latest", "runs"]
 PARQUET_STEPS = [f"parquet:{s}:{t}" for t in TABLES for s in ("written", "renamed", "manifest")]
-PG_STEPS = [*(f"postgres:{s}:{t}" for t in TABLES for s in ("staged", "merged")),
-            "postgres:before-commit", "postgres:committed"]
+PG_STEPS = [
+    *(f"postgres:{s}:{t}" for t in TABLES for s in ("staged", "merged")),
+    "postgres:before-commit",
+    "postgres:committed",
+]
 
 KILLER = """
 import os, signal, sys
@@ -41,9 +44,20 @@ export(db, dest, {tables!r}, now=datetime.fromisoformat(now), step=step)
 
 def killed_export(db: Path, dest: str, step: str) -> None:
     done = subprocess.run(
-        [sys.executable, "-c", KILLER.format(tables=TABLES), str(db), dest, step,
-         (NOW + timedelta(hours=3)).isoformat()],
-        cwd=ROOT, capture_output=True, text=True, timeout=120, check=False,
+        [
+            sys.executable,
+            "-c",
+            KILLER.format(tables=TABLES),
+            str(db),
+            dest,
+            step,
+            (NOW + timedelta(hours=3)).isoformat(),
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
     )
     assert done.returncode == -signal.SIGKILL, done.stderr[-2000:]
 
@@ -79,8 +93,9 @@ def tree(root: Path) -> dict[str, object]:
 
 
 @pytest.mark.parametrize("step", [seeded(PARQUET_STEPS, 14)])
-def test_killed_parquet_export_reruns_to_a_clean_export(db: Path, tmp_path: Path,
-                                                         step: str) -> None:
+def test_killed_parquet_export_reruns_to_a_clean_export(
+    db: Path, tmp_path: Path, step: str
+) -> None:
     """Killed at `step` after a refresh, then rerun: same files, rows and manifest as clean."""
     clean, killed = tmp_path / "clean", tmp_path / "killed"
     for dest in (clean, killed):
@@ -103,8 +118,7 @@ def test_killed_parquet_export_every_step(db: Path, tmp_path: Path, step: str) -
 def _pg_kill_case(db: Path, pg: PgServer, step: str) -> None:
     clean_name = f"{pg.database}_clean"
     pg.psql(f"create database {clean_name}")
-    clean = PgServer(pg.host, pg.port, pg.user, pg.password, clean_name, pg.socket_dir,
-                     pg.bin_dir)
+    clean = PgServer(pg.host, pg.port, pg.user, pg.password, clean_name, pg.socket_dir, pg.bin_dir)
     for server in (clean, pg):
         export(db, server.url(with_password=True), TABLES, now=NOW)
     refresh(db)
@@ -116,8 +130,9 @@ def _pg_kill_case(db: Path, pg: PgServer, step: str) -> None:
 
 
 @pytest.mark.parametrize("step", [seeded(PG_STEPS, 14)])
-def test_killed_postgres_export_reruns_to_a_clean_export(db: Path, pg_db: PgServer,
-                                                          step: str) -> None:
+def test_killed_postgres_export_reruns_to_a_clean_export(
+    db: Path, pg_db: PgServer, step: str
+) -> None:
     """Killed at `step` (before or after the commit), then rerun: PostgreSQL holds exactly
     what a clean export leaves."""
     _pg_kill_case(db, pg_db, step)

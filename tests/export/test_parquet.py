@@ -23,13 +23,15 @@ def parquet_files(dest: Path) -> list[str]:
     return sorted(p.relative_to(dest).as_posix() for p in dest.rglob("*") if p.is_file())
 
 
-def read_files(dest: Path, table: str, files: list[str] | None = None
-               ) -> tuple[list[tuple[str, str]], list[tuple[Any, ...]]]:
+def read_files(
+    dest: Path, table: str, files: list[str] | None = None
+) -> tuple[list[tuple[str, str]], list[tuple[Any, ...]]]:
     paths = [str(dest / f) for f in files] if files else [str(dest / table / "*" / "*.parquet")]
     with duckdb.connect() as con:
         src = f"read_parquet({paths!r}, hive_partitioning = false)"
-        types = [(str(r[0]), str(r[1])) for r in con.execute(f"describe select * from {src}")
-                 .fetchall()]
+        types = [
+            (str(r[0]), str(r[1])) for r in con.execute(f"describe select * from {src}").fetchall()
+        ]
         rows = con.execute(f"select * from {src} order by {KEYS[table]}").fetchall()
     return types, rows
 
@@ -90,11 +92,13 @@ def test_full_export_replaces_the_files(db: Path, tmp_path: Path) -> None:
     assert read_files(dest, "places_latest") == warehouse_rows(db, "places_latest")
 
 
-def test_missing_table_is_named_not_exported(db: Path, tmp_path: Path,
-                                             monkeypatch: pytest.MonkeyPatch) -> None:
+def test_missing_table_is_named_not_exported(
+    db: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """A registered table this warehouse lacks is reported missing; the others are exported."""
-    monkeypatch.setitem(TABLES_REGISTRY, "place_scores", TableSpec("place_scores", ("place_key",),
-                                                                   "scored_at"))
+    monkeypatch.setitem(
+        TABLES_REGISTRY, "place_scores", TableSpec("place_scores", ("place_key",), "scored_at")
+    )
     summary = export(db, str(tmp_path / "lake"), ["places_latest", "place_scores"], now=NOW)
     assert summary.missing == ("place_scores",)
     assert [t.table for t in summary.tables] == ["places_latest"]

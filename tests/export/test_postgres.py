@@ -23,19 +23,32 @@ NOW = T0 + timedelta(days=1)
 def pg_rows(server: PgServer, table: str, extra: str = "") -> tuple[dict[str, str], list[Any]]:
     """PostgreSQL's own column types and rows of a table (JSON values parsed), ordered by key."""
     with dbapi.connect(server.url(with_password=True)) as con, con.cursor() as cur:
-        cur.execute("select column_name, data_type from information_schema.columns"
-                    f" where table_name = '{table}' order by ordinal_position")
+        cur.execute(
+            "select column_name, data_type from information_schema.columns"
+            f" where table_name = '{table}' order by ordinal_position"
+        )
         types = {str(n): str(t) for n, t in cur.fetchall()}
         cur.execute(f"select *{extra} from {table} order by {KEYS[table]}")
-        rows = [tuple(json.loads(v) if types.get(c[0]) == "jsonb" and v is not None else v
-                      for c, v in zip(cur.description, row, strict=True))
-                for row in cur.fetchall()]
+        rows = [
+            tuple(
+                json.loads(v) if types.get(c[0]) == "jsonb" and v is not None else v
+                for c, v in zip(cur.description, row, strict=True)
+            )
+            for row in cur.fetchall()
+        ]
     return types, rows
 
 
-_PG_NAMES = {"text": "text", "boolean": "boolean", "double precision": "double precision",
-             "bigint": "bigint", "integer": "integer", "date": "date",
-             "timestamptz": "timestamp with time zone", "jsonb": "jsonb"}
+_PG_NAMES = {
+    "text": "text",
+    "boolean": "boolean",
+    "double precision": "double precision",
+    "bigint": "bigint",
+    "integer": "integer",
+    "date": "date",
+    "timestamptz": "timestamp with time zone",
+    "jsonb": "jsonb",
+}
 
 
 def test_postgres_equals_warehouse(db: Path, pg_db: PgServer) -> None:
@@ -46,14 +59,19 @@ def test_postgres_equals_warehouse(db: Path, pg_db: PgServer) -> None:
         duck_types, duck_rows = warehouse_rows(db, table)
         types, rows = pg_rows(pg_db, table)
         assert types == {n: _PG_NAMES[pg_type(t)] for n, t in duck_types}, table
-        expected = [tuple(json.loads(v) if t == "JSON" and v is not None else v
-                          for (_, t), v in zip(duck_types, row, strict=True))
-                    for row in duck_rows]
+        expected = [
+            tuple(
+                json.loads(v) if t == "JSON" and v is not None else v
+                for (_, t), v in zip(duck_types, row, strict=True)
+            )
+            for row in duck_rows
+        ]
         assert rows == expected, table
     with_hours = sum(1 for r in warehouse_rows(db, "places_latest")[1] if r[15] is not None)
     assert with_hours > 0
-    assert pg_db.psql("select count(*) from places_latest where opening_hours_value"
-                      " -> 'days' ? 'monday'").strip() == str(with_hours)
+    assert pg_db.psql(
+        "select count(*) from places_latest where opening_hours_value -> 'days' ? 'monday'"
+    ).strip() == str(with_hours)
 
 
 def test_incremental_postgres_writes_only_changed_rows(db: Path, pg_db: PgServer) -> None:
@@ -76,7 +94,8 @@ def test_incremental_postgres_writes_only_changed_rows(db: Path, pg_db: PgServer
     assert rewritten == [f"pk{i:07d}" for i in range(50, 70)]
     assert [r[:-1] for r in after] == [
         tuple(json.loads(v) if isinstance(v, str) and v.startswith("{") else v for v in r)
-        for r in warehouse_rows(db, "places_latest")[1]]
+        for r in warehouse_rows(db, "places_latest")[1]
+    ]
 
 
 def test_full_postgres_export_upserts_everything(db: Path, pg_db: PgServer) -> None:

@@ -4,8 +4,8 @@ tests/e2e/test_progress.py)."""
 
 from __future__ import annotations
 
-from flows.progress_artifact import EVERY, ProgressArtifact
 from placeflow.events import Event, JobProgress, RowsLoaded, StageFinished, StageStarted
+from placeflow.flows.progress_artifact import EVERY, ProgressArtifact
 
 
 class Clock:

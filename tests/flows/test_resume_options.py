@@ -3,7 +3,7 @@ poll timeout unless one is given (the CLI's `resume --poll-timeout`, a deploymen
 
 from __future__ import annotations
 
-from flows.place_refresh import resume_options
+from placeflow.flows.run import resume_options
 from placeflow.options import RunOptions
 
 

@@ -9,8 +9,8 @@ from dataclasses import dataclass
 
 import pytest
 
-from flows.tasks import PER_CHUNK, RETRIES, RETRY_DELAY, as_task, chunk_call
 from placeflow.api.errors import RateLimited, TransientError
+from placeflow.flows.tasks import PER_CHUNK, RETRIES, RETRY_DELAY, as_task, chunk_call
 
 
 @dataclass(frozen=True)

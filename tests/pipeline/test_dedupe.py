@@ -10,8 +10,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from placeflow.fields import DedupeMode
 from placeflow.pipeline import clusters
-from placeflow.pipeline.clusters import DedupeMode
 from placeflow.pipeline.dedupe import (
     dedupe,
     dedupe_staged,
@@ -28,7 +28,8 @@ from placeflow.pipeline.placekey import (
     identity_text,
 )
 from placeflow.pipeline.read import read_inputs
-from placeflow.pipeline.staging import DEDUPED, PLACES, Staging
+from placeflow.pipeline.staging import Staging
+from placeflow.state.records import DEDUPED, PLACES
 from tests.pipeline.conftest import SAMPLES, places_frame
 
 FAST = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -14,13 +14,14 @@ import polars as pl
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from placeflow.api.checks import require_json
 from placeflow.api.client import JOB_SUBMIT_MODELS
+from placeflow.api.limits import require_json
 from placeflow.options import RunOptions
 from placeflow.pipeline.normalize import LIMITS, normalize
-from placeflow.pipeline.plan import build_requests, chunk_body
+from placeflow.pipeline.plan import build_requests
 from placeflow.pipeline.read import PLACE_FIELDS
-from placeflow.runstate import RunState
+from placeflow.state.records import chunk_body
+from placeflow.state.runstate import RunState
 from placeflow.warehouse import migrate
 from tests.pipeline.conftest import read_frame
 

@@ -11,15 +11,8 @@ from hypothesis import strategies as st
 
 from placeflow.api.models import PricingCard, PricingRate
 from placeflow.options import RunOptions
-from placeflow.pipeline.plan import (
-    build_requests,
-    choose_route,
-    chunk_body,
-    content_hash,
-    estimate,
-    idempotency_key,
-    plan_chunks,
-)
+from placeflow.pipeline.plan import build_requests, choose_route, estimate, plan_chunks
+from placeflow.state.records import chunk_body, content_hash, idempotency_key
 
 
 def unique_places(n: int) -> pl.DataFrame:

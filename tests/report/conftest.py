@@ -97,7 +97,7 @@ def build(db: Path, workdir: Path) -> Warehouse:
     """Run the sample (in 3 jobs) and the geo places through placeflow into `db`."""
     import placeflow
     from placeflow.options import RunOptions
-    from placeflow.service import embedded_sandbox
+    from placeflow.target import embedded_sandbox
 
     geo = workdir / "geo_places.csv"
     rows = geo_rows()

@@ -22,7 +22,7 @@ def main() -> None:
     import placeflow
     from placeflow.options import RunOptions
     from placeflow.reporting import write_report
-    from placeflow.service import embedded_sandbox
+    from placeflow.target import embedded_sandbox
     from tests.report.conftest import SAMPLES
 
     with tempfile.TemporaryDirectory(prefix="report-shot-") as tmp:

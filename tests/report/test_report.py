@@ -12,7 +12,7 @@ import duckdb
 import pytest
 from PIL import Image
 
-from placeflow.report_cli import add_parsers
+from placeflow.cli.report import add_parsers
 from placeflow.reporting import changes_table, rejects_table, report_link, write_report
 from placeflow.reporting.data import collect
 from tests.report.browser import PageVisit, chromium

@@ -13,9 +13,9 @@ from typing import Any
 import pytest
 
 from placeflow.api.client import PlaceApiClient
-from placeflow.api.limiter import RateLimits
 from placeflow.emulator import KeySpec, Sandbox, SandboxConfig
 from placeflow.emulator.research import ResearchKnobs, research_knobs, research_stats
+from placeflow.fields import RateLimits
 from placeflow.research.fields import build_specs
 from placeflow.research.plan import ResearchSpec
 from placeflow.research.run import ResearchOptions, research

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from placeflow.research_cli import main
+from placeflow.cli.research import main
 
 from .conftest import KEY, SCALE, ServeSandbox, places, write_csv
 

@@ -15,7 +15,7 @@ import pytest
 
 import placeflow
 from placeflow.api.client import PlaceApiClient
-from placeflow.api.limiter import RateLimits
+from placeflow.cli.research import main
 from placeflow.events import (
     ChunkSubmitted,
     CreditsCharged,
@@ -23,11 +23,11 @@ from placeflow.events import (
     RowsLoaded,
     StageFinished,
 )
+from placeflow.fields import RateLimits
 from placeflow.redact import Secret
 from placeflow.refresh import WarehouseSource
 from placeflow.research.run import ResearchOptions, research
-from placeflow.research_cli import main
-from placeflow.service import Target
+from placeflow.target import Target
 
 from .conftest import KEY, SCALE, Served, ServeSandbox, places, spec, write_csv
 

@@ -23,7 +23,7 @@ PER_ROW = 4
 
 def command(csv: Path, db: Path) -> list[str]:
     fields = [a for f in FIELDS for a in ("--field", f)]
-    return [sys.executable, "-m", "placeflow.research_cli", "research", str(csv), *fields,
+    return [sys.executable, "-m", "placeflow.cli.research", "research", str(csv), *fields,
             "--verify-identity", "--db", str(db), "--json"]  # fmt: skip
 
 

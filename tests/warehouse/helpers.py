@@ -22,34 +22,53 @@ SIGNATURES = {
 }
 
 
-def operational(status: str = "open", confidence: float | None = 0.1,
-                reason: str | None = None) -> dict[str, Any]:
+def operational(
+    status: str = "open", confidence: float | None = 0.1, reason: str | None = None
+) -> dict[str, Any]:
     return {"status": status, "closure_confidence": confidence, "closure_reason": reason}
 
 
 def validate_line(key: str, *, success: bool = True, **fields: Any) -> dict[str, Any]:
     """A POIValidateResponse line; a failed one carries an error and no verdict."""
     if not success:
-        line = {"success": False, "id": key, "existence_confidence": None,
-                "operational_status": None, "error": "upstream lookup failed",
-                "error_code": "EXTERNAL_API_ERROR", "request_id": None,
-                "validation_timestamp": STAMP}
+        line = {
+            "success": False,
+            "id": key,
+            "existence_confidence": None,
+            "operational_status": None,
+            "error": "upstream lookup failed",
+            "error_code": "EXTERNAL_API_ERROR",
+            "request_id": None,
+            "validation_timestamp": STAMP,
+        }
     else:
-        line = {"success": True, "id": key, "existence_confidence": 0.9,
-                "operational_status": operational(), "error": None, "error_code": None,
-                "request_id": None, "validation_timestamp": STAMP}
+        line = {
+            "success": True,
+            "id": key,
+            "existence_confidence": 0.9,
+            "operational_status": operational(),
+            "error": None,
+            "error_code": None,
+            "request_id": None,
+            "validation_timestamp": STAMP,
+        }
     return line | fields
 
 
-def attribute(value: Any, confidence: str | None = "high",
-              as_of: str | None = "2026-10-01") -> dict[str, Any]:
-    return {"value": value, "as_of": as_of if value is not None else None,
-            "confidence": confidence if value is not None else None}
+def attribute(
+    value: Any, confidence: str | None = "high", as_of: str | None = "2026-10-01"
+) -> dict[str, Any]:
+    return {
+        "value": value,
+        "as_of": as_of if value is not None else None,
+        "confidence": confidence if value is not None else None,
+    }
 
 
 FULL_ATTRIBUTES: dict[str, Any] = {
-    "opening_hours": attribute({"days": {"monday": [{"open": "09:00", "close": "17:00"}],
-                                         "sunday": "closed"}}),
+    "opening_hours": attribute(
+        {"days": {"monday": [{"open": "09:00", "close": "17:00"}], "sunday": "closed"}}
+    ),
     "phone": attribute({"number": "+14155550100"}),
     "website": attribute({"url": "https://example.com"}),
     "facebook": attribute({"url": "https://facebook.com/ex", "handle": "ex"}),
@@ -62,16 +81,31 @@ FULL_ATTRIBUTES: dict[str, Any] = {
 def enrich_line(key: str, *, success: bool = True, **fields: Any) -> dict[str, Any]:
     """A POIEnrichResponse line with every value attribute found, unless overridden."""
     if not success:
-        line = {"success": False, "id": key, "attributes": None, "status": None,
-                "operational_status": None, "place_summary": None,
-                "enrichment_timestamp": STAMP, "error": "upstream lookup failed",
-                "error_code": "EXTERNAL_API_ERROR", "request_id": None}
+        line = {
+            "success": False,
+            "id": key,
+            "attributes": None,
+            "status": None,
+            "operational_status": None,
+            "place_summary": None,
+            "enrichment_timestamp": STAMP,
+            "error": "upstream lookup failed",
+            "error_code": "EXTERNAL_API_ERROR",
+            "request_id": None,
+        }
     else:
-        line = {"success": True, "id": key, "attributes": dict(FULL_ATTRIBUTES),
-                "status": {"existence_confidence": 0.93},
-                "operational_status": operational(), "place_summary": None,
-                "enrichment_timestamp": STAMP, "error": None, "error_code": None,
-                "request_id": None}
+        line = {
+            "success": True,
+            "id": key,
+            "attributes": dict(FULL_ATTRIBUTES),
+            "status": {"existence_confidence": 0.93},
+            "operational_status": operational(),
+            "place_summary": None,
+            "enrichment_timestamp": STAMP,
+            "error": None,
+            "error_code": None,
+            "request_id": None,
+        }
     return line | fields
 
 
@@ -87,35 +121,70 @@ def keys(n: int, prefix: str = "pk") -> list[str]:
     return [f"{prefix}{i:06d}" for i in range(n)]
 
 
-def add_run(con: duckdb.DuckDBPyConnection, run_id: str, kind: str = "enrich", *,
-            status: str = "running", created_at: datetime = T0, **values: Any) -> None:
+def add_run(
+    con: duckdb.DuckDBPyConnection,
+    run_id: str,
+    kind: str = "enrich",
+    *,
+    status: str = "running",
+    created_at: datetime = T0,
+    **values: Any,
+) -> None:
     """A runs row with the default signature of `kind`."""
-    row = {"run_id": run_id, "created_at": created_at, "status": status, "mode": kind,
-           "signature": SIGNATURES[kind],
-           "attributes": "" if kind == "validate" else SIGNATURES[kind].split("|")[1]} | values
+    row = {
+        "run_id": run_id,
+        "created_at": created_at,
+        "status": status,
+        "mode": kind,
+        "signature": SIGNATURES[kind],
+        "attributes": "" if kind == "validate" else SIGNATURES[kind].split("|")[1],
+    } | values
     names = ", ".join(row)
-    con.execute(f"insert into runs ({names}) values ({', '.join('?' for _ in row)})",
-                list(row.values()))
+    con.execute(
+        f"insert into runs ({names}) values ({', '.join('?' for _ in row)})", list(row.values())
+    )
 
 
-def plan_chunk(con: duckdb.DuckDBPyConnection, run_id: str, chunk_no: int,
-               places: Sequence[str], *, kind: str = "enrich", route: str = "job",
-               status: str = "completed", attributes: Sequence[str] | None = None) -> None:
+def plan_chunk(
+    con: duckdb.DuckDBPyConnection,
+    run_id: str,
+    chunk_no: int,
+    places: Sequence[str],
+    *,
+    kind: str = "enrich",
+    route: str = "job",
+    status: str = "completed",
+    attributes: Sequence[str] | None = None,
+) -> None:
     """The run_places and jobs rows of one chunk, as the planner writes them."""
     extra = "" if attributes is None else f',"attributes":{json.dumps(list(attributes))}'
-    insert_frame(con, "run_places", pl.DataFrame({
-        "run_id": run_id,
-        "place_key": list(places),
-        "chunk_no": pl.Series([chunk_no] * len(places), dtype=pl.Int32),
-        "position": pl.Series(range(len(places)), dtype=pl.Int32),
-        "request": [f'{{"id":"{k}","poi_name":"Place {k}"{extra}}}' for k in places],
-    }))
+    insert_frame(
+        con,
+        "run_places",
+        pl.DataFrame(
+            {
+                "run_id": run_id,
+                "place_key": list(places),
+                "chunk_no": pl.Series([chunk_no] * len(places), dtype=pl.Int32),
+                "position": pl.Series(range(len(places)), dtype=pl.Int32),
+                "request": [f'{{"id":"{k}","poi_name":"Place {k}"{extra}}}' for k in places],
+            }
+        ),
+    )
     con.execute(
         "insert into jobs (run_id, chunk_no, route, kind, rows, status, batch_id, credits_held,"
         " created_at) values (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-        [run_id, chunk_no, route, kind, len(places), status,
-         f"job_{run_id}_{chunk_no}" if route == "job" else None,
-         len(places) if route == "job" else None, T0],
+        [
+            run_id,
+            chunk_no,
+            route,
+            kind,
+            len(places),
+            status,
+            f"job_{run_id}_{chunk_no}" if route == "job" else None,
+            len(places) if route == "job" else None,
+            T0,
+        ],
     )
     if route == "job":
         con.execute(

@@ -20,9 +20,9 @@ from typing import Any
 import duckdb
 
 import placeflow
-from placeflow.api.models import JobKind
 from placeflow.emulator import DEFAULT_API_KEY, Sandbox, SandboxConfig
 from placeflow.emulator.synth import SynthSettings, enrich_outcome, validate_outcome
+from placeflow.fields import JobKind
 from placeflow.options import RunOptions
 from tests.sandbox_target import sandbox_target
 

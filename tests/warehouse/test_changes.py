@@ -11,8 +11,8 @@ from typing import Any
 import duckdb
 import pytest
 
-from placeflow.api.models import JobKind
-from placeflow.changes import record_changes
+from placeflow.fields import JobKind
+from placeflow.pipeline.changes import record_changes
 from placeflow.warehouse import connect
 from tests.warehouse.dataset import load
 from tests.warehouse.helpers import add_run, attribute, enrich_line, plan_chunk, write_lines

@@ -7,7 +7,7 @@ from collections.abc import Iterator
 import duckdb
 import pytest
 
-from placeflow.checks import check_names, check_rows, run_checks
+from placeflow.state.checks import check_names, check_rows, run_checks
 from placeflow.warehouse import connect
 from tests.warehouse.dataset import build_clean
 
@@ -16,35 +16,46 @@ BREAKS: dict[str, list[str]] = {
     "disposition_count_mismatch": ["update runs set duplicates = 0 where run_id = 'r1'"],
     "submitted_place_not_planned": [
         "insert into run_rows (run_id, row_ord, source_file, source_row, source_id, place_key,"
-        " disposition, note) values ('r1', 6, 'in.csv', 7, null, 'Q', 'submitted', null)"],
+        " disposition, note) values ('r1', 6, 'in.csv', 7, null, 'Q', 'submitted', null)"
+    ],
     "planned_place_not_submitted": [
-        "update run_rows set disposition = 'duplicate' where run_id = 'r1' and place_key = 'C'"],
+        "update run_rows set disposition = 'duplicate' where run_id = 'r1' and place_key = 'C'"
+    ],
     "rejected_row_without_reject": ["delete from rejects where run_id = 'r1'"],
     "double_outcomes": [
         "insert into validations by name select run_id, place_key, chunk_no, position,"
-        " success, billable, loaded_at from enrichments where place_key = 'A'"],
+        " success, billable, loaded_at from enrichments where place_key = 'A'"
+    ],
     "outcome_mode_mismatch": ["update runs set mode = 'enrich' where run_id = 'r2'"],
     "outcome_not_planned": [
-        "update enrichments set position = 1 where run_id = 'r1' and place_key = 'A'"],
+        "update enrichments set position = 1 where run_id = 'r1' and place_key = 'A'"
+    ],
     "completed_run_missing_outcomes": [
-        "delete from enrichments where run_id = 'r1' and place_key = 'C'"],
+        "delete from enrichments where run_id = 'r1' and place_key = 'C'"
+    ],
     "completed_run_with_open_chunks": [
-        "update jobs set status = 'completed' where run_id = 'r1' and chunk_no = 1"],
+        "update jobs set status = 'completed' where run_id = 'r1' and chunk_no = 1"
+    ],
     "chunk_rows_mismatch": ["update jobs set rows = 3 where run_id = 'r1' and chunk_no = 0"],
     "loaded_chunk_outcome_count_mismatch": [
-        "update jobs set rows_loaded = 1 where run_id = 'r1' and chunk_no = 0"],
+        "update jobs set rows_loaded = 1 where run_id = 'r1' and chunk_no = 0"
+    ],
     "job_hold_not_settled": ["delete from credit_ledger where run_id = 'r1' and kind = 'release'"],
     "job_credits_ledger_mismatch": [
-        "update jobs set credits_charged = 9 where run_id = 'r1' and chunk_no = 0"],
+        "update jobs set credits_charged = 9 where run_id = 'r1' and chunk_no = 0"
+    ],
     "ledger_double_charge": [
         "insert into credit_ledger select * from credit_ledger"
-        " where run_id = 'r1' and kind = 'charge' and chunk_no = 1"],
+        " where run_id = 'r1' and kind = 'charge' and chunk_no = 1"
+    ],
     "run_outcome_count_mismatch": ["update runs set succeeded = 3 where run_id = 'r1'"],
     "usage_delta_unexplained": ["update runs set usage_after = 1009 where run_id = 'r1'"],
     "run_places_duplicate": [
-        "insert into run_places select * from run_places where run_id = 'r1' and place_key = 'A'"],
+        "insert into run_places select * from run_places where run_id = 'r1' and place_key = 'A'"
+    ],
     "request_id_mismatch": [
-        "update run_places set request = '{\"id\":\"other\"}' where place_key = 'A'"],
+        "update run_places set request = '{\"id\":\"other\"}' where place_key = 'A'"
+    ],
 }
 
 
@@ -121,19 +132,22 @@ def test_a_timed_out_sync_failure_is_not_an_open_chunk(clean: duckdb.DuckDBPyCon
 
 
 def test_unanswered_places_of_failed_chunks_are_not_missing(
-        clean: duckdb.DuckDBPyConnection) -> None:
+    clean: duckdb.DuckDBPyConnection,
+) -> None:
     """Places of a failed chunk, or past a partial file's end, are known unanswered, not lost."""
     clean.execute("delete from enrichments where run_id = 'r1' and chunk_no = 1")
     clean.execute("update jobs set status = 'failed' where run_id = 'r1' and chunk_no = 1")
     assert check_rows(clean, "completed_run_missing_outcomes") == 0
     clean.execute("delete from validations where run_id = 'r2' and place_key = 'E'")
-    clean.execute("update jobs set rows_loaded = 1, error = 'partial result: 1 of 2 rows'"
-                  " where run_id = 'r2'")
+    clean.execute(
+        "update jobs set rows_loaded = 1, error = 'partial result: 1 of 2 rows' where run_id = 'r2'"
+    )
     assert check_rows(clean, "completed_run_missing_outcomes") == 0
 
 
 def test_a_place_answered_twice_in_one_table_is_a_double_outcome(
-        clean: duckdb.DuckDBPyConnection) -> None:
+    clean: duckdb.DuckDBPyConnection,
+) -> None:
     """The outcome tables carry no unique index: the check is what catches a repeated row."""
     clean.execute("insert into enrichments select * from enrichments where place_key = 'A'")
     assert check_rows(clean, "double_outcomes") == 1

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import duckdb
 
-from placeflow.checks import run_checks
+from placeflow.state.checks import run_checks
 from placeflow.warehouse import connect
 from tests.warehouse.dataset import add_rows
 from tests.warehouse.helpers import add_run, enrich_line, keys, plan_chunk, write_lines
@@ -53,21 +53,28 @@ def test_sigkill_during_repeated_loads_leaves_one_consistent_load(tmp_path: Path
     lines = [enrich_line(k, success=i % 10 != 0) for i, k in enumerate(places)]
     path = write_lines(tmp_path / "r.jsonl.gz", lines)
     con.close()
-    with subprocess.Popen([sys.executable, "-c", LOADER, str(db), str(path)],
-                          stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
-                          env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}) as loader:
+    with subprocess.Popen(
+        [sys.executable, "-c", LOADER, str(db), str(path)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)},
+    ) as loader:
         assert loader.stdout is not None
         assert loader.stdout.readline().strip() == "loaded"
         assert loader.stdout.readline().strip() == "inside"  # the second load, mid-transaction
         loader.send_signal(signal.SIGKILL)
         loader.wait(timeout=30)
     con = connect(db)
-    counts = con.execute("select count(*), count(*) filter (where billable) from enrichments"
-                         ).fetchone()
-    ledger = con.execute("select kind, count(*), sum(credits) from credit_ledger"
-                         " group by kind order by kind").fetchall()
-    job = con.execute("select status, rows_loaded, credits_charged, credits_released"
-                      " from jobs").fetchone()
+    counts = con.execute(
+        "select count(*), count(*) filter (where billable) from enrichments"
+    ).fetchone()
+    ledger = con.execute(
+        "select kind, count(*), sum(credits) from credit_ledger group by kind order by kind"
+    ).fetchall()
+    job = con.execute(
+        "select status, rows_loaded, credits_charged, credits_released from jobs"
+    ).fetchone()
     problems = {name: n for name, n in run_checks(con).items() if n}
     con.close()
     assert counts == (5000, 4500)
@@ -89,8 +96,11 @@ CREATOR = textwrap.dedent("""
 def test_sigkill_right_after_creating_the_database(tmp_path: Path) -> None:
     """A database killed before its first checkpoint replays its WAL offline and reopens."""
     db = tmp_path / "w.duckdb"
-    subprocess.run([sys.executable, "-c", CREATOR, str(db)], check=False,
-                   env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})
+    subprocess.run(
+        [sys.executable, "-c", CREATOR, str(db)],
+        check=False,
+        env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)},
+    )
     assert Path(f"{db}.wal").exists()
     with duckdb.connect(str(db)) as con:
         assert con.execute("select key_hint from runs").fetchall() == [("…a1b2",)]

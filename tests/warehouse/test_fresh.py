@@ -13,7 +13,8 @@ import pytest
 
 from placeflow.options import RunOptions
 from placeflow.pipeline.fresh import FreshInfo, fresh_keys, mark_fresh, mark_fresh_staged
-from placeflow.pipeline.staging import DEDUPED, MARKED, Staging
+from placeflow.pipeline.staging import Staging
+from placeflow.state.records import DEDUPED, MARKED
 from placeflow.warehouse import connect
 from tests.warehouse.dataset import load
 from tests.warehouse.helpers import (
@@ -34,21 +35,35 @@ def history(con: duckdb.DuckDBPyConnection, tmp_path: Path) -> duckdb.DuckDBPyCo
     """At T0 run a validates A, B (failed), C, D; a day later run b has C failed, D again."""
     add_run(con, "a", "validate")
     plan_chunk(con, "a", 0, ["A", "B", "C", "D"], kind="validate")
-    lines = [validate_line("A"), validate_line("B", success=False), validate_line("C"),
-             validate_line("D")]
+    lines = [
+        validate_line("A"),
+        validate_line("B", success=False),
+        validate_line("C"),
+        validate_line("D"),
+    ]
     load(con, "a", 0, "validate", write_lines(tmp_path / "a.gz", lines), "job", 4, now=T0)
     add_run(con, "b", "validate")
     plan_chunk(con, "b", 0, ["C", "D"], kind="validate")
     lines = [validate_line("C", success=False), validate_line("D")]
-    load(con, "b", 0, "validate", write_lines(tmp_path / "b.gz", lines), "job", 2,
-         now=T0 + DAY)
+    load(con, "b", 0, "validate", write_lines(tmp_path / "b.gz", lines), "job", 2, now=T0 + DAY)
     return con
 
 
-def fresh(con: duckdb.DuckDBPyConnection, keys: list[str], *, now: datetime,
-          max_age: timedelta = 7 * DAY, signature: str = VALIDATE) -> list[tuple[str, str]]:
-    frame = fresh_keys(con, pl.DataFrame({"place_key": keys}, schema={"place_key": pl.String}),
-                       signature=signature, max_age=max_age, now=now)
+def fresh(
+    con: duckdb.DuckDBPyConnection,
+    keys: list[str],
+    *,
+    now: datetime,
+    max_age: timedelta = 7 * DAY,
+    signature: str = VALIDATE,
+) -> list[tuple[str, str]]:
+    frame = fresh_keys(
+        con,
+        pl.DataFrame({"place_key": keys}, schema={"place_key": pl.String}),
+        signature=signature,
+        max_age=max_age,
+        now=now,
+    )
     assert frame.columns == ["place_key", "run_id", "outcome_at"]
     return list(zip(frame["place_key"], frame["run_id"], strict=True))
 
@@ -56,7 +71,10 @@ def fresh(con: duckdb.DuckDBPyConnection, keys: list[str], *, now: datetime,
 def test_newest_successful_outcome_counts(history: duckdb.DuckDBPyConnection) -> None:
     """A failure never makes a place fresh; the newest success (not the newest outcome) does."""
     assert fresh(history, ["A", "B", "C", "D"], now=T0 + 2 * DAY) == [
-        ("A", "a"), ("C", "a"), ("D", "b")]
+        ("A", "a"),
+        ("C", "a"),
+        ("D", "b"),
+    ]
 
 
 def test_max_age_boundary(history: duckdb.DuckDBPyConnection) -> None:
@@ -107,8 +125,10 @@ def earlier_runs(con: duckdb.DuckDBPyConnection, tmp_path: Path) -> None:
         lines = [validate_line(k, success=ok) for k, ok in outcomes]
         path = write_lines(tmp_path / f"{run_id}.gz", lines)
         load(con, run_id, 0, "validate", path, "job", len(lines), now=T0 + day * DAY)
-    con.execute("update run_places set core_key = 'k' || substr(place_key, 2)"
-                " where place_key in ('P1', 'P2')")
+    con.execute(
+        "update run_places set core_key = 'k' || substr(place_key, 2)"
+        " where place_key in ('P1', 'P2')"
+    )
 
 
 def deduped_rows() -> pl.DataFrame:
@@ -136,9 +156,7 @@ def marks(frame: pl.DataFrame) -> list[tuple[str, str, str, str | None]]:
 
 
 CORE_NOTE = "fresh outcome of P1 (the same place before its region or postcode was filled)"
-HELD_NOTE = (
-    "failed 3 times in a row (last: upstream lookup failed); --retry-failed sends it again"
-)
+HELD_NOTE = "failed 3 times in a row (last: upstream lookup failed); --retry-failed sends it again"
 REKEY_WARNING = (
     "b.csv: 2 of 2 places were run before under other keys (region or postcode newly filled or"
     " mapped differently?); 1 use their earlier fresh outcomes, 1 are sent again"
@@ -167,8 +185,9 @@ def test_marks_fresh_core_fresh_and_failing_places(earlier: duckdb.DuckDBPyConne
         ("R", "submitted", "R", None),
     ]
     assert marked.columns == [*deduped_rows().columns, "outcome_key"]
-    assert info == FreshInfo(candidates=6, fresh=2, fresh_by_core=1, held_failing=1,
-                             warnings=(REKEY_WARNING,))
+    assert info == FreshInfo(
+        candidates=6, fresh=2, fresh_by_core=1, held_failing=1, warnings=(REKEY_WARNING,)
+    )
     leftovers = earlier.execute("select count(*) from duckdb_tables() where temporary").fetchall()
     assert leftovers == [(0,)]
 
@@ -176,13 +195,18 @@ def test_marks_fresh_core_fresh_and_failing_places(earlier: duckdb.DuckDBPyConne
 def test_force_retry_failed_and_age(earlier: duckdb.DuckDBPyConnection) -> None:
     """--force sends fresh places again (failing ones stay held), --retry-failed sends the
     failing ones, and outcomes older than the maximum age are not fresh."""
-    forced, info = mark_fresh(earlier, deduped_rows(), VALIDATE_RUN.model_copy(
-        update={"force": True}), now=T0 + 3 * DAY)
+    forced, info = mark_fresh(
+        earlier, deduped_rows(), VALIDATE_RUN.model_copy(update={"force": True}), now=T0 + 3 * DAY
+    )
     assert forced["disposition"].to_list().count("skipped_fresh") == 0
     assert forced["outcome_key"].to_list() == forced["place_key"].to_list()
     assert (info.fresh, info.held_failing, info.warnings) == (0, 1, ())
-    retried, info = mark_fresh(earlier, deduped_rows(), VALIDATE_RUN.model_copy(
-        update={"retry_failed": True}), now=T0 + 3 * DAY)
+    retried, info = mark_fresh(
+        earlier,
+        deduped_rows(),
+        VALIDATE_RUN.model_copy(update={"retry_failed": True}),
+        now=T0 + 3 * DAY,
+    )
     assert "held_failing" not in retried["disposition"].to_list()
     assert (info.fresh, info.held_failing) == (2, 0)
     _, info = mark_fresh(earlier, deduped_rows(), VALIDATE_RUN, now=T0 + 40 * DAY)
@@ -236,5 +260,7 @@ def test_warehouse_from_before_core_keys(tmp_path: Path) -> None:
     with closing(connect(db, read_only=True)) as read_only:
         marked, info = mark_fresh(read_only, deduped_rows(), VALIDATE_RUN, now=T0 + 3 * DAY)
     assert marked.filter(pl.col("place_key") == "Q")["disposition"].to_list() == [
-        "submitted", "duplicate"]
+        "submitted",
+        "duplicate",
+    ]
     assert info == FreshInfo(candidates=6, fresh=1, held_failing=1)

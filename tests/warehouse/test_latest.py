@@ -26,41 +26,74 @@ DAY = timedelta(days=1)
 PHONE_ONLY = "enrich|phone|no-summary"
 
 
-def _run(con: duckdb.DuckDBPyConnection, tmp: Path, run_id: str, kind: str, day: int,
-         lines: list[dict[str, object]], signature: str | None = None,
-         attributes: list[str] | None = None) -> None:
+def _run(
+    con: duckdb.DuckDBPyConnection,
+    tmp: Path,
+    run_id: str,
+    kind: str,
+    day: int,
+    lines: list[dict[str, object]],
+    signature: str | None = None,
+    attributes: list[str] | None = None,
+) -> None:
     at = T0 + day * DAY
-    extra = {} if signature is None else {"signature": signature,
-                                          "attributes": signature.split("|")[1]}
+    extra = (
+        {} if signature is None else {"signature": signature, "attributes": signature.split("|")[1]}
+    )
     add_run(con, run_id, kind, created_at=at, **extra)
     keys = [str(line["id"]) for line in lines]
     plan_chunk(con, run_id, 0, keys, kind=kind, attributes=attributes)
-    load(con, run_id, 0, kind, write_lines(tmp / f"{run_id}.jsonl.gz", lines), "job",
-         len(keys), now=at)
+    load(
+        con,
+        run_id,
+        0,
+        kind,
+        write_lines(tmp / f"{run_id}.jsonl.gz", lines),
+        "job",
+        len(keys),
+        now=at,
+    )
 
 
 def _latest(con: duckdb.DuckDBPyConnection, key: str) -> dict[str, object]:
     frame: pl.DataFrame = con.sql(
-        "select * from places_latest where place_key = ?", params=[key]).pl()
+        "select * from places_latest where place_key = ?", params=[key]
+    ).pl()
     return frame.row(0, named=True)
 
 
-def test_a_validation_does_not_hide_the_enrichment(con: duckdb.DuckDBPyConnection,
-                                                   tmp_path: Path) -> None:
+def test_a_validation_does_not_hide_the_enrichment(
+    con: duckdb.DuckDBPyConnection, tmp_path: Path
+) -> None:
     """Enrich then validate: the verdict is the validation's, the phone and website the
     enrichment's."""
     _run(con, tmp_path, "e1", "enrich", 0, [enrich_line("A")])
-    _run(con, tmp_path, "v2", "validate", 1,
-         [validate_line("A", operational_status={"status": "closed", "closure_confidence": 0.8,
-                                                 "closure_reason": "permanent"})])
+    _run(
+        con,
+        tmp_path,
+        "v2",
+        "validate",
+        1,
+        [
+            validate_line(
+                "A",
+                operational_status={
+                    "status": "closed",
+                    "closure_confidence": 0.8,
+                    "closure_reason": "permanent",
+                },
+            )
+        ],
+    )
     row = _latest(con, "A")
     assert (row["run_id"], row["mode"], row["operational_status"]) == ("v2", "validate", "closed")
     assert (row["phone_number"], row["website_url"]) == ("+14155550100", "https://example.com")
     assert row["phone_confidence"] == "high"
 
 
-def test_a_newer_failure_hides_no_good_value(con: duckdb.DuckDBPyConnection,
-                                             tmp_path: Path) -> None:
+def test_a_newer_failure_hides_no_good_value(
+    con: duckdb.DuckDBPyConnection, tmp_path: Path
+) -> None:
     """A newer failed enrichment leaves the older verdict and values in place; a place that
     only failed shows its error."""
     _run(con, tmp_path, "e1", "enrich", 0, [enrich_line("A"), enrich_line("B", success=False)])
@@ -72,7 +105,8 @@ def test_a_newer_failure_hides_no_good_value(con: duckdb.DuckDBPyConnection,
 
 
 def test_each_attribute_comes_from_the_newest_enrichment_that_asked_for_it(
-        con: duckdb.DuckDBPyConnection, tmp_path: Path) -> None:
+    con: duckdb.DuckDBPyConnection, tmp_path: Path
+) -> None:
     """A later phone-only enrichment updates the phone and keeps the earlier website."""
     newer = enrich_line("A", status=None, operational_status=None)
     newer["attributes"] = {"phone": attribute({"number": "+14155550199"})}
@@ -83,8 +117,9 @@ def test_each_attribute_comes_from_the_newest_enrichment_that_asked_for_it(
     assert row["run_id"] == "e1"  # the verdict: e2 did not ask for existence or open_closed
 
 
-def test_an_outcome_is_fresh_for_any_request_it_answers(con: duckdb.DuckDBPyConnection,
-                                                        tmp_path: Path) -> None:
+def test_an_outcome_is_fresh_for_any_request_it_answers(
+    con: duckdb.DuckDBPyConnection, tmp_path: Path
+) -> None:
     """After a default enrichment, a validate and a phone-only enrich find the place fresh; a
     validation makes no enrichment fresh; a failed enrichment makes nothing fresh."""
     _run(con, tmp_path, "e1", "enrich", 0, [enrich_line("A"), enrich_line("B", success=False)])

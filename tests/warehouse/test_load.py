@@ -25,16 +25,32 @@ from tests.warehouse.helpers import (
 )
 
 
-def load(con: duckdb.DuckDBPyConnection, path: Path, *, kind: str = "enrich",
-         billing: str = "job", held: int | None = None, chunk_no: int = 0,
-         **kwargs: Any) -> LoadInfo:
-    rows = con.execute("select rows from jobs where run_id = 'r1' and chunk_no = ?",
-                       [chunk_no]).fetchone()
+def load(
+    con: duckdb.DuckDBPyConnection,
+    path: Path,
+    *,
+    kind: str = "enrich",
+    billing: str = "job",
+    held: int | None = None,
+    chunk_no: int = 0,
+    **kwargs: Any,
+) -> LoadInfo:
+    rows = con.execute(
+        "select rows from jobs where run_id = 'r1' and chunk_no = ?", [chunk_no]
+    ).fetchone()
     assert rows is not None
-    return load_result(con, run_id="r1", chunk_no=chunk_no, kind=kind,  # type: ignore[arg-type]
-                       path=path, billing=billing,  # type: ignore[arg-type]
-                       held=rows[0] if held is None else held, ref=f"ref{chunk_no}",
-                       now=T0, **kwargs)
+    return load_result(
+        con,
+        run_id="r1",
+        chunk_no=chunk_no,
+        kind=kind,  # type: ignore[arg-type]
+        path=path,
+        billing=billing,  # type: ignore[arg-type]
+        held=rows[0] if held is None else held,
+        ref=f"ref{chunk_no}",
+        now=T0,
+        **kwargs,
+    )
 
 
 def snapshot(con: duckdb.DuckDBPyConnection) -> dict[str, list[tuple[Any, ...]]]:
@@ -56,22 +72,28 @@ def chunk(con: duckdb.DuckDBPyConnection) -> list[str]:
 
 
 def test_load_writes_one_row_per_line_in_position_order(
-        con: duckdb.DuckDBPyConnection, chunk: list[str], tmp_path: Path) -> None:
+    con: duckdb.DuckDBPyConnection, chunk: list[str], tmp_path: Path
+) -> None:
     """Each line becomes one enrichments row at its line's position, the job marked loaded."""
     path = write_lines(tmp_path / "r.jsonl.gz", [enrich_line(k) for k in chunk])
     info = load(con, path)
     assert info == LoadInfo(rows=5, succeeded=5, failed=0, billable=5, charged=5, released=0)
-    rows = con.execute("select place_key, position, chunk_no, phone_number, website_url,"
-                       " enriched_at from enrichments order by position").fetchall()
+    rows = con.execute(
+        "select place_key, position, chunk_no, phone_number, website_url,"
+        " enriched_at from enrichments order by position"
+    ).fetchall()
     assert [(r[0], r[1], r[2]) for r in rows] == [(k, i, 0) for i, k in enumerate(chunk)]
     assert rows[0][3:] == ("+14155550100", "https://example.com", T0)
-    job = con.execute("select status, rows_loaded, credits_charged, credits_released,"
-                      " loaded_at, result_path, error from jobs").fetchone()
+    job = con.execute(
+        "select status, rows_loaded, credits_charged, credits_released,"
+        " loaded_at, result_path, error from jobs"
+    ).fetchone()
     assert job == ("loaded", 5, 5, 0, T0, str(path), None)
 
 
 def test_loading_a_chunk_twice_leaves_the_same_rows(
-        con: duckdb.DuckDBPyConnection, chunk: list[str], tmp_path: Path) -> None:
+    con: duckdb.DuckDBPyConnection, chunk: list[str], tmp_path: Path
+) -> None:
     """A second load of the same file replaces, never duplicates, outcomes and ledger rows."""
     lines = [enrich_line(k) for k in chunk]
     lines[1] = enrich_line(chunk[1], success=False)
@@ -83,7 +105,10 @@ def test_loading_a_chunk_twice_leaves_the_same_rows(
     assert snapshot(con) == before
     assert len(before["enrichments"]) == 5
     assert [(r[3], r[4]) for r in before["credit_ledger"]] == [
-        ("charge", 4), ("hold", 5), ("release", 1)]
+        ("charge", 4),
+        ("hold", 5),
+        ("release", 1),
+    ]
 
 
 def wrong_files(chunk: list[str]) -> dict[str, list[dict[str, Any] | str]]:
@@ -112,7 +137,8 @@ WHY = {
 
 @pytest.mark.parametrize("case", list(wrong_files(keys(5))))
 def test_a_file_that_does_not_match_its_chunk_writes_nothing(
-        con: duckdb.DuckDBPyConnection, chunk: list[str], tmp_path: Path, case: str) -> None:
+    con: duckdb.DuckDBPyConnection, chunk: list[str], tmp_path: Path, case: str
+) -> None:
     """A file with wrong count, order, ids or content raises LoadError saying which; the earlier
     load stays."""
     load(con, write_lines(tmp_path / "good.jsonl.gz", [enrich_line(k) for k in chunk]))
@@ -126,7 +152,8 @@ def test_a_file_that_does_not_match_its_chunk_writes_nothing(
 
 
 def test_a_file_that_is_not_gzip_is_a_load_error(
-        con: duckdb.DuckDBPyConnection, chunk: list[str], tmp_path: Path) -> None:
+    con: duckdb.DuckDBPyConnection, chunk: list[str], tmp_path: Path
+) -> None:
     """An unreadable file raises LoadError and writes nothing."""
     path = tmp_path / "r.jsonl.gz"
     path.write_bytes(b"not gzip at all")
@@ -137,11 +164,13 @@ def test_a_file_that_is_not_gzip_is_a_load_error(
 
 
 def test_a_gzip_stream_that_breaks_off_is_a_load_error(
-        con: duckdb.DuckDBPyConnection, chunk: list[str], tmp_path: Path) -> None:
+    con: duckdb.DuckDBPyConnection, chunk: list[str], tmp_path: Path
+) -> None:
     """A file cut short inside its gzip stream (the fetch leaves that proof to this read)
     raises LoadError and writes nothing, even when the lines before the cut are whole."""
-    body = gzip.compress(b"".join(
-        json.dumps(enrich_line(k)).encode() + b"\n" for k in chunk), mtime=0)
+    body = gzip.compress(
+        b"".join(json.dumps(enrich_line(k)).encode() + b"\n" for k in chunk), mtime=0
+    )
     path = tmp_path / "r.jsonl.gz"
     path.write_bytes(body[:-8])
     with pytest.raises(LoadError, match="cannot be read"):
@@ -151,27 +180,45 @@ def test_a_gzip_stream_that_breaks_off_is_a_load_error(
 
 
 def test_a_chunk_with_no_planned_places_is_a_load_error(
-        con: duckdb.DuckDBPyConnection, chunk: list[str], tmp_path: Path) -> None:
+    con: duckdb.DuckDBPyConnection, chunk: list[str], tmp_path: Path
+) -> None:
     """Loading into a chunk the run never planned raises LoadError."""
     path = write_lines(tmp_path / "r.jsonl.gz", [enrich_line(k) for k in chunk])
     with pytest.raises(LoadError, match="no planned places"):
-        load_result(con, run_id="r1", chunk_no=7, kind="enrich", path=path, billing="job",
-                    held=5, ref="x")
+        load_result(
+            con, run_id="r1", chunk_no=7, kind="enrich", path=path, billing="job", held=5, ref="x"
+        )
 
 
 ENRICH_BILLABLE = {
     "every value found": (enrich_line("k"), True),
-    "one value only": (enrich_line("k", attributes={"phone": attribute({"number": "1"})},
-                                   status=None, operational_status=None), True),
+    "one value only": (
+        enrich_line(
+            "k",
+            attributes={"phone": attribute({"number": "1"})},
+            status=None,
+            operational_status=None,
+        ),
+        True,
+    ),
     "only an operational status": (enrich_line("k", attributes={}, status=None), True),
     "a status block with a null confidence": (
-        enrich_line("k", attributes=None, status={"existence_confidence": None},
-                    operational_status=None), True),
-    "nothing found": (enrich_line("k", attributes={"phone": attribute(None)}, status=None,
-                                  operational_status=None), False),
+        enrich_line(
+            "k", attributes=None, status={"existence_confidence": None}, operational_status=None
+        ),
+        True,
+    ),
+    "nothing found": (
+        enrich_line(
+            "k", attributes={"phone": attribute(None)}, status=None, operational_status=None
+        ),
+        False,
+    ),
     "a failed row": (enrich_line("k", success=False), False),
-    "a failed row carrying values": (enrich_line("k", success=False,
-                                                 attributes={"phone": attribute({"n": 1})}), False),
+    "a failed row carrying values": (
+        enrich_line("k", success=False, attributes={"phone": attribute({"n": 1})}),
+        False,
+    ),
 }
 
 
@@ -196,8 +243,7 @@ VALIDATE_BILLABLE = {
 
 
 @pytest.mark.parametrize("case", list(VALIDATE_BILLABLE))
-def test_validate_billable_rule(con: duckdb.DuckDBPyConnection, tmp_path: Path,
-                                case: str) -> None:
+def test_validate_billable_rule(con: duckdb.DuckDBPyConnection, tmp_path: Path, case: str) -> None:
     """Validate rows are billable when they succeeded with a confidence or a status."""
     add_run(con, "r1", "validate")
     plan_chunk(con, "r1", 0, ["k"], kind="validate")
@@ -207,12 +253,14 @@ def test_validate_billable_rule(con: duckdb.DuckDBPyConnection, tmp_path: Path,
 
 
 def ledger(con: duckdb.DuckDBPyConnection) -> list[tuple[Any, ...]]:
-    return con.execute("select chunk_no, ref, kind, credits from credit_ledger"
-                       " where kind <> 'hold' order by kind").fetchall()
+    return con.execute(
+        "select chunk_no, ref, kind, credits from credit_ledger where kind <> 'hold' order by kind"
+    ).fetchall()
 
 
 def test_job_billing_charges_billable_rows_and_releases_the_rest(
-        con: duckdb.DuckDBPyConnection, chunk: list[str], tmp_path: Path) -> None:
+    con: duckdb.DuckDBPyConnection, chunk: list[str], tmp_path: Path
+) -> None:
     """A job charges its billable rows and releases the rest of its hold."""
     lines = [enrich_line(k) for k in chunk]
     lines[0] = enrich_line(chunk[0], success=False)
@@ -224,7 +272,8 @@ def test_job_billing_charges_billable_rows_and_releases_the_rest(
 
 
 def test_job_with_nothing_billable_writes_only_a_release(
-        con: duckdb.DuckDBPyConnection, chunk: list[str], tmp_path: Path) -> None:
+    con: duckdb.DuckDBPyConnection, chunk: list[str], tmp_path: Path
+) -> None:
     """A charge of 0 is not written; the whole hold is released."""
     path = write_lines(tmp_path / "r.jsonl.gz", [enrich_line(k, success=False) for k in chunk])
     load(con, path)
@@ -232,30 +281,40 @@ def test_job_with_nothing_billable_writes_only_a_release(
 
 
 def test_sync_billing_charges_answered_rows_without_release(
-        con: duckdb.DuckDBPyConnection, tmp_path: Path) -> None:
+    con: duckdb.DuckDBPyConnection, tmp_path: Path
+) -> None:
     """A synchronous batch is charged per answered place (billable or not), never released."""
     add_run(con, "r1")
     places = keys(3)
     plan_chunk(con, "r1", 0, places, route="sync")
-    lines = [enrich_line(places[0]), enrich_line(places[1], success=False),
-             enrich_line(places[2], attributes={}, status=None, operational_status=None)]
+    lines = [
+        enrich_line(places[0]),
+        enrich_line(places[1], success=False),
+        enrich_line(places[2], attributes={}, status=None, operational_status=None),
+    ]
     info = load(con, write_lines(tmp_path / "r.jsonl.gz", lines), billing="sync", held=0)
     assert (info.charged, info.released, info.billable) == (2, 0, 1)
     assert ledger(con) == [(0, "ref0", "charge", 2)]
 
 
 def test_sync_batch_that_failed_entirely_writes_no_ledger_rows(
-        con: duckdb.DuckDBPyConnection, tmp_path: Path) -> None:
+    con: duckdb.DuckDBPyConnection, tmp_path: Path
+) -> None:
     """No answered place, no charge: the ledger gets nothing."""
     add_run(con, "r1")
     plan_chunk(con, "r1", 0, ["k"], route="sync")
-    load(con, write_lines(tmp_path / "r.jsonl.gz", [enrich_line("k", success=False)]),
-         billing="sync", held=0)
+    load(
+        con,
+        write_lines(tmp_path / "r.jsonl.gz", [enrich_line("k", success=False)]),
+        billing="sync",
+        held=0,
+    )
     assert ledger(con) == []
 
 
 def test_partial_file_of_a_cancelled_job(
-        con: duckdb.DuckDBPyConnection, chunk: list[str], tmp_path: Path) -> None:
+    con: duckdb.DuckDBPyConnection, chunk: list[str], tmp_path: Path
+) -> None:
     """partial=True loads the processed prefix, releases the unprocessed hold and says so."""
     path = write_lines(tmp_path / "r.jsonl.gz", [enrich_line(k) for k in chunk[:2]])
     with pytest.raises(LoadError):
@@ -267,7 +326,8 @@ def test_partial_file_of_a_cancelled_job(
 
 
 def test_a_file_must_hold_the_lines_its_job_reported(
-        con: duckdb.DuckDBPyConnection, chunk: list[str], tmp_path: Path) -> None:
+    con: duckdb.DuckDBPyConnection, chunk: list[str], tmp_path: Path
+) -> None:
     """Given the line count the job reported, a file holding another count (here a cancelled
     job's prefix one line short of it) raises LoadError and writes nothing."""
     path = write_lines(tmp_path / "r.jsonl.gz", [enrich_line(k) for k in chunk[:2]])
@@ -283,36 +343,61 @@ def test_tolerant_parsing(con: duckdb.DuckDBPyConnection, tmp_path: Path) -> Non
     places = keys(4)
     plan_chunk(con, "r1", 0, places, attributes=["phone", "website", "existence"])
     lines = [
-        enrich_line(places[0], novel_field={"nested": [1, 2]}, another=3,
-                    operational_status=operational("zombie", 0.4, "eaten")),
-        enrich_line(places[1], attributes={"phone": attribute({"number": "+1"}, "very high"),
-                                           "unheard_of": attribute({"x": 1})}),
-        enrich_line(places[2], attributes={
-            "phone": {"value": "+4930123", "confidence": "low", "status": "estimated"},
-            "website": {"value": None, "confidence": None, "status": "cost_capped"},
-            "email": {"value": {"email": "a@b.c"}, "as_of": "not a date", "confidence": "high"},
-        }),
-        enrich_line(places[3], attributes=None, status=None, operational_status=None,
-                    enrichment_timestamp="yesterday-ish"),
+        enrich_line(
+            places[0],
+            novel_field={"nested": [1, 2]},
+            another=3,
+            operational_status=operational("zombie", 0.4, "eaten"),
+        ),
+        enrich_line(
+            places[1],
+            attributes={
+                "phone": attribute({"number": "+1"}, "very high"),
+                "unheard_of": attribute({"x": 1}),
+            },
+        ),
+        enrich_line(
+            places[2],
+            attributes={
+                "phone": {"value": "+4930123", "confidence": "low", "status": "estimated"},
+                "website": {"value": None, "confidence": None, "status": "cost_capped"},
+                "email": {"value": {"email": "a@b.c"}, "as_of": "not a date", "confidence": "high"},
+            },
+        ),
+        enrich_line(
+            places[3],
+            attributes=None,
+            status=None,
+            operational_status=None,
+            enrichment_timestamp="yesterday-ish",
+        ),
     ]
     load(con, write_lines(tmp_path / "r.jsonl.gz", lines))
     rows = con.execute(
         "select operational_status, closure_reason, phone_confidence, phone_number,"
         " phone_status, website_value, website_status, website_url, email_address,"
         " email_as_of, enriched_at, attributes_requested"
-        " from enrichments order by position").fetchall()
+        " from enrichments order by position"
+    ).fetchall()
     assert rows[0][:2] == ("zombie", "eaten")
     assert rows[1][2:5] == ("very high", "+1", None)
     assert rows[1][5] is None
-    assert rows[2][2:10] == ("low", "+4930123", "estimated", None, "cost_capped", None,
-                             "a@b.c", None)
+    assert rows[2][2:10] == (
+        "low",
+        "+4930123",
+        "estimated",
+        None,
+        "cost_capped",
+        None,
+        "a@b.c",
+        None,
+    )
     assert rows[3][:10] == (None,) * 10
     assert rows[3][10] is None
     assert {r[11] for r in rows} == {"phone,website,existence"}
 
 
-def test_all_null_columns_keep_their_types(con: duckdb.DuckDBPyConnection,
-                                           tmp_path: Path) -> None:
+def test_all_null_columns_keep_their_types(con: duckdb.DuckDBPyConnection, tmp_path: Path) -> None:
     """A file where every row lacks a field still loads typed (explicit columns, no guessing)."""
     add_run(con, "r1", "validate")
     places = keys(3)
@@ -320,17 +405,21 @@ def test_all_null_columns_keep_their_types(con: duckdb.DuckDBPyConnection,
     lines = [{"success": True, "id": k} for k in places]
     info = load(con, write_lines(tmp_path / "r.jsonl.gz", lines), kind="validate")
     assert (info.rows, info.billable) == (3, 0)
-    row = con.execute("select existence_confidence, operational_status, validated_at,"
-                      " typeof(existence_confidence) from validations limit 1").fetchone()
+    row = con.execute(
+        "select existence_confidence, operational_status, validated_at,"
+        " typeof(existence_confidence) from validations limit 1"
+    ).fetchone()
     assert row == (None, None, None, "DOUBLE")
 
 
 def test_default_attributes_when_the_request_names_none(
-        con: duckdb.DuckDBPyConnection, chunk: list[str], tmp_path: Path) -> None:
+    con: duckdb.DuckDBPyConnection, chunk: list[str], tmp_path: Path
+) -> None:
     """attributes_requested falls back to the spec's default list."""
     load(con, write_lines(tmp_path / "r.jsonl.gz", [enrich_line(k) for k in chunk]))
     assert con.execute("select distinct attributes_requested from enrichments").fetchall() == [
-        ("opening_hours,phone,website,existence,open_closed",)]
+        ("opening_hours,phone,website,existence,open_closed",)
+    ]
 
 
 class CountingConnection:
@@ -346,7 +435,8 @@ class CountingConnection:
 
 
 def test_ten_thousand_row_enrich_file_loads_in_as_many_statements_as_ten(
-        con: duckdb.DuckDBPyConnection, tmp_path: Path) -> None:
+    con: duckdb.DuckDBPyConnection, tmp_path: Path
+) -> None:
     """A full 10,000-row enrich chunk loads (typed, verified, billed) in the same statements as
     a 10-row one: DuckDB reads the file whole, nothing is done per row."""
     add_run(con, "r1")
@@ -356,16 +446,27 @@ def test_ten_thousand_row_enrich_file_loads_in_as_many_statements_as_ten(
         plan_chunk(con, "r1", chunk_no, places)
         path = write_lines(tmp_path / f"r{chunk_no}.jsonl.gz", [enrich_line(k) for k in places])
         counting: Any = CountingConnection(con)  # stands in for the connection it wraps
-        info = load_result(counting, run_id="r1", chunk_no=chunk_no, kind="enrich", path=path,
-                           billing="job", held=size, ref=f"job_r1_{chunk_no}")
+        info = load_result(
+            counting,
+            run_id="r1",
+            chunk_no=chunk_no,
+            kind="enrich",
+            path=path,
+            billing="job",
+            held=size,
+            ref=f"job_r1_{chunk_no}",
+        )
         assert info.rows == size
         counts.append(counting.statements)
     assert counts[0] == counts[1], counts
 
 
 SANDBOX_CASES: dict[str, tuple[str, list[str] | None, str | None]] = {
-    "enrich, every attribute": ("enrich", ["opening_hours", "phone", "website", "facebook",
-                                           "instagram", "tiktok", "email"], None),
+    "enrich, every attribute": (
+        "enrich",
+        ["opening_hours", "phone", "website", "facebook", "instagram", "tiktok", "email"],
+        None,
+    ),
     "enrich, cells": ("enrich", ["phone", "email"], "cell"),
     "enrich, default attributes": ("enrich", None, None),
     "validate": ("validate", None, None),
@@ -374,7 +475,8 @@ SANDBOX_CASES: dict[str, tuple[str, list[str] | None, str | None]] = {
 
 @pytest.mark.parametrize("case", list(SANDBOX_CASES))
 def test_sandbox_result_lines_bill_as_the_sandbox_does(
-        con: duckdb.DuckDBPyConnection, tmp_path: Path, case: str) -> None:
+    con: duckdb.DuckDBPyConnection, tmp_path: Path, case: str
+) -> None:
     """Realistic sandbox lines load whole, with the billable count the sandbox charges."""
     from placeflow.emulator.synth import SynthSettings, render_job_lines
 
@@ -383,15 +485,24 @@ def test_sandbox_result_lines_bill_as_the_sandbox_does(
     extra: dict[str, Any] = {"attributes": attributes} if attributes else {}
     if response_format:
         extra["response_format"] = response_format
-    pois = [{"id": k, "poi_name": f"Cafe {i}", "city": "Berlin", "country": "DE", **extra}
-            for i, k in enumerate(places)]
-    body, tally = render_job_lines(kind, pois,  # type: ignore[arg-type]
-                                   settings=SynthSettings(), now="2026-11-01T12:00:00Z")
+    pois = [
+        {"id": k, "poi_name": f"Cafe {i}", "city": "Berlin", "country": "DE", **extra}
+        for i, k in enumerate(places)
+    ]
+    body, tally = render_job_lines(
+        kind,
+        pois,  # type: ignore[arg-type]
+        settings=SynthSettings(),
+        now="2026-11-01T12:00:00Z",
+    )
     path = tmp_path / "result.jsonl.gz"
     path.write_bytes(gzip.compress(body))
     add_run(con, "r1", kind)
     plan_chunk(con, "r1", 0, places, kind=kind, attributes=attributes)
     info = load(con, path, kind=kind)
     assert (info.rows, info.succeeded, info.billable) == (
-        tally.rows, tally.succeeded, tally.billable)
+        tally.rows,
+        tally.succeeded,
+        tally.billable,
+    )
     assert (info.charged, info.released) == (tally.billable, 500 - tally.billable)

@@ -31,33 +31,53 @@ def history(con: duckdb.DuckDBPyConnection, tmp_path: Path) -> duckdb.DuckDBPyCo
     add_run(con, "v1", "validate", status="completed")
     add_rows(con, "v1", [("A", "submitted"), ("B", "submitted")])
     plan_chunk(con, "v1", 0, ["A", "B"], kind="validate")
-    lines = [validate_line("A"), validate_line("B", operational_status=operational(
-        "closed", 0.9, "permanent"))]
+    lines = [
+        validate_line("A"),
+        validate_line("B", operational_status=operational("closed", 0.9, "permanent")),
+    ]
     load(con, "v1", 0, "validate", write_lines(tmp_path / "v1.gz", lines), "job", 2)
 
-    add_run(con, "e1", "enrich", status="completed", credits_estimated=2, usage_before=50,
-            usage_after=51)
+    add_run(
+        con,
+        "e1",
+        "enrich",
+        status="completed",
+        credits_estimated=2,
+        usage_before=50,
+        usage_after=51,
+    )
     add_rows(con, "e1", [("A", "submitted"), ("C", "submitted")])
     plan_chunk(con, "e1", 0, ["A", "C"])
-    lines = [enrich_line("A", attributes={"phone": attribute({"number": "+1555"})}),
-             enrich_line("C", success=False)]
-    load(con, "e1", 0, "enrich", write_lines(tmp_path / "e1.gz", lines), "job", 2,
-         now=T0 + HOUR)
+    lines = [
+        enrich_line("A", attributes={"phone": attribute({"number": "+1555"})}),
+        enrich_line("C", success=False),
+    ]
+    load(con, "e1", 0, "enrich", write_lines(tmp_path / "e1.gz", lines), "job", 2, now=T0 + HOUR)
 
     add_run(con, "v2", "validate", status="completed")
     add_rows(con, "v2", [("B", "submitted")])
     plan_chunk(con, "v2", 0, ["B"], kind="validate", route="sync")
-    load(con, "v2", 0, "validate", write_lines(tmp_path / "v2.gz", [validate_line("B")]),
-         "sync", 0, now=T0 + 2 * HOUR)
+    load(
+        con,
+        "v2",
+        0,
+        "validate",
+        write_lines(tmp_path / "v2.gz", [validate_line("B")]),
+        "sync",
+        0,
+        now=T0 + 2 * HOUR,
+    )
     return con
 
 
 def test_place_outcomes_unions_both_kinds_with_signatures(
-        history: duckdb.DuckDBPyConnection) -> None:
+    history: duckdb.DuckDBPyConnection,
+) -> None:
     """Every outcome appears once, with its mode, its run's signature and its load time."""
     rows = history.execute(
         "select run_id, place_key, mode, signature, success, operational_status, outcome_at"
-        " from place_outcomes order by outcome_at, place_key").fetchall()
+        " from place_outcomes order by outcome_at, place_key"
+    ).fetchall()
     assert rows == [
         ("v1", "A", "validate", SIGNATURES["validate"], True, "open", T0),
         ("v1", "B", "validate", SIGNATURES["validate"], True, "closed", T0),
@@ -68,18 +88,35 @@ def test_place_outcomes_unions_both_kinds_with_signatures(
 
 
 def test_places_latest_keeps_the_newest_outcome_per_place(
-        history: duckdb.DuckDBPyConnection) -> None:
+    history: duckdb.DuckDBPyConnection,
+) -> None:
     """One row per place: its newest outcome, enrichment columns null for a validation."""
     rows = history.execute(
         "select place_key, run_id, mode, success, operational_status, phone_number,"
         " phone_confidence, attributes_requested from places_latest order by place_key"
     ).fetchall()
     assert rows == [
-        ("A", "e1", "enrich", True, "open", "+1555", "high",
-         "opening_hours,phone,website,existence,open_closed"),
+        (
+            "A",
+            "e1",
+            "enrich",
+            True,
+            "open",
+            "+1555",
+            "high",
+            "opening_hours,phone,website,existence,open_closed",
+        ),
         ("B", "v2", "validate", True, "open", None, None, None),
-        ("C", "e1", "enrich", False, None, None, None,
-         "opening_hours,phone,website,existence,open_closed"),
+        (
+            "C",
+            "e1",
+            "enrich",
+            False,
+            None,
+            None,
+            None,
+            "opening_hours,phone,website,existence,open_closed",
+        ),
     ]
 
 
@@ -87,7 +124,8 @@ def test_run_credits_sums_the_ledger_against_usage(history: duckdb.DuckDBPyConne
     """Per run: estimate, held, charged, released, usage delta and what the ledger leaves over."""
     rows = history.execute(
         "select run_id, estimated, held, charged, released, usage_delta, ledger_vs_usage"
-        " from run_credits order by run_id").fetchall()
+        " from run_credits order by run_id"
+    ).fetchall()
     assert rows == [
         ("e1", 2, 2, 1, 1, 1, 0),
         ("v1", None, 2, 2, 0, None, None),

@@ -39,8 +39,10 @@ def test_connect_creates_the_database_and_its_parent(tmp_path: Path) -> None:
     path = tmp_path / "deep" / "er" / "w.duckdb"
     con = connect(path)
     tables = {r[0] for r in con.execute("select table_name from duckdb_tables()").fetchall()}
-    views = {r[0] for r in con.execute(
-        "select view_name from duckdb_views() where not internal").fetchall()}
+    views = {
+        r[0]
+        for r in con.execute("select view_name from duckdb_views() where not internal").fetchall()
+    }
     con.close()
     assert path.is_file()
     assert tables == TABLES
@@ -129,7 +131,9 @@ def test_second_writer_gets_warehouse_busy(tmp_path: Path) -> None:
     path = tmp_path / "w.duckdb"
     with subprocess.Popen(
         [sys.executable, "-c", HOLDER, str(path)],
-        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
     ) as holder:
         assert holder.stdin is not None and holder.stdout is not None
         try:
@@ -183,34 +187,39 @@ def test_nested_transaction_joins_the_outer_one(con: duckdb.DuckDBPyConnection) 
         insert_then_fail(con, "902", nested=True)
     assert not warehouse.in_transaction(con)
     assert con.execute(
-        "select count(*) from schema_migrations where version = '902'").fetchone() == (0,)
+        "select count(*) from schema_migrations where version = '902'"
+    ).fetchone() == (0,)
 
 
 def test_insert_frame_matches_columns_by_name(con: duckdb.DuckDBPyConnection) -> None:
     """insert_frame appends by column name, fills defaults, and handles all-null columns."""
-    frame = pl.DataFrame({
-        "disposition": ["submitted", "rejected"],
-        "place_key": ["k1", None],
-        "run_id": ["r", "r"],
-        "row_ord": [0, 1],
-        "source_file": ["a.csv", "a.csv"],
-        "source_row": [1, 2],
-        "source_id": [None, None],
-    })
+    frame = pl.DataFrame(
+        {
+            "disposition": ["submitted", "rejected"],
+            "place_key": ["k1", None],
+            "run_id": ["r", "r"],
+            "row_ord": [0, 1],
+            "source_file": ["a.csv", "a.csv"],
+            "source_row": [1, 2],
+            "source_id": [None, None],
+        }
+    )
     assert insert_frame(con, "run_rows", frame) == 2
     assert insert_frame(con, "run_rows", frame.clear()) == 0
-    rows = con.execute("select row_ord, place_key, source_id, note from run_rows"
-                       " order by row_ord").fetchall()
+    rows = con.execute(
+        "select row_ord, place_key, source_id, note from run_rows order by row_ord"
+    ).fetchall()
     assert rows == [(0, "k1", None, None), (1, None, None, None)]
     with pytest.raises(ValueError, match="not a table"):
         insert_frame(con, "runs; drop table runs", frame)
 
 
-def test_key_hint_holds_at_most_four_characters_of_the_key(
-        con: duckdb.DuckDBPyConnection) -> None:
+def test_key_hint_holds_at_most_four_characters_of_the_key(con: duckdb.DuckDBPyConnection) -> None:
     """runs.key_hint accepts 'a1b2' and '…a1b2' and refuses anything longer."""
-    insert = ("insert into runs (run_id, created_at, status, mode, signature, key_hint)"
-              " values (?, now(), 'running', 'validate', 'validate||no-summary', ?)")
+    insert = (
+        "insert into runs (run_id, created_at, status, mode, signature, key_hint)"
+        " values (?, now(), 'running', 'validate', 'validate||no-summary', ?)"
+    )
     con.execute(insert, ["r1", "a1b2"])
     con.execute(insert, ["r2", "…a1b2"])
     with pytest.raises(duckdb.ConstraintException):
@@ -241,21 +250,31 @@ def test_migration_013_keeps_the_plan_and_drops_its_indexes() -> None:
         if version < "013":
             con.execute(sql_text(f"schema/{version}_{name}"))
             con.execute("insert into schema_migrations values (?, ?, now())", [version, name])
-    con.execute("insert into run_rows (run_id, row_ord, source_file, source_row, place_key,"
-                " disposition) values ('r1', 0, 'a.csv', 1, 'A', 'submitted')")
-    con.execute("insert into run_places (run_id, place_key, chunk_no, position, request)"
-                " values ('r1', 'A', 0, 0, '{}')")
+    con.execute(
+        "insert into run_rows (run_id, row_ord, source_file, source_row, place_key,"
+        " disposition) values ('r1', 0, 'a.csv', 1, 'A', 'submitted')"
+    )
+    con.execute(
+        "insert into run_places (run_id, place_key, chunk_no, position, request)"
+        " values ('r1', 'A', 0, 0, '{}')"
+    )
     assert "013" in migrate(con)
     assert con.execute("select run_id, row_ord, place_key from run_rows").fetchall() == [
-        ("r1", 0, "A")]
+        ("r1", 0, "A")
+    ]
     assert con.execute("select place_key, chunk_no, request from run_places").fetchall() == [
-        ("A", 0, "{}")]
-    kinds = con.execute("select distinct constraint_type from duckdb_constraints()"
-                        " where table_name in ('run_rows', 'run_places')").fetchall()
+        ("A", 0, "{}")
+    ]
+    kinds = con.execute(
+        "select distinct constraint_type from duckdb_constraints()"
+        " where table_name in ('run_rows', 'run_places')"
+    ).fetchall()
     assert {k for (k,) in kinds} == {"CHECK", "NOT NULL"}
     with pytest.raises(duckdb.ConstraintException):
-        con.execute("insert into run_rows (run_id, row_ord, source_file, source_row, place_key,"
-                    " disposition) values ('r1', 1, 'a.csv', 2, null, 'submitted')")
+        con.execute(
+            "insert into run_rows (run_id, row_ord, source_file, source_row, place_key,"
+            " disposition) values ('r1', 1, 'a.csv', 2, null, 'submitted')"
+        )
     con.close()
 
 

@@ -19,7 +19,8 @@ from urllib.parse import quote
 
 from pydantic import BaseModel
 
-from placeflow.api.checks import (
+from placeflow.api.errors import FieldProblem, RequestRejected, TransientError, UsageUnknown
+from placeflow.api.limits import (
     Row,
     dump_rows,
     encode,
@@ -27,16 +28,12 @@ from placeflow.api.checks import (
     require_one,
     require_rows,
 )
-from placeflow.api.errors import FieldProblem, RequestRejected, TransientError, UsageUnknown
 from placeflow.api.models import (
-    MAX_ENRICH_BATCH,
-    MAX_JOB_ROWS,
     DeepResearchRequest,
     DeepResearchResponse,
     EnrichBatchRequest,
     EnrichJobSubmit,
     JobDeleteResponse,
-    JobKind,
     JobStatus,
     JobSubmitResponse,
     POIEnrichBatchResponse,
@@ -49,6 +46,7 @@ from placeflow.api.models import (
     ValidateJobSubmit,
 )
 from placeflow.api.session import ApiSession, PossibleDoubleCharge
+from placeflow.fields import MAX_ENRICH_BATCH, MAX_JOB_ROWS, JobKind
 
 __all__ = ["JobSubmission", "PlaceApiClient", "PossibleDoubleCharge"]
 

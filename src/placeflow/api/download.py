@@ -36,8 +36,8 @@ from placeflow.api.errors import (
 )
 from placeflow.api.models import JobResultFile, JobStatus
 from placeflow.api.retry import parse_timestamp
-from placeflow.api.text import printable_logger
 from placeflow.api.transport import UnsafeRedirect
+from placeflow.text import printable_logger
 
 log = printable_logger("placeflow.api.download")
 

@@ -9,7 +9,6 @@ from typing import Any
 
 import httpx
 
-from placeflow.api.checks import field_path
 from placeflow.api.errors import (
     ApiError,
     BadRequest,
@@ -29,9 +28,10 @@ from placeflow.api.errors import (
     Unprocessable,
     summarise_details,
 )
+from placeflow.api.limits import field_path
 from placeflow.api.retry import parse_retry_after, parse_timestamp
-from placeflow.api.text import cap_text
 from placeflow.redact import key_hint, redact_text
+from placeflow.text import cap_text
 
 _NEEDED_KEYS = (
     "needed_credits",

@@ -7,35 +7,22 @@ ignored and enum-like fields are plain strings, so an unfamiliar value is kept, 
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal, get_args
+from typing import Annotated, Any, Literal
 
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field
 
-from placeflow.api.text import MAX_SERVER_TEXT as MAX_SERVER_TEXT  # re-exported
-from placeflow.api.text import CappedText
-from placeflow.api.text import cap_text as cap_text  # re-exported
+from placeflow.fields import (
+    DEFAULT_ENRICH_ATTRIBUTES,
+    MAX_ENRICH_BATCH,
+    MAX_JOB_ROWS,
+    EnrichAttribute,
+)
+from placeflow.text import MAX_SERVER_TEXT as MAX_SERVER_TEXT  # re-exported
+from placeflow.text import CappedText
+from placeflow.text import cap_text as cap_text  # re-exported
 
 # --- vocabulary -------------------------------------------------------------------------
 
-ValueAttribute = Literal[
-    "opening_hours", "phone", "website", "facebook", "instagram", "tiktok", "email"
-]
-"""Enrich attributes that come back as values under `attributes`."""
-StatusAttribute = Literal["existence", "open_closed"]
-"""Enrich attributes that come back under `status` / `operational_status`."""
-EnrichAttribute = Literal[ValueAttribute, StatusAttribute]
-"""What `attributes` may name: a closed vocabulary, checked in pydantic's core."""
-
-VALUE_ATTRIBUTES: tuple[str, ...] = get_args(ValueAttribute)
-STATUS_ATTRIBUTES: tuple[str, ...] = get_args(StatusAttribute)
-ALLOWED_ENRICH_ATTRIBUTES: tuple[str, ...] = get_args(EnrichAttribute)
-DEFAULT_ENRICH_ATTRIBUTES: tuple[str, ...] = (
-    "opening_hours",
-    "phone",
-    "website",
-    "existence",
-    "open_closed",
-)
 WEEKDAYS: tuple[str, ...] = (
     "monday",
     "tuesday",
@@ -64,10 +51,6 @@ CELL_STATUSES: tuple[str, ...] = (
 )
 JOB_STATUSES: tuple[str, ...] = ("queued", "running", "completed", "failed", "cancelled")
 TERMINAL_JOB_STATUSES: frozenset[str] = frozenset({"completed", "failed", "cancelled"})
-JobKind = Literal["validate", "enrich"]
-
-MAX_ENRICH_BATCH = 10
-MAX_JOB_ROWS = 10_000
 MAX_RESEARCH_PLACES = 10
 MAX_RESEARCH_ATTRIBUTES = 20
 

@@ -28,7 +28,7 @@ from placeflow.api.eta import EtaLearner, JobTrack
 from placeflow.api.feed import JobFeed
 from placeflow.api.jobref import JobRef, anchor, job_ref
 from placeflow.api.models import JobStatus
-from placeflow.api.text import printable_logger
+from placeflow.text import printable_logger
 
 log = printable_logger("placeflow.api.poller")
 

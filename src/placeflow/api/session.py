@@ -13,12 +13,12 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from importlib.metadata import version
 from typing import Literal, Self, TypeVar
 
 import httpx
 from pydantic import BaseModel, ValidationError
 
-from placeflow import __version__
 from placeflow.api.errors import (
     ConnectionLost,
     OutcomeUnknown,
@@ -29,10 +29,9 @@ from placeflow.api.errors import (
     UnexpectedResponse,
 )
 from placeflow.api.failures import error_from_response, error_from_transport
-from placeflow.api.limiter import RateGate, RateLimiter, RateLimits
+from placeflow.api.limiter import RateGate, RateLimiter
 from placeflow.api.models import PricingCard
 from placeflow.api.retry import RetryPolicy
-from placeflow.api.text import printable_logger
 from placeflow.api.transport import (
     MAX_REDIRECTS,
     UnsafeRedirect,
@@ -42,7 +41,9 @@ from placeflow.api.transport import (
     key_only_to,
     origin,
 )
+from placeflow.fields import RateLimits
 from placeflow.redact import Secret
+from placeflow.text import printable_logger
 
 log = printable_logger("placeflow.api")
 
@@ -121,7 +122,7 @@ class ApiSession:
         self._lock = threading.Lock()
         self._double_charges: list[PossibleDoubleCharge] = []
         self._pricing: tuple[float, PricingCard] | None = None
-        agent = {"User-Agent": f"placeflow/{__version__}"}
+        agent = {"User-Agent": f"placeflow/{version('placeflow')}"}
         http_timeout = httpx.Timeout(timeout, connect=min(timeout, 10.0))
         self._http = httpx.Client(
             base_url=self.base_url,

@@ -15,8 +15,8 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from placeflow.api.checks import gc_paused
-from placeflow.api.models import EnrichJobSubmit, JobKind, ValidateJobSubmit
+from placeflow.api.limits import gc_paused
+from placeflow.api.models import EnrichJobSubmit, ValidateJobSubmit
 from placeflow.emulator.core import (
     MAX_IDEMPOTENCY_KEY,
     CoreBackend,
@@ -33,6 +33,7 @@ from placeflow.emulator.responses import (
     http_validation_error,
     parse_body,
 )
+from placeflow.fields import JobKind
 
 __all__ = ["KeyState", "SandboxBackend", "place_dicts"]
 

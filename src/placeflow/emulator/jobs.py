@@ -22,9 +22,10 @@ from dataclasses import dataclass, field, replace
 from itertools import accumulate
 from typing import Any, Literal
 
-from placeflow.api.models import TERMINAL_JOB_STATUSES, JobKind
+from placeflow.api.models import TERMINAL_JOB_STATUSES
 from placeflow.emulator.responses import iso
 from placeflow.emulator.synth import SynthSettings, render_job_rows
+from placeflow.fields import JobKind
 
 Fate = Literal["normal", "fail", "stall", "fail_midway"]
 GZIP_LEVEL = 1
@@ -80,8 +81,9 @@ class JobLines:
         assert self.body is not None
         gz = gzip.compress(self.body[: self.offsets[n]], compresslevel=GZIP_LEVEL, mtime=0)
         failed = self.failed_upto[n]
-        return ResultFile(gz, hashlib.sha256(gz).hexdigest(), n, self.billable_upto[n],
-                          n - failed, failed)
+        return ResultFile(
+            gz, hashlib.sha256(gz).hexdigest(), n, self.billable_upto[n], n - failed, failed
+        )
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,7 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from placeflow.api.checks import field_path
+from placeflow.api.limits import field_path
 
 CHECKOUT_PATH = "/checkout"
 

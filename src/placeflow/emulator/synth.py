@@ -17,13 +17,7 @@ from dataclasses import dataclass
 from json.encoder import encode_basestring_ascii
 from typing import Any, Literal
 
-from placeflow.api.models import (
-    CLOSURE_REASONS,
-    DEFAULT_ENRICH_ATTRIBUTES,
-    OPERATIONAL_STATUSES,
-    VALUE_ATTRIBUTES,
-    DeepResearchRequest,
-)
+from placeflow.api.models import CLOSURE_REASONS, OPERATIONAL_STATUSES, DeepResearchRequest
 from placeflow.emulator.synth_draws import (
     CallContext,
     id_json,
@@ -50,6 +44,7 @@ from placeflow.emulator.synth_research import (
     value_json,
 )
 from placeflow.emulator.synth_research import research_estimate as research_estimate  # re-export
+from placeflow.fields import DEFAULT_ENRICH_ATTRIBUTES, VALUE_ATTRIBUTES
 
 
 @dataclass(frozen=True)
@@ -79,8 +74,9 @@ def _validate_line(c: CallContext, poi: Mapping[str, Any]) -> tuple[str, bool]:
     if (h[3] << 8 | h[4]) < c.fail_cut:
         return f'{{"success":false,"id":{idj}{c.v_fail}', False
     _, ec, op = _status_fragments(h)
-    return (f'{{"success":true,"id":{idj},"existence_confidence":{ec},"operational_status":{op}'
-            f"{c.v_ok}"), True
+    return (
+        f'{{"success":true,"id":{idj},"existence_confidence":{ec},"operational_status":{op}{c.v_ok}'
+    ), True
 
 
 # --- enrich ------------------------------------------------------------------------------
@@ -146,9 +142,11 @@ def _enrich_line(c: CallContext, poi: Mapping[str, Any], plan: _Plan) -> tuple[s
     if g("include_summary"):
         reason = CLOSURE_REASONS[REASON_OF[h[6]]] if st == _CLOSED else None
         summary = encode_basestring_ascii(summary_sentence(poi, OPERATIONAL_STATUSES[st], reason))
-    line = (f'{{"success":true,"id":{idj},"attributes":{{{",".join(parts)}}},"status":{status},'
-            f'"operational_status":{op if plan.open_closed else "null"},"place_summary":{summary}'
-            f"{c.e_ok}")
+    line = (
+        f'{{"success":true,"id":{idj},"attributes":{{{",".join(parts)}}},"status":{status},'
+        f'"operational_status":{op if plan.open_closed else "null"},"place_summary":{summary}'
+        f"{c.e_ok}"
+    )
     if null_status:
         return line, True, any_value or (plan.existence and c.bill_null)
     return line, True, any_value or plan.existence or plan.open_closed
@@ -202,16 +200,23 @@ def is_billable(
     if not result.get("success"):
         return False
     if kind == "validate":
-        return (result.get("operational_status") is not None
-                or result.get("existence_confidence") is not None)
+        return (
+            result.get("operational_status") is not None
+            or result.get("existence_confidence") is not None
+        )
     attributes = result.get("attributes") or {}
     status = result.get("status")
-    if not null_status_billed and isinstance(status, Mapping) and not any(
-        v is not None for v in status.values()
+    if (
+        not null_status_billed
+        and isinstance(status, Mapping)
+        and not any(v is not None for v in status.values())
     ):
         status = None
-    return (any(a is not None and a.get("value") is not None for a in attributes.values())
-            or status is not None or result.get("operational_status") is not None)
+    return (
+        any(a is not None and a.get("value") is not None for a in attributes.values())
+        or status is not None
+        or result.get("operational_status") is not None
+    )
 
 
 @dataclass(frozen=True)

@@ -69,8 +69,10 @@ def place_fingerprint(poi: Mapping[str, Any]) -> bytes:
     except KeyError:
         name, street, city, region, postcode, country, address = map(poi.get, _IDENTITY)
         lat, lon = poi.get("latitude"), poi.get("longitude")
-    text = (f"{name or ''}\0{street or ''}\0{city or ''}\0{region or ''}\0{postcode or ''}\0"
-            f"{country or ''}\0{address or ''}\0")
+    text = (
+        f"{name or ''}\0{street or ''}\0{city or ''}\0{region or ''}\0{postcode or ''}\0"
+        f"{country or ''}\0{address or ''}\0"
+    )
     folded = " ".join(text.lower().split())
     if " \0" in folded or "\0 " in folded:  # a field with leading or trailing whitespace
         folded = folded.replace("\0 ", "\0").replace(" \0", "\0")
@@ -112,15 +114,31 @@ class CallContext:
         self.social_shape = settings.social_value_shape
         self.dates = _Dates(now)
         rid, failed = request_id, ("upstream lookup failed", "EXTERNAL_API_ERROR")
-        unresolved = ("coordinates could not be resolved to a location; add an address or city",
-                      "VALIDATION_ERROR")
+        unresolved = (
+            "coordinates could not be resolved to a location; add an address or city",
+            "VALIDATION_ERROR",
+        )
         self.v_ok = tail(error=None, error_code=None, request_id=rid, validation_timestamp=now)
-        self.v_fail = tail(existence_confidence=None, operational_status=None, error=failed[0],
-                           error_code=failed[1], request_id=rid, validation_timestamp=now)
+        self.v_fail = tail(
+            existence_confidence=None,
+            operational_status=None,
+            error=failed[0],
+            error_code=failed[1],
+            request_id=rid,
+            validation_timestamp=now,
+        )
         self.e_ok = tail(enrichment_timestamp=now, error=None, error_code=None, request_id=rid)
         self.e_fail, self.e_unresolved = (
-            tail(attributes=None, status=None, operational_status=None, place_summary=None,
-                 enrichment_timestamp=now, error=error, error_code=code, request_id=rid)
+            tail(
+                attributes=None,
+                status=None,
+                operational_status=None,
+                place_summary=None,
+                enrichment_timestamp=now,
+                error=error,
+                error_code=code,
+                request_id=rid,
+            )
             for error, code in (failed, unresolved)
         )
 

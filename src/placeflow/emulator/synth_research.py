@@ -20,12 +20,12 @@ from typing import Any
 from placeflow.api.models import (
     CLOSURE_REASONS,
     OPERATIONAL_STATUSES,
-    VALUE_ATTRIBUTES,
     WEEKDAYS,
     DeepResearchFieldSpec,
     DeepResearchPOI,
     DeepResearchRequest,
 )
+from placeflow.fields import VALUE_ATTRIBUTES
 
 
 def compact(obj: object) -> str:
@@ -52,12 +52,25 @@ def _scale(lo: float, hi: float) -> list[float]:
 EXISTENCE = [_scale(0.75, 0.99), _scale(0.6, 0.99), _scale(0.3, 0.85), _scale(0.0, 0.29)]
 EXISTENCE_JSON = [[repr(v) for v in row] for row in EXISTENCE]
 OP_JSON: list[list[list[str]]] = [
-    [[compact({"status": "open", "closure_confidence": c, "closure_reason": None})
-      for c in _scale(0.0, 0.3)]],
-    [[compact({"status": "closed", "closure_confidence": c, "closure_reason": r})
-      for c in _scale(0.55, 0.99)] for r in CLOSURE_REASONS],
-    [[compact({"status": "unknown", "closure_confidence": c, "closure_reason": None})
-      for c in _scale(0.0, 0.3)]],
+    [
+        [
+            compact({"status": "open", "closure_confidence": c, "closure_reason": None})
+            for c in _scale(0.0, 0.3)
+        ]
+    ],
+    [
+        [
+            compact({"status": "closed", "closure_confidence": c, "closure_reason": r})
+            for c in _scale(0.55, 0.99)
+        ]
+        for r in CLOSURE_REASONS
+    ],
+    [
+        [
+            compact({"status": "unknown", "closure_confidence": c, "closure_reason": None})
+            for c in _scale(0.0, 0.3)
+        ]
+    ],
     [[compact({"status": "not_exists", "closure_confidence": None, "closure_reason": None})] * 256],
 ]
 
@@ -71,8 +84,9 @@ def _presence(null_share: float) -> tuple[str | None, ...]:
     cut = round(null_share * 256)
     levels = byte_table((128, 77, 51))
     names = ("high", "medium", "low")
-    return tuple(None if b < cut else names[levels[(b - cut) * 256 // (256 - cut)]]
-                 for b in range(256))
+    return tuple(
+        None if b < cut else names[levels[(b - cut) * 256 // (256 - cut)]] for b in range(256)
+    )
 
 
 ATTR_PRESENCE = [_presence(s) for s in _NULL_SHARE]
@@ -95,27 +109,66 @@ _HOURS_PATTERNS = (  # monday..sunday; "a-b,c-d" is a split shift
     ("06:30-21:00",) * 5 + ("08:00-21:00", "08:00-20:00"),
     ("closed", "closed") + ("17:00-23:00",) * 3 + ("12:00-15:00,17:00-23:30",) * 2,
     ("08:30-19:00",) * 6 + ("closed",),
-    ("10:00-18:00", "10:00-18:00", "closed", "10:00-18:00", "10:00-20:00", "10:00-20:00",
-     "11:00-17:00"),
+    (
+        "10:00-18:00",
+        "10:00-18:00",
+        "closed",
+        "10:00-18:00",
+        "10:00-20:00",
+        "10:00-20:00",
+        "11:00-17:00",
+    ),
 )
 _HOURS_JSON = [
-    compact({"days": {day: "closed" if spec == "closed" else
-                       [dict(zip(("open", "close"), s.split("-"), strict=True))
-                        for s in spec.split(",")] for day, spec in zip(WEEKDAYS, p, strict=True)}})
+    compact(
+        {
+            "days": {
+                day: "closed"
+                if spec == "closed"
+                else [
+                    dict(zip(("open", "close"), s.split("-"), strict=True)) for s in spec.split(",")
+                ]
+                for day, spec in zip(WEEKDAYS, p, strict=True)
+            }
+        }
+    )
     for p in _HOURS_PATTERNS
 ]
 _COUNTRIES: dict[str, tuple[str, int, str]] = {  # calling code, national digits, web domain
-    "US": ("1", 10, "com"), "CA": ("1", 10, "ca"), "GB": ("44", 10, "co.uk"),
-    "IE": ("353", 9, "ie"), "DE": ("49", 10, "de"), "AT": ("43", 10, "at"),
-    "CH": ("41", 9, "ch"), "FR": ("33", 9, "fr"), "BE": ("32", 9, "be"), "NL": ("31", 9, "nl"),
-    "LU": ("352", 8, "lu"), "ES": ("34", 9, "es"), "PT": ("351", 9, "pt"), "IT": ("39", 10, "it"),
-    "DK": ("45", 8, "dk"), "SE": ("46", 9, "se"), "NO": ("47", 8, "no"), "FI": ("358", 9, "fi"),
-    "PL": ("48", 9, "pl"), "CZ": ("420", 9, "cz"), "GR": ("30", 10, "gr"),
+    "US": ("1", 10, "com"),
+    "CA": ("1", 10, "ca"),
+    "GB": ("44", 10, "co.uk"),
+    "IE": ("353", 9, "ie"),
+    "DE": ("49", 10, "de"),
+    "AT": ("43", 10, "at"),
+    "CH": ("41", 9, "ch"),
+    "FR": ("33", 9, "fr"),
+    "BE": ("32", 9, "be"),
+    "NL": ("31", 9, "nl"),
+    "LU": ("352", 8, "lu"),
+    "ES": ("34", 9, "es"),
+    "PT": ("351", 9, "pt"),
+    "IT": ("39", 10, "it"),
+    "DK": ("45", 8, "dk"),
+    "SE": ("46", 9, "se"),
+    "NO": ("47", 8, "no"),
+    "FI": ("358", 9, "fi"),
+    "PL": ("48", 9, "pl"),
+    "CZ": ("420", 9, "cz"),
+    "GR": ("30", 10, "gr"),
     "TR": ("90", 10, "com.tr"),
-    "AU": ("61", 9, "com.au"), "NZ": ("64", 9, "co.nz"), "JP": ("81", 10, "jp"),
-    "KR": ("82", 9, "kr"), "SG": ("65", 8, "sg"), "IN": ("91", 10, "in"), "MX": ("52", 10, "mx"),
-    "BR": ("55", 11, "com.br"), "AR": ("54", 10, "com.ar"), "ZA": ("27", 9, "co.za"),
-    "AE": ("971", 9, "ae"), "IL": ("972", 9, "co.il"),
+    "AU": ("61", 9, "com.au"),
+    "NZ": ("64", 9, "co.nz"),
+    "JP": ("81", 10, "jp"),
+    "KR": ("82", 9, "kr"),
+    "SG": ("65", 8, "sg"),
+    "IN": ("91", 10, "in"),
+    "MX": ("52", 10, "mx"),
+    "BR": ("55", 11, "com.br"),
+    "AR": ("54", 10, "com.ar"),
+    "ZA": ("27", 9, "co.za"),
+    "AE": ("971", 9, "ae"),
+    "IL": ("972", 9, "co.il"),
 }
 _DEFAULT_COUNTRY = "US"  # no country, or one not listed: +1 and .com
 _PHONE_WEB = {  # country code in either case -> (phone JSON up to the national number,
@@ -134,9 +187,7 @@ def place_slug(name: str, h: bytes) -> str:
     return slug or f"place{h[24:27].hex()}"
 
 
-def value_json(
-    i: int, h: bytes, country: str | None, slug: str, social: str = "object"
-) -> str:
+def value_json(i: int, h: bytes, country: str | None, slug: str, social: str = "object") -> str:
     """The compact JSON of VALUE_ATTRIBUTES[i]'s value for the place of draw digest `h`
     (`slug` from place_slug, needed from website on); `social` the shape of instagram's and
     tiktok's (SynthSettings.social_value_shape)."""
@@ -178,12 +229,50 @@ def summary_sentence(poi: Mapping[str, Any], status: str, closure_reason: str | 
 
 # --- deep research ------------------------------------------------------------------------
 ROW_ERROR = "research failed for this place: sources did not answer in time; retry the place"
-_FIRST = ("Maria", "James", "Aisha", "Wei", "Carlos", "Sofia", "David", "Priya", "Liam", "Yuki",
-          "Fatima", "Noah", "Elena", "Omar", "Grace", "Mateo")
-_LAST = ("Lopez", "Smith", "Khan", "Chen", "Garcia", "Rossi", "Cohen", "Patel", "Murphy", "Sato",
-         "Haddad", "Nguyen", "Novak", "Okafor", "Schmidt", "Silva")
-_ORG_SUFFIX = ("Hospitality Group LLC", "Holdings Inc.", "Restaurant Group", "Retail Partners Ltd",
-               "Enterprises LLC", "Brands Co.")
+_FIRST = (
+    "Maria",
+    "James",
+    "Aisha",
+    "Wei",
+    "Carlos",
+    "Sofia",
+    "David",
+    "Priya",
+    "Liam",
+    "Yuki",
+    "Fatima",
+    "Noah",
+    "Elena",
+    "Omar",
+    "Grace",
+    "Mateo",
+)
+_LAST = (
+    "Lopez",
+    "Smith",
+    "Khan",
+    "Chen",
+    "Garcia",
+    "Rossi",
+    "Cohen",
+    "Patel",
+    "Murphy",
+    "Sato",
+    "Haddad",
+    "Nguyen",
+    "Novak",
+    "Okafor",
+    "Schmidt",
+    "Silva",
+)
+_ORG_SUFFIX = (
+    "Hospitality Group LLC",
+    "Holdings Inc.",
+    "Restaurant Group",
+    "Retail Partners Ltd",
+    "Enterprises LLC",
+    "Brands Co.",
+)
 _NAME_SUFFIX = ("Cafe", "Kitchen", "Market", "Bakery", "Studio", "Express")
 _OWNER_NAMES = ("owner_person", "owner_org")
 
@@ -277,8 +366,18 @@ def _address(poi: DeepResearchPOI) -> str | None:
     return ", ".join(parts) or None
 
 
-_ABBREVIATIONS = {"st": "street", "ave": "avenue", "rd": "road", "blvd": "boulevard",
-                  "dr": "drive", "ln": "lane", "n": "north", "s": "south", "e": "east", "w": "west"}
+_ABBREVIATIONS = {
+    "st": "street",
+    "ave": "avenue",
+    "rd": "road",
+    "blvd": "boulevard",
+    "dr": "drive",
+    "ln": "lane",
+    "n": "north",
+    "s": "south",
+    "e": "east",
+    "w": "west",
+}
 _LEGAL_FORMS = frozenset({"inc", "ltd", "llc", "co", "corp", "gmbh", "plc"})
 
 

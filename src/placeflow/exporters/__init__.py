@@ -56,8 +56,9 @@ class TablePlan:
         cols = []
         for c in self.columns:
             as_text = json_as_text and c.duck_type not in _ARROW_NATIVE
-            cols.append(f"cast({quote(c.name)} as varchar) as {quote(c.name)}" if as_text
-                        else quote(c.name))
+            cols.append(
+                f"cast({quote(c.name)} as varchar) as {quote(c.name)}" if as_text else quote(c.name)
+            )
         return (
             f"select {', '.join(cols)} from {quote(self.name)}"  # noqa: S608 - checked names
             f" where {self.where()} order by {', '.join(quote(k) for k in self.key)}"
@@ -72,8 +73,20 @@ class TablePlan:
         return f"({self.cursor}) > {timestamp_literal(self.lower)} and {bound}"
 
 
-_ARROW_NATIVE = frozenset({
-    "VARCHAR", "BOOLEAN", "DOUBLE", "FLOAT", "BIGINT", "INTEGER", "SMALLINT", "TINYINT",
-    "DATE", "TIMESTAMP", "TIMESTAMP WITH TIME ZONE", "TIME",
-})
+_ARROW_NATIVE = frozenset(
+    {
+        "VARCHAR",
+        "BOOLEAN",
+        "DOUBLE",
+        "FLOAT",
+        "BIGINT",
+        "INTEGER",
+        "SMALLINT",
+        "TINYINT",
+        "DATE",
+        "TIMESTAMP",
+        "TIMESTAMP WITH TIME ZONE",
+        "TIME",
+    }
+)
 """DuckDB types that reach PostgreSQL through Arrow as they are; others travel as text."""

@@ -71,8 +71,9 @@ def _replace(tmp: Path, final: Path) -> None:
     _fsync(final.parent)
 
 
-def write_table(con: duckdb.DuckDBPyConnection, root: Path, plan: TablePlan, *, seq: int,
-                day: str, step: Step) -> Written | None:
+def write_table(
+    con: duckdb.DuckDBPyConnection, root: Path, plan: TablePlan, *, seq: int, day: str, step: Step
+) -> Written | None:
     """Write the plan's rows as one file; None when it has no rows (nothing is written)."""
     if plan.rows == 0:
         return None
@@ -82,9 +83,7 @@ def write_table(con: duckdb.DuckDBPyConnection, root: Path, plan: TablePlan, *, 
     tmp_dir.mkdir(parents=True)
     tmp = tmp_dir / "part.parquet.tmp"
     target = str(tmp).replace("'", "''")
-    con.execute(
-        f"copy ({plan.select()}) to '{target}' (format parquet, compression zstd)"
-    )
+    con.execute(f"copy ({plan.select()}) to '{target}' (format parquet, compression zstd)")
     step(f"parquet:written:{plan.name}")
     final = table_dir / f"export_date={day}" / f"part-{seq:05d}.parquet"
     final.parent.mkdir(parents=True, exist_ok=True)
@@ -94,25 +93,39 @@ def write_table(con: duckdb.DuckDBPyConnection, root: Path, plan: TablePlan, *, 
     return Written(final.relative_to(root).as_posix(), plan.rows, final.stat().st_size)
 
 
-def commit_table(root: Path, manifest: dict[str, Any], plan: TablePlan, written: Written | None,
-                 *, full: bool, exported_at: datetime, step: Step) -> dict[str, Any]:
+def commit_table(
+    root: Path,
+    manifest: dict[str, Any],
+    plan: TablePlan,
+    written: Written | None,
+    *,
+    full: bool,
+    exported_at: datetime,
+    step: Step,
+) -> dict[str, Any]:
     """Record the table's new file and watermark in the manifest (atomically), then remove what
     the manifest does not list; returns the new manifest."""
     tables = dict(manifest["tables"])
     entry = dict(tables.get(plan.name) or {"exports": 0, "files": []})
     if written is not None:
         files = [] if full else list(entry["files"])
-        files.append({
-            "path": written.path, "rows": written.rows, "bytes": written.bytes,
-            "watermark_from": plan.lower.isoformat() if plan.lower else None,
-            "watermark_to": plan.upper.isoformat() if plan.upper else None,
-            "full": full, "exported_at": exported_at.isoformat(),
-        })
+        files.append(
+            {
+                "path": written.path,
+                "rows": written.rows,
+                "bytes": written.bytes,
+                "watermark_from": plan.lower.isoformat() if plan.lower else None,
+                "watermark_to": plan.upper.isoformat() if plan.upper else None,
+                "full": full,
+                "exported_at": exported_at.isoformat(),
+            }
+        )
         entry.update(exports=entry["exports"] + 1, files=files)
     if plan.upper is not None:
         entry["watermark"] = plan.upper.isoformat()
     entry.update(
-        key=list(plan.key), incremental_column=plan.cursor,
+        key=list(plan.key),
+        incremental_column=plan.cursor,
         columns=[{"name": c.name, "type": c.duck_type} for c in plan.columns],
     )
     tables[plan.name] = entry

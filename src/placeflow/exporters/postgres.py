@@ -78,7 +78,8 @@ def _merge_sql(plan: TablePlan, stage: str) -> str:
     others = [c for c in plan.columns if c.name not in plan.key]
     action = (
         "do update set " + ", ".join(f"{quote(c.name)} = excluded.{quote(c.name)}" for c in others)
-        if others else "do nothing"
+        if others
+        else "do nothing"
     )
     return (
         f"insert into {quote(plan.name)} ({names})"  # noqa: S608 - checked identifiers
@@ -90,8 +91,7 @@ def _cast(column: Column) -> str:
     return f"cast({quote(column.name)} as {pg_type(column.duck_type)})"
 
 
-def load_table(cur: Any, con: duckdb.DuckDBPyConnection, plan: TablePlan, *,
-               step: Step) -> int:
+def load_table(cur: Any, con: duckdb.DuckDBPyConnection, plan: TablePlan, *, step: Step) -> int:
     """Create or widen the target, COPY the plan's rows into a staging table and merge them;
     returns the rows sent. The caller commits (or a crash rolls everything back)."""
     _ensure_table(cur, plan)

@@ -13,5 +13,5 @@
     account    outcomes, ledger vs the service's usage delta                 RunSummary
 
 The order is written once, in `placeflow.orchestrate` (its first half, up to plan, in
-`placeflow.prepare`); run state in `placeflow.runstate`.
+`placeflow.prepare`); run state in `placeflow.state.runstate`.
 """

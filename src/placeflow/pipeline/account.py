@@ -17,9 +17,9 @@ import duckdb
 
 from placeflow.api.client import PlaceApiClient
 from placeflow.api.errors import UsageUnknown
-from placeflow.changes import record_changes
+from placeflow.pipeline.changes import record_changes
 from placeflow.pipeline.reconcile import balance
-from placeflow.runstate import RunState
+from placeflow.state.runstate import RunState
 
 
 @dataclass(frozen=True)

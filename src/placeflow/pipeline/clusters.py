@@ -17,14 +17,11 @@ them in its own DuckDB), KEYS the answering place and cluster's first row of eac
 
 from __future__ import annotations
 
-from typing import Literal
-
 import polars as pl
 
 from placeflow.pipeline.staging import Staging
 from placeflow.warehouse import sql_text
 
-DedupeMode = Literal["exact", "fuzzy", "off"]
 EXACT = "exact"
 AUDIT_COLUMNS = ("matched_row", "match_rule", "match_probability")
 MATCH_FIELDS = ("place_key", "row_ord", "poi_name", "street", "address", "city", "region",

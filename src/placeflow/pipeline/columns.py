@@ -13,24 +13,8 @@ import re
 from collections.abc import Mapping, Sequence
 
 from placeflow.errors import SourceProblem
+from placeflow.fields import MAPPABLE, MATCH_ONLY_FIELDS, split_key
 from placeflow.pipeline.csvfile import EXCEL_SEP_LINE, SEPARATORS
-
-PLACE_FIELDS = (
-    "poi_name",
-    "street",
-    "address",
-    "city",
-    "region",
-    "postcode",
-    "country",
-    "latitude",
-    "longitude",
-)
-MATCH_ONLY_FIELDS = ("phone", "website")
-"""Read to tell places apart in the fuzzy dedupe pass (the same phone or web host is strong
-evidence, e.g. across two guides' spellings of one restaurant); never sent (a request has no
-such fields) and no part of a place's key."""
-MAPPABLE = (*PLACE_FIELDS, "id", *MATCH_ONLY_FIELDS)
 
 SYNONYMS: dict[str, tuple[str, ...]] = {
     "poi_name": (
@@ -109,12 +93,6 @@ _NOISE = re.compile(r"[\s_\-./\ufeff]+")
 def canonical(column: str) -> str:
     """The form names are compared in: lower case without spaces, underscores, hyphens, dots."""
     return _NOISE.sub("", column).lower()
-
-
-def split_key(key: str) -> tuple[str | None, str]:
-    """A mapping key as (file, field): `FILE:field` applies to one file, `field` to all."""
-    prefix, sep, name = key.rpartition(":")
-    return (prefix, name) if sep and prefix else (None, key)
 
 
 def check_mapping(mapping: Mapping[str, str]) -> None:

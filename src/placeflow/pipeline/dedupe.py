@@ -13,16 +13,12 @@ from dataclasses import dataclass
 
 import polars as pl
 
-from placeflow.pipeline.clusters import (
-    AUDIT_COLUMNS,
-    WORK_TABLES,
-    DedupeMode,
-    cluster_keys,
-    repeated_keys,
-)
+from placeflow.fields import DedupeMode
+from placeflow.pipeline.clusters import AUDIT_COLUMNS, WORK_TABLES, cluster_keys, repeated_keys
 from placeflow.pipeline.corekey import keys_and_cores
 from placeflow.pipeline.placekey import identity_columns, place_key_expr, place_keys
-from placeflow.pipeline.staging import DEDUPED, PLACES, Staging
+from placeflow.pipeline.staging import Staging
+from placeflow.state.records import DEDUPED, PLACES
 from placeflow.warehouse import sql_text
 
 __all__ = [

@@ -25,8 +25,8 @@ from placeflow.api.download import download_result
 from placeflow.api.errors import ResultUnavailable
 from placeflow.api.models import JobStatus
 from placeflow.events import Emit, FileVerified, Note
-from placeflow.runread import Chunk
-from placeflow.runstate import RunState
+from placeflow.state.records import Chunk
+from placeflow.state.runstate import RunState
 
 Billing = Literal["job", "sync"]
 

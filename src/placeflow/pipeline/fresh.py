@@ -18,7 +18,8 @@ import duckdb
 import polars as pl
 
 from placeflow.options import RunOptions
-from placeflow.pipeline.staging import DEDUPED, MARKED, Staging
+from placeflow.pipeline.staging import Staging
+from placeflow.state.records import DEDUPED, MARKED
 from placeflow.warehouse import sql_text
 
 CANDIDATES = "pf_fresh_candidates"

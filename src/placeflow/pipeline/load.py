@@ -21,11 +21,11 @@ from typing import Any, Literal
 
 import duckdb
 
-from placeflow.api.models import ALLOWED_ENRICH_ATTRIBUTES, DEFAULT_ENRICH_ATTRIBUTES
 from placeflow.errors import WarehouseError
 from placeflow.events import CreditsCharged, Emit, RowsLoaded
+from placeflow.fields import ALLOWED_ENRICH_ATTRIBUTES, DEFAULT_ENRICH_ATTRIBUTES
 from placeflow.pipeline.fetch import Billing, Fetched
-from placeflow.runstate import RunState
+from placeflow.state.runstate import RunState
 from placeflow.warehouse import in_transaction, sql_text, transaction
 
 Kind = Literal["validate", "enrich"]

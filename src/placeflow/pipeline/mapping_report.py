@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from placeflow.pipeline.columns import MAPPABLE
+from placeflow.fields import MAPPABLE
 
 
 def input_report(stages: Mapping[str, Any]) -> dict[str, Any]:

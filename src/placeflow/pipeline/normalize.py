@@ -25,8 +25,8 @@ from dataclasses import dataclass, field, fields
 
 import polars as pl
 
+from placeflow.fields import MATCH_ONLY_FIELDS, PLACE_FIELDS
 from placeflow.pipeline.columnar import apply, parallel, patched, per_value
-from placeflow.pipeline.columns import MATCH_ONLY_FIELDS, PLACE_FIELDS
 from placeflow.pipeline.countries import country_lookup, to_alpha2
 from placeflow.pipeline.repair import repair
 

@@ -33,8 +33,8 @@ from functools import lru_cache
 import duckdb
 import polars as pl
 
+from placeflow.fields import PLACE_FIELDS
 from placeflow.pipeline.columnar import apply, parallel, patched, per_value
-from placeflow.pipeline.columns import PLACE_FIELDS
 
 KEY_VERSION = "pk1"
 SEPARATOR = "\x1f"

@@ -6,38 +6,23 @@ byte-identical bodies and its Idempotency-Keys replay instead of buying the work
 
 from __future__ import annotations
 
-import hashlib
 import json
-from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import datetime
 from typing import Literal
 
 import polars as pl
 
-from placeflow.api.models import (
-    MAX_ENRICH_BATCH,
-    JobKind,
-    PricingCard,
-)
+from placeflow.api.models import PricingCard
+from placeflow.fields import MAX_ENRICH_BATCH, PLACE_FIELDS
 from placeflow.options import RunOptions
-from placeflow.pipeline.columns import PLACE_FIELDS
-from placeflow.pipeline.staging import MARKED, REQUESTS, Staging
+from placeflow.pipeline.staging import Staging
+from placeflow.state.records import MARKED, REQUESTS, Plan, content_hash
 from placeflow.warehouse import sql_text
 
 REQUEST_FIELDS = PLACE_FIELDS
 """The place fields a request carries (besides its id, the place_key)."""
 JOB_MIN_REQUESTS = 3
 """A bulk job costs at least a submit, a status poll and a download."""
-@dataclass(frozen=True)
-class Plan:
-    """A run's plan, held in staging (`placeflow.pipeline.staging`): every kept row's
-    disposition in MARKED, the rejects in REJECTS, each place's request in REQUESTS (chunk_no,
-    position); `chunks` has one row per chunk (chunk_no, route, rows, content_sha256), in chunk
-    order. `RunState.open` writes them to the run's tables."""
-
-    staging: Staging
-    chunks: pl.DataFrame
 
 
 @dataclass(frozen=True)
@@ -70,7 +55,7 @@ def plan(staging: Staging, options: RunOptions) -> tuple[Plan, PlanInfo]:
         staging.append(REQUESTS, requests.select(*REQUESTS_SCHEMA))
         chunks.append(chunk_digests(requests))
     table = pl.concat(chunks)
-    return Plan(staging, table), PlanInfo(places, table.height, route)
+    return Plan(table), PlanInfo(places, table.height, route)
 
 
 REQUESTS_SCHEMA = {
@@ -94,25 +79,6 @@ def chunk_digests(requests: pl.DataFrame) -> pl.DataFrame:
         digests.append(content_hash([joined]))
         offset += rows
     return sizes.with_columns(pl.Series("content_sha256", digests, pl.String))
-
-
-def jobs_table(chunks: pl.DataFrame, *, run_id: str, kind: JobKind, now: datetime) -> pl.DataFrame:
-    """One `jobs` row per chunk: content hash and Idempotency-Key (job chunks), status planned."""
-    keys = [
-        idempotency_key(run_id, chunk_no, digest) if route == "job" else None
-        for chunk_no, route, digest in chunks.select("chunk_no", "route", "content_sha256")
-        .iter_rows()
-    ]  # one per chunk, not per row
-    return chunks.select(
-        "chunk_no",
-        "route",
-        pl.lit(kind).alias("kind"),
-        "rows",
-        "content_sha256",
-        pl.Series("idempotency_key", keys, pl.String),
-        pl.lit("planned").alias("status"),
-        pl.lit(now).alias("created_at"),
-    )
 
 
 def build_requests(unique: pl.DataFrame | pl.LazyFrame, options: RunOptions) -> pl.DataFrame:
@@ -168,20 +134,6 @@ def plan_chunks(
         (index % size).cast(pl.Int32).alias("position"),
         pl.lit(route).alias("route"),
     )
-
-
-def chunk_body(requests: Sequence[str]) -> bytes:
-    """The exact body of a chunk: its places' stored requests, in position order."""
-    return b'{"pois":[' + ",".join(requests).encode() + b"]}"
-
-
-def content_hash(requests: Sequence[str]) -> str:
-    return hashlib.sha256(chunk_body(requests)).hexdigest()
-
-
-def idempotency_key(run_id: str, chunk_no: int, digest: str) -> str:
-    """From the run and the chunk's content: a resumed run replays, a new run is new work."""
-    return f"pf-{run_id}-c{chunk_no:05d}-{digest[:16]}"
 
 
 @dataclass(frozen=True)

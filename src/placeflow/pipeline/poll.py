@@ -23,7 +23,7 @@ from placeflow.api.jobref import PendingJob
 from placeflow.api.models import JobStatus
 from placeflow.api.poller import JobPoller
 from placeflow.events import Emit, JobProgress, Note
-from placeflow.runstate import RunState
+from placeflow.state.runstate import RunState
 
 POLL_FLOOR = 1.0
 """The shortest wait between two polls of one job, in seconds."""

@@ -19,15 +19,9 @@ from typing import Protocol, runtime_checkable
 import polars as pl
 
 from placeflow.errors import InputError, SourceProblem
+from placeflow.fields import BATCH_ROWS, MATCH_ONLY_FIELDS, PLACE_FIELDS, split_key
 from placeflow.options import RunOptions
-from placeflow.pipeline.columns import (
-    MATCH_ONLY_FIELDS,
-    PLACE_FIELDS,
-    canonical,
-    check_mapping,
-    resolve_columns,
-    split_key,
-)
+from placeflow.pipeline.columns import canonical, check_mapping, resolve_columns
 from placeflow.pipeline.csvfile import (
     BAD_BYTES_REASON,
     ROW,
@@ -38,7 +32,6 @@ from placeflow.pipeline.csvfile import (
 )
 from placeflow.pipeline.parquetfile import ParquetBatches
 from placeflow.pipeline.readstream import OUTPUT_SCHEMA, ReadInfo, ReadStream
-from placeflow.pipeline.staging import BATCH_ROWS
 
 __all__ = [
     "OUTPUT_SCHEMA",

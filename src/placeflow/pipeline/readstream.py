@@ -14,8 +14,7 @@ from dataclasses import dataclass, field
 
 import polars as pl
 
-from placeflow.pipeline.columns import MATCH_ONLY_FIELDS, PLACE_FIELDS
-from placeflow.pipeline.staging import BATCH_ROWS
+from placeflow.fields import BATCH_ROWS, MATCH_ONLY_FIELDS, PLACE_FIELDS
 
 OUTPUT_SCHEMA: dict[str, pl.DataType] = {
     "row_ord": pl.Int64(),

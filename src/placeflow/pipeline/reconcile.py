@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from placeflow.runstate import RunState
+from placeflow.state.runstate import RunState
 from placeflow.warehouse import sql_text
 
 NULL_STATUS = "null_status"

@@ -25,8 +25,8 @@ from placeflow.api.client import PlaceApiClient
 from placeflow.api.errors import UsageUnknown
 from placeflow.options import RunOptions
 from placeflow.pipeline.reconcile import concurrent_runs
-from placeflow.runread import Chunk
-from placeflow.runstate import RunState
+from placeflow.state.records import Chunk
+from placeflow.state.runstate import RunState
 from placeflow.warehouse import sql_text
 
 

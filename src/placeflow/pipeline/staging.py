@@ -26,24 +26,10 @@ from typing import Any
 import duckdb
 import polars as pl
 
+from placeflow.fields import BATCH_ROWS
+from placeflow.state.records import TABLES
 from placeflow.warehouse import settings
 
-PLACES = "pf_staged_places"
-"""normalize's places and their own exact keys: row_ord, source_file, source_row, source_id,
-the PLACE_FIELDS, note, place_key, core_key."""
-REJECTS = "pf_staged_rejects"
-"""normalize's rejects: row_ord, source_file, source_row, source_id, field, reason, raw."""
-DEDUPED = "pf_staged_deduped"
-"""PLACES with place_key the answering place's key, matched_row, match_rule, match_probability,
-disposition (submitted / duplicate) and first_row_ord; note names the row a duplicate repeats."""
-MARKED = "pf_staged_marked"
-"""DEDUPED with disposition skipped_fresh / held_failing where so, and outcome_key."""
-REQUESTS = "pf_staged_requests"
-"""Each place to send: place_key, request (its JSON), core_key, chunk_no, position."""
-TABLES = (PLACES, REJECTS, DEDUPED, MARKED, REQUESTS)
-
-BATCH_ROWS = 200_000
-"""Rows read and normalised at a time: polars holds a few copies of one batch, not of the input."""
 MEMORY_LIMIT = "512MB"
 """DuckDB's memory for the staging work (it spills past it to its temporary directory)."""
 

@@ -21,12 +21,13 @@ from pathlib import Path
 from placeflow.api.client import PlaceApiClient
 from placeflow.api.errors import ApiError, OutcomeUnknown
 from placeflow.api.jobref import PendingJob
-from placeflow.api.models import TERMINAL_JOB_STATUSES, JobKind
+from placeflow.api.models import TERMINAL_JOB_STATUSES
 from placeflow.events import ChunkSubmitted, CreditsHeld, Emit, Note
+from placeflow.fields import JobKind
 from placeflow.pipeline.fetch import Fetched
 from placeflow.pipeline.resend import usage_unexplained
-from placeflow.runread import Chunk
-from placeflow.runstate import RunState
+from placeflow.state.records import Chunk
+from placeflow.state.runstate import RunState
 
 
 @dataclass(frozen=True)

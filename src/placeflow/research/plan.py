@@ -24,7 +24,7 @@ from placeflow.api.models import (
     UsageResponse,
 )
 from placeflow.errors import PlaceflowError
-from placeflow.pipeline.columns import PLACE_FIELDS
+from placeflow.fields import PLACE_FIELDS
 
 FIELD_RATE = "deep_research_field"
 IDENTITY_RATE = "verify_identity"

@@ -8,7 +8,7 @@ and the service's own `estimate_only` answer agrees with it. The same command re
 that stopped (crash, budget, credits, unavailable research) instead of planning it again.
 The input is files or any read-stage `Source` (the warehouse's places: `WarehouseSource`); the
 stages report typed events (`placeflow.events`) to an `on_event` callback, as runs do. The input
-rows, rejects and places are recorded by `placeflow.runstate` (their one writer); the research
+rows, rejects and places are recorded by `placeflow.state.runstate` (their one writer); the research
 tables (research_runs, research_requests, research_answers, research_ledger) by this package.
 """
 
@@ -47,7 +47,7 @@ from placeflow.research.plan import (
     requests_of,
 )
 from placeflow.research.send import Hook, SendContext, Stop, ledger_totals, send_all
-from placeflow.runstate import record_rows
+from placeflow.state.runstate import record_rows
 from placeflow.steps import emitter
 from placeflow.warehouse import connect, insert_frame, sql_text, transaction
 

@@ -1,42 +1,19 @@
 """The read side of a run's record: a chunk's row in `jobs` (`Chunk`), a stored run
 (`StoredRun`), found by id or by the fingerprint of its command, and a run's chunks, requests
-and holds (`RunReader`); `placeflow.runstate` writes them."""
+and holds (`RunReader`); `placeflow.state.runstate` writes them."""
 
 from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from datetime import datetime
 from typing import Any
 
 import duckdb
 
 from placeflow.errors import UnknownRun
 from placeflow.options import RunOptions
-from placeflow.pipeline.plan import chunk_body as plan_body
-
-
-@dataclass(frozen=True)
-class Chunk:
-    """A chunk's row in `jobs`, as the stages need it."""
-
-    chunk_no: int
-    route: str
-    status: str
-    rows: int
-    idempotency_key: str | None
-    batch_id: str | None
-    result_path: str | None
-    result_sha256: str | None
-    sending_at: datetime | None = None
-    error_code: str | None = None
-
-
-_CHUNK_COLUMNS = (
-    "chunk_no, route, status, rows, idempotency_key, batch_id, result_path, result_sha256,"
-    " sending_at, error_code"
-)
-"""`jobs` columns as `Chunk` holds them, in its field order."""
+from placeflow.state.records import CHUNK_COLUMNS, Chunk
+from placeflow.state.records import chunk_body as plan_body
 
 
 @dataclass(frozen=True)
@@ -78,7 +55,7 @@ class RunReader:
     def chunks(self, *statuses: str) -> list[Chunk]:
         """The run's chunks in the given states (all when none given), in chunk order."""
         rows = self.con.execute(
-            f"select {_CHUNK_COLUMNS} from jobs"  # noqa: S608 - our columns
+            f"select {CHUNK_COLUMNS} from jobs"  # noqa: S608 - our columns
             " where run_id = ? and (len(?) = 0 or list_contains(?, status))"
             " order by chunk_no",
             [self.run_id, list(statuses), list(statuses)],
@@ -88,7 +65,7 @@ class RunReader:
     def chunk(self, chunk_no: int) -> Chunk:
         """One chunk, read by its number (not by reading them all: a 10M-row run has 1,000)."""
         rows = self.con.execute(
-            f"select {_CHUNK_COLUMNS} from jobs where run_id = ? and chunk_no = ?",  # noqa: S608
+            f"select {CHUNK_COLUMNS} from jobs where run_id = ? and chunk_no = ?",  # noqa: S608
             [self.run_id, chunk_no],
         ).fetchall()
         (found,) = rows

@@ -25,8 +25,8 @@ from prefect.artifacts import (
 from placeflow.export import ExportSummary, export
 from placeflow.pipeline.account import RunSummary
 from placeflow.redact import Secret
-from placeflow.report import markdown_summary
 from placeflow.reporting import changes_table, rejects_table, report_link, write_report
+from placeflow.reporting.summary import markdown_summary
 from placeflow.warehouse import MEMORY, reading
 
 REPORTS = "reports"

@@ -14,10 +14,10 @@ import argparse
 import sys
 from typing import Any
 
-from placeflow.api.text import printable
-from placeflow.cli_args import add_db, add_json, add_quiet
-from placeflow.commands import flow_result, print_outcome
-from placeflow.report import EXIT_FAILED
+from placeflow.cli.args import add_db, add_json, add_quiet
+from placeflow.cli.run import flow_result, print_outcome
+from placeflow.reporting.summary import EXIT_FAILED
+from placeflow.text import printable
 
 
 def add_parsers(sub: Any) -> None:
@@ -70,7 +70,7 @@ def refresh_command(args: argparse.Namespace) -> int:
             raise OptionsError(f"--{name.replace('_', '-')} must be 0 or more")
     load_settings()
     apply_prefect_defaults()
-    from flows.refresh import refresh_stale_places  # Prefect loads only for runs
+    from placeflow.flows.refresh import refresh_stale_places  # Prefect loads only for runs
 
     params = {
         "db": args.db,

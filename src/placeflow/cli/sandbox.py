@@ -1,36 +1,16 @@
-"""The `placeflow` command: parse, build config, call the library, map errors to exit codes."""
+"""`placeflow sandbox`: serve the sandbox emulator of the place-data service on loopback."""
 
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import threading
 from collections.abc import Sequence
 
-from placeflow import (
-    commands,
-    export_cli,
-    match_cli,
-    refresh_cli,
-    report_cli,
-    research_cli,
-    rows_cli,
-)
-from placeflow.api.text import printable
 from placeflow.emulator import FaultConfig, Sandbox, SandboxConfig, parse_key_spec
 from placeflow.emulator.settings import DEFAULT_API_KEY, DEFAULT_CREDITS, KeySpec
-from placeflow.errors import OptionsError, PlaceflowError
-from placeflow.report import EXIT_FAILED, EXIT_OK, error_document, exit_code
-
-EPILOG = (
-    "exit codes: 0 success; 1 the run failed or stopped part way, a full disk too (see its "
-    "message; `placeflow resume RUN_ID` finishes it); 2 bad arguments, unreadable input or a "
-    "--db that cannot be written; 3 refused before spending (over --max-credits or the key's "
-    "balance) or stopped when credits ran out; 130 stopped by Ctrl-C (`placeflow resume "
-    "RUN_ID` finishes it; a second Ctrl-C, or --cancel-on-interrupt, also cancels the "
-    "submitted jobs)"
-)
+from placeflow.errors import OptionsError
+from placeflow.reporting.summary import EXIT_OK
 
 
 def _fault_settings(pairs: Sequence[str]) -> FaultConfig:
@@ -48,7 +28,7 @@ def _fault_settings(pairs: Sequence[str]) -> FaultConfig:
     return FaultConfig.from_dict(values)
 
 
-def _sandbox_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser(
         "sandbox",
         help="serve the sandbox emulator of the place-data service on loopback",
@@ -94,9 +74,10 @@ def _sandbox_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         metavar="NAME=VALUE",
         help="switch on a failure mode, e.g. error_500_rate=0.05 (repeatable)",
     )
+    p.set_defaults(func=sandbox_command)
 
 
-def _run_sandbox(args: argparse.Namespace) -> int:
+def sandbox_command(args: argparse.Namespace) -> int:
     try:
         keys: tuple[KeySpec, ...] = tuple(parse_key_spec(k) for k in args.key) or (
             KeySpec(key=DEFAULT_API_KEY),
@@ -127,43 +108,3 @@ def _run_sandbox(args: argparse.Namespace) -> int:
         except KeyboardInterrupt:
             print("placeflow sandbox: stopped")
     return EXIT_OK
-
-
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="placeflow",
-        description="Bulk place-data ETL against the place-data service, with a sandbox emulator.",
-        epilog=EPILOG,
-    )
-    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    commands.add_run_parsers(sub)
-    refresh_cli.add_parsers(sub)
-    research_cli.add_parser(sub)
-    export_cli.add_parser(sub)
-    report_cli.add_parsers(sub)
-    match_cli.add_parser(sub)
-    rows_cli.add_parsers(sub)
-    _sandbox_parser(sub)
-    return parser
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
-    args.argv = list(sys.argv[1:] if argv is None else argv)  # the command, to say it again
-    try:
-        if args.command == "sandbox":
-            return _run_sandbox(args)
-        if hasattr(args, "func"):  # subcommands that carry their handler
-            return int(args.func(args))
-        return commands.dispatch(args)
-    except PlaceflowError as exc:  # codes by class: placeflow.report.EXIT_CODES
-        print(printable(f"placeflow: {exc}"), file=sys.stderr)  # it may quote a server
-        code = exit_code(exc) or EXIT_FAILED
-        if getattr(args, "json", False):  # under --json every exit path prints one document
-            print(json.dumps(error_document(exc, code, getattr(args, "db", None)), sort_keys=True))
-        return code
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -1,6 +1,6 @@
 """A Prefect progress artifact of a flow run, kept from the run's events (`placeflow.events`).
 
-The percentage is `placeflow.progress.Tally.fraction()`: the same counts the terminal shows.
+The percentage is `placeflow.cli.progress.Tally.fraction()`: the same counts the terminal shows.
 The artifact is updated when the whole percentage changes, at most once every `every` seconds
 (each update is a request to the Prefect server: with one per change, a run of many chunks
 would pay one per chunk), and always when the run reaches 100 %. The caller's own callback, if
@@ -16,8 +16,7 @@ from uuid import UUID
 
 from prefect.artifacts import create_progress_artifact, update_progress_artifact
 
-from placeflow.events import Event
-from placeflow.progress import Tally
+from placeflow.events import Event, Tally
 
 KEY = "place-refresh-progress"
 EVERY = 1.0

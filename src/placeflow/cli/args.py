@@ -9,7 +9,7 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from placeflow.api.text import printable
+from placeflow.text import printable
 from placeflow.warehouse import DEFAULT_DB
 
 QUIET_HELP = "no live progress display on the terminal"

@@ -1,10 +1,10 @@
-"""The `place_refresh` flow: `placeflow.run` with its stages made Prefect tasks.
+"""The `run_files` flow: `placeflow.run` with its stages made Prefect tasks.
 
 The order of a run is the library's (`placeflow.orchestrate`); this flow only reads the
-settings, opens the target, passes a step wrapper (flows/tasks.py: each per-run stage a task,
-each per-chunk stage a logged call; the network stages retried for transient failures only: a
-retry resumes from the warehouse, so it never pays twice) and publishes the summary
-(flows/artifacts.py: markdown, rejects and changes tables, a link to the HTML report).
+settings, opens the target, passes a step wrapper (`placeflow.flows.tasks`: each per-run stage
+a task, each per-chunk stage a logged call; the network stages retried for transient failures
+only: a retry resumes from the warehouse, so it never pays twice) and publishes the summary
+(`placeflow.flows.artifacts`: markdown, rejects and changes tables, a link to the HTML report).
 Parameters are plain values: the inputs, the options (`RunOptions`, the CLI's flags), the
 database path, to resume a run id, and `export_to` (a directory, file:// or postgresql:// URL)
 to end a completed run with an incremental export. Under a Prefect server of its own
@@ -24,21 +24,21 @@ from typing import Any
 from prefect import flow
 from prefect.states import Failed
 
-import placeflow
-from flows.artifacts import Published, publish, run_export
-from flows.progress_artifact import ProgressArtifact
-from flows.rate_gate import gated
-from flows.tasks import as_task
+from placeflow import orchestrate
 from placeflow.config import load_settings, postgres_password, prefect_server_url
+from placeflow.diskfull import StorageStop, stop_message, storage_stop
 from placeflow.errors import BudgetRefused, PlaceflowError, RunStopped
 from placeflow.events import Event
-from placeflow.interrupt import mark_run
+from placeflow.flows.artifacts import Published, publish, run_export
+from placeflow.flows.progress_artifact import ProgressArtifact
+from placeflow.flows.rate_gate import gated
+from placeflow.flows.tasks import as_task
 from placeflow.options import RunOptions
 from placeflow.pipeline.account import RunSummary
 from placeflow.prepare import as_source, fingerprint
-from placeflow.report import EXIT_FAILED, EXIT_OK, exit_code, exit_code_for
-from placeflow.service import Target, open_target
-from placeflow.storage import StorageStop, stop_message, storage_stop
+from placeflow.reporting.summary import EXIT_FAILED, EXIT_OK, exit_code, exit_code_for
+from placeflow.state.marking import mark_run
+from placeflow.target import Target, open_target
 from placeflow.warehouse import DEFAULT_DB
 
 PREFIX = "place-refresh"
@@ -103,6 +103,7 @@ class Ending:
         summary)."""
         code = exit_code(exc)
         stopped = exc.summary if isinstance(exc, RunStopped) else None
+        stopped = stopped if isinstance(stopped, RunSummary) else None
         if stopped is None:
             data = {"status": "failed", "message": str(exc), "exit_code": code}
             return Failed(message=str(exc), data=data)
@@ -149,8 +150,8 @@ class Ending:
 RUN = Ending()
 
 
-@flow(name="place_refresh", log_prints=False)
-def place_refresh(
+@flow(name="run-files", log_prints=False)
+def run_files(
     inputs: list[str] | None = None,
     options: RunOptions | None = None,
     db: str = DEFAULT_DB,
@@ -173,12 +174,12 @@ def place_refresh(
     try:
         with service_target() as target:
             if resume_run_id:
-                summary = placeflow.resume(
+                summary = orchestrate.resume(
                     resume_run_id, db=db, target=target, step=as_task, on_event=progress,
                     **resume_options(options),
                 )  # fmt: skip
             else:
-                summary = placeflow.run(
+                summary = orchestrate.run(
                     inputs or [], options=options, db=db, target=target, step=as_task,
                     on_event=progress,
                 )  # fmt: skip

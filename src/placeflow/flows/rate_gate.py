@@ -24,9 +24,10 @@ from prefect.client.schemas.actions import (
 from prefect.concurrency.sync import rate_limit
 from prefect.exceptions import ObjectAlreadyExists
 
-from placeflow.api.limiter import RateGate, RateLimits
+from placeflow.api.limiter import RateGate
+from placeflow.fields import RateLimits
 from placeflow.redact import Secret
-from placeflow.service import Target, shared_limiter
+from placeflow.target import Target, shared_limiter
 
 
 def limit_names(base_url: str, api_key: Secret, limits: RateLimits) -> list[str]:

@@ -1,13 +1,13 @@
 """The `refresh_stale_places` flow: `placeflow.refresh.refresh` with each stage a Prefect task.
 
 The stale places of the warehouse are re-checked through the same stages as a run of files,
-with the same step wrapper as `place_refresh` (`as_task`). Parameters are plain values, so a
+with the same step wrapper as `run_files` (`as_task`). Parameters are plain values, so a
 deployment (prefect.yaml) or `placeflow refresh` can pass them: the database, how old an
 answer must be to be re-checked (`30d`, `12h`, `0` for all), the mode, a credit budget (the
 most-likely-changed places first when it does not buy them all), a limit and a country. The
 markdown artifact `refresh-summary` carries the run summary and the changes found, by kind;
 beside it, `refresh-rejects` and `refresh-changes` tables and a `refresh-report` link to the
-HTML report (flows/artifacts.py). With `export_to`, a completed refresh ends with an
+HTML report (src/placeflow/flows/artifacts.py). With `export_to`, a completed refresh ends with an
 incremental export (Parquet directory or PostgreSQL URL), summarised in the markdown artifact.
 """
 
@@ -19,14 +19,14 @@ from typing import Any
 
 from prefect import flow
 
-from flows.place_refresh import Ending, service_target
-from flows.progress_artifact import ProgressArtifact
-from flows.tasks import as_task
+from placeflow.diskfull import storage_stop
 from placeflow.errors import PlaceflowError, RunStopped
 from placeflow.events import Event
+from placeflow.flows.progress_artifact import ProgressArtifact
+from placeflow.flows.run import Ending, service_target
+from placeflow.flows.tasks import as_task
 from placeflow.options import RunOptions
 from placeflow.refresh import refresh
-from placeflow.storage import storage_stop
 from placeflow.warehouse import DEFAULT_DB
 
 PREFIX = "refresh"

@@ -22,34 +22,18 @@ import sys
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from types import FrameType
 from typing import Any
 
-from placeflow.api.text import printable
-from placeflow.report import EXIT_INTERRUPTED
+from placeflow.reporting.summary import EXIT_INTERRUPTED
+from placeflow.state.marking import Marked, mark_run
+from placeflow.text import printable
 
 MARK_WAIT = 3.0
 """Seconds to wait for the warehouse to take the `interrupted` mark before leaving without it."""
 SECOND_WAIT = 4.0
 """Seconds the first Ctrl-C waits for a second one (which also cancels the running jobs)."""
-FIGURES = ("rows_read", "rejected", "duplicates", "skipped_fresh", "submitted", "succeeded")
-"""The run's counts an interrupted or stopped run's JSON document carries."""
-
-
-@dataclass(frozen=True)
-class Marked:
-    """A run as the warehouse records it once it was marked stopped (or could not be)."""
-
-    run_id: str
-    status: str
-    marked: bool
-    """Whether the warehouse took the mark (a full or read-only disk refuses it)."""
-    jobs_submitted: int = 0
-    jobs_done: int = 0
-    jobs_running: int = 0
-    figures: dict[str, int] = field(default_factory=dict)
 
 
 class Interrupt:
@@ -189,92 +173,12 @@ def _bounded(work: Callable[[], Any]) -> Any:
     return box[0] if box else UNANSWERED
 
 
-def mark_run(
-    db: str,
-    *,
-    run_id: str | None = None,
-    since: datetime | None = None,
-    fingerprint: str | None = None,
-    message: Callable[[str, str], str],
-) -> Marked | None:
-    """Mark the run `interrupted` with `message(run_id, db)` and read it back; None when no
-    such run is recorded. The run is `run_id`, else the newest opened at or after `since`,
-    else the newest unfinished one of the command `fingerprint`. When the warehouse cannot be
-    written (a full or read-only disk), it is only read: `marked` says which."""
-    import duckdb
-
-    try:
-        con = duckdb.connect(db)  # this process's own database instance, when the run holds it
-        writable = True
-    except duckdb.Error:
-        con = duckdb.connect(db, read_only=True)
-        writable = False
-    try:
-        run_id = run_id or _find(con, since, fingerprint)
-        if run_id is None:
-            return None
-        marked = False
-        if writable:
-            try:
-                con.execute(
-                    "update runs set status = 'interrupted', message = ? where run_id = ?"
-                    " and status in ('planned', 'running')",
-                    [message(run_id, db), run_id],
-                )
-                marked = True
-            except duckdb.Error:  # a full disk: the run stays as the crash left it
-                marked = False
-        return _read_back(con, run_id, marked)
-    finally:
-        con.close()
-
-
-def _find(con: Any, since: datetime | None, fingerprint: str | None) -> str | None:
-    if since is not None:
-        row = con.execute(
-            "select run_id from runs where created_at >= ? order by created_at desc limit 1",
-            [since],
-        ).fetchone()
-        if row is not None:
-            return str(row[0])
-    if fingerprint is not None:
-        row = con.execute(
-            "select run_id from runs where fingerprint = ?"
-            " and status in ('planned', 'running', 'interrupted')"
-            " order by created_at desc limit 1",
-            [fingerprint],
-        ).fetchone()
-        if row is not None:
-            return str(row[0])
-    return None
-
-
-def _read_back(con: Any, run_id: str, marked: bool) -> Marked:
-    row = con.execute(
-        "select status, rows_read, rejected, duplicates, skipped_fresh, submitted, succeeded"
-        " from runs where run_id = ?",
-        [run_id],
-    ).fetchone()
-    jobs = con.execute(
-        "select count(*) filter (where batch_id is not null),"
-        " count(*) filter (where status in ('completed', 'loaded')),"
-        " count(*) filter (where status = 'submitted' and batch_id is not null)"
-        " from jobs where run_id = ?",
-        [run_id],
-    ).fetchone()
-    submitted, done, running = (int(n) for n in jobs) if jobs else (0, 0, 0)
-    if row is None:
-        return Marked(run_id, "interrupted", marked, submitted, done, running)
-    figures = {k: int(v) for k, v in zip(FIGURES, row[1:], strict=True) if v is not None}
-    return Marked(run_id, str(row[0]), marked, submitted, done, running, figures)
-
-
 def _cancel(db: str, run_id: str | None) -> int:
     """Ask the service to cancel the run's jobs still running; how many it was asked for."""
     import duckdb
 
     from placeflow.config import load_settings
-    from placeflow.service import open_target
+    from placeflow.target import open_target
 
     if run_id is None:
         return 0

@@ -10,9 +10,10 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 from placeflow.api.client import PlaceApiClient
-from placeflow.api.limiter import RateGate, RateLimiter, RateLimits, machine_limiter
+from placeflow.api.limiter import RateGate, RateLimiter, machine_limiter
 from placeflow.emulator import DEFAULT_API_KEY, Sandbox, SandboxConfig
 from placeflow.errors import ConfigError
+from placeflow.fields import RateLimits
 from placeflow.redact import Secret
 
 

@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from placeflow.cli_args import add_db, add_json, fail
+from placeflow.cli.args import add_db, add_json, fail
 from placeflow.errors import UsageError
 
 DISPOSITIONS = ("submitted", "duplicate", "skipped_fresh", "held_failing", "rejected")

@@ -2,14 +2,14 @@
 
 Hook it into the CLI with `research_cli.add_parser(sub)` beside the other commands and, in
 dispatch, `if args.command == "research": return research_cli.handle(args)`. It also runs alone:
-`python -m placeflow.research_cli research INPUT... --field ...`.
+`python -m placeflow.cli.research research INPUT... --field ...`.
 
     placeflow research INPUT... --field NAME[:TYPE[:A|B]] ... [--json]
     placeflow research --from-warehouse [--older-than D] [--country CC] [--limit N] --field ...
 
 `--from-warehouse` researches the places runs already loaded into `--db` (refresh's selection,
 `placeflow.refresh.WarehouseSource`; `--older-than 0`, the default, takes them all), so no file
-is needed. On a terminal a live display (`placeflow.progress`) follows the research's events on
+is needed. On a terminal a live display (`placeflow.cli.progress`) follows the research's events on
 stderr; `--json` prints exactly one JSON document on stdout, notices on stderr.
 """
 
@@ -24,17 +24,17 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from placeflow.api.text import printable
-from placeflow.cli_args import add_db, add_json, add_quiet, one_command
+from placeflow.cli.args import add_db, add_json, add_quiet, one_command
 from placeflow.config import in_ci, load_settings, research_kill_at
 from placeflow.errors import OptionsError, PlaceflowError
 from placeflow.options import RunOptions
 from placeflow.pipeline.read import InputError, Source
 from placeflow.refresh import WarehouseSource, parse_duration
-from placeflow.report import EXIT_FAILED, EXIT_REFUSED, EXIT_USAGE
+from placeflow.reporting.summary import EXIT_FAILED, EXIT_REFUSED, EXIT_USAGE
 from placeflow.research.fields import FieldSpecError, build_specs
 from placeflow.research.plan import RateCardError, ResearchSpec
 from placeflow.research.run import ResearchOptions, read_options, research
+from placeflow.text import printable
 
 
 def add_parser(sub: Any) -> argparse.ArgumentParser:
@@ -152,8 +152,8 @@ def _source(args: argparse.Namespace) -> Sequence[str] | Source:
 
 
 def handle(args: argparse.Namespace) -> int:
-    from placeflow.progress import ProgressDisplay, wanted
-    from placeflow.service import open_target
+    from placeflow.cli.progress import ProgressDisplay, wanted
+    from placeflow.target import open_target
 
     quiet = getattr(args, "quiet", False)
     show = wanted(sys.stderr, quiet=quiet, as_json=args.json, ci=in_ci())
@@ -226,7 +226,7 @@ def _print(out: dict[str, Any], *, as_json: bool) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """`python -m placeflow.research_cli research ...`, the same as `placeflow research ...`."""
+    """`python -m placeflow.cli.research research ...`, the same as `placeflow research ...`."""
     return one_command(add_parser, argv)
 
 

@@ -8,10 +8,10 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from placeflow.cli_args import add_db
-from placeflow.notamatch import mark_not_a_match
-from placeflow.report import EXIT_OK
-from placeflow.runstate import utc_now
+from placeflow.cli.args import add_db
+from placeflow.pipeline.notamatch import mark_not_a_match
+from placeflow.reporting.summary import EXIT_OK
+from placeflow.state.runstate import utc_now
 from placeflow.warehouse import Warehouse
 
 

@@ -21,9 +21,10 @@ from typing import Any, Literal
 import duckdb
 import polars as pl
 
-from placeflow.pipeline.plan import Plan, jobs_table
-from placeflow.pipeline.staging import REJECTS, REQUESTS
-from placeflow.runread import Chunk, RunReader, StoredRun, stored_run, unfinished_run
+from placeflow.errors import IllegalMove
+from placeflow.state.lifecycle import MOVES, NO_RESULT_FILE, UNCERTAIN, UNKNOWN_JOB
+from placeflow.state.records import REJECTS, REQUESTS, Chunk, Plan, jobs_table
+from placeflow.state.runread import RunReader, StoredRun, stored_run, unfinished_run
 from placeflow.warehouse import insert_frame, sql_text, transaction
 
 __all__ = [
@@ -33,10 +34,6 @@ __all__ = [
 
 Clock = Callable[[], datetime]
 LedgerKind = Literal["hold", "charge", "release", "adjustment"]
-UNKNOWN_JOB = "UNKNOWN_JOB"
-"""`jobs.error_code` of a submitted job the service answered it does not know."""
-NO_RESULT_FILE = "NO_RESULT_FILE"
-"""`jobs.error_code` of a job that ended with rows processed and showed no result file."""
 
 
 def utc_now() -> datetime:
@@ -118,10 +115,10 @@ class RunState(RunReader):
         """A job was accepted: store its batch_id, and its hold once however often the POST was
         retried. True when the hold was recorded now."""
         with transaction(self.con):
-            self._chunk(
+            self._move(
+                "submitted",
                 chunk_no,
                 batch_id=batch_id,
-                status="submitted",
                 submitted_at=self.now(),
                 credits_held=rows,
                 error=None,
@@ -135,21 +132,21 @@ class RunState(RunReader):
     def sending(self, chunk_no: int) -> None:
         """A synchronous batch is about to be sent (one found so on resume may have been
         charged: it is not re-sent blind)."""
-        self._chunk(chunk_no, status="submitted", submitted_at=self.now())
+        self._move("sending", chunk_no, submitted_at=self.now())
 
     def sending_job(self, chunk_no: int) -> None:
         """A job's POST is about to go out (written ahead): a resume that finds `sending_at` set
         and no batch_id knows the request may have reached the service."""
-        self._chunk(chunk_no, sending_at=self.now())
+        self._move("sending_job", chunk_no, sending_at=self.now())
 
     def not_sent(self, chunk_no: int) -> None:
         """The POST was answered with a refusal (e.g. 402): nothing reached the service."""
-        self._chunk(chunk_no, sending_at=None)
+        self._move("not_sent", chunk_no, sending_at=None)
 
     def uncertain(self, chunk_no: int, why: str) -> None:
         """A chunk whose request may have been charged without its answer: held, not re-sent
         blind (`--resend-uncertain` sends it again)."""
-        self._chunk(chunk_no, error=why, error_code="UNCERTAIN")
+        self._move("uncertain", chunk_no, error=why, error_code=UNCERTAIN)
 
     def awaiting_file(
         self, chunk_no: int, status: Literal["completed", "cancelled"], why: str
@@ -157,13 +154,14 @@ class RunState(RunReader):
         """A job that ended with rows processed (so billed) and shows no result file: ended,
         not loaded, its hold kept, so a resume looks for the file again; its places are never
         sent again unless asked (`resend_held`)."""
-        self.ended(chunk_no, status, error=why, error_code=NO_RESULT_FILE)
+        self._move("awaiting_file", chunk_no, status, finished_at=self.now(), error=why,
+                   error_code=NO_RESULT_FILE)  # fmt: skip
 
     def unknown_job(self, chunk_no: int, why: str) -> None:
         """A job the service answers it does not know (submitted, or ended and not loaded):
         held in its state, so a resume looks for it again; nothing is sent again unless asked
         (`resend_held`)."""
-        self._chunk(chunk_no, error=why, error_code=UNKNOWN_JOB)
+        self._move("unknown_job", chunk_no, error=why, error_code=UNKNOWN_JOB)
 
     def resend_held(self, chunk_no: int, why: str) -> None:
         """A held job (`why`: the service did not know it, or its result file never showed) is
@@ -176,9 +174,9 @@ class RunState(RunReader):
                 " where run_id = ? and chunk_no = ?",
                 [self.run_id, chunk_no],
             ).fetchall()[0]
-            self._chunk(
+            self._move(
+                "resend_held",
                 chunk_no,
-                status="planned",
                 batch_id=None,
                 sending_at=None,
                 finished_at=None,
@@ -193,24 +191,19 @@ class RunState(RunReader):
 
     def stuck(self, chunk_no: int, why: str) -> None:
         """A job whose progress stopped moving: cancelled, its processed rows to be loaded."""
-        self._chunk(chunk_no, status="timed_out", finished_at=self.now(), error=why,
-                    error_code="STUCK")  # fmt: skip
+        self._move("stuck", chunk_no, finished_at=self.now(), error=why, error_code="STUCK")
 
     def reopened(self, chunk_no: int) -> None:
         """A synchronous batch that ended without its file on disk: to be sent again."""
-        self._chunk(chunk_no, status="submitted")
+        self._move("reopened", chunk_no)
 
     def timed_out(self, chunk_no: int, error: str) -> None:
-        self._chunk(
-            chunk_no,
-            status="timed_out",
-            finished_at=self.now(),
-            error=error,
-            error_code="TIMED_OUT",
+        self._move(
+            "timed_out", chunk_no, finished_at=self.now(), error=error, error_code="TIMED_OUT"
         )
 
     def note_error(self, chunk_no: int, error: str) -> None:
-        self._chunk(chunk_no, error=error)
+        self._move("note_error", chunk_no, error=error)
 
     def ended_without_result(
         self,
@@ -225,9 +218,10 @@ class RunState(RunReader):
     ) -> None:
         """A job failed or was cancelled before any row: it ends, its whole hold released."""
         with transaction(self.con):
-            self._chunk(
+            self._move(
+                "ended_without_result",
                 chunk_no,
-                status=status,
+                status,
                 finished_at=self.now(),
                 error=error,
                 error_code=error_code,
@@ -250,16 +244,18 @@ class RunState(RunReader):
         the chunk failed once it is loaded."""
         kept = status == "cancelled" and error_code is None
         errors = {} if kept else {"error": error, "error_code": error_code}
-        self._chunk(chunk_no, status=status, finished_at=self.now(), **errors)
+        self._move("ended", chunk_no, status, finished_at=self.now(), **errors)
 
     def result_file(self, chunk_no: int, *, path: str, sha256: str, size: int) -> None:
-        self._chunk(chunk_no, result_path=path, result_sha256=sha256, result_size=size)
+        self._move(
+            "result_file", chunk_no, result_path=path, result_sha256=sha256, result_size=size
+        )
 
     def answered(self, chunk_no: int, *, path: str, sha256: str, size: int, extra: int) -> None:
         """A synchronous batch came back: its file is written; `extra` possible double charges."""
-        self._chunk(
+        self._move(
+            "answered",
             chunk_no,
-            status="completed",
             finished_at=self.now(),
             batch_id=None,
             error=None,
@@ -293,7 +289,17 @@ class RunState(RunReader):
         at: datetime,
     ) -> None:
         """A chunk's load: its charge and release replace any earlier load's, the chunk is
-        loaded. Runs inside the load's transaction."""
+        loaded. Runs inside the load's transaction; the move first, so a refused one writes
+        nothing."""
+        error = self.con.execute(
+            "select coalesce(error, ?) from jobs where run_id = ? and chunk_no = ?",
+            [short, self.run_id, chunk_no],
+        ).fetchall()
+        self._move(
+            "settled", chunk_no, rows_loaded=rows, credits_charged=charged,
+            credits_released=released, loaded_at=at, result_path=path,
+            error=error[0][0] if error else short,
+        )  # fmt: skip
         self.con.execute(
             "delete from credit_ledger where run_id = ? and chunk_no = ?"
             " and kind in ('charge', 'release')",
@@ -303,12 +309,6 @@ class RunState(RunReader):
             self._ledger(chunk_no, ref, "charge", charged, notes[0], at)
         if released:
             self._ledger(chunk_no, ref, "release", released, notes[1], at)
-        self.con.execute(
-            "update jobs set status = 'loaded', rows_loaded = ?, credits_charged = ?,"
-            " credits_released = ?, loaded_at = ?, result_path = ?, error = coalesce(error, ?)"
-            " where run_id = ? and chunk_no = ?",
-            [rows, charged, released, at, path, short, self.run_id, chunk_no],
-        )
 
     # --- the run --------------------------------------------------------------------------------
 
@@ -344,12 +344,30 @@ class RunState(RunReader):
 
     # --- the one statement of each kind -----------------------------------------------------------
 
-    def _chunk(self, chunk_no: int, **values: Any) -> None:
-        names = ", ".join(f"{name} = ?" for name in values)
-        self.con.execute(
-            f"update jobs set {names} where run_id = ? and chunk_no = ?",  # noqa: S608 - our names
-            [*values.values(), self.run_id, chunk_no],
-        )
+    def _move(self, name: str, chunk_no: int, to: str | None = None, **values: Any) -> None:
+        """Make the lifecycle's move `name` on a chunk (`placeflow.state.lifecycle.MOVES`): its
+        status set to `to` and `values` written, in one statement that holds only while the
+        chunk is where the move may start; anywhere else it is refused (`IllegalMove`)."""
+        move = MOVES[name]
+        status = move.target(to)
+        sets = {**values, **({"status": status} if status is not None else {})}
+        names = ", ".join(f"{column} = ?" for column in sets)
+        held = sorted(move.held)
+        found = self.con.execute(
+            f"update jobs set {names} where run_id = ? and chunk_no = ?"  # noqa: S608 - our names
+            " and list_contains(?, status) and (len(?) = 0 or list_contains(?, error_code))",
+            [*sets.values(), self.run_id, chunk_no, sorted(move.froms), held, held],
+        ).fetchall()
+        if found != [(1,)]:
+            rows = self.con.execute(
+                "select status, error_code from jobs where run_id = ? and chunk_no = ?",
+                [self.run_id, chunk_no],
+            ).fetchall()
+            where = f"it is {rows[0][0]} ({rows[0][1] or 'not held'})" if rows else "no such chunk"
+            raise IllegalMove(
+                f"chunk {chunk_no} of {self.run_id}: the lifecycle has no move {name} from where"
+                f" {where}; it moves from {sorted(move.froms)}" + (f" held {held}" if held else "")
+            )
 
     def _run(self, **values: Any) -> None:
         names = ", ".join(f"{name} = ?" for name in values)

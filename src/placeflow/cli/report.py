@@ -12,8 +12,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from placeflow.api.text import printable
-from placeflow.cli_args import add_db, add_json
+from placeflow.cli.args import add_db, add_json
+from placeflow.text import printable
 from placeflow.warehouse import READ_WAIT, connect
 
 EXIT_OK = 0

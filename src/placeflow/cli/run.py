@@ -11,16 +11,16 @@ from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from typing import TYPE_CHECKING, Any
 
-from placeflow.api.text import printable
-from placeflow.cli_args import add_db, add_json, add_quiet
+from placeflow.cli.args import add_db, add_json, add_quiet
 from placeflow.config import apply_prefect_defaults, in_ci, load_settings
 from placeflow.options import RunOptions, add_option_flags, options_from_args
-from placeflow.report import EXIT_FAILED, EXIT_OK, EXIT_USAGE
+from placeflow.reporting.summary import EXIT_FAILED, EXIT_OK, EXIT_USAGE
+from placeflow.text import printable
 
 if TYPE_CHECKING:
     from prefect.client.schemas.objects import State
 
-    from placeflow.interrupt import Interrupt
+    from placeflow.cli.interrupt import Interrupt
 
 
 def _common(p: argparse.ArgumentParser, *, command: str) -> None:
@@ -86,8 +86,8 @@ def dispatch(args: argparse.Namespace) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from placeflow.cli_checks import FINISHED, check_db, check_inputs, stored_status
-    from placeflow.interrupt import Interrupt
+    from placeflow.cli.interrupt import Interrupt
+    from placeflow.cli.preflight import FINISHED, check_db, check_inputs, stored_status
 
     began = time.monotonic()
     if args.command == "run":
@@ -111,14 +111,14 @@ def _run(args: argparse.Namespace) -> int:
             params["options"] = RunOptions(**given)
     load_settings()  # a key without a base URL is refused here, before Prefect starts
     apply_prefect_defaults()
-    from flows.place_refresh import place_refresh  # Prefect loads only for runs
+    from placeflow.flows.run import run_files  # Prefect loads only for runs
 
     stop = Interrupt(
         db=args.db, as_json=args.json, cancel_jobs=args.cancel_on_interrupt,
         run_id=params.get("resume_run_id"),
     )  # fmt: skip
     data, message = flow_result(
-        place_refresh, params, title=f"placeflow {args.command}", quiet=args.quiet,
+        run_files, params, title=f"placeflow {args.command}", quiet=args.quiet,
         as_json=args.json, guard=_armed(stop),
     )  # fmt: skip
     if not isinstance(data, dict):
@@ -132,7 +132,7 @@ def _run(args: argparse.Namespace) -> int:
 
 @contextmanager
 def _armed(stop: Interrupt) -> Iterator[None]:
-    """Ctrl-C: one line with the resume command, exit 130 (placeflow.interrupt)."""
+    """Ctrl-C: one line with the resume command, exit 130 (placeflow.cli.interrupt)."""
     stop.arm()
     try:
         yield
@@ -152,7 +152,7 @@ def flow_result(
     """Call a flow in this process, the live display on stderr while it runs (only on a
     terminal, never under --json, --quiet or CI): its result (the summary dict when it ended
     with one) and its final state's message. `guard` is held while the flow runs."""
-    from placeflow.progress import ProgressDisplay, wanted
+    from placeflow.cli.progress import ProgressDisplay, wanted
 
     show = wanted(sys.stderr, quiet=quiet, as_json=as_json, ci=in_ci())
     with ProgressDisplay(title=title, enabled=show) as display, guard or nullcontext():
@@ -184,7 +184,7 @@ def print_outcome(
     """Print a flow's summary (text, or one JSON document) and return its exit code; with
     `resume_db`, an interrupted run's JSON names the command that finishes it (`next`)."""
     from placeflow.pipeline.account import RunSummary
-    from placeflow.report import text_summary
+    from placeflow.reporting.summary import text_summary
 
     code = int(data.pop("exit_code", EXIT_OK))
     report = data.pop("report", None)  # the HTML report a flow wrote, when it wrote one
@@ -209,7 +209,7 @@ def print_outcome(
 def _estimate(args: argparse.Namespace) -> int:
     from placeflow.pipeline.mapping_report import describe, input_report
     from placeflow.prepare import preview
-    from placeflow.service import open_target
+    from placeflow.target import open_target
 
     options = options_from_args(args)
     settings = load_settings()

@@ -16,7 +16,7 @@ import sys
 from typing import Any
 
 from placeflow.api.errors import PlaceflowError
-from placeflow.cli_args import add_db, add_json, fail, one_command
+from placeflow.cli.args import add_db, add_json, fail, one_command
 from placeflow.config import postgres_password
 from placeflow.export import DEFAULT_TABLES, TABLES, ExportSummary, export
 
@@ -33,13 +33,21 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
         ),
     )
     add_db(p)
-    p.add_argument("--to", required=True, dest="to", metavar="DEST",
-                   help="a directory, file:///path or postgresql://user@host:port/db")
-    p.add_argument("--tables", default=None,
-                   help=f"comma-separated, of {', '.join(TABLES)}"
-                        f" (default {','.join(DEFAULT_TABLES)})")
-    p.add_argument("--full", action="store_true",
-                   help="send every row again, not only what changed")
+    p.add_argument(
+        "--to",
+        required=True,
+        dest="to",
+        metavar="DEST",
+        help="a directory, file:///path or postgresql://user@host:port/db",
+    )
+    p.add_argument(
+        "--tables",
+        default=None,
+        help=f"comma-separated, of {', '.join(TABLES)} (default {','.join(DEFAULT_TABLES)})",
+    )
+    p.add_argument(
+        "--full", action="store_true", help="send every row again, not only what changed"
+    )
     add_json(p, "print one JSON summary")
     p.set_defaults(func=main)
     return p
@@ -71,8 +79,7 @@ def _print(summary: ExportSummary, *, as_json: bool) -> None:
         print(json.dumps({**summary.as_dict(), "exit_code": 0}, sort_keys=True))
         return
     mode = "full" if summary.full else "incremental"
-    print(f"export {summary.export_id} to {summary.destination} ({mode}):"
-          f" {summary.rows} rows")
+    print(f"export {summary.export_id} to {summary.destination} ({mode}): {summary.rows} rows")
     for t in summary.tables:
         files = f" in {', '.join(t.files)}" if t.files else ""
         print(f"  {t.table}: {t.rows} rows{files}")
@@ -81,7 +88,7 @@ def _print(summary: ExportSummary, *, as_json: bool) -> None:
 
 
 def run(argv: list[str] | None = None) -> int:
-    """`python -m placeflow.export_cli export ...`, the same as `placeflow export ...`."""
+    """`python -m placeflow.cli.export export ...`, the same as `placeflow export ...`."""
     return one_command(add_parser, argv)
 
 

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import json
 
-from placeflow.api.text import printable
 from placeflow.errors import BudgetRefused, CreditsRanOut, PlaceflowError, UsageError
 from placeflow.pipeline.account import RunSummary
 from placeflow.pipeline.mapping_report import describe
+from placeflow.text import printable
 
 EXIT_OK = 0
 EXIT_FAILED = 1

@@ -1,0 +1,261 @@
+"""Carrying out a recorded run's chunks: submit ─▶ poll ─▶ fetch ─▶ load, then account.
+
+`carry_out` takes every chunk not yet loaded from where its row in `jobs` says it is
+(`placeflow.state.lifecycle`), in this order:
+
+    1. ended, not loaded (a crash): loaded from the file on disk, else fetched again
+    2. synchronous batches: sent one at a time, each loaded as it comes back
+    3. held chunks (unknown job, no result file) sent again when --resend-uncertain says so
+    4. job chunks: a `Sender` thread submits them while this thread polls, fetches and loads
+       each job as it ends
+    5. account, however the run ended
+
+Two threads work on one run: this one and the sender's. What they share is named with its
+owner: `Held` (chunks that could not settle now, and why) takes a lock; events go through a
+locked emit; the sender writes only the rows of the chunks it sends, on its own connection.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from datetime import datetime
+from functools import partial
+from pathlib import Path
+
+from placeflow.api.client import PlaceApiClient
+from placeflow.api.errors import DownloadError, InsufficientCredits, NotFound, TransientError
+from placeflow.api.feed import JobFeed
+from placeflow.api.jobref import PendingJob
+from placeflow.api.models import JobStatus
+from placeflow.errors import CreditsRanOut
+from placeflow.events import Note
+from placeflow.options import RunOptions
+from placeflow.pipeline.account import RunSummary, account
+from placeflow.pipeline.fetch import Fetched, fetch, on_disk
+from placeflow.pipeline.load import LoadError, load
+from placeflow.pipeline.poll import poll, unknown_job
+from placeflow.pipeline.resend import vet
+from placeflow.pipeline.submit import send_batch, submit_job
+from placeflow.sender import Sender, locked
+from placeflow.state.lifecycle import NO_RESULT_FILE, UNKNOWN_JOB
+from placeflow.state.records import Chunk
+from placeflow.state.runstate import RunState
+from placeflow.steps import Stages
+
+ENDED_OR_SUBMITTED = ("submitted", "completed", "cancelled")
+"""The states of a chunk whose job the service may no longer know (`UNKNOWN_JOB`): submitted,
+or ended before the run stopped and not loaded."""
+CHUNK_FAILURES = (DownloadError, LoadError, NotFound, TransientError)
+"""What settling one chunk may raise that is that chunk's alone: noted on it, retried by a
+resume, never stopping the others (NotFound: its job, asked for a fresh file URL, is unknown to
+the service)."""
+RESENDABLE = {
+    UNKNOWN_JOB: "was unknown to the service",
+    NO_RESULT_FILE: "showed no result file for its processed rows",
+}
+"""The chunks `--resend-uncertain` sends again (their places may be paid twice), by
+`jobs.error_code`, and what became of their jobs."""
+
+Get = Callable[[], Fetched | None]
+"""How a chunk's verified file is had: from disk, by a fetch, or from a synchronous answer."""
+
+
+class Held:
+    """The chunks of a run that could not settle (or be sent) now, and why: written by the
+    run's thread (settling) and the sender's (a chunk vetted as uncertain), so every access
+    takes its lock."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._why: dict[int, str] = {}
+
+    def hold(self, chunk_no: int, why: str) -> None:
+        with self._lock:
+            self._why[chunk_no] = why
+
+    def release(self, chunk_no: int) -> None:
+        with self._lock:
+            self._why.pop(chunk_no, None)
+
+    def message(self, run_id: str) -> str | None:
+        """What the run says when it stops with chunks held (None: none held)."""
+        with self._lock:
+            if not self._why:
+                return None
+            said = "; ".join(self._why[k] for k in sorted(self._why))
+            return (
+                f"{len(self._why)} chunk(s) held: {said}. `placeflow resume {run_id}` retries them"
+            )
+
+
+class _Carry:
+    """One run's chunks carried out (see the module's docstring); `run` is the whole of it."""
+
+    def __init__(
+        self,
+        r: Stages,
+        api: PlaceApiClient,
+        state: RunState,
+        options: RunOptions,
+        workdir: Path,
+    ) -> None:
+        self.r, self.api, self.state, self.options, self.workdir = r, api, state, options, workdir
+        self.kind = options.mode
+        self.emit = locked(r.emit)  # the sender emits from its own thread
+        self.held = Held()
+
+    # --- one chunk's file, had and loaded -------------------------------------------------------
+
+    def settle(self, chunk_no: int, get: Get) -> None:
+        """One chunk's fetch and load; its failure is its own, never the other chunks'."""
+        try:
+            fetched = get()
+            if fetched is not None:
+                self.r.each("load", load)(self.state, fetched, kind=self.kind, emit=self.emit)
+        except CHUNK_FAILURES as exc:
+            why = f"chunk {chunk_no}: {type(exc).__name__}: {exc}"
+            self.held.hold(chunk_no, why)
+            self.state.note_error(chunk_no, why)
+            self.emit(Note(f"{why}; the other chunks carry on"))
+
+    def fetched(self, status: JobStatus) -> Get:
+        return lambda: self.r.each("fetch", fetch)(
+            self.api, self.state, status, workdir=self.workdir, emit=self.emit
+        )
+
+    def refetched(self, batch_id: str) -> Get:
+        """An ended job's file fetched again; a job the service no longer knows is held."""
+
+        def get() -> Fetched | None:
+            try:
+                status = self.api.job_status(batch_id)
+            except NotFound as answer:
+                unknown_job(self.state, batch_id, answer, self.emit)
+                return None
+            return self.fetched(status)()
+
+        return get
+
+    # --- the order -----------------------------------------------------------------------------
+
+    def ended_before(self) -> None:
+        """Chunks that ended and were not loaded before the run stopped (a crash)."""
+        for chunk in self.state.chunks("completed", "cancelled"):
+            found = on_disk(self.state, chunk)
+            if found is not None:
+                self.settle(chunk.chunk_no, _given(found))
+            elif chunk.route == "job" and chunk.batch_id:
+                self.settle(chunk.chunk_no, self.refetched(chunk.batch_id))
+            else:
+                self.state.reopened(chunk.chunk_no)
+
+    def send_sync(self) -> None:
+        """Synchronous batches, one at a time, each loaded as it comes back (or held)."""
+        for chunk in self.state.chunks("planned", "submitted"):
+            if chunk.route != "sync":
+                continue
+            sent = self.r.each("send-batch", send_batch)(
+                self.api, self.state, chunk, kind=self.kind, workdir=self.workdir,
+                emit=self.emit, resend=self.options.resend_uncertain,
+            )  # fmt: skip
+            if sent is None:
+                self.held.hold(chunk.chunk_no, f"chunk {chunk.chunk_no}: uncertain (see its error)")
+            self.settle(chunk.chunk_no, _given(sent))
+
+    def resend_held(self) -> None:
+        """Held jobs sent again as new ones, when --resend-uncertain accepts it."""
+        if not self.options.resend_uncertain:
+            return
+        for chunk in self.state.chunks(*ENDED_OR_SUBMITTED):
+            if chunk.error_code in RESENDABLE:
+                why = RESENDABLE[str(chunk.error_code)]
+                self.state.resend_held(chunk.chunk_no, why)
+                self.held.release(chunk.chunk_no)  # its file was looked for once more above
+                again = "its places are sent again (--resend-uncertain)"
+                self.emit(Note(f"chunk {chunk.chunk_no}: job {chunk.batch_id} {why}; {again}"))
+
+    def send_jobs(
+        self, to_send: list[Chunk], own: RunState, feed: JobFeed, stopping: Callable[[], bool]
+    ) -> None:
+        """The sender thread's work: each planned job chunk vetted, submitted and handed to the
+        poller; `own` is the sender's RunState, on its own connection."""
+        for chunk in to_send:
+            if stopping():
+                return
+            verdict = vet(self.api, own, chunk, self.options, own.now())
+            if not verdict.send:
+                self.held.hold(chunk.chunk_no, verdict.why)
+                own.uncertain(chunk.chunk_no, verdict.why)
+                self.emit(Note(verdict.why))
+                continue
+            sent = self.r.each("submit", submit_job)(
+                self.api, own, chunk, kind=self.kind, emit=self.emit
+            )
+            feed.put(sent.pending(self.api.clock()))
+
+    def jobs(self) -> None:
+        """Job chunks submitted by a sender beside the poll; each settled as it ends."""
+        state, options = self.state, self.options
+        resumed = [PendingJob(c.batch_id) for c in state.chunks("submitted") if c.batch_id]
+        to_send = [c for c in state.chunks("planned") if c.route == "job"]
+        send = partial(self.send_jobs, to_send) if to_send else None
+        self.r.expect(*(["submit", "poll"] if to_send else []))  # the data's order, side by side
+        with Sender(state, send) as sender:
+            polled = self.r.stream("poll", poll)
+            for status in polled(
+                self.api, state, jobs=resumed, feed=sender.feed, timeout=options.poll_timeout,
+                stuck_after=options.stuck_after, emit=self.emit,
+            ):  # fmt: skip
+                self.settle(state.chunk_of(status.batch_id), self.fetched(status))
+        sender.raise_error()
+        for chunk in state.chunks(*ENDED_OR_SUBMITTED):
+            if chunk.error_code == UNKNOWN_JOB:
+                self.held.hold(
+                    chunk.chunk_no,
+                    f"chunk {chunk.chunk_no}: job {chunk.batch_id} is unknown to the service"
+                    " (resume --resend-uncertain sends it again)",
+                )
+
+    def run(self, started: datetime) -> RunSummary:
+        """Every step in order; the run marked interrupted when chunks are held or credits ran
+        out (raised as `CreditsRanOut` after the account, which runs however the run ends)."""
+        stopped: str | None = None
+        try:
+            try:
+                self.ended_before()
+                self.send_sync()
+                self.resend_held()
+                self.jobs()
+                held = self.held.message(self.state.run_id)
+                if held:
+                    self.state.interrupted(held)
+            except InsufficientCredits as exc:
+                stopped = (
+                    f"credits ran out: {exc}. Add credits, then `placeflow resume"
+                    f" {self.state.run_id}`; chunks already submitted are kept"
+                )
+                self.emit(Note(stopped))
+                self.state.interrupted(stopped)
+        finally:
+            summary = self.r.stage("account", account)(self.state, self.api, started=started)
+        if stopped:
+            raise CreditsRanOut(stopped, run_id=self.state.run_id, summary=summary)
+        return summary
+
+
+def carry_out(
+    r: Stages,
+    api: PlaceApiClient,
+    state: RunState,
+    options: RunOptions,
+    workdir: Path,
+    started: datetime,
+) -> RunSummary:
+    """submit → poll → fetch → load for every chunk not yet loaded, then account (see the
+    module's docstring)."""
+    return _Carry(r, api, state, options, workdir).run(started)
+
+
+def _given(fetched: Fetched | None) -> Get:
+    return lambda: fetched
