@@ -272,6 +272,6 @@ comment on column place_facts.place_key is 'The place.';
 comment on column place_facts.outcome_at is 'When placeflow loaded the outcome.';
 comment on column place_facts.field is 'operational_status, closure_reason, existence, opening_hours, phone, website, facebook, instagram, tiktok, email, address or coordinates.';
 comment on column place_facts.value is 'The answer as text (null: asked and not found); existence as likely (confidence 0.5 or more) or unlikely; address and coordinates as sent.';
-comment on column place_facts.compare_key is 'The value as compared for change detection (the noise rules of the README).';
+comment on column place_facts.compare_key is 'The value as compared for change detection (the noise rules of docs/warehouse.md).';
 comment on column place_facts.latitude is 'The latitude sent, for the coordinates field; null otherwise.';
 comment on column place_facts.longitude is 'The longitude sent, for the coordinates field; null otherwise.';
