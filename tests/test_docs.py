@@ -1,14 +1,35 @@
-"""The README's promises: its two commands, CI running the test one, every command documented."""
+"""The docs' promises: the README's two commands and tour, CI, and docs/ true to the code."""
 
 from __future__ import annotations
 
+import importlib.util
 import re
+import sys
 from pathlib import Path
+from types import ModuleType
 
 from placeflow.cli.main import build_parser
 
 ROOT = Path(__file__).resolve().parents[1]
 README = (ROOT / "README.md").read_text()
+CLI_DOC = (ROOT / "docs" / "cli.md").read_text()
+WAREHOUSE_DOC = (ROOT / "docs" / "warehouse.md").read_text()
+TOUR = ("run", "runs", "rows", "report", "resume", "refresh", "export", "research")
+FENCE = re.compile(r"^(```|~~~).*?^\1[^\n]*$", re.DOTALL | re.MULTILINE)
+LINK = re.compile(r"!?\[[^\]]*\]\(([^)\s]+)\)")
+
+
+def gen_docs() -> ModuleType:
+    """scripts/gen_docs.py, the generator of docs/cli.md's and docs/warehouse.md's blocks."""
+    spec = importlib.util.spec_from_file_location("gen_docs", ROOT / "scripts" / "gen_docs.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["gen_docs"] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+GEN = gen_docs()
 
 
 def readme_commands() -> list[str]:
@@ -16,6 +37,30 @@ def readme_commands() -> list[str]:
     section = README.split("## The two commands", 1)[1]
     block = section.split("```bash", 1)[1].split("```", 1)[0]
     return [line for line in block.splitlines() if line and not line.startswith("#")]
+
+
+def subcommands() -> dict[str, object]:
+    """Each `placeflow` subcommand's parser, by name."""
+    parser = build_parser()
+    sub = next(a for a in parser._actions if a.dest == "command")
+    choices: dict[str, object] = dict(getattr(sub, "choices", {}))
+    assert choices
+    return choices
+
+
+def anchors(markdown: str) -> set[str]:
+    """The anchors GitHub gives a document's headings (fenced blocks hold none)."""
+    seen: dict[str, int] = {}
+    found = set()
+    for line in FENCE.sub("", markdown).splitlines():
+        heading = re.match(r"#{1,6} (.+)", line)
+        if not heading:
+            continue
+        slug = re.sub(r"[^\w\- ]", "", heading[1].strip().lower()).replace(" ", "-")
+        count = seen.get(slug, 0)
+        seen[slug] = count + 1
+        found.add(slug if count == 0 else f"{slug}-{count}")
+    return found
 
 
 def test_readme_has_exactly_two_commands() -> None:
@@ -32,47 +77,85 @@ def test_ci_runs_the_readme_test_command() -> None:
     assert steps == ["bash .ci/system-packages", readme_commands()[1]]
 
 
-def test_every_cli_command_is_in_the_readme_and_has_help() -> None:
-    """Each `placeflow` subcommand has help text and appears in the README."""
-    parser = build_parser()
-    sub = next(a for a in parser._actions if a.dest == "command")
-    choices = getattr(sub, "choices", {})
-    assert choices
+def test_readme_is_at_most_400_lines() -> None:
+    """The README stays an entry point of at most 400 lines; the reference lives in docs/."""
+    assert len(README.splitlines()) <= 400
+
+
+def test_readme_tour_names_the_main_commands() -> None:
+    """The README's tour gives each main command a step of its own, in the order of use."""
+    tour = README.split("## A five-minute tour", 1)[1].split("\n## ", 1)[0]
+    found = [re.search(rf"^\d+\. `placeflow {name}[ `]", tour, re.M) for name in TOUR]
+    missing = [name for name, match in zip(TOUR, found, strict=True) if match is None]
+    assert not missing, f"not in the tour: {missing}"
+    at = [match.start() for match in found if match is not None]
+    assert at == sorted(at)
+
+
+def test_every_cli_command_has_a_section_with_its_help_in_docs_cli() -> None:
+    """Each `placeflow` subcommand has help text, a section in docs/cli.md and its usage block."""
+    choices = subcommands()
     for name, command in choices.items():
-        assert command.description or command.format_help()
-        assert re.search(rf"placeflow {name}\b", README), f"`placeflow {name}` not in README"
+        assert getattr(command, "description", None), f"`placeflow {name}` has no description"
+        assert f"\n## placeflow {name}\n" in CLI_DOC, f"`placeflow {name}` has no section"
+    assert sorted(GEN.blocks(CLI_DOC, "help")) == sorted(["", *choices])
 
 
-def test_every_warehouse_column_is_documented_in_the_readme() -> None:
-    """Each table and view of the warehouse, and each of its columns, appears in the README."""
+def test_cli_doc_usage_blocks_are_the_help_output() -> None:
+    """Every usage block of docs/cli.md is what `placeflow COMMAND --help` prints today."""
+    assert GEN.regenerate(CLI_DOC) == CLI_DOC, "stale: run scripts/gen_docs.py"
+
+
+def test_warehouse_doc_has_a_block_for_every_table_and_view() -> None:
+    """docs/warehouse.md has one generated block for each table and view of the warehouse."""
+    blocks = GEN.blocks(WAREHOUSE_DOC, "table")
+    assert len(blocks) == len(set(blocks))
+    assert sorted(blocks) == sorted(GEN.relations())
+
+
+def test_warehouse_doc_tables_are_the_schema_comments() -> None:
+    """Every table of docs/warehouse.md is what the schema's comments and columns say today."""
+    assert GEN.regenerate(WAREHOUSE_DOC) == WAREHOUSE_DOC, "stale: run scripts/gen_docs.py"
+
+
+def test_every_warehouse_column_is_documented() -> None:
+    """Each table and view of the warehouse, and each of its columns, is in docs/warehouse.md."""
+    relations = GEN.relations()
+    assert relations
+    for name, relation in relations.items():
+        assert relation.comment, f"{name} has no comment"
+        assert f"### `{name}` ({relation.kind})" in WAREHOUSE_DOC, f"{name} not documented"
+        for column, _, comment in relation.columns:
+            assert comment, f"{name}.{column} has no comment"
+            assert f"| `{column}` |" in WAREHOUSE_DOC, f"{name}.{column} not documented"
+
+
+def test_every_relative_link_in_the_readme_and_docs_resolves() -> None:
+    """Every relative link of README.md and docs/*.md names a file (and heading) that exists."""
+    documents = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+    broken = []
+    for doc in documents:
+        text = doc.read_text()
+        for target in LINK.findall(FENCE.sub("", text)):
+            if re.match(r"[a-z][a-z0-9+.-]*:", target):  # https:, mailto:, file:
+                continue
+            path, _, anchor = target.partition("#")
+            file = (doc.parent / path).resolve() if path else doc
+            if not file.exists():
+                broken.append(f"{doc.name}: {target} (no such file)")
+            elif anchor and file.suffix == ".md" and anchor not in anchors(file.read_text()):
+                broken.append(f"{doc.name}: {target} (no such heading)")
+    assert not broken
+
+
+def test_warehouse_doc_python_example_runs_on_the_pinned_duckdb(tmp_path: Path) -> None:
+    """docs/warehouse.md's 'From Python' example runs as written on the pinned duckdb (2.0)."""
     from placeflow.warehouse import connect
 
-    con = connect(":memory:")
-    try:
-        columns = con.execute(
-            "select c.table_name, c.column_name from duckdb_columns() c"
-            " join (select table_name as name from duckdb_tables() where not internal"
-            "       union all select view_name from duckdb_views() where not internal) t"
-            " on t.name = c.table_name where c.table_name != 'schema_migrations'"
-        ).fetchall()
-    finally:
-        con.close()
-    assert columns
-    for table, column in columns:
-        assert f"### `{table}`" in README, f"table {table} not documented"
-        assert f"| `{column}` |" in README, f"column {table}.{column} not documented"
-
-
-def test_readme_python_example_runs_on_the_pinned_duckdb(tmp_path: Path) -> None:
-    """The README's 'From Python' warehouse example runs as written against a real warehouse
-    (duckdb 2.0 dropped `fetchone()` on relations and `pl()` on execute results)."""
-    from placeflow.warehouse import connect
-
-    block = README.split("From Python", 1)[1].split("```python", 1)[1].split("```", 1)[0]
-    code = "\n".join(line[2:] if line.startswith("  ") else line for line in block.splitlines())
+    code = WAREHOUSE_DOC.split("### From Python", 1)[1].split("```python", 1)[1].split("```")[0]
     db = tmp_path / "placeflow.duckdb"
     connect(db).close()  # migrations and views, no runs: the example's queries return 0 rows
     assert "data/placeflow.duckdb" in code
     scope: dict[str, object] = {"run_id": "r1"}
-    exec(compile(code.replace("data/placeflow.duckdb", str(db)), "README", "exec"), scope)
+    exec(compile(code.replace("data/placeflow.duckdb", str(db)), "warehouse.md", "exec"), scope)
     assert scope["con"] is not None

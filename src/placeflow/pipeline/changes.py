@@ -3,10 +3,10 @@
 Each field a run's successful outcomes answered (the `place_facts` view) is compared with the
 place's previous answer of the same field, from the newest earlier successful outcome that
 answered it (a validation and an enrichment both answer operational_status and existence; only
-enrichments that asked for phone answer phone, and so on). The noise rules (README, "The
-warehouse") decide what counts as a change: confidences never do; a coordinate must move 50 m;
-phones are compared by their digits, websites by host and path, opening hours in a canonical
-form. A failed outcome answers nothing, so it neither is nor hides a change.
+enrichments that asked for phone answer phone, and so on). The noise rules (docs/warehouse.md,
+"Changes: what counts") decide what counts as a change: confidences never do; a coordinate must
+move 50 m; phones are compared by their digits, websites by host and path, opening hours in a
+canonical form. A failed outcome answers nothing, so it neither is nor hides a change.
 
 `record_changes` is idempotent: a run's changes are inserted once, however often it is called.
 The SQL lives in sql/changes/.

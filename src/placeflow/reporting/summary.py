@@ -26,7 +26,7 @@ EXIT_CODES: tuple[tuple[type[BaseException], int], ...] = (
     (UsageError, EXIT_USAGE),
     (PlaceflowError, EXIT_FAILED),
 )
-"""The one table of exit codes by exception class, first match wins (the README's table).
+"""The one table of exit codes by exception class, first match wins (docs/cli.md's table).
 Anything else is a bug: it propagates with its traceback."""
 
 
