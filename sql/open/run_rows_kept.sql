@@ -1,6 +1,7 @@
 -- run_rows_kept: the rows of the run being opened ($run_id) that normalize kept, each with its
--- disposition (submitted, duplicate, skipped_fresh, held_failing), the place answering it and
--- its normalised fields, from the staged plan (pf_staged_marked).
+-- disposition (submitted, duplicate, skipped_fresh, held_failing, claimed), the place answering
+-- it (and the run buying it, when claimed) and its normalised fields, from the staged plan
+-- (pf_staged_marked).
 
 insert into run_rows by name
 select
@@ -16,6 +17,7 @@ select
     match_rule,
     match_probability,
     outcome_key,
+    claimed_by,
     core_key,
     poi_name,
     street,

@@ -6,7 +6,9 @@
 -- failing). Optionally only places of $country. Each place comes
 -- with what a refresh needs to send it again: the request its latest run sent (verbatim, and
 -- rebuilt for $signature), its fields, and what ranks it when the budget is short: the age of
--- its answer, its verdict, its past changes and its failures since the last success.
+-- its answer, its verdict, its past changes and its failures since the last success; and
+-- claimed_by, the oldest unfinished run buying it now (the same answer, its chunk not yet
+-- settled), which a refresh leaves it to (one place, one purchase).
 -- Parameters: $signature, $cutoff, $country (null: all), $now.
 
 with
@@ -104,6 +106,30 @@ failures as (
     group by outcomes.place_key
 ),
 
+open_runs as (
+    select
+        run_id,
+        created_at
+    from runs
+    where status in ('running', 'interrupted')
+        and signature_answers(signature, $signature)
+),
+
+claims as (
+    select
+        run_places.place_key,
+        open_runs.run_id as claimed_by
+    from run_places
+    inner join open_runs on run_places.run_id = open_runs.run_id
+    inner join jobs
+        on jobs.run_id = run_places.run_id
+        and jobs.chunk_no = run_places.chunk_no
+    where jobs.status not in ('loaded', 'failed')
+    qualify row_number() over (
+        partition by run_places.place_key order by open_runs.created_at, open_runs.run_id
+    ) = 1
+),
+
 past_changes as (
     select
         place_key,
@@ -124,13 +150,15 @@ places as (
         verdicts.operational_status,
         verdicts.existence_confidence,
         coalesce(past_changes.changes_before, 0) as changes_before,
-        coalesce(failures.failures_in_a_row, 0) as failures_in_a_row
+        coalesce(failures.failures_in_a_row, 0) as failures_in_a_row,
+        claims.claimed_by
     from latest_sent
     left join answers on latest_sent.place_key = answers.place_key
     left join attempts on latest_sent.place_key = attempts.place_key
     left join verdicts on latest_sent.place_key = verdicts.place_key
     left join past_changes on latest_sent.place_key = past_changes.place_key
     left join failures on latest_sent.place_key = failures.place_key
+    left join claims on latest_sent.place_key = claims.place_key
     where (answers.answered_at is null or answers.answered_at <= $cutoff)
         and (attempts.attempted_at is null or attempts.attempted_at <= $cutoff)
         and (
@@ -194,7 +222,8 @@ final as (
         ranked.changes_before,
         ranked.failures_in_a_row,
         ranked.priority,
-        ranked.reason
+        ranked.reason,
+        ranked.claimed_by
     from ranked
     cross join wanted
 )

@@ -8,11 +8,17 @@
     3. held chunks (unknown job, no result file) sent again when --resend-uncertain says so
     4. job chunks: a `Sender` thread submits them while this thread polls, fetches and loads
        each job as it ends
-    5. account, however the run ended
+    5. places left to other runs (claimed) waited for, up to --claim-wait, while their
+       owners are alive and running
+    6. account, however the run ended
 
 Two threads work on one run: this one and the sender's. What they share is named with its
 owner: `Held` (chunks that could not settle now, and why) takes a lock; events go through a
 locked emit; the sender writes only the rows of the chunks it sends, on its own connection.
+
+Readers in other processes get their turn: the warehouse is let go whenever the client waits
+(`placeflow.warehouse.held_while_writing`) and, on the synchronous route, between batches once
+it has been held `READERS_EVERY` seconds.
 """
 
 from __future__ import annotations
@@ -39,9 +45,11 @@ from placeflow.pipeline.resend import vet
 from placeflow.pipeline.submit import send_batch, submit_job
 from placeflow.sender import Sender, locked
 from placeflow.state.lifecycle import NO_RESULT_FILE, UNKNOWN_JOB
+from placeflow.state.owners import carrying, owner_of
 from placeflow.state.records import Chunk
 from placeflow.state.runstate import RunState
 from placeflow.steps import Stages
+from placeflow.warehouse import let_go
 
 ENDED_OR_SUBMITTED = ("submitted", "completed", "cancelled")
 """The states of a chunk whose job the service may no longer know (`UNKNOWN_JOB`): submitted,
@@ -56,6 +64,12 @@ RESENDABLE = {
 }
 """The chunks `--resend-uncertain` sends again (their places may be paid twice), by
 `jobs.error_code`, and what became of their jobs."""
+
+READERS_EVERY = 1.0
+"""Seconds the synchronous route holds the warehouse before it lets go between two batches
+(for `placeflow.warehouse.READERS_TURN`: readers are kept out under 2 s at a time)."""
+CLAIM_POLL = (2.0, 15.0)
+"""First and longest pause between two looks at the places other runs are buying (seconds)."""
 
 Get = Callable[[], Fetched | None]
 """How a chunk's verified file is had: from disk, by a fetch, or from a synchronous answer."""
@@ -139,6 +153,29 @@ class _Carry:
 
     # --- the order -----------------------------------------------------------------------------
 
+    def say_what_resume_settles(self) -> None:
+        """On a resume with job POSTs that got no answer longer ago than the idempotency
+        window, say plainly what it can settle and what it cannot."""
+        now, window = self.state.now(), self.options.idempotency_window
+        chunks = self.state.chunks("planned", "submitted")
+        lost = [c for c in chunks if c.status == "planned" and c.sending_at is not None]
+        past = [c for c in lost if _age(c, now) > window]
+        if not past:
+            return
+        attached = sum(1 for c in chunks if c.status == "submitted" and c.batch_id)
+        unsent = sum(1 for c in chunks if c.status == "planned" and c.sending_at is None)
+        oldest = max(_age(c, now) for c in past)
+        self.emit(
+            Note(
+                f"resuming {self.state.run_id}: {attached} submitted job(s) are re-attached and"
+                f" loaded, {unsent} chunk(s) never sent are sent; {len(past)} chunk(s) whose"
+                f" POST got no answer up to {oldest:,.0f} s ago, past the idempotency window"
+                f" ({window:g} s), may have created jobs the service no longer replays: each"
+                " is sent only if the key's usage shows it created none, else held as uncertain"
+                " (--resend-uncertain sends it, accepting a possible double charge)"
+            )
+        )
+
     def ended_before(self) -> None:
         """Chunks that ended and were not loaded before the run stopped (a crash)."""
         for chunk in self.state.chunks("completed", "cancelled"):
@@ -162,6 +199,7 @@ class _Carry:
             if sent is None:
                 self.held.hold(chunk.chunk_no, f"chunk {chunk.chunk_no}: uncertain (see its error)")
             self.settle(chunk.chunk_no, _given(sent))
+            let_go(self.state.con, held_over=READERS_EVERY)
 
     def resend_held(self) -> None:
         """Held jobs sent again as new ones, when --resend-uncertain accepts it."""
@@ -202,6 +240,8 @@ class _Carry:
         send = partial(self.send_jobs, to_send) if to_send else None
         self.r.expect(*(["submit", "poll"] if to_send else []))  # the data's order, side by side
         with Sender(state, send) as sender:
+            if sender.feed is not None:  # waiting for submissions is the readers' turn too
+                sender.feed.on_wait = lambda: let_go(state.con)
             polled = self.r.stream("poll", poll)
             for status in polled(
                 self.api, state, jobs=resumed, feed=sender.feed, timeout=options.poll_timeout,
@@ -217,16 +257,58 @@ class _Carry:
                     " (resume --resend-uncertain sends it again)",
                 )
 
+    def await_claims(self) -> None:
+        """The places this run left to other runs (claimed), waited for until their owners
+        answer them, stop, or `claim_wait` runs out; the rest are answered when those runs
+        load them (the account says which and how to finish them)."""
+        waiting = self._waiting()
+        if not waiting:
+            return
+        clock, wait = self.api.clock, self.options.claim_wait
+        owners = ", ".join(f"{run_id} ({n:,})" for run_id, n in waiting)
+        self.emit(Note(f"waiting up to {wait:g} s for places bought by run(s) {owners}"))
+        deadline, pause = clock() + wait, CLAIM_POLL[0]
+        while waiting and clock() < deadline:
+            self.api.sleep(min(pause, max(0.0, deadline - clock())))
+            pause = min(pause * 1.5, CLAIM_POLL[1])
+            waiting = self._waiting()
+
+    def _waiting(self) -> list[tuple[str, int]]:
+        """(run, places) still to come from owners that are alive and running."""
+        now = self.state.now()
+        out = []
+        for claim in self.state.claims():
+            owner = owner_of(self.state.con, claim.owner_run_id) if claim.waiting else None
+            if owner is not None and owner.status == "running" and owner.alive(now):
+                out.append((claim.owner_run_id, claim.waiting))
+        return out
+
+    def in_flight_or_settled(self) -> None:
+        """Tell the key's journal the run has nothing in flight, when so: no job submitted and
+        not ended (a synchronous batch `submitted` is one whose answer was lost), no job POST
+        whose answer was lost. A run that stops with work at the service stays active there,
+        for whoever resumes it."""
+        if self.api.journal is None:
+            return
+        open_ = self.state.chunks("submitted")
+        lost = [c for c in self.state.chunks("planned") if c.sending_at is not None]
+        if not open_ and not lost:
+            self.api.journal.settled(self.state.run_id)
+
     def run(self, started: datetime) -> RunSummary:
         """Every step in order; the run marked interrupted when chunks are held or credits ran
         out (raised as `CreditsRanOut` after the account, which runs however the run ends)."""
         stopped: str | None = None
         try:
             try:
+                self.say_what_resume_settles()
+                if self.api.journal is not None:
+                    self.api.journal.active(self.state.run_id)
                 self.ended_before()
                 self.send_sync()
                 self.resend_held()
                 self.jobs()
+                self.await_claims()
                 held = self.held.message(self.state.run_id)
                 if held:
                     self.state.interrupted(held)
@@ -238,6 +320,7 @@ class _Carry:
                 self.emit(Note(stopped))
                 self.state.interrupted(stopped)
         finally:
+            self.in_flight_or_settled()
             summary = self.r.stage("account", account)(self.state, self.api, started=started)
         if stopped:
             raise CreditsRanOut(stopped, run_id=self.state.run_id, summary=summary)
@@ -254,7 +337,18 @@ def carry_out(
 ) -> RunSummary:
     """submit → poll → fetch → load for every chunk not yet loaded, then account (see the
     module's docstring)."""
-    return _Carry(r, api, state, options, workdir).run(started)
+    with carrying(state.run_id):
+        return _Carry(r, api, state, options, workdir).run(started)
+
+
+def _age(chunk: Chunk, now: datetime) -> float:
+    """Seconds since a chunk's POST was written ahead (`sending_at`)."""
+    sent = chunk.sending_at
+    if sent is None:
+        return 0.0
+    if sent.tzinfo is None:
+        sent = sent.replace(tzinfo=now.tzinfo)
+    return (now - sent).total_seconds()
 
 
 def _given(fetched: Fetched | None) -> Get:

@@ -9,6 +9,7 @@
     │   ├── OptionsError                run options out of bounds (also a ValueError)
     │   ├── ConfigError                 the environment's settings do not fit (also a ValueError)
     │   └── UnknownRun                  no such run in this warehouse (also a LookupError)
+    ├── RunInProgress                   another live process carries the run out: nothing done
     ├── RunStopped                      a run ended without completing; `summary` says where it is
     │   ├── BudgetRefused               over --max-credits or the key's balance: nothing spent (3)
     │   └── CreditsRanOut               402 part way: resumable once credits are added (3)
@@ -83,6 +84,15 @@ class UnknownRun(UsageError, LookupError):
 
 
 # --- runs that stopped ------------------------------------------------------------------------
+
+
+class RunInProgress(PlaceflowError):
+    """Another process, still alive, carries the run out: a second one would race its chunks,
+    so nothing was done (`placeflow runs` shows it; wait for it to finish)."""
+
+    def __init__(self, message: str, *, run_id: str) -> None:
+        super().__init__(message)
+        self.run_id = run_id
 
 
 class RunStopped(PlaceflowError):

@@ -132,6 +132,13 @@ class RunOptions(BaseModel):
         " refusing (default 120; a run holds it only while writing)",
         json_schema_extra={"metavar": "SECONDS", "estimate": False, "identity": False},
     )
+    claim_wait: float = Field(
+        default=600.0,
+        description="seconds to wait, once its own work is done, for places another"
+        " unfinished run is buying (claimed) to be answered by it (default 600); the rest"
+        " are answered when that run loads them",
+        json_schema_extra={"metavar": "SECONDS", "estimate": False, "identity": False},
+    )
     resend_uncertain: bool = Field(
         default=False,
         description="send again chunks whose earlier request may have been charged without"
@@ -190,12 +197,15 @@ class RunOptions(BaseModel):
             raise ValueError(f"chunk rows must be 1 to {MAX_JOB_ROWS:,}")
         return value
 
-    @field_validator("poll_timeout", "stuck_after", "idempotency_window", "warehouse_wait")
+    @field_validator(
+        "poll_timeout", "stuck_after", "idempotency_window", "warehouse_wait", "claim_wait"
+    )
     @classmethod
     def _timeout(cls, value: float, info: ValidationInfo) -> float:
-        if value <= 0:
+        if value < 0 or (value == 0 and info.field_name != "claim_wait"):
             flag = "--" + str(info.field_name).replace("_", "-")
-            raise ValueError(f"{flag} must be more than 0 seconds")
+            least = "0 or more" if info.field_name == "claim_wait" else "more than 0"
+            raise ValueError(f"{flag} must be {least} seconds")
         return value
 
     @field_validator("separator")

@@ -20,17 +20,22 @@ from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
 
+import duckdb
+
 from placeflow.api.client import PlaceApiClient
 from placeflow.carry import carry_out
-from placeflow.errors import BudgetRefused
-from placeflow.events import Event
+from placeflow.errors import BudgetRefused, RunInProgress
+from placeflow.events import Event, Note
 from placeflow.options import RunOptions
 from placeflow.pipeline.account import RunSummary, account
 from placeflow.pipeline.mapping_report import input_report
+from placeflow.pipeline.notamatch import not_a_match_pairs
 from placeflow.pipeline.plan import estimate, refusal
 from placeflow.pipeline.read import Source
 from placeflow.pipeline.staging import Staging
-from placeflow.prepare import as_source, counts_of, fingerprint, prepare
+from placeflow.prepare import as_source, counts_of, fingerprint, gather, plan_places
+from placeflow.state.owners import owner_of
+from placeflow.state.records import DEDUPED, REJECTS
 from placeflow.state.runstate import (
     Clock,
     RunState,
@@ -46,6 +51,7 @@ from placeflow.warehouse import DEFAULT_DB, Warehouse, held_while_writing, workd
 
 PER_INVOCATION = (
     "poll_timeout", "stuck_after", "idempotency_window", "resend_uncertain", "warehouse_wait",
+    "claim_wait",
 )  # fmt: skip
 """Options a resume takes from its own invocation rather than from the stored run."""
 
@@ -62,9 +68,11 @@ def _open(
     clock: Clock,
     started: datetime,
 ) -> RunState:
-    """Plan, check the budget, and record the run with its plan (or refused) in one go."""
+    """Plan the gathered places, check the budget, and record the run with its plan (or
+    refused) in one go: in one hold of the warehouse, so the places other runs are buying are
+    looked up and this run's own claimed with nothing between (one place, one purchase)."""
     now = clock()
-    planned = prepare(r, source, options, staging, now)
+    planned = plan_places(r, options, staging, now)
     c = counts_of(r)
     usage_before = available = None
     cost = estimate(c["to_send"], options, None)
@@ -90,6 +98,7 @@ def _open(
         "duplicates": c["duplicates"],
         "skipped_fresh": c["skipped_fresh"],
         "held_failing": r.stages["fresh"].held_failing,
+        "claimed": r.stages["fresh"].claimed,
         "submitted": c["to_send"],
         "credits_estimated": cost.credits,
         "usage_before": usage_before,
@@ -123,11 +132,14 @@ def run(
     on_event: Callable[[Event], None] | None = None,
     clock: Clock = utc_now,
     timer: Timer = SYSTEM_TIMER,
+    new_run: bool = False,
 ) -> RunSummary:
     """Validate or enrich the places of `inputs` (files, globs, or a `Source`) into `db`.
 
-    An unfinished run of the same inputs and options is resumed, not redone. Raises
-    `BudgetRefused` (nothing spent) or `CreditsRanOut` (resumable), each carrying the summary.
+    An unfinished run of the same inputs and options is resumed, not redone, unless a live
+    process carries it out (then a new run buys what that one is not buying, and waits for its
+    answers to the rest), or `new_run` asks for a new one. Raises `BudgetRefused` (nothing
+    spent) or `CreditsRanOut` (resumable), each carrying the summary.
     """
     options = options or RunOptions()
     source = as_source(inputs)
@@ -136,22 +148,30 @@ def run(
     with Warehouse(db, wait=options.warehouse_wait) as wh, target.client() as api:
         con = held_while_writing(wh, api)
         print_ = fingerprint(source, options)
-        same = unfinished_run(con, print_)
+        same = None if new_run else _resumable(con, unfinished_run(con, print_), clock(), r)
         if same is not None:
             state = RunState(con, same, clock=clock)
+            state.take_over()
             options = stored_run(con, same).options.model_copy(
                 update={n: getattr(options, n) for n in PER_INVOCATION}
             )
         else:
-            staging = Staging(con, warehouse=True)
-            with wh.held():  # its temporary tables must outlive the client's waits meanwhile
-                try:
-                    state = _open(
-                        r, api, staging, source, options,
-                        print_=print_, target=target, clock=clock, started=started,
-                    )  # fmt: skip
-                finally:
-                    staging.close()  # the plan is in the run's tables now (or was refused)
+            fuzzy = options.dedupe == "fuzzy"
+            pairs = not_a_match_pairs(con) if fuzzy else None
+            wh.release()  # others may read while the rows are read and deduped, apart
+            with Staging.scratch() as scratch:
+                gather(r, source, options, scratch, not_a_match=pairs)
+                staging = Staging(con, warehouse=True)
+                with wh.held():  # its temporary tables must outlive the client's waits
+                    try:
+                        scratch.move_to(staging, DEDUPED, REJECTS)
+                        state = _open(
+                            r, api, staging, source, options,
+                            print_=print_, target=target, clock=clock, started=started,
+                        )  # fmt: skip
+                    finally:
+                        staging.close()  # the plan is in the run's tables now (or refused)
+        wh.on_wait = state.beat
         workdir = workdir_for(db, state.run_id)
         return _finish(carry_out(r, api, state, options, workdir, started), r)
 
@@ -179,5 +199,32 @@ def resume(
         given = {"poll_timeout": poll_timeout, "stuck_after": stuck_after}
         given = {k: v for k, v in given.items() if v is not None}
         options = options.model_copy(update={**given, "resend_uncertain": resend_uncertain})
+        owner = owner_of(con, run_id)
+        if owner is not None and owner.alive(clock()):
+            raise RunInProgress(
+                f"run {run_id} is being carried out by {owner.describe()}: a second process"
+                " would race it, so nothing was done. Wait for it to finish (`placeflow runs`"
+                " shows it)",
+                run_id=run_id,
+            )
         state = RunState(con, run_id, clock=clock)
+        state.take_over()
+        wh.on_wait = state.beat
         return _finish(carry_out(r, api, state, options, workdir_for(db, run_id), started), r)
+
+
+def _resumable(
+    con: duckdb.DuckDBPyConnection, run_id: str | None, now: datetime, r: Stages
+) -> str | None:
+    """`run_id` (an unfinished run of the same command) when this process may resume it: not
+    while a live process carries it out (said, and a new run is opened)."""
+    owner = owner_of(con, run_id) if run_id else None
+    if owner is None or not owner.alive(now):
+        return run_id
+    r.emit(
+        Note(
+            f"run {run_id} of the same command is being carried out by {owner.describe()}: a"
+            " new run buys what it is not buying and waits for its answers"
+        )
+    )
+    return None

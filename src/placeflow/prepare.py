@@ -64,9 +64,28 @@ class Preview:
 def prepare(
     r: Stages, source: Source, options: RunOptions, staging: Staging, now: datetime
 ) -> Plan:
-    """read → normalize → dedupe → fresh → plan. Rows are read and normalised a batch at a
-    time and staged (each batch's places keyed: dedupe's first half); the stages after work on
-    the staging tables, in DuckDB, its memory capped (`placeflow.pipeline.staging`)."""
+    """read → normalize → dedupe → fresh → plan on one staging (what `preview` runs): `gather`
+    then `plan_places`."""
+    fuzzy = options.dedupe == "fuzzy" and staging.warehouse
+    gather(
+        r, source, options, staging, not_a_match=not_a_match_pairs(staging.con) if fuzzy else None
+    )
+    return plan_places(r, options, staging, now)
+
+
+def gather(
+    r: Stages,
+    source: Source,
+    options: RunOptions,
+    staging: Staging,
+    *,
+    not_a_match: pl.DataFrame | None,
+) -> None:
+    """read → normalize → dedupe into staging (DEDUPED and REJECTS). Rows are read and
+    normalised a batch at a time and staged (each batch's places keyed: dedupe's first half);
+    dedupe works on the staging tables, in DuckDB, its memory capped. It needs nothing of the
+    warehouse but the pairs a person marked `not_a_match`, so a run does it in a scratch
+    database with the warehouse let go (`placeflow.orchestrate`)."""
     with staging.limited():
         read_rows = stream(source, options, options.batch_rows)  # the inputs checked here
         batches = iter(read_rows)
@@ -82,9 +101,13 @@ def prepare(
             del places, rejects
         r.done("read", read_rows.info)
         r.done("normalize", merged(infos))
-        fuzzy = options.dedupe == "fuzzy" and staging.warehouse
-        pairs = not_a_match_pairs(staging.con) if fuzzy else None
-        r.stage("dedupe", dedupe_staged)(staging, mode=options.dedupe, not_a_match=pairs)
+        r.stage("dedupe", dedupe_staged)(staging, mode=options.dedupe, not_a_match=not_a_match)
+
+
+def plan_places(r: Stages, options: RunOptions, staging: Staging, now: datetime) -> Plan:
+    """fresh → plan on the deduped places (the warehouse's staging: fresh looks up earlier
+    outcomes and the places other runs are buying)."""
+    with staging.limited():
         r.stage("fresh", mark_fresh_staged)(staging, options, now=now)
         planned, _ = r.stage("plan", plan)(staging, options)
     return planned

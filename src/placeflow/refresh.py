@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from dataclasses import replace
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -29,7 +30,7 @@ from placeflow.errors import InputError, OptionsError
 from placeflow.fields import PLACE_FIELDS
 from placeflow.options import RunOptions
 from placeflow.pipeline.read import ReadInfo, ReadStream
-from placeflow.state.runstate import Clock, utc_now
+from placeflow.state.runstate import Clock, unfinished_run, utc_now
 from placeflow.steps import Step, direct
 from placeflow.warehouse import reading, sql_text
 
@@ -110,6 +111,22 @@ def choose(
     return ordered.head(limit) if limit is not None else ordered
 
 
+def _unclaimed(stale: pl.DataFrame) -> tuple[pl.DataFrame, tuple[str, ...]]:
+    """The stale places no unfinished run is buying now, and what was left to which run."""
+    if "claimed_by" not in stale.columns:
+        return stale, ()
+    claimed = stale.filter(pl.col("claimed_by").is_not_null())
+    if not claimed.height:
+        return stale.drop("claimed_by"), ()
+    owners = claimed.group_by("claimed_by").len().sort("claimed_by").iter_rows()
+    said = ", ".join(f"{run_id} ({n:,})" for run_id, n in owners)
+    note = (
+        f"{claimed.height:,} stale place(s) are being bought by unfinished run(s) {said}:"
+        " left to them, not bought again"
+    )
+    return stale.filter(pl.col("claimed_by").is_null()).drop("claimed_by"), (note,)
+
+
 # --- the warehouse as a run's source ----------------------------------------------------------
 
 
@@ -160,8 +177,8 @@ class WarehouseSource:
         ]
 
     def rows(self, options: RunOptions) -> tuple[pl.DataFrame, ReadInfo]:
-        with reading(self.db) as con:
-            every = select_stale(
+        with reading(self.db, wait=options.warehouse_wait) as con:  # another run may write
+            found = select_stale(
                 con,
                 older_than=self.older_than,
                 mode=options.mode,
@@ -169,7 +186,8 @@ class WarehouseSource:
                 country=self.country,
                 now=self.clock(),
             )
-            unknown = () if every.height else self._no_country(con)
+            unknown = () if found.height else self._no_country(con)
+        every, claimed = _unclaimed(found)
         stale = choose(
             every, limit=self.limit, budget=self.budget, credits_per_place=self.credits_per_place
         )
@@ -188,7 +206,7 @@ class WarehouseSource:
             rows=frame.height,
             columns={self.name: {f: f"run_places.request.{f}" for f in PLACE_FIELDS}},
             rows_per_file={self.name: frame.height},
-            warnings=self._left(every.height, stale.height) + unknown,
+            warnings=claimed + self._left(every.height, stale.height) + unknown,
         )
         return frame, info
 
@@ -261,6 +279,7 @@ def refresh(
     `options` (mode and max_credits set from the arguments) tunes the rest, e.g. poll_timeout.
     """
     from placeflow.orchestrate import run
+    from placeflow.prepare import fingerprint
 
     age = parse_duration(older_than) if isinstance(older_than, str) else older_than
     if not Path(db).exists():
@@ -281,5 +300,20 @@ def refresh(
         credits_per_place=per_place,
         clock=clock,
     )
-    return run(source, options=chosen, db=db, target=target, step=step, on_event=on_event,
-               clock=clock)  # fmt: skip
+    with reading(db) as con:
+        prior = unfinished_run(con, fingerprint(source, chosen))
+    summary = run(source, options=chosen, db=db, target=target, step=step, on_event=on_event,
+                  clock=clock)  # fmt: skip
+    if prior is None or summary.run_id != prior or summary.status != "interrupted":
+        return summary
+    # The earlier refresh of the same terms was resumed and still holds chunks only its resume
+    # can settle (or --resend-uncertain sends): the other stale places are planned anew, its
+    # places left to it (claims), so a schedule never stalls on it.
+    rest = run(source, options=chosen, db=db, target=target, step=step, on_event=on_event,
+               clock=clock, new_run=True)  # fmt: skip
+    held = (
+        f"the earlier refresh {prior} still holds chunks: {summary.message}"
+        if summary.message
+        else f"the earlier refresh {prior} still holds chunks"
+    )
+    return replace(rest, message="; ".join(m for m in (rest.message, held) if m))

@@ -10,7 +10,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 from placeflow.api.client import PlaceApiClient
-from placeflow.api.limiter import RateGate, RateLimiter, machine_limiter
+from placeflow.api.journal import SpendJournal
+from placeflow.api.limiter import RateGate, RateLimiter, machine_limiter, state_dir
 from placeflow.emulator import DEFAULT_API_KEY, Sandbox, SandboxConfig
 from placeflow.errors import ConfigError
 from placeflow.fields import RateLimits
@@ -40,6 +41,7 @@ class Target:
             limiter=self.gate if self.gate is not None else shared_limiter(self),
             timeout=timeout,
             sleep=self.sleep,
+            journal=SpendJournal(state_dir() / f"{_ident(self)}.spend"),
         )
 
 
@@ -54,12 +56,17 @@ def shared_limiter(target: Target) -> RateLimiter:
     in clear), under a lock, so two runs on one key (a scheduled refresh and an analyst's run)
     keep the key's limits together; in a process, every client of the key shares one instance.
     """
-    ident = hashlib.sha256(f"{target.base_url}|{target.api_key.reveal()}".encode()).hexdigest()
+    ident = _ident(target)
     with _LIMITERS_LOCK:
         limiter = _LIMITERS.get(ident)
         if limiter is None:
             limiter = _LIMITERS[ident] = machine_limiter(target.limits, ident=ident)
         return limiter
+
+
+def _ident(target: Target) -> str:
+    """The digest that names a key and service's shared files (never the key in clear)."""
+    return hashlib.sha256(f"{target.base_url}|{target.api_key.reveal()}".encode()).hexdigest()
 
 
 @contextmanager

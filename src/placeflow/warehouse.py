@@ -13,11 +13,13 @@ DuckDB lets one process open a database for writing; a second one gets `Warehous
 
 from __future__ import annotations
 
+import os
 import re
 import secrets
+import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 from datetime import UTC, datetime
 from pathlib import Path
@@ -31,6 +33,7 @@ if TYPE_CHECKING:  # polars loads only where a frame is written (a report needs 
     import polars as pl
 
     from placeflow.api.client import PlaceApiClient
+    from placeflow.api.limiter import RateGate
 
 DEFAULT_DB = "data/placeflow.duckdb"
 """Where runs land unless told otherwise (the CLI's and the flow's default)."""
@@ -47,6 +50,9 @@ class WarehouseBusy(WarehouseError):
     def __init__(self, path: Path, detail: str) -> None:
         found = _LOCK_PID.search(detail)
         holder = f"process {found.group(1)}" if found else "another process"
+        said = holder_of(path)
+        if said and (found is None or said.startswith(f"process {found.group(1)} ")):
+            holder = said
         super().__init__(
             f"the warehouse {path} is in use by {holder} (DuckDB lets one process open a"
             " database at a time). Wait for that run to finish, or stop it, then try again;"
@@ -151,6 +157,8 @@ def settings(con: duckdb.DuckDBPyConnection, **values: str) -> Iterator[None]:
                 con.execute(f"reset {name}")
 
 
+READERS_TURN = 0.3
+"""Seconds a writer that let go for readers (`Warehouse.release(held_over=...)`) stays away."""
 WRITE_WAIT = 120.0
 """How long a run waits for readers to let go before it writes (seconds)."""
 
@@ -172,9 +180,13 @@ class Warehouse:
         self._lock = threading.Lock()
         self._open: list[duckdb.DuckDBPyConnection] = []
         self._own.con = connect(path, wait=wait)  # migrates once
+        self._own.since = time.monotonic()
         self._open.append(self._own.con)
         self.opened = 1
         """How many times a connection was opened (a test reads it)."""
+        self.on_wait: Callable[[], None] | None = None
+        """Called by a thread about to wait with the warehouse let go (a run's heartbeat)."""
+        _note_holder(self.path)
 
     @property
     def _con(self) -> duckdb.DuckDBPyConnection | None:
@@ -183,23 +195,43 @@ class Warehouse:
         return con
 
     def live(self) -> duckdb.DuckDBPyConnection:
-        """The calling thread's open connection, opened again if it was released."""
+        """The calling thread's open connection, opened again if it was released (not before
+        READERS_TURN has passed since a release made for readers: see `release`)."""
         con = self._con
         if con is None:
+            turn = getattr(self._own, "readers_until", 0.0) - time.monotonic()
+            if turn > 0:
+                time.sleep(turn)  # the readers' turn, bounded: READERS_TURN at most
             con = _open(self.path, read_only=False, wait=self.wait)
             _writer_settings(con)
             with self._lock:
                 self._open.append(con)
                 self.opened += 1
             self._own.con = con
+            self._own.since = time.monotonic()
+            _note_holder(self.path)
         return con
 
-    def release(self) -> None:
+    def release(self, *, held_over: float = 0.0) -> None:
         """Close the calling thread's connection now unless a transaction is open on it or it
-        is `held` (it reopens on next use)."""
+        is `held` (it reopens on next use); with `held_over`, only once it has been open that
+        many seconds, and then not opened again for READERS_TURN seconds: a writer that never
+        waits (the synchronous route, its own work slower than the key's rate) still gives
+        other processes a turn that a reader trying every quarter of a second meets."""
         con = self._con
-        if con is not None and not in_transaction(con) and not getattr(self._own, "held", 0):
-            self._forget(con)
+        if con is None or in_transaction(con) or getattr(self._own, "held", 0) > 0:
+            return
+        if held_over:
+            if time.monotonic() - getattr(self._own, "since", 0.0) < held_over:
+                return
+            self._own.readers_until = time.monotonic() + READERS_TURN
+        self._forget(con)
+
+    def waiting(self) -> None:
+        """The calling thread is about to wait: `on_wait`, then let go of its connection."""
+        if self.on_wait is not None and self._con is not None:
+            self.on_wait()
+        self.release()
 
     @contextmanager
     def held(self) -> Iterator[None]:
@@ -236,20 +268,52 @@ class Warehouse:
 
 
 def held_while_writing(wh: Warehouse, api: PlaceApiClient) -> duckdb.DuckDBPyConnection:
-    """The run's connection, let go whenever the client waits (polls, backoffs), so that
-    `placeflow runs` and read-only connections of other processes can read between writes: a
-    thread that waits lets go of its own connection (see `Warehouse`). Letting go checkpoints
-    what the thread wrote (half a second after a loaded chunk): that time comes off the wait,
-    so a poll planned for when a job ends is not made late by it."""
+    """The run's connection, let go whenever the client waits (polls, backoffs) and before
+    every request, so that `placeflow runs` and read-only connections of other processes can
+    read between writes: a thread that waits lets go of its own connection
+    (see `Warehouse`), after `wh.on_wait` (the owner's heartbeat). Letting go checkpoints what
+    the thread wrote (half a second after a loaded chunk): that time comes off the wait, so a
+    poll planned for when a job ends is not made late by it."""
     wait, clock = api.sleep, api.clock
 
     def sleep(seconds: float) -> None:
         before = clock()
-        wh.release()
+        wh.waiting()
         wait(max(0.0, seconds - (clock() - before)))
 
     api.sleep = sleep
+    api.limiter = _ReleasingGate(api.limiter, wh)
     return cast(duckdb.DuckDBPyConnection, wh)  # it stands for the connection it opens
+
+
+class _ReleasingGate:
+    """A rate gate that lets go of the warehouse before every request: an answer may take
+    seconds (a slow service, a held connection, a 10,000-row upload), and no other process
+    should wait for it to read or to write."""
+
+    def __init__(self, gate: RateGate, wh: Warehouse) -> None:
+        self._gate = gate
+        self._wh = wh
+
+    def acquire(self) -> float:
+        self._wh.waiting()
+        return self._gate.acquire()
+
+    def delay(self) -> float:
+        return self._gate.delay()
+
+    def defer(self, seconds: float) -> None:
+        self._gate.defer(seconds)
+
+    def answered(self) -> None:
+        self._gate.answered()
+
+
+def let_go(con: duckdb.DuckDBPyConnection, *, held_over: float = 0.0) -> None:
+    """Let other processes read: release a run's `Warehouse` connection of this thread when it
+    has been held `held_over` seconds or more (a bare connection is kept)."""
+    if isinstance(con, Warehouse):
+        con.release(held_over=held_over)
 
 
 def workdir_for(db: Path | str, run_id: str) -> Path:
@@ -273,8 +337,34 @@ def _open(path: Path | str, *, read_only: bool, wait: float) -> duckdb.DuckDBPyC
         pause = min(pause * 2, 0.5)
 
 
-READ_WAIT = 30.0
-"""How long a reader waits for a writer to let go of the warehouse (seconds)."""
+READ_WAIT = 10.0
+"""How long a reader waits for a writer to let go of the warehouse (seconds): a run holds it
+for moments at a time, so a longer hold is a process that keeps it (named in the error)."""
+
+
+def _holder_file(path: Path | str) -> Path:
+    return Path(f"{path}.holder")
+
+
+def _note_holder(path: Path | str) -> None:
+    """Say beside the database which process writes it (DuckDB's lock error names only a pid):
+    the command's first two words, its pid and when, so a reader turned away can say who.
+    Best effort: a read-only directory just leaves the pid."""
+    if str(path) == MEMORY:
+        return
+    words = " ".join(Path(a).name if i == 0 else a for i, a in enumerate(sys.argv[:2]))
+    since = f"{datetime.now(UTC):%H:%M:%S} UTC"
+    text = f"process {os.getpid()} ({words or 'python'}, writing since {since})"
+    with suppress(OSError):
+        _holder_file(path).write_text(text)
+
+
+def holder_of(path: Path | str) -> str | None:
+    """What the last process to write the database said of itself (see `_note_holder`)."""
+    try:
+        return _holder_file(path).read_text()[:200] or None
+    except OSError:
+        return None
 
 
 @contextmanager

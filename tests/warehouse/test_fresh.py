@@ -184,7 +184,7 @@ def test_marks_fresh_core_fresh_and_failing_places(earlier: duckdb.DuckDBPyConne
         ("Q", "duplicate", "P1", "duplicate of row 1 of b.csv"),
         ("R", "submitted", "R", None),
     ]
-    assert marked.columns == [*deduped_rows().columns, "outcome_key"]
+    assert marked.columns == [*deduped_rows().columns, "claimed_by", "outcome_key"]
     assert info == FreshInfo(
         candidates=6, fresh=2, fresh_by_core=1, held_failing=1, warnings=(REKEY_WARNING,)
     )
@@ -218,7 +218,7 @@ def test_without_warehouse_or_runs_nothing_is_fresh(con: duckdb.DuckDBPyConnecti
     then): every place is sent, answered by its own key, its note kept."""
     for where in (None, con):
         marked, info = mark_fresh(where, deduped_rows(), VALIDATE_RUN, now=T0)
-        assert marked.drop("outcome_key").equals(deduped_rows())
+        assert marked.drop("outcome_key", "claimed_by").equals(deduped_rows())
         assert marked["outcome_key"].to_list() == marked["place_key"].to_list()
         assert info == FreshInfo(candidates=6, fresh=0)
 

@@ -13,6 +13,8 @@ import polars as pl
 import pytest
 
 from placeflow import warehouse
+from placeflow.api.limiter import RateLimiter
+from placeflow.fields import RateLimits
 from placeflow.warehouse import (
     WarehouseBusy,
     connect,
@@ -329,8 +331,9 @@ def test_a_wait_lets_go_of_the_warehouse_and_counts_that_time_as_waited(tmp_path
             now[0] += 0.4  # what closing the connection took
 
     wh = Releasing(tmp_path / "w.duckdb")
-    api = SimpleNamespace(clock=lambda: now[0], sleep=slept.append)
-    warehouse.held_while_writing(wh, api)  # type: ignore[arg-type]
+    gate = RateLimiter(RateLimits(), clock=lambda: now[0], sleep=slept.append)
+    api = SimpleNamespace(clock=lambda: now[0], sleep=slept.append, limiter=gate)
+    warehouse.held_while_writing(wh, api)  # type: ignore[arg-type]  # the client's clock and sleep
     wh.execute("create table t as select 1 as x")
     api.sleep(2.0)
     assert wh.opened == 1 and wh._con is None  # let go during the wait

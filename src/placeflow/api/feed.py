@@ -8,6 +8,7 @@ under way: it wakes when a job arrives or the feed closes, whichever comes first
 from __future__ import annotations
 
 import queue
+from collections.abc import Callable
 from typing import TYPE_CHECKING, cast
 
 if TYPE_CHECKING:
@@ -22,6 +23,8 @@ class JobFeed:
     def __init__(self) -> None:
         self._queue: queue.SimpleQueue[object] = queue.SimpleQueue()
         self._open = True
+        self.on_wait: Callable[[], None] | None = None
+        """Called by the taker before it blocks (a run lets go of its warehouse then)."""
 
     def put(self, job: JobRef) -> None:
         self._queue.put(job)
@@ -46,6 +49,8 @@ class JobFeed:
             if timeout is not None and timeout <= 0:
                 taken.append(self._queue.get_nowait())
             else:
+                if self.on_wait is not None and self._queue.empty():
+                    self.on_wait()
                 taken.append(self._queue.get(timeout=timeout))
             while True:
                 taken.append(self._queue.get_nowait())

@@ -29,6 +29,7 @@ from placeflow.api.errors import (
     UnexpectedResponse,
 )
 from placeflow.api.failures import error_from_response, error_from_transport
+from placeflow.api.journal import SpendJournal
 from placeflow.api.limiter import RateGate, RateLimiter
 from placeflow.api.models import PricingCard
 from placeflow.api.retry import RetryPolicy
@@ -94,6 +95,7 @@ class ApiSession:
         sleep: Callable[[float], None] = time.sleep,
         rand: Callable[[], float] | None = None,
         on_possible_double_charge: Callable[[PossibleDoubleCharge], None] | None = None,
+        journal: SpendJournal | None = None,
     ) -> None:
         if limits is not None and limiter is not None:
             raise ValueError("pass limits or a shared limiter, not both")
@@ -111,6 +113,9 @@ class ApiSession:
             )
         self._key = Secret(api_key)
         self.limiter: RateGate = limiter or RateLimiter(limits, clock=clock, sleep=sleep)
+        self.journal = journal
+        """The key's spend journal shared with this machine's other processes, when known:
+        whose spend a usage delta may hold besides this run's (`placeflow.api.journal`)."""
         self.retry = retry
         self.accounting_retry = accounting_retry
         self.clock = clock

@@ -2,6 +2,8 @@
 
     placeflow refresh --db PATH --older-than DURATION [--mode validate|enrich]
                       [--max-credits N] [--limit N] [--country CC] [--json] [--quiet]
+                      [--resend-uncertain] [--stuck-after S] [--idempotency-window S]
+                      [--claim-wait S]
 
 Scripts outside the project rely on this form. The summary is `run`'s, plus the changes the
 refresh found (by kind) and the places found changed per credit charged. On a terminal a live
@@ -16,6 +18,7 @@ from typing import Any
 
 from placeflow.cli.args import add_db, add_json, add_quiet
 from placeflow.cli.run import flow_result, print_outcome
+from placeflow.options import RunOptions
 from placeflow.reporting.summary import EXIT_FAILED
 from placeflow.text import printable
 
@@ -53,6 +56,14 @@ def add_parsers(sub: Any) -> None:
     )
     p.add_argument("--limit", type=int, default=None, metavar="N", help="at most N places")
     p.add_argument("--country", default=None, metavar="CC", help="only places of this country")
+    for name in ("resend_uncertain", "stuck_after", "idempotency_window", "claim_wait"):
+        field = RunOptions.model_fields[name]
+        flag = "--" + name.replace("_", "-")
+        if field.annotation is bool:
+            p.add_argument(flag, action="store_true", help=field.description)
+        else:
+            p.add_argument(flag, type=float, default=None, metavar="SECONDS",
+                           help=field.description)  # fmt: skip
     add_json(p)
     add_quiet(p)
     p.set_defaults(func=refresh_command)
@@ -79,6 +90,10 @@ def refresh_command(args: argparse.Namespace) -> int:
         "max_credits": args.max_credits,
         "limit": args.limit,
         "country": args.country,
+        "resend_uncertain": args.resend_uncertain,
+        "stuck_after": args.stuck_after,
+        "idempotency_window": args.idempotency_window,
+        "claim_wait": args.claim_wait,
     }
     data, message = flow_result(
         refresh_stale_places, params, title="placeflow refresh", quiet=args.quiet,

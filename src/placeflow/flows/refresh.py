@@ -50,6 +50,10 @@ def refresh_stale_places(
     poll_timeout: float | None = None,
     export_to: str | None = None,
     on_event: Callable[[Event], None] | None = None,
+    resend_uncertain: bool = False,
+    stuck_after: float | None = None,
+    idempotency_window: float | None = None,
+    claim_wait: float | None = None,
 ) -> Any:
     """Re-check the warehouse's places whose answer is `older_than` old, recording changes.
 
@@ -57,14 +61,18 @@ def refresh_stale_places(
     counts); a refresh that did not complete returns a Failed state carrying the same dict.
     With `export_to`, a completed refresh ends with an incremental export there. `on_event`
     is for a caller in this process (the CLI's live display); the events also move a progress
-    artifact.
+    artifact. `resend_uncertain`, `stuck_after`, `idempotency_window` and `claim_wait` are
+    `placeflow resume`'s and `run`'s (`RunOptions`).
     """
     progress = ProgressArtifact(
         f"placeflow refresh of {db}", forward=on_event, key=f"{PREFIX}-progress"
     )
     began = datetime.now(UTC)
     try:
-        options = RunOptions(poll_timeout=poll_timeout) if poll_timeout else None
+        given = {"poll_timeout": poll_timeout, "stuck_after": stuck_after,
+                 "idempotency_window": idempotency_window, "claim_wait": claim_wait}  # fmt: skip
+        tuned = {k: v for k, v in given.items() if v is not None}
+        options = RunOptions.parse({**tuned, "resend_uncertain": resend_uncertain})
         with service_target() as target:
             summary = refresh(
                 db=db, older_than=older_than, mode=mode, max_credits=max_credits, limit=limit,

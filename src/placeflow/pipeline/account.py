@@ -19,6 +19,7 @@ from placeflow.api.client import PlaceApiClient
 from placeflow.api.errors import UsageUnknown
 from placeflow.pipeline.changes import record_changes
 from placeflow.pipeline.reconcile import balance
+from placeflow.state.runread import Claim
 from placeflow.state.runstate import RunState
 
 
@@ -57,6 +58,13 @@ class RunSummary:
     """usage_delta - charged before any adjustment (None when usage is unknown)."""
     held_failing: int = 0
     """Input rows whose place failed several times in a row: held back, not sent."""
+    claimed: int = 0
+    """Places another unfinished run was buying (the same answer): left to it, not paid again."""
+    claims_answered: int = 0
+    """Of `claimed`, the places that run has answered (their outcomes are this run's rows')."""
+    claims_left: dict[str, int] = field(default_factory=dict)
+    """Of `claimed`, the places still to come, by the run buying them: answered when it loads
+    them (`placeflow resume RUN` finishes a run whose process is gone)."""
     rejected_by_field: dict[str, int] = field(default_factory=dict)
     """Of `rejected`, how many rows by the field that failed first ("row" when the row itself
     could not be read), most first; each row's reason is in `rejects`."""
@@ -119,6 +127,24 @@ def read_usage_after(api: PlaceApiClient) -> tuple[int | None, str | None]:
         return None, f"usage after the run is unknown ({exc}); the ledger is not balanced"
 
 
+def _claims_note(claims: list[Claim]) -> str | None:
+    """What became of the places left to other runs, and the command that finishes the rest."""
+    said = []
+    for c in claims:
+        if c.waiting:
+            said.append(
+                f"{c.waiting:,} place(s) are being bought by run {c.owner_run_id}"
+                f" ({c.owner_status}): their answers land when it loads them (`placeflow"
+                f" resume {c.owner_run_id}` finishes it if its process is gone)"
+            )
+        if c.unanswered:
+            said.append(
+                f"{c.unanswered:,} place(s) left to run {c.owner_run_id} ended unanswered"
+                " there: the next run buys them"
+            )
+    return "; ".join(said) or None
+
+
 def account(
     state: RunState, api: PlaceApiClient | None, *, started: datetime | None = None
 ) -> RunSummary:
@@ -179,11 +205,15 @@ def account(
         final, message = "completed", None
     if delta is not None and not unfinished and final != "refused":
         balance_note = balance(
-            state, delta, totals, submitted=int(submitted), extra=int(extra or 0)
-        )
+            state, delta, totals, submitted=int(submitted), extra=int(extra or 0),
+            journal=api.journal if api is not None else None,
+        )  # fmt: skip
         totals = ledger_totals(con, run_id)
         message = "; ".join(m for m in (message, balance_note) if m) or None
     message = "; ".join(m for m in (message, usage_note) if m) or None
+    claims = state.claims()
+    left = {c.owner_run_id: c.waiting for c in claims if c.waiting}
+    message = "; ".join(m for m in (message, _claims_note(claims)) if m) or None
     if final != "refused":
         state.closed(
             status=final if final != "completed_with_failures" else "completed",
@@ -212,6 +242,9 @@ def account(
         fuzzy_duplicates=_fuzzy_duplicates(con, run_id),
         skipped_fresh=int(counts[3]),
         held_failing=int(counts[6]),
+        claimed=sum(c.places for c in claims),
+        claims_answered=sum(c.answered for c in claims),
+        claims_left=left,
         submitted=int(submitted),
         succeeded=succeeded,
         failed=failed,

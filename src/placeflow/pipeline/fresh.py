@@ -26,15 +26,17 @@ CANDIDATES = "pf_fresh_candidates"
 """What the freshness queries read the places to look up from: a view over the staged places
 (sql/prepare/fresh_candidates.sql), or a registered frame (`fresh_keys`)."""
 OWN, CORE, HELD, REKEYED = "pf_fresh_own", "pf_fresh_core", "pf_fresh_held", "pf_fresh_rekeyed"
+CLAIMED = "pf_fresh_claimed"
 """The stage's work tables: keys fresh themselves; keys answered under an earlier key of their
 core (place_key, outcome_key); keys held back (place_key, failures_in_a_row, last_error); keys
-run before under other keys."""
+run before under other keys; keys another unfinished run is buying (place_key, owner_run_id)."""
 _EMPTY = {
     OWN: "select null::varchar as place_key where false",
     CORE: "select null::varchar as place_key, null::varchar as outcome_key where false",
     HELD: "select null::varchar as place_key, null::bigint as failures_in_a_row,"
     " null::varchar as last_error where false",
     REKEYED: "select null::varchar as place_key where false",
+    CLAIMED: "select null::varchar as place_key, null::varchar as owner_run_id where false",
 }
 
 HOLD_AFTER = 3
@@ -51,6 +53,10 @@ class FreshInfo:
     fresh_by_core: int = 0
     held_failing: int = 0
     warnings: tuple[str, ...] = ()
+    claimed: int = 0
+    """Places another unfinished run is buying (the same answer): not bought again."""
+    owners: tuple[tuple[str, int], ...] = ()
+    """(run_id, places) of the runs those places are left to."""
 
 
 def _cutoff(now: datetime, max_age: timedelta) -> datetime:
@@ -117,6 +123,8 @@ def _look_up(staging: Staging, options: RunOptions, now: datetime, *, fresh: boo
         _create_or_empty(staging, REKEYED, "queries/rekeyed_places")
     if not options.retry_failed:
         staging.create(HELD, sql_text("queries/failing_places"), {"failures": HOLD_AFTER})
+    # Whatever `force` says: a place another run is buying right now is never bought twice.
+    _create_or_empty(staging, CLAIMED, "queries/claimed_places", signature=options.signature)
 
 
 def _rekey_warnings(staging: Staging) -> tuple[str, ...]:
@@ -157,6 +165,12 @@ def mark_fresh_staged(staging: Staging, options: RunOptions, *, now: datetime) -
             f" (select count(*) from {MARKED} where disposition = 'held_failing')"
         ).fetchall()
         own, by_core, held = (int(n) for n in counted[0])
+        owners = con.execute(
+            f"select claimed.owner_run_id, count(*) from {CLAIMED} as claimed"  # noqa: S608 - our tables
+            f" semi join {MARKED} as marked on claimed.place_key = marked.place_key"
+            " and marked.disposition = 'claimed'"
+            " group by claimed.owner_run_id order by claimed.owner_run_id"
+        ).fetchall()
         warnings = _rekey_warnings(staging)
     finally:
         con.execute(f"drop view if exists {CANDIDATES}")
@@ -168,6 +182,8 @@ def mark_fresh_staged(staging: Staging, options: RunOptions, *, now: datetime) -
         fresh_by_core=by_core,
         held_failing=held,
         warnings=warnings,
+        claimed=sum(int(n) for _, n in owners),
+        owners=tuple((str(r), int(n)) for r, n in owners),
     )
 
 

@@ -4,7 +4,8 @@ The ledger charges by the spec's rule as each chunk loads; the service's `curren
 over the run is what the user pays. Once nothing of the run is left open, any difference is
 recorded as one signed `adjustment` entry (`RunState.adjusted`) with its reason, unless the
 key was plainly used by someone else: another run on the same key overlapped this one in the
-warehouse, or the usage moved by more than the run could explain. Those are said, not adjusted.
+warehouse or in the key's spend journal (any process of this machine, research too), or the
+usage moved by more than the run could explain. Those are said, not adjusted.
 
 An adjustment that equals, with its sign, the rows the run charged only for an all-null status
 object teaches that the service does not bill that shape: the reading is kept per target
@@ -15,6 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from placeflow.api.journal import SpendJournal
 from placeflow.state.runstate import RunState
 from placeflow.warehouse import sql_text
 
@@ -22,12 +24,21 @@ NULL_STATUS = "null_status"
 """A success whose status object is present with only nulls, and no other value."""
 
 
-def concurrent_runs(state: RunState) -> list[str]:
-    """Other runs on the same key and service whose time overlapped this run's."""
+def concurrent_runs(state: RunState, journal: SpendJournal | None = None) -> list[str]:
+    """Other runs on the same key and service whose time overlapped this run's: in this
+    warehouse, and (with the key's `journal`) in any process of this machine, research
+    included, whose spend was in flight since this run opened."""
     rows = state.con.execute(
         sql_text("queries/concurrent_runs"), {"run_id": state.run_id, "now": state.now()}
     ).fetchall()
-    return [str(r[0]) for r in rows]
+    found = {str(r[0]) for r in rows}
+    if journal is not None:
+        opened = state.con.execute(
+            "select created_at from runs where run_id = ?", [state.run_id]
+        ).fetchall()
+        if opened:
+            found.update(journal.others(state.run_id, since=opened[0][0].timestamp()))
+    return sorted(found)
 
 
 def null_status_rows(state: RunState) -> int:
@@ -43,7 +54,13 @@ def _target(state: RunState) -> str:
 
 
 def balance(
-    state: RunState, delta: int, totals: Mapping[str, int], *, submitted: int, extra: int
+    state: RunState,
+    delta: int,
+    totals: Mapping[str, int],
+    *,
+    submitted: int,
+    extra: int,
+    journal: SpendJournal | None = None,
 ) -> str | None:
     """Adjust the ledger to the usage `delta` when the key was ours alone; a message, or None
     when the ledger already balances."""
@@ -52,7 +69,7 @@ def balance(
     if diff == 0:
         return None
     said = f"usage moved {delta:,}, the ledger charged {charged:,} (difference {diff:+,})"
-    others = concurrent_runs(state)
+    others = concurrent_runs(state, journal)
     if others:
         return f"{said}; not adjusted: run(s) {', '.join(others)} used the same key meanwhile"
     if diff > submitted - charged + extra or diff < -charged:

@@ -42,7 +42,7 @@ def usage_unexplained(api: PlaceApiClient, state: RunState) -> int | None:
     row = state.con.execute(
         "select usage_before from runs where run_id = ?", [state.run_id]
     ).fetchone()
-    if row is None or row[0] is None or concurrent_runs(state):
+    if row is None or row[0] is None or concurrent_runs(state, api.journal):
         return None
     found = state.con.execute(
         sql_text("queries/run_usage_explained"), {"run_id": state.run_id}

@@ -53,6 +53,19 @@ class Staging:
             finally:
                 con.close()
 
+    def move_to(self, other: Staging, *tables: str) -> None:
+        """Copy `tables` into `other`'s staging (streamed as Arrow batches, so memory holds a
+        batch), and drop them here."""
+        for table in tables:
+            reader = self.con.sql(f"select * from {table}").to_arrow_reader(BATCH_ROWS)  # noqa: S608 - our table names
+            view = f"pf_moved_{secrets.token_hex(4)}"
+            other.con.register(view, reader)
+            try:
+                other.create(table, f"select * from {view}")  # noqa: S608 - our names
+            finally:
+                other.con.unregister(view)
+            self.drop(table)
+
     def limited(self) -> AbstractContextManager[None]:
         """The block runs with DuckDB's memory capped at MEMORY_LIMIT (spilling past it); the
         connection's own setting comes back after."""

@@ -113,6 +113,10 @@ def summary_rows(s: RunSummary, *, wall_seconds: float | None = None) -> list[tu
     if s.timings:
         by = ", ".join(f"{k} {v:,.1f} s" for k, v in s.timings.items() if k != "total")
         rows.append(("time by stage", by))
+    if s.claimed:
+        left = sum(s.claims_left.values())
+        claimed = f"{s.claimed:,} ({s.claims_answered:,} answered by it, {left:,} to come)"
+        rows.insert(4, ("bought by another run (claimed)", claimed))
     if s.held_failing:
         rows.insert(4, ("held back (kept failing; --retry-failed)", _n(s.held_failing)))
     if s.not_answered and not refused:

@@ -333,6 +333,7 @@ def _go(
         usage = api.usage()
         refusal = budget_refusal(to_spend, max_credits=None, available=usage.spendable)
         usage_before = usage.current_usage
+    fresh = usage_before  # this invocation's own reading: what new requests are judged from
     if refusal is None and fresh_run and to_spend:
         refusal = refusal_of(api, first_request(con, run_id))
     set_run(con, run_id, max_credits=options.max_credits)
@@ -350,7 +351,7 @@ def _go(
     ctx = SendContext(
         con=con, api=api, run_id=run_id, spec=options.spec, rates=rates,
         field_shas=field_shas(options.spec), now=loop.clock, sleep=loop.sleep,
-        max_credits=options.max_credits, usage_before=usage_before,
+        max_credits=options.max_credits, usage_before=fresh, charged_before=charged,
         exclusive_key=options.exclusive_key, resend_uncertain=options.resend_uncertain,
         hook=loop.hook, emit=emit,
     )  # fmt: skip

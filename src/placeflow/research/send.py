@@ -73,6 +73,9 @@ class SendContext:
     sleep: Callable[[float], None]
     max_credits: int | None = None
     usage_before: int | None = None
+    """The key's usage as read afresh by this invocation, before it sent anything: what a new
+    request's expected usage starts from (with the charges booked since, `charged_before`)."""
+    charged_before: int = 0
     exclusive_key: bool = True
     resend_uncertain: bool = False
     hook: Hook | None = None
@@ -128,7 +131,8 @@ def send_one(ctx: SendContext, request_no: int) -> str:
             f"the budget has {max(left, 0):,} credit(s) left and the next request can cost"
             f" {credits_max:,}: stopped before it; rerun with a higher --max-credits to go on",
         )
-    expected = None if ctx.usage_before is None else ctx.usage_before + charged
+    since = charged - ctx.charged_before
+    expected = None if ctx.usage_before is None else ctx.usage_before + since
     with transaction(ctx.con):  # written ahead: a crash from here on is resolved, not resent
         ctx.con.execute(
             sql_text("queries/research_mark_sent"),
@@ -224,8 +228,9 @@ def resolve_sent(ctx: SendContext, request_no: int) -> str:
     delta = None if expected is None else usage - expected
     ref = f"rq-{ctx.run_id}-{request_no}"
     now = ctx.now()
+    alone = ctx.exclusive_key and not _others_spent(ctx, request_no)
     with transaction(ctx.con):
-        if ctx.exclusive_key and delta == 0:
+        if alone and delta == 0:
             _set(
                 ctx,
                 request_no,
@@ -234,7 +239,7 @@ def resolve_sent(ctx: SendContext, request_no: int) -> str:
                 error_code="OUTCOME_UNKNOWN",
             )
             return "planned"
-        if ctx.exclusive_key and delta is not None and 0 < delta <= credits_max:
+        if alone and delta is not None and 0 < delta <= credits_max:
             ctx.con.execute(
                 "insert into research_ledger values (?, ?, ?, 'charge', ?, ?, ?)",
                 [ctx.run_id, request_no, ref, delta, now,
@@ -272,9 +277,50 @@ def resolve_sent(ctx: SendContext, request_no: int) -> str:
     return "uncertain"
 
 
+def _others_spent(ctx: SendContext, request_no: int) -> list[str]:
+    """Other runs whose spend on the key was in flight since this request was sent (the key's
+    journal): the usage delta is then not this request's alone."""
+    journal = ctx.api.journal
+    if journal is None:
+        return []
+    rows = ctx.con.execute(
+        "select sent_at from research_requests where run_id = ? and request_no = ?",
+        [ctx.run_id, request_no],
+    ).fetchall()
+    sent = rows[0][0] if rows and rows[0][0] is not None else None
+    return journal.others(ctx.run_id, since=sent.timestamp()) if sent else []
+
+
+def _fresh_usage(ctx: SendContext) -> None:
+    """The usage new requests are judged from, read afresh by this invocation once what an
+    earlier one left is settled (a reading kept from before a stop would count whatever the
+    key spent meanwhile as this run's)."""
+    if ctx.usage_before is None:
+        return
+    try:
+        ctx.usage_before = ctx.api.usage().current_usage
+    except UsageUnknown:
+        ctx.usage_before = None  # new requests' lost answers are then held, never guessed
+    ctx.charged_before = ledger_totals(ctx.con, ctx.run_id)[0]
+
+
 def send_all(ctx: SendContext) -> None:
-    """Finish what a crash left, then send every planned request in order."""
-    for request_no, state in _states(ctx, "received", "sent"):
+    """Finish what a crash left, then send every planned request in order (the key's usage
+    read afresh between the two). The key's journal has the run active meanwhile, and settled
+    after unless a request is left sent without its answer."""
+    journal = ctx.api.journal
+    if journal is not None:
+        journal.active(ctx.run_id)
+    try:
+        _send_all(ctx)
+    finally:
+        if journal is not None and not _states(ctx, "sent"):
+            journal.settled(ctx.run_id)
+
+
+def _send_all(ctx: SendContext) -> None:
+    leftovers = _states(ctx, "received", "sent")
+    for request_no, state in leftovers:
         if state == "received":
             load_received(ctx, request_no)
         else:
@@ -282,6 +328,8 @@ def send_all(ctx: SendContext) -> None:
     if ctx.resend_uncertain:
         with transaction(ctx.con):
             ctx.con.execute(sql_text("queries/research_requeue_doubtful"), {"run_id": ctx.run_id})
+    if leftovers and _states(ctx, "planned"):
+        _fresh_usage(ctx)
     while True:
         pending = _states(ctx, "planned")
         if not pending:

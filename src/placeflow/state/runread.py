@@ -14,6 +14,22 @@ from placeflow.errors import UnknownRun
 from placeflow.options import RunOptions
 from placeflow.state.records import CHUNK_COLUMNS, Chunk
 from placeflow.state.records import chunk_body as plan_body
+from placeflow.warehouse import sql_text
+
+
+@dataclass(frozen=True)
+class Claim:
+    """The places a run left to another unfinished run buying them (`claimed`), by that run."""
+
+    owner_run_id: str
+    places: int
+    answered: int
+    """Answered by the owner since (an outcome of it for the place)."""
+    unanswered: int
+    """The owner's chunk of the place ended without an answer: the next run buys it."""
+    waiting: int
+    """Still to come from the owner."""
+    owner_status: str | None
 
 
 @dataclass(frozen=True)
@@ -105,6 +121,15 @@ class RunReader:
             [self.run_id, chunk_no],
         ).fetchone()
         return int(row[0]) if row else 0
+
+    def claims(self) -> list[Claim]:
+        """The places this run left to other runs, by the run buying them (sql/queries/
+        claims_waiting.sql)."""
+        rows = self.con.execute(sql_text("queries/claims_waiting"), {"run_id": self.run_id})
+        return [
+            Claim(str(r), int(p), int(a), int(u), int(w), None if st is None else str(st))
+            for r, p, a, u, w, st in rows.fetchall()
+        ]
 
     def held(self, chunk_no: int) -> int:
         row = self.con.execute(

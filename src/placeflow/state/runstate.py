@@ -14,6 +14,7 @@ closed by the account stage.
 from __future__ import annotations
 
 import secrets
+import threading
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from typing import Any, Literal
@@ -23,6 +24,7 @@ import polars as pl
 
 from placeflow.errors import IllegalMove
 from placeflow.state.lifecycle import MOVES, NO_RESULT_FILE, UNCERTAIN, UNKNOWN_JOB
+from placeflow.state.owners import BEAT_EVERY, owned_now
 from placeflow.state.records import REJECTS, REQUESTS, Chunk, Plan, jobs_table
 from placeflow.state.runread import RunReader, StoredRun, stored_run, unfinished_run
 from placeflow.warehouse import insert_frame, sql_text, transaction
@@ -69,6 +71,8 @@ class RunState(RunReader):
     ) -> None:
         super().__init__(con, run_id)
         self.now = clock
+        self._beaten: datetime | None = None
+        self._thread = threading.get_ident()
 
     # --- opening ------------------------------------------------------------------------------
 
@@ -82,7 +86,8 @@ class RunState(RunReader):
         1M rows before the first request could go out, on two 10.0 s (3.5 CPU s more), the
         peak RSS of the run unchanged.
         """
-        values = {**run, "run_id": self.run_id}
+        self._beaten = run["created_at"]
+        values = {**run, "run_id": self.run_id, **owned_now(run["created_at"])}
         names = ", ".join(values)
         marks = ", ".join("?" for _ in values)
         with transaction(self.con):
@@ -322,6 +327,23 @@ class RunState(RunReader):
             "insert or replace into billing_readings values (?, ?, ?, ?, ?)",
             [target, shape, billed, self.run_id, self.now()],
         )
+
+    def take_over(self) -> None:
+        """This process carries the run out from now (opened, or resumed): its host, pid and
+        a first heartbeat (`placeflow.state.owners`)."""
+        self._beaten = self.now()
+        self._run(**owned_now(self._beaten))
+
+    def beat(self) -> None:
+        """The owner's heartbeat, written at most every BEAT_EVERY (called while it waits), by
+        the thread the state belongs to (another thread's write to `runs` could conflict)."""
+        if threading.get_ident() != self._thread:
+            return
+        now = self.now()
+        if self._beaten is not None and now - self._beaten < BEAT_EVERY:
+            return
+        self._beaten = now
+        self._run(heartbeat_at=now)
 
     def interrupted(self, reason: str) -> None:
         """The run stopped part way; `placeflow resume` picks it up."""

@@ -1,0 +1,77 @@
+"""Readers are never locked out for long: while a run writes in another process, on the
+synchronous route and on the job route, a read-only DuckDB connection opened every 0.25 s is
+refused for at most 2 s in a row (the run lets go of the warehouse whenever it waits, and on
+the synchronous route between batches once it has held it a quarter of a second)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import duckdb
+import pytest
+
+from .conftest import ServeSandbox, places, write_csv
+
+pytestmark = pytest.mark.slow  # two routes, each a run of several seconds in its own process
+
+PERIOD = 0.25
+"""How often the reader tries (seconds): the issue's measure."""
+
+
+def longest_refusal(db: Path, writer: subprocess.Popen[str]) -> tuple[float, int, int]:
+    """Open a read-only connection every PERIOD while `writer` runs: the longest run of refused
+    attempts in seconds, and how many attempts were refused and made."""
+    tick = threading.Event()
+    streak = longest = refused = made = 0
+    while writer.poll() is None:
+        made += 1
+        try:
+            with duckdb.connect(str(db), read_only=True) as con:
+                con.execute("select count(*) from runs").fetchall()
+            streak = 0
+        except (duckdb.IOException, duckdb.CatalogException):
+            if db.exists():
+                refused += 1
+                streak += 1
+                longest = max(longest, streak)
+        tick.wait(PERIOD)  # the measure's own period, not a wait for an outcome
+    return longest * PERIOD, refused, made
+
+
+@pytest.mark.parametrize(
+    ("route", "mode", "rows"), [("sync", "validate", 60), ("job", "enrich", 300)]
+)
+def test_a_reader_is_never_refused_for_more_than_two_seconds(
+    tmp_path: Path, serve_sandbox: ServeSandbox, route: str, mode: str, rows: int
+) -> None:
+    """A run of several seconds in another process (60 synchronous validations at the paid
+    key's 10 a second; 3 bulk jobs of 100 rows at 40 rows a second): the reader's longest
+    refused streak stays within 2 s; the run completes."""
+    serve_sandbox(rows_per_second=40.0)
+    db = tmp_path / "wh.duckdb"
+    csv = write_csv(tmp_path / "p.csv", places(rows))
+    opts = [f"--option=route={route}", f"--option=mode={mode}"]
+    if mode == "validate":
+        opts.append("--option=attributes=[]")
+    else:
+        opts.append("--option=chunk_rows=100")
+    writer = subprocess.Popen(
+        [sys.executable, "-m", "tests.e2e.proc_run", "run", str(db), str(csv), *opts],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        longest, refused, made = longest_refusal(db, writer)
+        out, err = writer.communicate(timeout=300)
+    finally:
+        if writer.poll() is None:
+            writer.kill()
+    assert writer.returncode == 0, err
+    summary = json.loads(out)
+    assert summary["status"] == "completed"
+    assert summary["succeeded"] + summary["failed"] == rows  # every place answered
+    assert made >= 8, "the run ended before the reader could measure it"
+    assert longest <= 2.0, (longest, refused, made)

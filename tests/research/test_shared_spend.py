@@ -1,0 +1,62 @@
+"""A research's lost answer is never booked from another run's spend on the same key: the key's
+spend journal says who else had spend in flight, and the research then holds the request as
+uncertain instead of taking the usage delta for its own. Checked on what the sandbox billed."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from pathlib import Path
+
+import duckdb
+
+from placeflow.api.client import PlaceApiClient
+from placeflow.api.journal import SpendJournal
+from placeflow.fields import RateLimits
+from placeflow.research.run import ResearchOptions, research
+
+from .conftest import KEY, SCALE, ServeSandbox, places, spec, write_csv
+
+
+def test_another_runs_spend_during_a_lost_answer_is_not_booked_to_the_research(
+    tmp_path: Path, serve: ServeSandbox
+) -> None:
+    """The research's request never reaches the service (dropped) while another run on the
+    key spends 5 credits: the usage moved by 5, within what the request could cost. With the
+    journal naming the other run, the research books no charge (the sandbox billed research
+    nothing), holds the request uncertain with its possible credits, and the next invocation,
+    reading usage afresh, buys it once."""
+    sb = serve(fail_rate=0.0)
+    csv, db = write_csv(tmp_path / "p.csv", places(10)), tmp_path / "wh.duckdb"
+    journal = SpendJournal(tmp_path / "key.spend")
+    limits = RateLimits.for_tier("paid", window_scale=SCALE)
+
+    def client() -> PlaceApiClient:
+        return PlaceApiClient(base_url=sb.base_url, api_key=KEY, limits=limits, journal=journal)
+
+    def other_run_spends(moment: str, sent: int) -> None:
+        if moment != "sent":
+            return
+        sb.sandbox.inject("POST /v1/deep-research", "drop_request")
+        journal.active("run_other")
+        with client() as other:
+            for place in places(5, start=100):
+                other.validate({"id": place["id"], "poi_name": place["name"]})
+        journal.settled("run_other")
+
+    def go(options: ResearchOptions, **kw: object) -> dict[str, object]:
+        with client() as api:
+            return research(
+                [str(csv)], options, api=api, db=db, target="sandbox", sleep=lambda s: None,
+                clock=lambda: datetime.now(UTC), **kw,  # type: ignore[arg-type]  # the hook
+            )  # fmt: skip
+
+    first = go(ResearchOptions(spec=spec()), hook=other_run_spends)
+    stats = sb.research()
+    assert stats["credits"] == 0  # the service billed the research nothing
+    assert first["charged"] == 0 and first["possible_extra_credits"] == 40, first
+    with duckdb.connect(str(db), read_only=True) as con:
+        (state,) = con.execute("select state from research_requests").fetchall()
+    assert state == ("uncertain",)
+    second = go(ResearchOptions(spec=spec(), resend_uncertain=True))
+    assert second["charged"] == 40 == sb.research()["credits"], second
+    assert sb.research()["billed_twice"] == []
