@@ -12,7 +12,7 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from placeflow.errors import ConfigError
+from placeflow.errors import ConfigError, OptionsError
 from placeflow.fields import TIER_WINDOWS, RateLimits
 from placeflow.redact import Secret
 
@@ -63,7 +63,7 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
     custom = env.get("PLACEFLOW_RATE_LIMITS", "").strip()
     try:
         limits = RateLimits.parse(custom) if custom else RateLimits.for_tier(tier)
-    except ValueError as exc:
+    except OptionsError as exc:
         raise ConfigError(f"PLACEFLOW_RATE_LIMITS: {exc}") from None
     return Settings(api_key=Secret(key) if key else None, base_url=base or None, limits=limits)
 
@@ -104,5 +104,5 @@ def research_kill_at(env: Mapping[str, str] | None = None) -> tuple[str, int] | 
         return None
     moment, _, count = text.partition(":")
     if moment not in ("sent", "received", "answered") or not count.isdigit():
-        raise ValueError("PLACEFLOW_RESEARCH_KILL_AT takes sent|received|answered:N")
+        raise ConfigError("PLACEFLOW_RESEARCH_KILL_AT takes sent|received|answered:N")
     return moment, int(count)

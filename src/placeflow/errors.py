@@ -6,9 +6,18 @@
     │   ├── SourceProblem               why a source cannot be read (its reader adds which file)
     │   ├── FieldSpecError              a research attribute spec breaks the spec's limits
     │   │                               (placeflow.research.fields; also a ValueError)
-    │   ├── OptionsError                run options out of bounds (also a ValueError)
-    │   ├── ConfigError                 the environment's settings do not fit (also a ValueError)
-    │   └── UnknownRun                  no such run in this warehouse (also a LookupError)
+    │   ├── OptionsError                options or arguments out of bounds: a run's options, a
+    │   │                               client's, poller's or limiter's settings, a function's
+    │   │                               arguments (also a ValueError)
+    │   ├── ConfigError                 the environment does not fit: its settings, or a state
+    │   │                               directory others can write (also a ValueError)
+    │   ├── UnknownRun                  no such run in this warehouse (also a LookupError)
+    │   ├── NoWarehouse                 no warehouse at the path a reader gave: a run creates it
+    │   │                               (placeflow.warehouse; also a FileNotFoundError)
+    │   ├── NotYetKnown                 asked for what is known only later: a read's info before
+    │   │                               its batches are exhausted (also a RuntimeError)
+    │   └── SecretRefused               a Secret asked to leave in a pickle (placeflow.redact;
+    │                                   also a TypeError)
     ├── RunStopped                      a run ended without completing; `summary` says where it is
     │   ├── BudgetRefused               over --max-credits or the key's balance: nothing spent (3)
     │   └── CreditsRanOut               402 part way: resumable once credits are added (3)
@@ -68,11 +77,13 @@ class SourceProblem(UsageError):
 
 
 class OptionsError(UsageError, ValueError):
-    """Run options out of bounds: the message names the option and its limits."""
+    """Options or arguments out of bounds: a run's options, a client's, poller's or limiter's
+    settings, a function's arguments. The message names the option and its limits."""
 
 
 class ConfigError(UsageError, ValueError):
-    """The environment's settings do not fit together (a key without a base URL, ...)."""
+    """The environment does not fit: its settings (a key without a base URL, ...), or a state
+    directory it gives that someone else could write."""
 
 
 class UnknownRun(UsageError, LookupError):
@@ -80,6 +91,19 @@ class UnknownRun(UsageError, LookupError):
 
     def __str__(self) -> str:  # LookupError would quote the message
         return str(self.args[0]) if self.args else ""
+
+
+class NoWarehouse(UsageError, FileNotFoundError):
+    """No warehouse at the path given to read one (`connect(..., read_only=True)`): a run
+    creates it."""
+
+
+class NotYetKnown(UsageError, RuntimeError):
+    """Asked for something known only later (a read's info before its batches are exhausted)."""
+
+
+class SecretRefused(UsageError, TypeError):
+    """A `placeflow.redact.Secret` asked to leave as its value (pickled): refused."""
 
 
 # --- runs that stopped ------------------------------------------------------------------------

@@ -17,6 +17,7 @@ from datetime import datetime, timedelta
 import duckdb
 import polars as pl
 
+from placeflow.errors import OptionsError
 from placeflow.options import RunOptions
 from placeflow.pipeline.staging import Staging
 from placeflow.state.records import DEDUPED, MARKED
@@ -55,9 +56,9 @@ class FreshInfo:
 
 def _cutoff(now: datetime, max_age: timedelta) -> datetime:
     if now.tzinfo is None:
-        raise ValueError("now must be timezone-aware (datetime.now(UTC))")
+        raise OptionsError("now must be timezone-aware (datetime.now(UTC))")
     if max_age < timedelta(0):
-        raise ValueError("max_age must not be negative")
+        raise OptionsError("max_age must not be negative")
     return now - max_age
 
 
