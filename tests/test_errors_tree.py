@@ -139,3 +139,62 @@ def test_the_raise_scan_sees_a_built_in_raise(tmp_path: Path) -> None:
         "    raise AttributeError(name)\n"
     )
     assert built_in_raises(module) == [(4, "ValueError"), (10, "RuntimeError"), (12, "KeyError")]
+
+
+ROOT = SRC.parents[1]
+
+
+def defined_names(path: Path) -> set[str]:
+    """Every name `path` binds by assignment, at any depth (tuple targets too)."""
+    names: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        targets: list[ast.expr] = []
+        if isinstance(node, ast.Assign):
+            targets = list(node.targets)
+        elif isinstance(node, ast.AnnAssign | ast.AugAssign | ast.NamedExpr):
+            targets = [node.target]
+        for target in targets:
+            for leaf in ast.walk(target):
+                if isinstance(leaf, ast.Name):
+                    names.add(leaf.id)
+                elif isinstance(leaf, ast.Attribute):
+                    names.add(leaf.attr)
+    return names
+
+
+def test_exit_codes_are_defined_only_in_errors() -> None:
+    """The exit codes and their class table are defined once, in placeflow.errors: no other
+    module of the package (research, reporting, cli, flows, ...), the benchmarks, the scripts or
+    the tests defines an EXIT_ name; every command imports them."""
+    paths = [
+        p
+        for folder in ("src/placeflow", "bench", "scripts", "tests")
+        for p in sorted((ROOT / folder).rglob("*.py"))
+    ]
+    definers = sorted(
+        str(p.relative_to(ROOT)) for p in paths
+        if any(name.startswith("EXIT_") for name in defined_names(p))
+    )  # fmt: skip
+    assert definers == ["src/placeflow/errors.py"]
+
+
+def test_exit_codes_keep_their_values() -> None:
+    """0 ok, 1 failed, 2 usage, 3 refused, 130 interrupted; the table maps the classes to them,
+    first match wins, and an error that is not placeflow's has no code."""
+    assert (
+        errors.EXIT_OK, errors.EXIT_FAILED, errors.EXIT_USAGE, errors.EXIT_REFUSED,
+        errors.EXIT_INTERRUPTED,
+    ) == (0, 1, 2, 3, 130)  # fmt: skip
+    cases = {
+        errors.BudgetRefused("over", run_id="r"): 3,
+        errors.CreditsRanOut("402", run_id="r"): 3,
+        errors.RateCardError("no rate"): 3,
+        errors.OptionsError("bad"): 2,
+        errors.UnknownRun("no run"): 2,
+        errors.WarehouseError("busy"): 1,
+        api_errors.ServerError("500"): 1,
+    }
+    assert {type(exc).__name__: errors.exit_code(exc) for exc in cases} == {
+        type(exc).__name__: code for exc, code in cases.items()
+    }
+    assert errors.exit_code(ValueError("not ours")) is None

@@ -29,7 +29,7 @@
     │                                   (placeflow.state.lifecycle): refused, nothing written
     ├── RequestRejected                 refused before sending: a row breaks the spec's limits
     ├── RateCardError                   the rate card cannot price research: refused, nothing
-    │                                   spent (placeflow.research.plan; also a ValueError)
+    │                                   spent (3; also a ValueError)
     ├── Stop                            a research run stops before sending more (research.send)
     ├── ExportError                     an export could not complete (placeflow.export)
     ├── TransientError                  may succeed if retried (placeflow.api.errors: 429, 503, 5xx,
@@ -46,7 +46,8 @@
 
 The API branches are drawn in full in `placeflow.api.errors`. Transient errors are retried (by
 the client, then by a Prefect task); everything else is terminal and raised at once. The CLI
-maps these classes to exit codes in one table (`placeflow.reporting.summary.EXIT_CODES`).
+maps these classes to exit codes in one table, `EXIT_CODES` at the end of this module: every
+command (run, resume, refresh, research, export, report, ...) takes its codes from here.
 
 The sandbox's own errors (`placeflow.emulator`: `ServiceError`, its ledger's
 `InsufficientCredits`) are not placeflow's: they become the HTTP error replies that the client
@@ -128,6 +129,11 @@ class CreditsRanOut(RunStopped):
     """The service answered 402 part way: chunks already submitted are kept; resume later."""
 
 
+class RateCardError(PlaceflowError, ValueError):
+    """The rate card does not price deep research, or disagrees with the service's estimate
+    (`placeflow.research`): refused, nothing spent."""
+
+
 # --- warehouse --------------------------------------------------------------------------------
 
 
@@ -138,3 +144,36 @@ class WarehouseError(PlaceflowError):
 class IllegalMove(WarehouseError):
     """A chunk moved where the job lifecycle (`placeflow.state.lifecycle`) does not allow:
     refused in the statement that would have made it, nothing written."""
+
+
+# --- exit codes -------------------------------------------------------------------------------
+
+EXIT_OK = 0
+"""Done."""
+EXIT_FAILED = 1
+"""The run stopped or some chunks failed: see the message; `placeflow resume` where it says."""
+EXIT_USAGE = 2
+"""Bad arguments or input files that cannot be read as places."""
+EXIT_REFUSED = 3
+"""Refused before spending (budget, credits, the rate card), or stopped when credits ran out."""
+EXIT_INTERRUPTED = 130
+"""Stopped by Ctrl-C (SIGINT): state saved, `placeflow resume RUN_ID` finishes the run."""
+
+
+EXIT_CODES: tuple[tuple[type[BaseException], int], ...] = (
+    (BudgetRefused, EXIT_REFUSED),
+    (CreditsRanOut, EXIT_REFUSED),
+    (RateCardError, EXIT_REFUSED),
+    (UsageError, EXIT_USAGE),
+    (PlaceflowError, EXIT_FAILED),
+)
+"""The one table of exit codes by exception class, first match wins (the README's table).
+Anything else is a bug: it propagates with its traceback."""
+
+
+def exit_code(exc: BaseException) -> int | None:
+    """The exit code of an error placeflow raises; None for an error that is not ours."""
+    for cls, code in EXIT_CODES:
+        if isinstance(exc, cls):
+            return code
+    return None

@@ -26,13 +26,12 @@ from typing import Any
 
 from placeflow.cli.args import add_db, add_json, add_quiet, one_command
 from placeflow.config import in_ci, load_settings, research_kill_at
-from placeflow.errors import OptionsError, PlaceflowError
+from placeflow.errors import EXIT_USAGE, PlaceflowError, UsageError, exit_code
 from placeflow.options import RunOptions
 from placeflow.pipeline.read import InputError, Source
 from placeflow.refresh import WarehouseSource, parse_duration
-from placeflow.reporting.summary import EXIT_FAILED, EXIT_REFUSED, EXIT_USAGE
 from placeflow.research.fields import FieldSpecError, build_specs
-from placeflow.research.plan import RateCardError, ResearchSpec
+from placeflow.research.plan import ResearchSpec
 from placeflow.research.run import ResearchOptions, read_options, research
 from placeflow.text import printable
 
@@ -178,8 +177,8 @@ def handle(args: argparse.Namespace) -> int:
         source = _source(args)
         settings = load_settings()
         hook = _kill_hook()
-    except (FieldSpecError, ValueError, OptionsError, InputError) as exc:
-        return _fail(exc, EXIT_USAGE, as_json=args.json)
+    except (UsageError, ValueError) as exc:  # FieldSpecError, OptionsError, InputError, ...
+        return _fail(exc, exit_code(exc) or EXIT_USAGE, as_json=args.json)
     try:
         with (
             open_target(
@@ -192,12 +191,8 @@ def handle(args: argparse.Namespace) -> int:
                 source, options, api=api, db=args.db, target=target.label, hook=hook,
                 on_event=display if show else None,
             )  # fmt: skip
-    except RateCardError as exc:
-        return _fail(exc, EXIT_REFUSED, as_json=args.json)
-    except (InputError, FileNotFoundError) as exc:
-        return _fail(exc, EXIT_USAGE, as_json=args.json)
-    except PlaceflowError as exc:
-        return _fail(exc, EXIT_FAILED, as_json=args.json)
+    except (PlaceflowError, FileNotFoundError) as exc:  # codes by class: errors.EXIT_CODES
+        return _fail(exc, exit_code(exc) or EXIT_USAGE, as_json=args.json)
     return _print(out, as_json=args.json)
 
 

@@ -13,9 +13,8 @@ from typing import TYPE_CHECKING, Any
 
 from placeflow.cli.args import add_db, add_json, add_quiet
 from placeflow.config import apply_prefect_defaults, in_ci, load_settings
-from placeflow.errors import UsageError
+from placeflow.errors import EXIT_FAILED, EXIT_OK, EXIT_USAGE, UsageError
 from placeflow.options import RunOptions, add_option_flags, options_from_args
-from placeflow.reporting.summary import EXIT_FAILED, EXIT_OK, EXIT_USAGE
 from placeflow.text import printable
 
 if TYPE_CHECKING:
