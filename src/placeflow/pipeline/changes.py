@@ -89,13 +89,6 @@ def change_info(con: duckdb.DuckDBPyConnection, run_id: str, *, inserted: int = 
     )
 
 
-def record_all_changes(con: duckdb.DuckDBPyConnection, *, now: datetime) -> list[ChangeInfo]:
-    """Record the changes of every run, oldest first (for a warehouse whose runs predate
-    place_changes); runs already recorded add nothing."""
-    runs = con.execute("select run_id from runs order by created_at, run_id").fetchall()
-    return [record_changes(con, str(r[0]), now=now) for r in runs]
-
-
 def _rechecks_a_known_place(con: duckdb.DuckDBPyConnection, run_id: str) -> bool:
     """Whether any place of the run has a successful outcome from another run (the comparison,
     which reads every answer of the run's places, costs seconds at 100k places otherwise)."""

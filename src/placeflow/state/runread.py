@@ -99,13 +99,6 @@ class RunReader:
         ).fetchone()
         return bytes(row[0]) if row and row[0] is not None else plan_body([])
 
-    def planned_places(self, chunk_no: int) -> int:
-        row = self.con.execute(
-            "select count(*) from run_places where run_id = ? and chunk_no = ?",
-            [self.run_id, chunk_no],
-        ).fetchone()
-        return int(row[0]) if row else 0
-
     def held(self, chunk_no: int) -> int:
         row = self.con.execute(
             "select coalesce(sum(credits), 0) from credit_ledger"
