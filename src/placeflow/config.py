@@ -93,16 +93,3 @@ def postgres_password(env: Mapping[str, str] | None = None) -> Secret | None:
     env = os.environ if env is None else env
     value = env.get("PGPASSWORD", "")
     return Secret(value) if value else None
-
-
-def research_kill_at(env: Mapping[str, str] | None = None) -> tuple[str, int] | None:
-    """Test hook: PLACEFLOW_RESEARCH_KILL_AT=MOMENT:N makes `placeflow research` SIGKILL itself
-    at MOMENT (sent, received, answered) of its N-th request; unset in normal use."""
-    env = os.environ if env is None else env
-    text = env.get("PLACEFLOW_RESEARCH_KILL_AT", "").strip()
-    if not text:
-        return None
-    moment, _, count = text.partition(":")
-    if moment not in ("sent", "received", "answered") or not count.isdigit():
-        raise ConfigError("PLACEFLOW_RESEARCH_KILL_AT takes sent|received|answered:N")
-    return moment, int(count)

@@ -17,15 +17,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import signal
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from placeflow.cli.args import add_db, add_json, add_quiet, one_command
-from placeflow.config import in_ci, load_settings, research_kill_at
+from placeflow.config import in_ci, load_settings
 from placeflow.errors import EXIT_USAGE, PlaceflowError, UsageError, exit_code
 from placeflow.options import RunOptions
 from placeflow.pipeline.read import InputError, Source
@@ -115,19 +113,6 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
     return p
 
 
-def _kill_hook() -> Any:
-    at = research_kill_at()
-    if at is None:
-        return None
-    moment, count = at
-
-    def hook(now: str, sent: int) -> None:
-        if now == moment and sent == count:
-            os.kill(os.getpid(), signal.SIGKILL)
-
-    return hook
-
-
 def _source(args: argparse.Namespace) -> Sequence[str] | Source:
     """The files given, or (--from-warehouse) the warehouse's places by refresh's selection."""
     if not args.from_warehouse:
@@ -176,7 +161,6 @@ def handle(args: argparse.Namespace) -> int:
         )
         source = _source(args)
         settings = load_settings()
-        hook = _kill_hook()
     except (UsageError, ValueError) as exc:  # FieldSpecError, OptionsError, InputError, ...
         return _fail(exc, exit_code(exc) or EXIT_USAGE, as_json=args.json)
     try:
@@ -188,7 +172,7 @@ def handle(args: argparse.Namespace) -> int:
             ProgressDisplay(title="placeflow research", enabled=show) as display,
         ):
             out = research(
-                source, options, api=api, db=args.db, target=target.label, hook=hook,
+                source, options, api=api, db=args.db, target=target.label,
                 on_event=display if show else None,
             )  # fmt: skip
     except (PlaceflowError, FileNotFoundError) as exc:  # codes by class: errors.EXIT_CODES
