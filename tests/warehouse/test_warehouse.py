@@ -330,7 +330,7 @@ def test_a_wait_lets_go_of_the_warehouse_and_counts_that_time_as_waited(tmp_path
 
     wh = Releasing(tmp_path / "w.duckdb")
     api = SimpleNamespace(clock=lambda: now[0], sleep=slept.append)
-    warehouse.held_while_writing(wh, api)  # type: ignore[arg-type]
+    warehouse.held_while_writing(wh, api)  # type: ignore[arg-type]  # a stand-in with clock and sleep
     wh.execute("create table t as select 1 as x")
     api.sleep(2.0)
     assert wh.opened == 1 and wh._con is None  # let go during the wait

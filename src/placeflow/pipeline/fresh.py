@@ -154,7 +154,7 @@ def mark_fresh_staged(staging: Staging, options: RunOptions, *, now: datetime) -
             _look_up(staging, options, now, fresh=not options.force)
         staging.create(MARKED, sql_text("prepare/fresh_marked"))
         counted = con.execute(
-            f"select (select count(*) from {OWN}), (select count(*) from {CORE}),"  # noqa: S608
+            f"select (select count(*) from {OWN}), (select count(*) from {CORE}),"  # noqa: S608 - our staging tables
             f" (select count(*) from {MARKED} where disposition = 'held_failing')"
         ).fetchall()
         own, by_core, held = (int(n) for n in counted[0])

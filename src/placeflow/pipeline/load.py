@@ -116,7 +116,7 @@ def load_result(
     try:
         with transaction(con):
             scope = [run_id, chunk_no]
-            con.execute(f"delete from {table} where run_id = ? and chunk_no = ?", scope)  # noqa: S608
+            con.execute(f"delete from {table} where run_id = ? and chunk_no = ?", scope)  # noqa: S608 - one of our tables (TABLES)
             try:
                 con.execute(f"insert into {table} by name {lines_sql}", params)
             except duckdb.Error as exc:

@@ -142,7 +142,7 @@ def prepare(
     if options.sample is not None:  # a first look: the rows up to the N-th place to research
         firsts = deduped.filter(submitted).sort("row_ord").head(options.sample)
         if firsts.height == options.sample:
-            last = int(firsts.get_column("row_ord").max())  # type: ignore[arg-type]
+            last = int(firsts.get_column("row_ord")[-1])  # sorted: the last is the largest
             deduped = deduped.filter(pl.col("row_ord") <= last)
             rejects = rejects.filter(pl.col("row_ord") <= last)
     rows_read = deduped.height + rejects.height

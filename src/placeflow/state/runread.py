@@ -65,7 +65,7 @@ class RunReader:
     def chunk(self, chunk_no: int) -> Chunk:
         """One chunk, read by its number (not by reading them all: a 10M-row run has 1,000)."""
         rows = self.con.execute(
-            f"select {CHUNK_COLUMNS} from jobs where run_id = ? and chunk_no = ?",  # noqa: S608
+            f"select {CHUNK_COLUMNS} from jobs where run_id = ? and chunk_no = ?",  # noqa: S608 - our columns
             [self.run_id, chunk_no],
         ).fetchall()
         (found,) = rows
