@@ -12,12 +12,12 @@
     │   ├── ConfigError                 the environment does not fit: its settings, or a state
     │   │                               directory others can write (also a ValueError)
     │   ├── UnknownRun                  no such run in this warehouse (also a LookupError)
-    │   ├── NoWarehouse                 no warehouse at the path a reader gave: a run creates it
-    │   │                               (placeflow.warehouse; also a FileNotFoundError)
+    │   ├── NoWarehouse                 no warehouse where a reader looked: a run creates it
+    │   │                               (also a FileNotFoundError)
     │   ├── NotYetKnown                 asked for what is known only later: a read's info before
     │   │                               its batches are exhausted (also a RuntimeError)
-    │   └── SecretRefused               a Secret asked to leave in a pickle (placeflow.redact;
-    │                                   also a TypeError)
+    │   └── SecretRefused               a redact.Secret asked to leave in a pickle (also a
+    │                                   TypeError)
     ├── RunStopped                      a run ended without completing; `summary` says where it is
     │   ├── BudgetRefused               over --max-credits or the key's balance: nothing spent (3)
     │   └── CreditsRanOut               402 part way: resumable once credits are added (3)
@@ -52,7 +52,9 @@ command (run, resume, refresh, research, export, report, ...) takes its codes fr
 The sandbox's own errors (`placeflow.emulator`: `ServiceError`, its ledger's
 `InsufficientCredits`) are not placeflow's: they become the HTTP error replies that the client
 raises as the classes above. tests/test_errors_tree.py checks that every public exception class
-of the package derives from `PlaceflowError` and is drawn here or in `placeflow.api.errors`.
+of the package derives from `PlaceflowError` and is drawn here or in `placeflow.api.errors`,
+and that no module outside the sandbox raises a built-in exception class (ValueError, ...): a
+class of this tree stands for it, the built-in as a second base where callers catch that.
 """
 
 from __future__ import annotations
