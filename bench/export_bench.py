@@ -26,27 +26,28 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repository: tests.*
+
+import duckdb
+
+from placeflow.export import TABLES, export, plan_table
+from placeflow.exporters.postgres import pg_type
+from placeflow.redact import Secret
+from placeflow.warehouse import connect
+from tests.export.dataset import build
+from tests.pgserver import start
+
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
-import duckdb  # noqa: E402
-
-from placeflow.export import TABLES, export, plan_table  # noqa: E402
-from placeflow.exporters.postgres import pg_type  # noqa: E402
-from placeflow.redact import Secret  # noqa: E402
-from placeflow.warehouse import connect  # noqa: E402
-from tests.export.dataset import build  # noqa: E402
-from tests.pgserver import start  # noqa: E402
-
 BEGIN, END = "<!-- export_bench:begin -->", "<!-- export_bench:end -->"
 
 
-def timed(fn: object) -> float:
+def timed(fn: Callable[[], object]) -> float:
     t = time.perf_counter()
-    fn()  # type: ignore[operator]
+    fn()
     return time.perf_counter() - t
 
 

@@ -110,12 +110,12 @@ def match(path: str) -> None:
     reader = con.sql("select * from read_parquet(?)", params=[path]).to_arrow_reader(
         MATCH_BATCH_ROWS
     )
-    batches = (pl.from_arrow(b) for b in reader)
+    batches = (pl.DataFrame(b) for b in reader)  # record batches: frames, never a Series
     before, loaded_peak = _status("VmRSS"), _status("VmHWM")
     reset = _reset_peak()
     load = os.getloadavg()[0]
     t0, c0 = time.perf_counter(), time.process_time()
-    _matched, info = fuzzy_match_batches(batches)  # type: ignore[arg-type]
+    _matched, info = fuzzy_match_batches(batches)
     seconds, cpu = time.perf_counter() - t0, time.process_time() - c0
     pass_peak = _status("VmHWM") if reset else float("nan")
     process_peak = max(loaded_peak, _status("VmHWM"))

@@ -34,13 +34,13 @@ from typing import Any
 
 import polars as pl
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))  # placeflow, not installed
+
+from placeflow.pipeline.match import DEFAULT_THRESHOLD, fuzzy_match
+from placeflow.pipeline.normalize import normalize
+from placeflow.pipeline.placekey import place_keys
+
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "src"))
-
-from placeflow.pipeline.match import DEFAULT_THRESHOLD, fuzzy_match  # noqa: E402
-from placeflow.pipeline.normalize import normalize  # noqa: E402
-from placeflow.pipeline.placekey import place_keys  # noqa: E402
-
 SAMPLES = ROOT / "data" / "samples"
 SHARED = Path("/work/shared/data")
 STREET_SWAPS = [

@@ -21,16 +21,16 @@ from typing import Any
 
 import duckdb
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))  # placeflow, not installed
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # matching_eval, beside this script
+
+from matching_eval import _normalised, build
+from splink import DuckDBAPI, Linker
+
+from placeflow.pipeline.match.features import features
+from placeflow.pipeline.match.model import MODEL_PATH, untrained_settings
+
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "src"))
-sys.path.insert(0, str(ROOT / "bench"))
-
-from matching_eval import _normalised, build  # noqa: E402
-from splink import DuckDBAPI, Linker  # noqa: E402
-
-from placeflow.pipeline.match.features import features  # noqa: E402
-from placeflow.pipeline.match.model import MODEL_PATH, untrained_settings  # noqa: E402
-
 M_FLOOR, U_FLOOR = 0.01, 1e-4
 """Least m and u of a level: the generated set never shows some differences real data has
 (a street written "w pico" in one guide and "pico" in the other), so no level is ruled out."""

@@ -25,6 +25,7 @@ import httpx
 
 from placeflow.emulator import KeySpec, Sandbox, SandboxConfig
 from placeflow.emulator import jobs as jobs_module
+from placeflow.emulator.synth import SynthSettings
 
 KEY = "sk_bench_key_0000"
 
@@ -49,14 +50,14 @@ def measure(kind: str, jobs: int, rows: int) -> tuple[float, float]:
     render_seconds = 0.0
     original = jobs_module.Job.render
 
-    def timed_render(self: jobs_module.Job, settings: object) -> jobs_module.ResultFile:
+    def timed_render(self: jobs_module.Job, settings: SynthSettings) -> jobs_module.ResultFile:
         nonlocal render_seconds
         t = time.perf_counter()
-        out = original(self, settings)  # type: ignore[arg-type]
+        out = original(self, settings)
         render_seconds += time.perf_counter() - t
         return out
 
-    jobs_module.Job.render = timed_render  # type: ignore[method-assign]
+    jobs_module.Job.render = timed_render  # type: ignore[method-assign]  # timed, then put back
     try:
         config = SandboxConfig(
             keys=(KeySpec(key=KEY, credits=10**9),), rows_per_second=None, rate_window_scale=0.001
@@ -83,7 +84,7 @@ def measure(kind: str, jobs: int, rows: int) -> tuple[float, float]:
                 assert len(gzip.decompress(data).splitlines()) == rows
             elapsed = time.perf_counter() - t0
     finally:
-        jobs_module.Job.render = original  # type: ignore[method-assign]
+        jobs_module.Job.render = original  # type: ignore[method-assign]  # put back
     total = jobs * rows
     return total / render_seconds, total / elapsed
 

@@ -70,11 +70,36 @@ def test_readme_has_exactly_two_commands() -> None:
     assert commands[1].endswith("pytest")
 
 
-def test_ci_runs_the_readme_test_command() -> None:
-    """.ci/run installs the system packages the tests start, then runs the README's test command."""
+LINTS = (
+    "python3 -m uv run --frozen ruff check",
+    "python3 -m uv run --frozen ruff format --check",
+    "python3 -m uv run --frozen mypy",
+)
+"""The checks CI runs before the tests, each from the locked environment."""
+
+
+def ci_steps() -> list[str]:
+    """The commands of .ci/run, in order (its comments, `set` and `cd` aside)."""
     ci = (ROOT / ".ci" / "run").read_text().splitlines()
-    steps = [line for line in ci if line and not line.startswith(("#", "set ", "cd "))]
-    assert steps == ["bash .ci/system-packages", readme_commands()[1]]
+    return [line for line in ci if line and not line.startswith(("#", "set ", "cd "))]
+
+
+def test_ci_runs_the_readme_test_command() -> None:
+    """.ci/run installs the system packages the tests start, then runs the README's test
+    command as its last step, exactly as the README gives it."""
+    steps = ci_steps()
+    assert steps[-1] == readme_commands()[1]
+    assert steps.count(readme_commands()[1]) == 1
+    assert "bash .ci/system-packages" in steps[:-1]
+
+
+def test_ci_lints_and_type_checks_before_the_tests() -> None:
+    """ruff check, ruff format --check and mypy each run in .ci/run before the tests, after uv
+    is installed, so a lint or type error fails CI before pytest starts."""
+    steps = ci_steps()
+    tests = steps.index(readme_commands()[1])
+    uv = steps.index("python3 -m pip install --quiet uv")
+    assert all(uv < steps.index(lint) < tests for lint in LINTS)
 
 
 def test_readme_is_at_most_400_lines() -> None:

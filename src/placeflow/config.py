@@ -12,7 +12,7 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from placeflow.errors import ConfigError
+from placeflow.errors import ConfigError, OptionsError
 from placeflow.fields import TIER_WINDOWS, RateLimits
 from placeflow.redact import Secret
 
@@ -63,7 +63,7 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
     custom = env.get("PLACEFLOW_RATE_LIMITS", "").strip()
     try:
         limits = RateLimits.parse(custom) if custom else RateLimits.for_tier(tier)
-    except ValueError as exc:
+    except OptionsError as exc:
         raise ConfigError(f"PLACEFLOW_RATE_LIMITS: {exc}") from None
     return Settings(api_key=Secret(key) if key else None, base_url=base or None, limits=limits)
 
@@ -93,16 +93,3 @@ def postgres_password(env: Mapping[str, str] | None = None) -> Secret | None:
     env = os.environ if env is None else env
     value = env.get("PGPASSWORD", "")
     return Secret(value) if value else None
-
-
-def research_kill_at(env: Mapping[str, str] | None = None) -> tuple[str, int] | None:
-    """Test hook: PLACEFLOW_RESEARCH_KILL_AT=MOMENT:N makes `placeflow research` SIGKILL itself
-    at MOMENT (sent, received, answered) of its N-th request; unset in normal use."""
-    env = os.environ if env is None else env
-    text = env.get("PLACEFLOW_RESEARCH_KILL_AT", "").strip()
-    if not text:
-        return None
-    moment, _, count = text.partition(":")
-    if moment not in ("sent", "received", "answered") or not count.isdigit():
-        raise ValueError("PLACEFLOW_RESEARCH_KILL_AT takes sent|received|answered:N")
-    return moment, int(count)

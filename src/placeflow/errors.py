@@ -6,9 +6,18 @@
     │   ├── SourceProblem               why a source cannot be read (its reader adds which file)
     │   ├── FieldSpecError              a research attribute spec breaks the spec's limits
     │   │                               (placeflow.research.fields; also a ValueError)
-    │   ├── OptionsError                run options out of bounds (also a ValueError)
-    │   ├── ConfigError                 the environment's settings do not fit (also a ValueError)
-    │   └── UnknownRun                  no such run in this warehouse (also a LookupError)
+    │   ├── OptionsError                options or arguments out of bounds: a run's options, a
+    │   │                               client's, poller's or limiter's settings, a function's
+    │   │                               arguments (also a ValueError)
+    │   ├── ConfigError                 the environment does not fit: its settings, or a state
+    │   │                               directory others can write (also a ValueError)
+    │   ├── UnknownRun                  no such run in this warehouse (also a LookupError)
+    │   ├── NoWarehouse                 no warehouse where a reader looked: a run creates it
+    │   │                               (also a FileNotFoundError)
+    │   ├── NotYetKnown                 asked for what is known only later: a read's info before
+    │   │                               its batches are exhausted (also a RuntimeError)
+    │   └── SecretRefused               a redact.Secret asked to leave in a pickle (also a
+    │                                   TypeError)
     ├── RunInProgress                   another live process carries the run out: nothing done
     ├── RunStopped                      a run ended without completing; `summary` says where it is
     │   ├── BudgetRefused               over --max-credits or the key's balance: nothing spent (3)
@@ -21,7 +30,7 @@
     │                                   (placeflow.state.lifecycle): refused, nothing written
     ├── RequestRejected                 refused before sending: a row breaks the spec's limits
     ├── RateCardError                   the rate card cannot price research: refused, nothing
-    │                                   spent (placeflow.research.plan; also a ValueError)
+    │                                   spent (3; also a ValueError)
     ├── Stop                            a research run stops before sending more (research.send)
     ├── ExportError                     an export could not complete (placeflow.export)
     ├── TransientError                  may succeed if retried (placeflow.api.errors: 429, 503, 5xx,
@@ -38,12 +47,15 @@
 
 The API branches are drawn in full in `placeflow.api.errors`. Transient errors are retried (by
 the client, then by a Prefect task); everything else is terminal and raised at once. The CLI
-maps these classes to exit codes in one table (`placeflow.reporting.summary.EXIT_CODES`).
+maps these classes to exit codes in one table, `EXIT_CODES` at the end of this module: every
+command (run, resume, refresh, research, export, report, ...) takes its codes from here.
 
 The sandbox's own errors (`placeflow.emulator`: `ServiceError`, its ledger's
 `InsufficientCredits`) are not placeflow's: they become the HTTP error replies that the client
 raises as the classes above. tests/test_errors_tree.py checks that every public exception class
-of the package derives from `PlaceflowError` and is drawn here or in `placeflow.api.errors`.
+of the package derives from `PlaceflowError` and is drawn here or in `placeflow.api.errors`,
+and that no module outside the sandbox raises a built-in exception class (ValueError, ...): a
+class of this tree stands for it, the built-in as a second base where callers catch that.
 """
 
 from __future__ import annotations
@@ -69,11 +81,13 @@ class SourceProblem(UsageError):
 
 
 class OptionsError(UsageError, ValueError):
-    """Run options out of bounds: the message names the option and its limits."""
+    """Options or arguments out of bounds: a run's options, a client's, poller's or limiter's
+    settings, a function's arguments. The message names the option and its limits."""
 
 
 class ConfigError(UsageError, ValueError):
-    """The environment's settings do not fit together (a key without a base URL, ...)."""
+    """The environment does not fit: its settings (a key without a base URL, ...), or a state
+    directory it gives that someone else could write."""
 
 
 class UnknownRun(UsageError, LookupError):
@@ -81,6 +95,19 @@ class UnknownRun(UsageError, LookupError):
 
     def __str__(self) -> str:  # LookupError would quote the message
         return str(self.args[0]) if self.args else ""
+
+
+class NoWarehouse(UsageError, FileNotFoundError):
+    """No warehouse at the path given to read one (`connect(..., read_only=True)`): a run
+    creates it."""
+
+
+class NotYetKnown(UsageError, RuntimeError):
+    """Asked for something known only later (a read's info before its batches are exhausted)."""
+
+
+class SecretRefused(UsageError, TypeError):
+    """A `placeflow.redact.Secret` asked to leave as its value (pickled): refused."""
 
 
 # --- runs that stopped ------------------------------------------------------------------------
@@ -114,6 +141,11 @@ class CreditsRanOut(RunStopped):
     """The service answered 402 part way: chunks already submitted are kept; resume later."""
 
 
+class RateCardError(PlaceflowError, ValueError):
+    """The rate card does not price deep research, or disagrees with the service's estimate
+    (`placeflow.research`): refused, nothing spent."""
+
+
 # --- warehouse --------------------------------------------------------------------------------
 
 
@@ -124,3 +156,36 @@ class WarehouseError(PlaceflowError):
 class IllegalMove(WarehouseError):
     """A chunk moved where the job lifecycle (`placeflow.state.lifecycle`) does not allow:
     refused in the statement that would have made it, nothing written."""
+
+
+# --- exit codes -------------------------------------------------------------------------------
+
+EXIT_OK = 0
+"""Done."""
+EXIT_FAILED = 1
+"""The run stopped or some chunks failed: see the message; `placeflow resume` where it says."""
+EXIT_USAGE = 2
+"""Bad arguments or input files that cannot be read as places."""
+EXIT_REFUSED = 3
+"""Refused before spending (budget, credits, the rate card), or stopped when credits ran out."""
+EXIT_INTERRUPTED = 130
+"""Stopped by Ctrl-C (SIGINT): state saved, `placeflow resume RUN_ID` finishes the run."""
+
+
+EXIT_CODES: tuple[tuple[type[BaseException], int], ...] = (
+    (BudgetRefused, EXIT_REFUSED),
+    (CreditsRanOut, EXIT_REFUSED),
+    (RateCardError, EXIT_REFUSED),
+    (UsageError, EXIT_USAGE),
+    (PlaceflowError, EXIT_FAILED),
+)
+"""The one table of exit codes by exception class, first match wins (the README's table).
+Anything else is a bug: it propagates with its traceback."""
+
+
+def exit_code(exc: BaseException) -> int | None:
+    """The exit code of an error placeflow raises; None for an error that is not ours."""
+    for cls, code in EXIT_CODES:
+        if isinstance(exc, cls):
+            return code
+    return None

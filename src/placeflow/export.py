@@ -28,7 +28,7 @@ from urllib.parse import unquote, urlsplit
 
 import duckdb
 
-from placeflow.api.errors import PlaceflowError
+from placeflow.errors import OptionsError, PlaceflowError
 from placeflow.exporters import Column, Step, TablePlan, quote, timestamp_literal
 from placeflow.redact import Secret, redact_text
 from placeflow.warehouse import connect, sql_text, transaction
@@ -86,7 +86,7 @@ def parse_destination(dest: str, password: Secret | None = None) -> Destination:
     parts = urlsplit(dest)
     if parts.scheme in ("postgresql", "postgres"):
         if not parts.hostname and "host=" not in parts.query:
-            raise ValueError("a postgresql:// destination needs a host")
+            raise OptionsError("a postgresql:// destination needs a host")
         if parts.password:
             password = Secret(unquote(parts.password))
         user = f"{parts.username}@" if parts.username else ""
@@ -98,10 +98,10 @@ def parse_destination(dest: str, password: Secret | None = None) -> Destination:
         return Destination("postgresql", url, password=password, _url=url)
     if parts.scheme == "file":
         if parts.netloc not in ("", "localhost"):
-            raise ValueError(f"file:// destinations are local paths, not on {parts.netloc}")
+            raise OptionsError(f"file:// destinations are local paths, not on {parts.netloc}")
         path = Path(unquote(parts.path))
     elif parts.scheme and len(parts.scheme) > 1:
-        raise ValueError(
+        raise OptionsError(
             f"unsupported destination {parts.scheme}://: use a directory, file:// or postgresql://"
         )
     else:
@@ -175,12 +175,12 @@ def export(
     destination = parse_destination(dest, password)
     folder = destination.path
     if folder is not None and folder.exists() and not folder.is_dir():
-        raise ValueError(
+        raise OptionsError(
             f"{folder} is a file: give a folder (each table's Parquet files go under DEST/<table>/)"
         )
     unknown = [t for t in tables or () if t not in TABLES]
     if unknown:
-        raise ValueError(
+        raise OptionsError(
             f"cannot export {', '.join(unknown)}: placeflow exports {', '.join(TABLES)}"
         )
     at = now or datetime.now(UTC)

@@ -11,6 +11,8 @@ import re
 from dataclasses import dataclass
 from typing import Literal, get_args
 
+from placeflow.errors import OptionsError
+
 # --- the place fields of a file and a request -----------------------------------------------
 
 PLACE_FIELDS = (
@@ -96,12 +98,12 @@ class RateLimits:
 
     def __post_init__(self) -> None:
         if not self.windows:
-            raise ValueError("give at least one (count, seconds) window")
+            raise OptionsError("give at least one (count, seconds) window")
         for count, seconds in self.windows:
             if count < 1 or seconds <= 0:
-                raise ValueError(f"window ({count}, {seconds}) needs count >= 1 and seconds > 0")
+                raise OptionsError(f"window ({count}, {seconds}) needs count >= 1 and seconds > 0")
         if self.slack < 0 or self.min_slack < 0:
-            raise ValueError("slack and min_slack must not be negative")
+            raise OptionsError("slack and min_slack must not be negative")
 
     @classmethod
     def for_tier(
@@ -115,9 +117,9 @@ class RateLimits:
         """The spec's limits for `tier`, each window's length multiplied by `window_scale`
         (the sandbox's ``rate_window_scale``, so tests can have a three-second minute)."""
         if tier not in TIER_WINDOWS:
-            raise ValueError(f"tier must be one of {sorted(TIER_WINDOWS)}, not {tier!r}")
+            raise OptionsError(f"tier must be one of {sorted(TIER_WINDOWS)}, not {tier!r}")
         if window_scale <= 0:
-            raise ValueError("window_scale must be positive")
+            raise OptionsError("window_scale must be positive")
         windows = tuple((n, s * window_scale) for n, s in TIER_WINDOWS[tier])
         return cls(windows=windows, slack=slack, min_slack=min_slack)
 
@@ -130,7 +132,7 @@ class RateLimits:
         for part in (p.strip() for p in text.split(",")):
             match = _WINDOW.fullmatch(part)
             if not match:
-                raise ValueError(
+                raise OptionsError(
                     f"rate limit {part!r} is not COUNT/UNIT (e.g. 10/s, 100/min, 1000/5s)"
                 )
             count, every, unit = match.group("count", "every", "unit")

@@ -159,12 +159,12 @@ class RunOptions(BaseModel):
         unknown = sorted(set(value) - set(ALLOWED_ENRICH_ATTRIBUTES))
         if unknown:
             allowed = ", ".join(ALLOWED_ENRICH_ATTRIBUTES)
-            raise ValueError(f"unknown attribute(s) {', '.join(unknown)}; allowed: {allowed}")
+            raise OptionsError(f"unknown attribute(s) {', '.join(unknown)}; allowed: {allowed}")
         if len(value) > 9:
-            raise ValueError("at most 9 attributes")
+            raise OptionsError("at most 9 attributes")
         if info.data.get("mode") == "validate":
             if value:
-                raise ValueError("--attributes and --include-summary apply to --mode enrich only")
+                raise OptionsError("--attributes and --include-summary apply to --mode enrich only")
             return ()
         chosen = value or DEFAULT_ENRICH_ATTRIBUTES  # stored as the service will answer them
         return tuple(a for a in ALLOWED_ENRICH_ATTRIBUTES if a in chosen)
@@ -173,28 +173,28 @@ class RunOptions(BaseModel):
     @classmethod
     def _summary_for_enrich(cls, value: bool, info: ValidationInfo) -> bool:
         if value and info.data.get("mode") == "validate":
-            raise ValueError("--attributes and --include-summary apply to --mode enrich only")
+            raise OptionsError("--attributes and --include-summary apply to --mode enrich only")
         return value
 
     @field_validator("max_credits")
     @classmethod
     def _credits(cls, value: int | None) -> int | None:
         if value is not None and value < 0:
-            raise ValueError("--max-credits must be 0 or more")
+            raise OptionsError("--max-credits must be 0 or more")
         return value
 
     @field_validator("max_age_days")
     @classmethod
     def _age(cls, value: float) -> float:
         if value < 0:
-            raise ValueError("--max-age must be 0 or more days")
+            raise OptionsError("--max-age must be 0 or more days")
         return value
 
     @field_validator("chunk_rows")
     @classmethod
     def _chunk(cls, value: int) -> int:
         if not 1 <= value <= MAX_JOB_ROWS:
-            raise ValueError(f"chunk rows must be 1 to {MAX_JOB_ROWS:,}")
+            raise OptionsError(f"chunk rows must be 1 to {MAX_JOB_ROWS:,}")
         return value
 
     @field_validator(
@@ -205,7 +205,7 @@ class RunOptions(BaseModel):
         if value < 0 or (value == 0 and info.field_name != "claim_wait"):
             flag = "--" + str(info.field_name).replace("_", "-")
             least = "0 or more" if info.field_name == "claim_wait" else "more than 0"
-            raise ValueError(f"{flag} must be {least} seconds")
+            raise OptionsError(f"{flag} must be {least} seconds")
         return value
 
     @field_validator("separator")
@@ -215,7 +215,7 @@ class RunOptions(BaseModel):
             return None
         sep = "\t" if value.lower() in ("tab", "\\t") else value
         if len(sep) != 1 or not sep.isascii() or sep.isalnum() or sep in SEPARATOR_NEVER:
-            raise ValueError(
+            raise OptionsError(
                 f"--separator takes one character such as ';', '|' or tab ('\\t'), not {value!r}"
                 " (not a letter, digit, quote or line break)"
             )
@@ -235,13 +235,13 @@ class RunOptions(BaseModel):
                 if isinstance(pair, str):
                     field, sep, column = pair.partition("=")
                     if not sep or not column:
-                        raise ValueError(f"--map takes FIELD=COLUMN, not {pair!r}")
+                        raise OptionsError(f"--map takes FIELD=COLUMN, not {pair!r}")
                     items.append((field, column))
                 else:
                     items.append(tuple(pair))
         for key, _ in items:
             if split_key(key)[1] not in MAPPABLE:
-                raise ValueError(f"--map field {key!r} is not one of {', '.join(MAPPABLE)}")
+                raise OptionsError(f"--map field {key!r} is not one of {', '.join(MAPPABLE)}")
         return tuple(sorted(items))
 
     @field_serializer("mapping")

@@ -10,6 +10,8 @@ import logging
 from collections.abc import Iterable, Mapping
 from typing import Any, Final
 
+from placeflow.errors import OptionsError, SecretRefused
+
 REDACTED: Final = "***"
 SENSITIVE_HEADERS: Final = frozenset(
     {"x-api-key", "authorization", "proxy-authorization", "cookie"}
@@ -52,7 +54,7 @@ class Secret:
 
     def __init__(self, value: str) -> None:
         if not isinstance(value, str) or not value:
-            raise ValueError("a secret must be a non-empty string")
+            raise OptionsError("a secret must be a non-empty string")
         self._value = value
 
     def reveal(self) -> str:
@@ -74,7 +76,9 @@ class Secret:
         return hash(self._value)
 
     def __reduce__(self) -> Any:
-        raise TypeError("a Secret cannot be pickled; pass the key explicitly where it is needed")
+        raise SecretRefused(
+            "a Secret cannot be pickled; pass the key explicitly where it is needed"
+        )
 
 
 class RedactingFilter(logging.Filter):

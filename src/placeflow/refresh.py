@@ -77,17 +77,17 @@ def select_stale(
     reason. `older_than` 0 selects every known place.
     """
     if now.tzinfo is None:
-        raise ValueError("now must be timezone-aware (datetime.now(UTC))")
+        raise OptionsError("now must be timezone-aware (datetime.now(UTC))")
     if older_than < timedelta(0):
-        raise ValueError("older_than must not be negative")
+        raise OptionsError("older_than must not be negative")
     if signature.split("|", 1)[0] != mode:
-        raise ValueError(f"signature {signature!r} is not of mode {mode!r}")
+        raise OptionsError(f"signature {signature!r} is not of mode {mode!r}")
     if limit is not None and limit < 0:
-        raise ValueError("limit must be 0 or more")
+        raise OptionsError("limit must be 0 or more")
     if budget is not None and budget < 0:
-        raise ValueError("budget must be 0 or more")
+        raise OptionsError("budget must be 0 or more")
     if credits_per_place < 1:
-        raise ValueError("credits_per_place must be 1 or more")
+        raise OptionsError("credits_per_place must be 1 or more")
     params = {"signature": signature, "cutoff": now - older_than, "country": country, "now": now}
     stale: pl.DataFrame = con.sql(sql_text("queries/stale_places"), params=params).pl()
     return choose(stale, limit=limit, budget=budget, credits_per_place=credits_per_place)

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 import duckdb
 
-from placeflow.errors import WarehouseError
+from placeflow.errors import NoWarehouse, OptionsError, WarehouseError
 
 if TYPE_CHECKING:  # polars loads only where a frame is written (a report needs none)
     import polars as pl
@@ -75,14 +75,14 @@ def sql_dir() -> Path:
     for candidate in (here / "sql", here.parents[1] / "sql"):
         if (candidate / "schema").is_dir():
             return candidate
-    raise FileNotFoundError(f"placeflow's sql/ folder is missing (looked beside {here})")
+    raise WarehouseError(f"placeflow's sql/ folder is missing (looked beside {here})")
 
 
 def sql_text(name: str) -> str:
     """The text of ``sql/<name>.sql``, e.g. ``sql_text('checks/double_outcomes')``."""
     relative = name if name.endswith(".sql") else f"{name}.sql"
     if ".." in Path(relative).parts or Path(relative).is_absolute():
-        raise ValueError(f"not a name inside sql/: {name!r}")
+        raise OptionsError(f"not a name inside sql/: {name!r}")
     return (sql_dir() / relative).read_text(encoding="utf-8")
 
 
@@ -106,7 +106,7 @@ def connect(
     target = Path(path)
     if not in_memory:
         if read_only and not target.exists():
-            raise FileNotFoundError(f"no warehouse at {target}: a run creates it")
+            raise NoWarehouse(f"no warehouse at {target}: a run creates it")
         if not read_only:
             target.parent.mkdir(parents=True, exist_ok=True)
     con = _open(MEMORY if in_memory else target, read_only=read_only, wait=wait)
@@ -474,7 +474,7 @@ def transaction(con: duckdb.DuckDBPyConnection) -> Iterator[None]:
 def insert_frame(con: duckdb.DuckDBPyConnection, table: str, frame: pl.DataFrame) -> int:
     """Append a polars frame to `table`, columns matched by name (others get their defaults)."""
     if not _IDENTIFIER.match(table):
-        raise ValueError(f"not a table name: {table!r}")
+        raise OptionsError(f"not a table name: {table!r}")
     if frame.height == 0:
         return 0
     import polars as pl

@@ -209,7 +209,7 @@ def test_retry_logs_do_not_contain_the_key(caplog: pytest.LogCaptureFixture) -> 
 def test_configuration_is_keyword_only_and_checked() -> None:
     """Config is keyword-only; a non-HTTP base URL or limits plus a limiter are refused."""
     with pytest.raises(TypeError):
-        PlaceApiClient(BASE, KEY)  # type: ignore[misc]
+        PlaceApiClient(BASE, KEY)  # type: ignore[call-arg]  # positional on purpose: refused
     with pytest.raises(ValueError, match="base_url"):
         PlaceApiClient(base_url="ftp://x", api_key=KEY)
     with pytest.raises(ValueError, match="not both"):

@@ -107,7 +107,7 @@ def test_invalid_windows_are_refused(windows: tuple[tuple[int, float], ...]) -> 
 def test_unknown_tier_is_refused() -> None:
     """Only the spec's tiers have built-in limits."""
     with pytest.raises(ValueError, match="tier"):
-        RateLimits.for_tier("gold")  # type: ignore[arg-type]
+        RateLimits.for_tier("gold")
 
 
 def test_threads_sharing_a_limiter_never_exceed_a_window() -> None:

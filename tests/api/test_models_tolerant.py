@@ -91,4 +91,4 @@ def test_server_strings_are_capped_with_a_marker() -> None:
     assert parsed.error.endswith("[truncated 19,998,000 characters]")
     response = httpx.Response(400, json={"error": huge, "error_code": "VALIDATION_ERROR"})
     error = error_from_response(response, endpoint="POST /v1/validate", now=0.0, secrets=())
-    assert len(str(error)) < 3 * MAX_SERVER_TEXT and len(str(error.body)) <= 20_100  # type: ignore[attr-defined]
+    assert len(str(error)) < 3 * MAX_SERVER_TEXT and len(str(error.body)) <= 20_100  # type: ignore[attr-defined]  # an ApiError

@@ -74,7 +74,7 @@ def test_usage_that_cannot_be_had_is_a_typed_unknown() -> None:
         with pytest.raises(UsageUnknown) as info:
             srv.client.usage()
         seen = srv.count("GET /v1/usage")
-    assert seen == 4 and info.value.cause.attempts == 4  # type: ignore[attr-defined]
+    assert seen == 4 and info.value.cause.attempts == 4  # type: ignore[attr-defined]  # a TransientError
     assert "<html>" not in str(info.value) and "an HTML page" in str(info.value)
 
 

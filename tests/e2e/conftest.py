@@ -116,9 +116,9 @@ def run_library(**params: Any) -> tuple[str, dict[str, Any]]:
     For the tests about the library's behaviour over real HTTP, not about the flow."""
     import placeflow
     from placeflow.config import load_settings
-    from placeflow.errors import PlaceflowError, RunStopped
+    from placeflow.errors import PlaceflowError, RunStopped, exit_code
     from placeflow.options import RunOptions, split_options
-    from placeflow.reporting.summary import exit_code, exit_code_for
+    from placeflow.reporting.summary import exit_code_for
     from placeflow.target import open_target
 
     options_given, rest = split_options(params)

@@ -16,7 +16,7 @@ import duckdb
 import pytest
 
 import placeflow
-from placeflow.reporting.summary import EXIT_INTERRUPTED
+from placeflow.errors import EXIT_INTERRUPTED
 from tests.sandbox_target import sandbox_target
 
 from .conftest import KEY, Served, ServeSandbox, places, write_csv

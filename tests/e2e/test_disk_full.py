@@ -22,7 +22,7 @@ import duckdb
 import pytest
 
 import placeflow
-from placeflow.reporting.summary import EXIT_FAILED, EXIT_USAGE
+from placeflow.errors import EXIT_FAILED, EXIT_USAGE
 from placeflow.warehouse import Warehouse
 from tests.sandbox_target import sandbox_target
 

@@ -23,7 +23,7 @@ import duckdb
 import pytest
 
 from placeflow.emulator import FaultConfig
-from placeflow.reporting.summary import EXIT_INTERRUPTED
+from placeflow.errors import EXIT_INTERRUPTED
 
 from .conftest import KEY, Served, ServeSandbox, places, write_csv
 

@@ -199,7 +199,7 @@ def test_instant_setting_completes_at_submission(make_harness: MakeHarness) -> N
     job = submit(h, 50)
     assert job.status == "completed" and job.eta_seconds == 0
     s = status(h, job.batch_id)
-    rows = gzip.decompress(download(h, s.results.files[0].url)).splitlines()  # type: ignore[union-attr]
+    rows = gzip.decompress(download(h, s.results.files[0].url)).splitlines()  # type: ignore[union-attr]  # completed: has results
     assert [POIValidateResponse.model_validate_json(x).id for x in rows] == [
         f"p{i}" for i in range(50)
     ]

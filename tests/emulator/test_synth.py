@@ -438,7 +438,7 @@ def test_render_job_lines_equals_the_per_row_outcomes(kind: Any) -> None:
 def test_render_job_lines_rejects_an_unknown_kind() -> None:
     """A job kind other than validate or enrich is a ValueError, not an empty file."""
     with pytest.raises(ValueError, match="validate or enrich"):
-        render_job_lines("research", PLACES[:1], settings=NO_FAIL, now=NOW)  # type: ignore[arg-type]
+        render_job_lines("research", PLACES[:1], settings=NO_FAIL, now=NOW)  # type: ignore[arg-type]  # on purpose
 
 
 @pytest.mark.parametrize(

@@ -43,7 +43,7 @@ def test_fuzzy_members_and_their_repeats_carry_the_representatives_key() -> None
     out, info = dedupe(places, mode="fuzzy")
     audit = _audit(out)
     assert audit[0] == (0, 0, None, None, None) and audit[2] == (2, 2, None, None, None)
-    assert audit[1][:4] == (1, 0, 0, "probabilistic") and audit[1][4] >= 0.99  # type: ignore[operator]
+    assert audit[1][:4] == (1, 0, 0, "probabilistic") and audit[1][4] >= 0.99  # type: ignore[operator]  # a float here
     assert audit[3] == (3, 0, 1, "exact", 1.0)
     keys = out.get_column("place_key").to_list()
     assert keys[0] == keys[1] == keys[3] != keys[2]

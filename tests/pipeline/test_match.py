@@ -59,7 +59,7 @@ def test_variants_of_one_place_merge_into_the_first() -> None:
     matched, info = fuzzy_match(places)
     assert _pairs(places, matched) == {(1, 0), (3, 2)}
     assert matched["match_rule"].to_list() == ["probabilistic"] * 2
-    assert matched["match_probability"].min() >= info.threshold  # type: ignore[operator]
+    assert matched["match_probability"].min() >= info.threshold  # type: ignore[operator]  # a float here
 
 
 def test_different_street_numbers_never_merge() -> None:

@@ -58,7 +58,7 @@ def test_requests_carry_the_place_key_as_id_and_the_enrich_options() -> None:
 def test_auto_route_takes_the_fewest_requests(mode: str, places: int, route: str) -> None:
     """Synchronous calls only while they need strictly fewer requests than a job's three (a
     job is idempotent, a synchronous call is not), else a job."""
-    assert choose_route(places, RunOptions(mode=mode)) == route  # type: ignore[arg-type]
+    assert choose_route(places, RunOptions(mode=mode)) == route  # type: ignore[arg-type]  # str modes
 
 
 @settings(max_examples=60, deadline=None)
@@ -70,14 +70,14 @@ def test_auto_route_takes_the_fewest_requests(mode: str, places: int, route: str
 )
 def test_chunking_keeps_every_place_once_in_order(n: int, size: int, mode: str, route: str) -> None:
     """Whatever the size and route, chunks cover every place exactly once, in their order."""
-    options = RunOptions(mode=mode, chunk_rows=size, route=route)  # type: ignore[arg-type]
+    options = RunOptions(mode=mode, chunk_rows=size, route=route)  # type: ignore[arg-type]  # drawn str
     plan = plan_chunks(build_requests(unique_places(n), options), options)
     assert plan["place_key"].to_list() == [f"pk_{i:024x}" for i in range(n)]
     ordered = plan.sort("chunk_no", "position")["place_key"].to_list()
     assert ordered == plan["place_key"].to_list()
     limit = size if plan["route"].first() == "job" else (10 if mode == "enrich" else 1)
     if n:
-        assert plan.group_by("chunk_no").len()["len"].max() <= limit  # type: ignore[operator]
+        assert plan.group_by("chunk_no").len()["len"].max() <= limit  # type: ignore[operator]  # an int here
 
 
 def test_chunk_identity_is_deterministic() -> None:
@@ -119,4 +119,4 @@ def test_estimate_uses_the_pricing_card() -> None:
 def test_bad_options_are_refused(kwargs: dict[str, object], message: str) -> None:
     """Options outside the spec's limits are refused with a message."""
     with pytest.raises(ValueError, match=message):
-        RunOptions(**kwargs)  # type: ignore[arg-type]
+        RunOptions(**kwargs)  # type: ignore[arg-type]  # bad values on purpose

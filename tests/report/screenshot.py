@@ -10,10 +10,11 @@ import sys
 import tempfile
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository: tests.*
 
-from tests.report.browser import chromium  # noqa: E402 - after the path
+from tests.report.browser import chromium
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def main() -> None:

@@ -21,27 +21,28 @@ ROOT = Path(__file__).resolve().parents[2]
 PER_ROW = 4
 
 
-def command(csv: Path, db: Path) -> list[str]:
+def command(csv: Path, db: Path, kill_at: str | None = None) -> list[str]:
+    """The research command; with `kill_at` (MOMENT:N) the tests' wrapper of it that SIGKILLs
+    itself at that moment (tests/research/kill_at.py)."""
     fields = [a for f in FIELDS for a in ("--field", f)]
-    return [sys.executable, "-m", "placeflow.cli.research", "research", str(csv), *fields,
+    module = ["tests.research.kill_at", kill_at] if kill_at else ["placeflow.cli.research"]
+    return [sys.executable, "-m", *module, "research", str(csv), *fields,
             "--verify-identity", "--db", str(db), "--json"]  # fmt: skip
 
 
-def environment(base_url: str, kill_at: str | None = None) -> dict[str, str]:
+def environment(base_url: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("PLACEFLOW_")}
     env.update(
         PLACEFLOW_API_KEY=KEY,
         PLACEFLOW_BASE_URL=base_url,
         PLACEFLOW_RATE_LIMITS=f"10/{SCALE:g}s,100/{60 * SCALE:g}s",
     )
-    if kill_at:
-        env["PLACEFLOW_RESEARCH_KILL_AT"] = kill_at
     return env
 
 
 def cli(csv: Path, db: Path, base_url: str, kill_at: str | None = None) -> Any:
     done = subprocess.run(
-        command(csv, db), env=environment(base_url, kill_at), cwd=ROOT,
+        command(csv, db, kill_at), env=environment(base_url), cwd=ROOT,
         capture_output=True, text=True, timeout=600,
     )  # fmt: skip
     if kill_at:

@@ -71,10 +71,10 @@ def load(
         con,
         run_id=run_id,
         chunk_no=chunk_no,
-        kind=kind,  # type: ignore[arg-type]
+        kind=kind,  # type: ignore[arg-type]  # a str here, load_result's Literal there
         path=path,
-        billing=billing,
-        held=held,  # type: ignore[arg-type]
+        billing=billing,  # type: ignore[arg-type]  # the same
+        held=held,
         ref=f"{run_id}-{chunk_no}" if billing == "sync" else f"job_{run_id}_{chunk_no}",
         now=kwargs.pop("now", T0),
         **kwargs,

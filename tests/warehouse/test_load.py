@@ -43,9 +43,9 @@ def load(
         con,
         run_id="r1",
         chunk_no=chunk_no,
-        kind=kind,  # type: ignore[arg-type]
+        kind=kind,  # type: ignore[arg-type]  # a str parameter, load_result's Literal
         path=path,
-        billing=billing,  # type: ignore[arg-type]
+        billing=billing,  # type: ignore[arg-type]  # the same
         held=rows[0] if held is None else held,
         ref=f"ref{chunk_no}",
         now=T0,
@@ -490,8 +490,8 @@ def test_sandbox_result_lines_bill_as_the_sandbox_does(
         for i, k in enumerate(places)
     ]
     body, tally = render_job_lines(
-        kind,
-        pois,  # type: ignore[arg-type]
+        kind,  # type: ignore[arg-type]  # a str parameter, the sandbox's Literal
+        pois,
         settings=SynthSettings(),
         now="2026-11-01T12:00:00Z",
     )

@@ -333,7 +333,7 @@ def test_a_wait_lets_go_of_the_warehouse_and_counts_that_time_as_waited(tmp_path
     wh = Releasing(tmp_path / "w.duckdb")
     gate = RateLimiter(RateLimits(), clock=lambda: now[0], sleep=slept.append)
     api = SimpleNamespace(clock=lambda: now[0], sleep=slept.append, limiter=gate)
-    warehouse.held_while_writing(wh, api)  # type: ignore[arg-type]  # the client's clock and sleep
+    warehouse.held_while_writing(wh, api)  # type: ignore[arg-type]  # a stand-in with clock, sleep, limiter
     wh.execute("create table t as select 1 as x")
     api.sleep(2.0)
     assert wh.opened == 1 and wh._con is None  # let go during the wait

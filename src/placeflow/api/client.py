@@ -46,6 +46,7 @@ from placeflow.api.models import (
     ValidateJobSubmit,
 )
 from placeflow.api.session import ApiSession, PossibleDoubleCharge
+from placeflow.errors import OptionsError
 from placeflow.fields import MAX_ENRICH_BATCH, MAX_JOB_ROWS, JobKind
 
 __all__ = ["JobSubmission", "PlaceApiClient", "PossibleDoubleCharge"]
@@ -277,7 +278,7 @@ JOB_SUBMIT_MODELS: dict[str, type[BaseModel]] = {
 
 def _job_endpoint(kind: str) -> str:
     if kind not in JOB_SUBMIT_MODELS:
-        raise ValueError(f"kind must be validate or enrich, not {kind!r}")
+        raise OptionsError(f"kind must be validate or enrich, not {kind!r}")
     return f"POST /v1/jobs/{kind}"
 
 

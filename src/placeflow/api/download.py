@@ -37,6 +37,7 @@ from placeflow.api.errors import (
 from placeflow.api.models import JobResultFile, JobStatus
 from placeflow.api.retry import parse_timestamp
 from placeflow.api.transport import UnsafeRedirect
+from placeflow.errors import OptionsError
 from placeflow.text import printable_logger
 
 log = printable_logger("placeflow.api.download")
@@ -154,7 +155,7 @@ def download_result(
     sha256 and size are then that file's (each part's were checked as published).
     """
     if max_attempts < 1 or max_refreshes < 0:
-        raise ValueError("need max_attempts >= 1 and max_refreshes >= 0")
+        raise OptionsError("need max_attempts >= 1 and max_refreshes >= 0")
     batch_id = status.batch_id
     files, expected_lines = _files_of(status)
     dest_dir.mkdir(parents=True, exist_ok=True)

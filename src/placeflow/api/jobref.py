@@ -25,14 +25,6 @@ class PendingJob:
     created_at: str | None = None
     eta_completion_at: str | None = None
 
-    @classmethod
-    def from_submission(
-        cls, job: JobSubmitResponse, *, eta_seconds: float | None = None
-    ) -> PendingJob:
-        """The job of a submission answer; `eta_seconds` is what remains of its eta now."""
-        eta = job.eta_seconds if eta_seconds is None else eta_seconds
-        return cls(job.batch_id, eta, job.created_at, job.eta_completion_at)
-
 
 JobRef = str | PendingJob | JobSubmission | JobSubmitResponse
 """A job to follow: its batch_id, or what is known of its eta (which schedules the first poll)."""

@@ -35,6 +35,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
+from placeflow.errors import ConfigError, OptionsError
 from placeflow.fields import RateLimits
 
 
@@ -156,7 +157,7 @@ def state_dir() -> Path:
     for part in (path.parent, path):
         info = part.lstat()
         if info.st_uid != uid or stat.S_ISLNK(info.st_mode) or info.st_mode & 0o022:
-            raise PermissionError(
+            raise ConfigError(
                 f"{part} must be a directory of this user's that no one else can write"
             )
     return path
@@ -276,6 +277,6 @@ def machine_limiter(
     """A limiter whose windows every process of this machine shares when it passes the same
     `ident` (a digest naming the key and service, never the key itself)."""
     if not re.fullmatch(r"[0-9a-f]{16,128}", ident):
-        raise ValueError("ident must be a hex digest (never the key itself)")
+        raise OptionsError("ident must be a hex digest (never the key itself)")
     path = (directory or state_dir()) / f"{ident}.window"
     return RateLimiter(limits, clock=clock, sleep=sleep, log=FileLog(path))

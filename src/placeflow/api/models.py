@@ -12,7 +12,6 @@ from typing import Annotated, Any, Literal
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field
 
 from placeflow.fields import (
-    DEFAULT_ENRICH_ATTRIBUTES,
     MAX_ENRICH_BATCH,
     MAX_JOB_ROWS,
     EnrichAttribute,
@@ -99,10 +98,6 @@ class POIEnrichRequest(_POIIdentity):
     attributes: list[EnrichAttribute] | None = Field(default=None, min_length=1, max_length=9)
     include_summary: bool = False
     response_format: Literal["attributes", "cell"] = "attributes"
-
-    def requested_attributes(self) -> tuple[str, ...]:
-        """The attributes this request asks for, the spec's default when none are given."""
-        return tuple(self.attributes) if self.attributes else DEFAULT_ENRICH_ATTRIBUTES
 
 
 class EnrichBatchRequest(_Request):
@@ -343,12 +338,6 @@ class PricingCard(_Response):
 
     def rate(self, key: str) -> PricingRate | None:
         return next((r for r in self.rates if r.key == key), None)
-
-
-class ValidationDetail(_Response):
-    field: str
-    message: str
-    type: str
 
 
 class ErrorResponse(_Response):

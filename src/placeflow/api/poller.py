@@ -28,6 +28,7 @@ from placeflow.api.eta import EtaLearner, JobTrack
 from placeflow.api.feed import JobFeed
 from placeflow.api.jobref import JobRef, anchor, job_ref
 from placeflow.api.models import JobStatus
+from placeflow.errors import OptionsError
 from placeflow.text import printable_logger
 
 log = printable_logger("placeflow.api.poller")
@@ -89,15 +90,15 @@ class JobPoller:
         rand: Callable[[], float] | None = None,
     ) -> None:
         if not 0 < floor <= ceiling:
-            raise ValueError("need 0 < floor <= ceiling")
+            raise OptionsError("need 0 < floor <= ceiling")
         if not 0 <= jitter <= 1:
-            raise ValueError("jitter is a fraction between 0 and 1")
+            raise OptionsError("jitter is a fraction between 0 and 1")
         if max_jitter < 0:
-            raise ValueError("max_jitter must not be negative")
+            raise OptionsError("max_jitter must not be negative")
         if timeout <= 0:
-            raise ValueError("timeout must be positive")
+            raise OptionsError("timeout must be positive")
         if stuck_after is not None and stuck_after <= 0:
-            raise ValueError("stuck_after must be positive (or None: never)")
+            raise OptionsError("stuck_after must be positive (or None: never)")
         self.client = client
         self.floor = floor
         self.ceiling = ceiling

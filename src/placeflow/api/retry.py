@@ -7,6 +7,7 @@ from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
 
 from placeflow.api.errors import TransientError
+from placeflow.errors import OptionsError
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -30,15 +31,15 @@ class RetryPolicy:
 
     def __post_init__(self) -> None:
         if self.max_attempts < 1:
-            raise ValueError("max_attempts must be at least 1 (1 means no retries)")
+            raise OptionsError("max_attempts must be at least 1 (1 means no retries)")
         if self.initial_backoff <= 0 or self.max_backoff < self.initial_backoff:
-            raise ValueError("need 0 < initial_backoff <= max_backoff")
+            raise OptionsError("need 0 < initial_backoff <= max_backoff")
         if self.multiplier < 1:
-            raise ValueError("multiplier must be at least 1")
+            raise OptionsError("multiplier must be at least 1")
         if not 0 <= self.jitter < 1:
-            raise ValueError("jitter is a fraction: 0 <= jitter < 1")
+            raise OptionsError("jitter is a fraction: 0 <= jitter < 1")
         if self.max_server_wait < 0 or self.budget < 0:
-            raise ValueError("max_server_wait and budget must not be negative")
+            raise OptionsError("max_server_wait and budget must not be negative")
 
     @classmethod
     def none(cls) -> RetryPolicy:

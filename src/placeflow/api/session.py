@@ -42,6 +42,7 @@ from placeflow.api.transport import (
     key_only_to,
     origin,
 )
+from placeflow.errors import OptionsError
 from placeflow.fields import RateLimits
 from placeflow.redact import Secret
 from placeflow.text import printable_logger
@@ -98,15 +99,15 @@ class ApiSession:
         journal: SpendJournal | None = None,
     ) -> None:
         if limits is not None and limiter is not None:
-            raise ValueError("pass limits or a shared limiter, not both")
+            raise OptionsError("pass limits or a shared limiter, not both")
         self.base_url = base_url.rstrip("/")
         self._origin = origin(self.base_url)
         if self._origin[0] not in ("http", "https"):
-            raise ValueError(f"base_url must be http(s)://host[:port], not {base_url!r}")
+            raise OptionsError(f"base_url must be http(s)://host[:port], not {base_url!r}")
         if self._origin[0] == "http" and not (
             allow_insecure_http or is_loopback_host(self._origin[1])
         ):
-            raise ValueError(
+            raise OptionsError(
                 f"base_url {base_url!r} is plain http to a host that is not loopback: the key "
                 "would cross the network unencrypted. Use https, or pass "
                 "allow_insecure_http=True if this network is trusted."

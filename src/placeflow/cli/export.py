@@ -15,9 +15,9 @@ import json
 import sys
 from typing import Any
 
-from placeflow.api.errors import PlaceflowError
 from placeflow.cli.args import add_db, add_json, fail, one_command
 from placeflow.config import postgres_password
+from placeflow.errors import EXIT_FAILED, EXIT_OK, EXIT_USAGE, PlaceflowError, exit_code
 from placeflow.export import DEFAULT_TABLES, TABLES, ExportSummary, export
 
 
@@ -59,15 +59,15 @@ def main(args: argparse.Namespace) -> int:
 
     tables = [t.strip() for t in args.tables.split(",") if t.strip()] if args.tables else None
     if not Path(args.db).exists():
-        return _fail(args, 2, f"no warehouse at {args.db}: a run creates it")
+        return _fail(args, EXIT_USAGE, f"no warehouse at {args.db}: a run creates it")
     try:
         summary = export(args.db, args.to, tables, full=args.full, password=postgres_password())
+    except PlaceflowError as exc:  # codes by class: placeflow.errors.EXIT_CODES
+        return _fail(args, exit_code(exc) or EXIT_FAILED, str(exc))
     except ValueError as exc:
-        return _fail(args, 2, str(exc))
-    except PlaceflowError as exc:
-        return _fail(args, 1, str(exc))
+        return _fail(args, EXIT_USAGE, str(exc))
     _print(summary, as_json=args.json)
-    return 0
+    return EXIT_OK
 
 
 def _fail(args: argparse.Namespace, code: int, message: str) -> int:
@@ -76,7 +76,7 @@ def _fail(args: argparse.Namespace, code: int, message: str) -> int:
 
 def _print(summary: ExportSummary, *, as_json: bool) -> None:
     if as_json:
-        print(json.dumps({**summary.as_dict(), "exit_code": 0}, sort_keys=True))
+        print(json.dumps({**summary.as_dict(), "exit_code": EXIT_OK}, sort_keys=True))
         return
     mode = "full" if summary.full else "incremental"
     print(f"export {summary.export_id} to {summary.destination} ({mode}): {summary.rows} rows")

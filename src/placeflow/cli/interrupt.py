@@ -26,7 +26,7 @@ from datetime import UTC, datetime
 from types import FrameType
 from typing import Any
 
-from placeflow.reporting.summary import EXIT_INTERRUPTED
+from placeflow.errors import EXIT_INTERRUPTED
 from placeflow.state.marking import Marked, mark_run
 from placeflow.text import printable
 

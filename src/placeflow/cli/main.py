@@ -8,8 +8,8 @@ import sys
 from collections.abc import Sequence
 
 from placeflow.cli import export, match, refresh, report, research, rows, run, sandbox
-from placeflow.errors import PlaceflowError
-from placeflow.reporting.summary import EXIT_FAILED, error_document, exit_code
+from placeflow.errors import EXIT_FAILED, PlaceflowError, exit_code
+from placeflow.reporting.summary import error_document
 from placeflow.text import printable
 
 EPILOG = (
@@ -48,7 +48,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if hasattr(args, "func"):  # subcommands that carry their handler
             return int(args.func(args))
         return run.dispatch(args)
-    except PlaceflowError as exc:  # codes by class: placeflow.reporting.summary.EXIT_CODES
+    except PlaceflowError as exc:  # codes by class: placeflow.errors.EXIT_CODES
         print(printable(f"placeflow: {exc}"), file=sys.stderr)  # it may quote a server
         code = exit_code(exc) or EXIT_FAILED
         if getattr(args, "json", False):  # under --json every exit path prints one document

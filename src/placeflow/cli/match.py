@@ -9,8 +9,8 @@ import argparse
 from typing import Any
 
 from placeflow.cli.args import add_db
+from placeflow.errors import EXIT_OK
 from placeflow.pipeline.notamatch import mark_not_a_match
-from placeflow.reporting.summary import EXIT_OK
 from placeflow.state.runstate import utc_now
 from placeflow.warehouse import Warehouse
 

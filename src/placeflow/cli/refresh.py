@@ -18,8 +18,8 @@ from typing import Any
 
 from placeflow.cli.args import add_db, add_json, add_quiet
 from placeflow.cli.run import flow_result, print_outcome
+from placeflow.errors import EXIT_FAILED
 from placeflow.options import RunOptions
-from placeflow.reporting.summary import EXIT_FAILED
 from placeflow.text import printable
 
 

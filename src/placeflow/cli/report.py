@@ -13,11 +13,9 @@ from pathlib import Path
 from typing import Any
 
 from placeflow.cli.args import add_db, add_json
+from placeflow.errors import EXIT_OK, EXIT_USAGE, UnknownRun, exit_code
 from placeflow.text import printable
 from placeflow.warehouse import READ_WAIT, connect
-
-EXIT_OK = 0
-EXIT_USAGE = 2
 
 
 def add_parsers(sub: Any) -> None:
@@ -59,9 +57,9 @@ def report_command(args: argparse.Namespace) -> int:
     try:
         with connect(db, read_only=True, wait=READ_WAIT) as con:  # a run writes for moments
             info = write_report(con, args.run_id, out)
-    except LookupError as exc:
+    except UnknownRun as exc:
         print(printable(f"placeflow: {exc}"), file=sys.stderr)
-        return EXIT_USAGE
+        return exit_code(exc) or EXIT_USAGE
     if args.json:
         print(
             json.dumps(

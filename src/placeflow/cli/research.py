@@ -17,22 +17,19 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import signal
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from placeflow.cli.args import add_db, add_json, add_quiet, one_command
-from placeflow.config import in_ci, load_settings, research_kill_at
-from placeflow.errors import OptionsError, PlaceflowError
+from placeflow.config import in_ci, load_settings
+from placeflow.errors import EXIT_USAGE, PlaceflowError, UsageError, exit_code
 from placeflow.options import RunOptions
 from placeflow.pipeline.read import InputError, Source
 from placeflow.refresh import WarehouseSource, parse_duration
-from placeflow.reporting.summary import EXIT_FAILED, EXIT_REFUSED, EXIT_USAGE
 from placeflow.research.fields import FieldSpecError, build_specs
-from placeflow.research.plan import RateCardError, ResearchSpec
+from placeflow.research.plan import ResearchSpec
 from placeflow.research.run import ResearchOptions, read_options, research
 from placeflow.text import printable
 
@@ -116,19 +113,6 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
     return p
 
 
-def _kill_hook() -> Any:
-    at = research_kill_at()
-    if at is None:
-        return None
-    moment, count = at
-
-    def hook(now: str, sent: int) -> None:
-        if now == moment and sent == count:
-            os.kill(os.getpid(), signal.SIGKILL)
-
-    return hook
-
-
 def _source(args: argparse.Namespace) -> Sequence[str] | Source:
     """The files given, or (--from-warehouse) the warehouse's places by refresh's selection."""
     if not args.from_warehouse:
@@ -177,9 +161,8 @@ def handle(args: argparse.Namespace) -> int:
         )
         source = _source(args)
         settings = load_settings()
-        hook = _kill_hook()
-    except (FieldSpecError, ValueError, OptionsError, InputError) as exc:
-        return _fail(exc, EXIT_USAGE, as_json=args.json)
+    except (UsageError, ValueError) as exc:  # FieldSpecError, OptionsError, InputError, ...
+        return _fail(exc, exit_code(exc) or EXIT_USAGE, as_json=args.json)
     try:
         with (
             open_target(
@@ -189,15 +172,11 @@ def handle(args: argparse.Namespace) -> int:
             ProgressDisplay(title="placeflow research", enabled=show) as display,
         ):
             out = research(
-                source, options, api=api, db=args.db, target=target.label, hook=hook,
+                source, options, api=api, db=args.db, target=target.label,
                 on_event=display if show else None,
             )  # fmt: skip
-    except RateCardError as exc:
-        return _fail(exc, EXIT_REFUSED, as_json=args.json)
-    except (InputError, FileNotFoundError) as exc:
-        return _fail(exc, EXIT_USAGE, as_json=args.json)
-    except PlaceflowError as exc:
-        return _fail(exc, EXIT_FAILED, as_json=args.json)
+    except (PlaceflowError, FileNotFoundError) as exc:  # codes by class: errors.EXIT_CODES
+        return _fail(exc, exit_code(exc) or EXIT_USAGE, as_json=args.json)
     return _print(out, as_json=args.json)
 
 

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from placeflow.cli.args import add_db, add_json, fail
-from placeflow.errors import UsageError
+from placeflow.errors import EXIT_OK, EXIT_USAGE, UsageError
 
 DISPOSITIONS = ("submitted", "duplicate", "skipped_fresh", "held_failing", "rejected")
 
@@ -61,7 +61,7 @@ def add_parsers(sub: Any) -> None:
 
 
 def _fail(as_json: bool, message: str) -> int:
-    return fail(message, code=2, as_json=as_json)
+    return fail(message, code=EXIT_USAGE, as_json=as_json)
 
 
 def rows_main(args: argparse.Namespace) -> int:
@@ -76,12 +76,12 @@ def rows_main(args: argparse.Namespace) -> int:
         return _fail(args.json, str(exc))
     counts = dict(frame.group_by("disposition").len().sort("disposition").iter_rows())
     if args.json:
-        print(json.dumps({"exit_code": 0, "out": str(args.out), "rows": frame.height,
+        print(json.dumps({"exit_code": EXIT_OK, "out": str(args.out), "rows": frame.height,
                           "dispositions": counts}, sort_keys=True))  # fmt: skip
     else:
         by = ", ".join(f"{k} {v:,}" for k, v in counts.items())
         print(f"{frame.height:,} rows of {args.run_id} written to {args.out} ({by})")
-    return 0
+    return EXIT_OK
 
 
 def query_main(args: argparse.Namespace) -> int:
@@ -104,4 +104,4 @@ def query_main(args: argparse.Namespace) -> int:
         with pl.Config(tbl_rows=-1, tbl_cols=-1, fmt_str_lengths=60, tbl_hide_dataframe_shape=True,
                        tbl_hide_column_data_types=True):  # fmt: skip
             print(frame)
-    return 0
+    return EXIT_OK

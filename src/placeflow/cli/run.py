@@ -13,8 +13,8 @@ from typing import TYPE_CHECKING, Any
 
 from placeflow.cli.args import add_db, add_json, add_quiet
 from placeflow.config import apply_prefect_defaults, in_ci, load_settings
+from placeflow.errors import EXIT_FAILED, EXIT_OK, EXIT_USAGE, UsageError
 from placeflow.options import RunOptions, add_option_flags, options_from_args
-from placeflow.reporting.summary import EXIT_FAILED, EXIT_OK, EXIT_USAGE
 from placeflow.text import printable
 
 if TYPE_CHECKING:
@@ -82,7 +82,7 @@ def dispatch(args: argparse.Namespace) -> int:
         return _run(args)
     if args.command == "estimate":
         return _estimate(args)
-    raise ValueError(f"unknown command {args.command!r}")
+    raise UsageError(f"unknown command {args.command!r}")
 
 
 def _run(args: argparse.Namespace) -> int:

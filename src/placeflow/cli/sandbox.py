@@ -9,8 +9,7 @@ from collections.abc import Sequence
 
 from placeflow.emulator import FaultConfig, Sandbox, SandboxConfig, parse_key_spec
 from placeflow.emulator.settings import DEFAULT_API_KEY, DEFAULT_CREDITS, KeySpec
-from placeflow.errors import OptionsError
-from placeflow.reporting.summary import EXIT_OK
+from placeflow.errors import EXIT_OK, OptionsError
 
 
 def _fault_settings(pairs: Sequence[str]) -> FaultConfig:

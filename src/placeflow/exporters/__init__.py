@@ -12,6 +12,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 
+from placeflow.errors import OptionsError
+
 Step = Callable[[str], None]
 """Called at each point of an export where a crash is worth testing (`parquet:renamed:...`)."""
 
@@ -21,14 +23,14 @@ _IDENTIFIER = re.compile(r"^[a-z_][a-z0-9_]*$")
 def quote(name: str) -> str:
     """A checked, double-quoted identifier (the names come from the warehouse's catalog)."""
     if not _IDENTIFIER.match(name):
-        raise ValueError(f"not an identifier placeflow exports: {name!r}")
+        raise OptionsError(f"not an identifier placeflow exports: {name!r}")
     return f'"{name}"'
 
 
 def timestamp_literal(value: datetime) -> str:
     """A DuckDB/PostgreSQL timestamptz literal of an aware datetime (microseconds kept)."""
     if value.tzinfo is None:
-        raise ValueError("watermarks are aware datetimes")
+        raise OptionsError("watermarks are aware datetimes")
     return f"timestamptz '{value.isoformat()}'"
 
 

@@ -27,7 +27,14 @@ from prefect.states import Failed
 from placeflow import orchestrate
 from placeflow.config import load_settings, postgres_password, prefect_server_url
 from placeflow.diskfull import StorageStop, stop_message, storage_stop
-from placeflow.errors import BudgetRefused, PlaceflowError, RunStopped
+from placeflow.errors import (
+    EXIT_FAILED,
+    EXIT_OK,
+    BudgetRefused,
+    PlaceflowError,
+    RunStopped,
+    exit_code,
+)
 from placeflow.events import Event
 from placeflow.flows.artifacts import Published, publish, run_export
 from placeflow.flows.progress_artifact import ProgressArtifact
@@ -36,7 +43,7 @@ from placeflow.flows.tasks import as_task
 from placeflow.options import RunOptions
 from placeflow.pipeline.account import RunSummary
 from placeflow.prepare import as_source, fingerprint
-from placeflow.reporting.summary import EXIT_FAILED, EXIT_OK, exit_code, exit_code_for
+from placeflow.reporting.summary import exit_code_for
 from placeflow.state.marking import mark_run
 from placeflow.target import Target, open_target
 from placeflow.warehouse import DEFAULT_DB

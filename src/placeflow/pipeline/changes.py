@@ -19,6 +19,7 @@ from datetime import datetime
 
 import duckdb
 
+from placeflow.errors import OptionsError
 from placeflow.warehouse import sql_text, transaction
 
 DETECTED = "detected_changes"
@@ -45,7 +46,7 @@ class ChangeInfo:
 def record_changes(con: duckdb.DuckDBPyConnection, run_id: str, *, now: datetime) -> ChangeInfo:
     """Compare the run's outcomes with each place's previous answers; insert what changed."""
     if now.tzinfo is None:
-        raise ValueError("now must be timezone-aware (datetime.now(UTC))")
+        raise OptionsError("now must be timezone-aware (datetime.now(UTC))")
     if not _rechecks_a_known_place(con, run_id):  # a first look at its places: nothing to compare
         return ChangeInfo(run_id=run_id, places_compared=0, places_changed=0, changes=0, inserted=0)
     with transaction(con):
@@ -86,13 +87,6 @@ def change_info(con: duckdb.DuckDBPyConnection, run_id: str, *, inserted: int = 
         by_field=dict(sorted(by_field.items())),
         by_kind=dict(sorted(by_kind.items())),
     )
-
-
-def record_all_changes(con: duckdb.DuckDBPyConnection, *, now: datetime) -> list[ChangeInfo]:
-    """Record the changes of every run, oldest first (for a warehouse whose runs predate
-    place_changes); runs already recorded add nothing."""
-    runs = con.execute("select run_id from runs order by created_at, run_id").fetchall()
-    return [record_changes(con, str(r[0]), now=now) for r in runs]
 
 
 def _rechecks_a_known_place(con: duckdb.DuckDBPyConnection, run_id: str) -> bool:

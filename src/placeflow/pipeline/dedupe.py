@@ -78,7 +78,7 @@ def dedupe_staged(
         staging.create(DEDUPED, sql_text("prepare/dedupe_rows"))
     staging.drop(*WORK_TABLES, PLACES)
     counted = staging.con.execute(
-        f"select count(*), count(*) filter (disposition = '{SUBMITTED}') from {DEDUPED}"  # noqa: S608
+        f"select count(*), count(*) filter (disposition = '{SUBMITTED}') from {DEDUPED}"  # noqa: S608 - our table and disposition
     ).fetchall()
     places, unique = (int(n) for n in counted[0])
     duplicates = places - unique

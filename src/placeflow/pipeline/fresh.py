@@ -17,6 +17,7 @@ from datetime import datetime, timedelta
 import duckdb
 import polars as pl
 
+from placeflow.errors import OptionsError
 from placeflow.options import RunOptions
 from placeflow.pipeline.staging import Staging
 from placeflow.state.records import DEDUPED, MARKED
@@ -61,9 +62,9 @@ class FreshInfo:
 
 def _cutoff(now: datetime, max_age: timedelta) -> datetime:
     if now.tzinfo is None:
-        raise ValueError("now must be timezone-aware (datetime.now(UTC))")
+        raise OptionsError("now must be timezone-aware (datetime.now(UTC))")
     if max_age < timedelta(0):
-        raise ValueError("max_age must not be negative")
+        raise OptionsError("max_age must not be negative")
     return now - max_age
 
 
@@ -161,7 +162,7 @@ def mark_fresh_staged(staging: Staging, options: RunOptions, *, now: datetime) -
             _look_up(staging, options, now, fresh=not options.force)
         staging.create(MARKED, sql_text("prepare/fresh_marked"))
         counted = con.execute(
-            f"select (select count(*) from {OWN}), (select count(*) from {CORE}),"  # noqa: S608
+            f"select (select count(*) from {OWN}), (select count(*) from {CORE}),"  # noqa: S608 - our staging tables
             f" (select count(*) from {MARKED} where disposition = 'held_failing')"
         ).fetchall()
         own, by_core, held = (int(n) for n in counted[0])

@@ -21,7 +21,7 @@ from typing import Any, Literal
 
 import duckdb
 
-from placeflow.errors import WarehouseError
+from placeflow.errors import OptionsError, WarehouseError
 from placeflow.events import CreditsCharged, Emit, RowsLoaded
 from placeflow.fields import ALLOWED_ENRICH_ATTRIBUTES, DEFAULT_ENRICH_ATTRIBUTES
 from placeflow.pipeline.fetch import Billing, Fetched
@@ -91,9 +91,9 @@ def load_result(
     hold exactly that many.
     """
     if kind not in TABLES:
-        raise ValueError(f"kind must be validate or enrich, not {kind!r}")
+        raise OptionsError(f"kind must be validate or enrich, not {kind!r}")
     if billing not in ("job", "sync"):
-        raise ValueError(f"billing must be job or sync, not {billing!r}")
+        raise OptionsError(f"billing must be job or sync, not {billing!r}")
     loaded_at = now or datetime.now(UTC)
     table = TABLES[kind]
 
@@ -116,7 +116,7 @@ def load_result(
     try:
         with transaction(con):
             scope = [run_id, chunk_no]
-            con.execute(f"delete from {table} where run_id = ? and chunk_no = ?", scope)  # noqa: S608
+            con.execute(f"delete from {table} where run_id = ? and chunk_no = ?", scope)  # noqa: S608 - one of our tables (TABLES)
             try:
                 con.execute(f"insert into {table} by name {lines_sql}", params)
             except duckdb.Error as exc:

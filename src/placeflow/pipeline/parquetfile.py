@@ -7,8 +7,8 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 
 import polars as pl
-import pyarrow as pa  # type: ignore[import-untyped]
-import pyarrow.parquet as pq  # type: ignore[import-untyped]
+import pyarrow as pa  # type: ignore[import-untyped]  # pyarrow ships no stubs or py.typed
+import pyarrow.parquet as pq  # type: ignore[import-untyped]  # the same
 
 from placeflow.errors import SourceProblem
 from placeflow.pipeline.columns import resolve_columns

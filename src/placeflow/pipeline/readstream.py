@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 
 import polars as pl
 
+from placeflow.errors import NotYetKnown, OptionsError
 from placeflow.fields import BATCH_ROWS, MATCH_ONLY_FIELDS, PLACE_FIELDS
 
 OUTPUT_SCHEMA: dict[str, pl.DataType] = {
@@ -62,7 +63,7 @@ class ReadStream:
         batch_rows: int = BATCH_ROWS,
     ) -> None:
         if batch_rows < 1:
-            raise ValueError(f"batch_rows must be at least 1, not {batch_rows}")
+            raise OptionsError(f"batch_rows must be at least 1, not {batch_rows}")
         self.batch_rows = batch_rows
         self._summary = summary
         self._info: ReadInfo | None = None
@@ -83,7 +84,7 @@ class ReadStream:
     @property
     def info(self) -> ReadInfo:
         if self._info is None:
-            raise RuntimeError("the read's info is known once its batches are exhausted")
+            raise NotYetKnown("the read's info is known once its batches are exhausted")
         return self._info
 
     def frame(self) -> pl.DataFrame:

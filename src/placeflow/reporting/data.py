@@ -13,6 +13,7 @@ from typing import Any
 
 import duckdb
 
+from placeflow.errors import UnknownRun
 from placeflow.warehouse import sql_text
 
 MAP_POINTS = 5_000
@@ -80,11 +81,12 @@ def collect(
     job_limit: int = JOB_LIMIT,
     changes_limit: int = CHANGES_LIMIT,
 ) -> ReportData:
-    """Aggregate one run for its report; LookupError when the warehouse has no such run."""
+    """Aggregate one run for its report; `UnknownRun` (a LookupError) when the warehouse has no
+    such run."""
     con.execute("set enable_progress_bar = false")  # a report prints nothing but its result
     run = query(con, "report_run", run_id=run_id)
     if not run:
-        raise LookupError(f"no run {run_id} in this database: `placeflow runs` lists them")
+        raise UnknownRun(f"no run {run_id} in this database: `placeflow runs` lists them")
     changes: list[Row] = []
     first_changes: list[Row] = []
     if has_table(con, "place_changes"):

@@ -4,38 +4,10 @@ from __future__ import annotations
 
 import json
 
-from placeflow.errors import BudgetRefused, CreditsRanOut, PlaceflowError, UsageError
+from placeflow.errors import EXIT_FAILED, EXIT_OK, EXIT_REFUSED, PlaceflowError
 from placeflow.pipeline.account import RunSummary
 from placeflow.pipeline.mapping_report import describe
 from placeflow.text import printable
-
-EXIT_OK = 0
-EXIT_FAILED = 1
-"""The run stopped or some chunks failed: see the message; `placeflow resume` where it says."""
-EXIT_USAGE = 2
-"""Bad arguments or input files that cannot be read as places."""
-EXIT_REFUSED = 3
-"""Refused before spending (budget or credits), or stopped when credits ran out."""
-EXIT_INTERRUPTED = 130
-"""Stopped by Ctrl-C (SIGINT): state saved, `placeflow resume RUN_ID` finishes the run."""
-
-
-EXIT_CODES: tuple[tuple[type[BaseException], int], ...] = (
-    (BudgetRefused, EXIT_REFUSED),
-    (CreditsRanOut, EXIT_REFUSED),
-    (UsageError, EXIT_USAGE),
-    (PlaceflowError, EXIT_FAILED),
-)
-"""The one table of exit codes by exception class, first match wins (docs/cli.md's table).
-Anything else is a bug: it propagates with its traceback."""
-
-
-def exit_code(exc: BaseException) -> int | None:
-    """The exit code of an error placeflow raises; None for an error that is not ours."""
-    for cls, code in EXIT_CODES:
-        if isinstance(exc, cls):
-            return code
-    return None
 
 
 def error_document(exc: PlaceflowError, code: int, db: str | None) -> dict[str, object]:

@@ -14,8 +14,6 @@ from placeflow.pipeline.account import read_usage_after
 from placeflow.research.send import rejected_fields
 from placeflow.warehouse import sql_text
 
-EXIT_OK = 0
-
 
 def set_run(con: duckdb.DuckDBPyConnection, run_id: str, **values: Any) -> None:
     names = ", ".join(f"{k} = ?" for k in values)

@@ -12,11 +12,11 @@ import polars as pl
 
 from placeflow.api.client import PlaceApiClient
 from placeflow.api.errors import Unprocessable
+from placeflow.errors import EXIT_OK, EXIT_REFUSED, RateCardError
 from placeflow.research.account import policy_message
-from placeflow.research.plan import Estimate, RateCardError, requests_of
+from placeflow.research.plan import Estimate, requests_of
 from placeflow.warehouse import sql_text
 
-EXIT_OK, EXIT_REFUSED = 0, 3
 REQUEST_COLUMNS = ("request_no", "places", "body", "body_sha256", "credits_max")
 
 

@@ -23,15 +23,11 @@ from placeflow.api.models import (
     PricingCard,
     UsageResponse,
 )
-from placeflow.errors import PlaceflowError
+from placeflow.errors import RateCardError
 from placeflow.fields import PLACE_FIELDS
 
 FIELD_RATE = "deep_research_field"
 IDENTITY_RATE = "verify_identity"
-
-
-class RateCardError(PlaceflowError, ValueError):
-    """The rate card does not price deep research, or disagrees with the service's estimate."""
 
 
 @dataclass(frozen=True)

@@ -28,6 +28,7 @@ import polars as pl
 
 from placeflow.api.client import PlaceApiClient
 from placeflow.api.errors import InsufficientCredits
+from placeflow.errors import EXIT_FAILED, EXIT_OK, EXIT_REFUSED
 from placeflow.events import Emit, Event, Note, StageFinished, StageStarted, ignore
 from placeflow.options import RunOptions
 from placeflow.pipeline.dedupe import dedupe
@@ -51,7 +52,6 @@ from placeflow.state.runstate import record_rows
 from placeflow.steps import emitter
 from placeflow.warehouse import connect, insert_frame, sql_text, transaction
 
-EXIT_OK, EXIT_FAILED, EXIT_REFUSED = 0, 1, 3
 READ_AS = RunOptions.parse({"mode": "validate", "attributes": (), "include_summary": False})
 """The options a source reads with unless told otherwise (`read_options`): no column mapping,
 UTF-8, commas, and (for the warehouse) every place some run answered, whatever it asked."""
@@ -142,7 +142,7 @@ def prepare(
     if options.sample is not None:  # a first look: the rows up to the N-th place to research
         firsts = deduped.filter(submitted).sort("row_ord").head(options.sample)
         if firsts.height == options.sample:
-            last = int(firsts.get_column("row_ord").max())  # type: ignore[arg-type]
+            last = int(firsts.get_column("row_ord")[-1])  # sorted: the last is the largest
             deduped = deduped.filter(pl.col("row_ord") <= last)
             rejects = rejects.filter(pl.col("row_ord") <= last)
     rows_read = deduped.height + rejects.height

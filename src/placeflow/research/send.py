@@ -33,6 +33,7 @@ from placeflow.api.errors import (
     UsageUnknown,
 )
 from placeflow.api.models import DeepResearchResponse
+from placeflow.errors import EXIT_FAILED, EXIT_REFUSED
 from placeflow.events import ChunkSubmitted, CreditsCharged, Emit, Note, RowsLoaded, ignore
 from placeflow.research.load import UNAVAILABLE, Answer, load_answer
 from placeflow.research.plan import Rates, ResearchSpec
@@ -46,7 +47,8 @@ Hook = Callable[[str, int], None]
 
 class Stop(PlaceflowError):
     """The run stops before sending more: `kind` is budget, credits, policy, unavailable or
-    failed; `exit_code` 3 for the first three (nothing more would be spent), else 1."""
+    failed; `exit_code` EXIT_REFUSED (3) for the first three (nothing more would be spent),
+    else EXIT_FAILED (1)."""
 
     def __init__(self, kind: str, message: str) -> None:
         super().__init__(message)
@@ -54,7 +56,7 @@ class Stop(PlaceflowError):
 
     @property
     def exit_code(self) -> int:
-        return 3 if self.kind in ("budget", "credits", "policy") else 1
+        return EXIT_REFUSED if self.kind in ("budget", "credits", "policy") else EXIT_FAILED
 
     @property
     def status(self) -> str:

@@ -81,7 +81,7 @@ class RunReader:
     def chunk(self, chunk_no: int) -> Chunk:
         """One chunk, read by its number (not by reading them all: a 10M-row run has 1,000)."""
         rows = self.con.execute(
-            f"select {CHUNK_COLUMNS} from jobs where run_id = ? and chunk_no = ?",  # noqa: S608
+            f"select {CHUNK_COLUMNS} from jobs where run_id = ? and chunk_no = ?",  # noqa: S608 - our columns
             [self.run_id, chunk_no],
         ).fetchall()
         (found,) = rows
@@ -114,13 +114,6 @@ class RunReader:
             [self.run_id, chunk_no],
         ).fetchone()
         return bytes(row[0]) if row and row[0] is not None else plan_body([])
-
-    def planned_places(self, chunk_no: int) -> int:
-        row = self.con.execute(
-            "select count(*) from run_places where run_id = ? and chunk_no = ?",
-            [self.run_id, chunk_no],
-        ).fetchone()
-        return int(row[0]) if row else 0
 
     def claims(self) -> list[Claim]:
         """The places this run left to other runs, by the run buying them (sql/queries/

@@ -102,11 +102,11 @@ class RunState(RunReader):
             self.con.execute(sql_text("open/run_rows_kept"), run_id)
             self.con.execute(sql_text("open/run_rows_rejected"), run_id)
             self.con.execute(
-                f"insert into rejects by name select $run_id as run_id, * from {REJECTS}",  # noqa: S608
+                f"insert into rejects by name select $run_id as run_id, * from {REJECTS}",  # noqa: S608 - our staging table
                 run_id,
             )
             self.con.execute(
-                f"insert into run_places by name select $run_id as run_id, * from {REQUESTS}",  # noqa: S608
+                f"insert into run_places by name select $run_id as run_id, * from {REQUESTS}",  # noqa: S608 - our staging table
                 run_id,
             )
             jobs = jobs_table(

@@ -51,13 +51,15 @@ PLACES_TABLE = "match_places"
 """The pass's places in its DuckDB: SPLINK_COLUMNS."""
 IDS_TABLE = "match_ids"
 """Each place's match_id (its position in order) and place_key."""
-OUTPUT_SCHEMA = {
-    "place_key": pl.String,
-    "cluster_key": pl.String,
-    "matched_key": pl.String,
-    "match_rule": pl.String,
-    "match_probability": pl.Float64,
-}
+OUTPUT_SCHEMA = pl.Schema(
+    {
+        "place_key": pl.String,
+        "cluster_key": pl.String,
+        "matched_key": pl.String,
+        "match_rule": pl.String,
+        "match_probability": pl.Float64,
+    }
+)
 
 
 @dataclass(frozen=True)
@@ -92,16 +94,16 @@ def _stage(con: duckdb.DuckDBPyConnection, batches: Iterable[pl.DataFrame]) -> i
         con.register("pf_match_batch", feats.to_arrow(compat_level=pl.CompatLevel.newest()))
         try:
             into = "insert into pf_match_raw by name" if height else "create table pf_match_raw as"
-            con.execute(f"{into} select * from pf_match_batch")  # noqa: S608
+            con.execute(f"{into} select * from pf_match_batch")  # noqa: S608 - one of two fixed statements
         finally:
             con.unregister("pf_match_batch")
         height += batch.height
         del feats
     if height:
-        ids = f"create table {IDS_TABLE} as select match_id, place_key from pf_match_raw"  # noqa: S608
+        ids = f"create table {IDS_TABLE} as select match_id, place_key from pf_match_raw"  # noqa: S608 - our table names
         con.execute(ids)
         capped = capped_blocks_sql("pf_match_raw")
-        places = f"create table {PLACES_TABLE} as select * exclude (place_key) from ({capped})"  # noqa: S608
+        places = f"create table {PLACES_TABLE} as select * exclude (place_key) from ({capped})"  # noqa: S608 - our tables, our SQL
         con.execute(places)
         con.execute("drop table pf_match_raw")
     return height
@@ -118,11 +120,11 @@ def _scored_edges(con: duckdb.DuckDBPyConnection, threshold: float) -> tuple[pl.
     table = db_api.register(PLACES_TABLE)
     linker = Linker(table, settings(), log_level=None, validate_settings=False)
     blocked = linker.inference.compute_blocked_pairs_for_predict()
-    count_sql = f"select count(*) from {blocked.physical_name}"  # noqa: S608
+    count_sql = f"select count(*) from {blocked.physical_name}"  # noqa: S608 - Splink's table name
     candidates = int(con.execute(count_sql).fetchall()[0][0])
     scored = linker.inference.predict(threshold_match_probability=threshold, warning_mode="never")
     sql = (
-        "select p.match_id_l, p.match_id_r, p.match_probability"  # noqa: S608
+        "select p.match_id_l, p.match_id_r, p.match_probability"  # noqa: S608 - Splink's and our tables, our test
         f" from {scored.physical_name} p"
         f" join {PLACES_TABLE} l on l.match_id = p.match_id_l"
         f" join {PLACES_TABLE} r on r.match_id = p.match_id_r"
@@ -138,7 +140,7 @@ def _of(con: duckdb.DuckDBPyConnection, table: str, columns: str, ids: pl.Series
     """`columns` of `table`'s rows whose match_id is among `ids` (the few places on edges)."""
     con.register("pf_match_wanted", ids.unique().rename("match_id").to_frame().to_arrow())
     try:
-        sql = f"select {columns} from {table} semi join pf_match_wanted using (match_id)"  # noqa: S608
+        sql = f"select {columns} from {table} semi join pf_match_wanted using (match_id)"  # noqa: S608 - our tables and columns
         out: pl.DataFrame = con.sql(sql).pl()
     finally:
         con.unregister("pf_match_wanted")
@@ -158,7 +160,7 @@ def _components(
         node_id_column_name="match_id",
         threshold_match_probability=threshold,
     )
-    sql = f"select match_id, cluster_id from {cc.physical_name}"  # noqa: S608
+    sql = f"select match_id, cluster_id from {cc.physical_name}"  # noqa: S608 - Splink's table name
     out: pl.DataFrame = con.sql(sql).pl()
     # cluster ids named by their smallest member (stable, and independent of Splink's naming)
     return out.select("match_id", pl.col("match_id").min().over("cluster_id").alias("cluster"))
@@ -260,14 +262,14 @@ def _rebuild(
 
 def _apart_ids(con: duckdb.DuckDBPyConnection, not_a_match: pl.DataFrame | None) -> pl.DataFrame:
     """The not-a-match pairs as (a, b) match ids (IDS_TABLE), both orders."""
-    schema = {"a": pl.Int64, "b": pl.Int64}
+    schema = pl.Schema({"a": pl.Int64, "b": pl.Int64})
     if not_a_match is None or not_a_match.height == 0:
         return pl.DataFrame(schema=schema)
     pairs = not_a_match.select("place_key_a", "place_key_b")
     con.register("pf_not_a_match", pairs.to_arrow())
     try:
         one: pl.DataFrame = con.sql(
-            "select ia.match_id as a, ib.match_id as b from pf_not_a_match n"  # noqa: S608
+            "select ia.match_id as a, ib.match_id as b from pf_not_a_match n"  # noqa: S608 - our table names
             f" join {IDS_TABLE} ia on ia.place_key = n.place_key_a"
             f" join {IDS_TABLE} ib on ib.place_key = n.place_key_b"
         ).pl()
@@ -276,7 +278,7 @@ def _apart_ids(con: duckdb.DuckDBPyConnection, not_a_match: pl.DataFrame | None)
     both = pl.concat(
         [one.select("a", "b"), one.select(pl.col("b").alias("a"), pl.col("a").alias("b"))]
     )
-    return both.unique().cast(schema)  # type: ignore[arg-type]
+    return both.unique().cast(schema)
 
 
 def fuzzy_match(
@@ -392,4 +394,4 @@ def _clustered(
         rebuilt_clusters=rebuilt,
         threshold=threshold,
     )
-    return result.cast(OUTPUT_SCHEMA), info  # type: ignore[arg-type]
+    return result.cast(OUTPUT_SCHEMA), info

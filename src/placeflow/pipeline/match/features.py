@@ -222,7 +222,7 @@ def capped_blocks_sql(table: str) -> str:
 
     def shared(column: str, most: int) -> str:
         return (
-            f"{column} in (select {column} from {table} where {column} is not null"  # noqa: S608
+            f"{column} in (select {column} from {table} where {column} is not null"  # noqa: S608 - our columns and tables, an int
             f" group by all having count(*) > {most})"
         )
 
@@ -233,4 +233,4 @@ def capped_blocks_sql(table: str) -> str:
         f"case when {test} then null else {column} end as {column}"
         for column, test in nulled.items()
     )
-    return f"select * replace (\n    {capped}\n) from {table}"  # noqa: S608
+    return f"select * replace (\n    {capped}\n) from {table}"  # noqa: S608 - our columns and tables, ints
