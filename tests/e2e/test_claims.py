@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import duckdb
+import pytest
 
 import placeflow
 from placeflow.emulator import ManualClock
@@ -181,3 +182,35 @@ def test_a_refresh_whose_earlier_refresh_holds_a_chunk_refreshes_the_other_stale
         (held.run_id, "interrupted"),
         (again.run_id, "completed"),
     ]
+
+
+@pytest.mark.slow  # a Prefect server for the session: a minute on 2 cores
+@pytest.mark.usefixtures("prefect_api")
+def test_the_scheduled_refresh_flow_during_a_run_buys_nothing_twice(
+    tmp_path: Path, serve_sandbox: ServeSandbox
+) -> None:
+    """The refresh deployment's flow (`refresh_stale_places`, under a Prefect server) started
+    while an analyst's run is in flight leaves the run's places to it: it submits nothing, and
+    the sandbox billed each place once."""
+    from placeflow.flows.refresh import refresh_stale_places
+
+    clock = ManualClock()
+    served = serve_sandbox(clock=clock, rows_per_second=1000.0)
+    target = Target(
+        base_url=served.base_url, api_key=Secret(KEY), label="sandbox",
+        limits=RateLimits.for_tier("paid"),
+    )  # fmt: skip
+    db = tmp_path / "wh.duckdb"
+    csv = write_csv(tmp_path / "a.csv", places(30))
+    a = Running(lambda ev: placeflow.run([str(csv)], db=db, target=target,
+                                         options=RunOptions(route="job"), on_event=ev))  # fmt: skip
+    assert a.polled.wait(120), a.error
+    state = refresh_stale_places(db=str(db), older_than="0", claim_wait=0, return_state=True)
+    data = state.result(raise_on_failure=False)
+    clock.advance(3600)
+    first = a.done()
+    assert isinstance(data, dict) and data["status"] == "completed", data
+    assert data["submitted"] == 0 and data["exit_code"] == 0
+    assert first.submitted == 30 and first.status == "completed"
+    account = served.sandbox.backend.keys[KEY].account
+    assert account.rows_billed_twice() == [] and sum(account.rows_billed.values()) == 30
