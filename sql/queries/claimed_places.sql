@@ -1,9 +1,7 @@
 -- claimed_places: of the candidate places (pf_fresh_candidates: the places a run is about to
--- buy), those another unfinished run (running or interrupted) is buying with a request whose
--- answer answers $signature (signature_answers), in a chunk not yet settled (not loaded, not
--- failed): that run's answer is waited for instead of paying again. One row per place, its
--- owner the oldest such run. Runs are matched on the place_key (the same normalised place).
--- Parameters: $signature.
+-- buy), those another unfinished run is buying with a request whose answer answers $signature
+-- (place_claims, signature_answers): that run's answer is waited for instead of paying again.
+-- One row per place, its owner the oldest such run. Parameters: $signature.
 
 with
 
@@ -11,35 +9,14 @@ candidates as (
     select distinct place_key from pf_fresh_candidates
 ),
 
-open_runs as (
-    select
-        run_id,
-        created_at
-    from runs
-    where status in ('running', 'interrupted')
-        and signature_answers(signature, $signature)
-),
-
-unsettled as (
-    select
-        jobs.run_id,
-        jobs.chunk_no
-    from jobs
-    inner join open_runs on jobs.run_id = open_runs.run_id
-    where jobs.status not in ('loaded', 'failed')
-),
-
 claims as (
     select
-        run_places.place_key,
-        open_runs.run_id,
-        open_runs.created_at
-    from run_places
-    inner join unsettled
-        on run_places.run_id = unsettled.run_id
-        and run_places.chunk_no = unsettled.chunk_no
-    inner join open_runs on run_places.run_id = open_runs.run_id
-    inner join candidates on run_places.place_key = candidates.place_key
+        place_claims.place_key,
+        place_claims.run_id,
+        place_claims.created_at
+    from place_claims
+    inner join candidates on place_claims.place_key = candidates.place_key
+    where signature_answers(place_claims.signature, $signature)
 )
 
 select

@@ -106,28 +106,13 @@ failures as (
     group by outcomes.place_key
 ),
 
-open_runs as (
-    select
-        run_id,
-        created_at
-    from runs
-    where status in ('running', 'interrupted')
-        and signature_answers(signature, $signature)
-),
-
 claims as (
     select
-        run_places.place_key,
-        open_runs.run_id as claimed_by
-    from run_places
-    inner join open_runs on run_places.run_id = open_runs.run_id
-    inner join jobs
-        on jobs.run_id = run_places.run_id
-        and jobs.chunk_no = run_places.chunk_no
-    where jobs.status not in ('loaded', 'failed')
-    qualify row_number() over (
-        partition by run_places.place_key order by open_runs.created_at, open_runs.run_id
-    ) = 1
+        place_key,
+        run_id as claimed_by
+    from place_claims
+    where signature_answers(signature, $signature)
+    qualify row_number() over (partition by place_key order by created_at, run_id) = 1
 ),
 
 past_changes as (

@@ -29,6 +29,13 @@ from .virtual_rig import rig, write_places
 __all__ = ["rig"]  # the fixture
 
 
+def loopback(base_url: str) -> Target:
+    """The served sandbox as a run's target, its one key paid."""
+    return Target(
+        base_url=base_url, api_key=Secret(KEY), label="sandbox", limits=RateLimits.for_tier("paid")
+    )
+
+
 class Running:
     """`work()` in a thread; its result or error kept; `polled` set at its first job poll,
     `waiting` when it waits for places another run is buying."""
@@ -73,10 +80,7 @@ def test_a_refresh_and_an_overlapping_run_during_a_run_buy_nothing_twice(
     billed every place exactly once; every row of every run is accounted; the checks pass."""
     clock = ManualClock()
     served = serve_sandbox(clock=clock, rows_per_second=1000.0)
-    target = Target(
-        base_url=served.base_url, api_key=Secret(KEY), label="sandbox",
-        limits=RateLimits.for_tier("paid"),
-    )  # fmt: skip
+    target = loopback(served.base_url)
     db = tmp_path / "wh.duckdb"
     a_csv = write_csv(tmp_path / "a.csv", places(40))
     b_csv = write_csv(tmp_path / "b.csv", places(30, start=25))  # 15 of A's, 15 new
@@ -125,10 +129,7 @@ def test_a_run_of_the_same_command_in_flight_is_not_resumed_by_a_second_process(
     nothing and takes the first one's answers; the sandbox billed each place once."""
     clock = ManualClock()
     served = serve_sandbox(clock=clock, rows_per_second=1000.0)
-    target = Target(
-        base_url=served.base_url, api_key=Secret(KEY), label="sandbox",
-        limits=RateLimits.for_tier("paid"),
-    )  # fmt: skip
+    target = loopback(served.base_url)
     db = tmp_path / "wh.duckdb"
     csv = write_csv(tmp_path / "p.csv", places(12))
     job = RunOptions(route="job")
@@ -196,10 +197,7 @@ def test_the_scheduled_refresh_flow_during_a_run_buys_nothing_twice(
 
     clock = ManualClock()
     served = serve_sandbox(clock=clock, rows_per_second=1000.0)
-    target = Target(
-        base_url=served.base_url, api_key=Secret(KEY), label="sandbox",
-        limits=RateLimits.for_tier("paid"),
-    )  # fmt: skip
+    target = loopback(served.base_url)
     db = tmp_path / "wh.duckdb"
     csv = write_csv(tmp_path / "a.csv", places(30))
     a = Running(lambda ev: placeflow.run([str(csv)], db=db, target=target,

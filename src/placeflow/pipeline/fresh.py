@@ -106,10 +106,10 @@ def fresh_keys(
 
 def _create_or_empty(staging: Staging, table: str, query: str, **params: object) -> None:
     """`table` as the result of the warehouse query `query`; empty on a warehouse from before
-    core keys (a read-only preview cannot migrate it)."""
+    core keys or claims (a read-only preview cannot migrate it)."""
     try:
         staging.create(table, sql_text(query), params)
-    except duckdb.BinderException:
+    except (duckdb.BinderException, duckdb.CatalogException):  # older, read-only: no view
         staging.create(table, _EMPTY[table])
 
 
