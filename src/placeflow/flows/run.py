@@ -157,7 +157,7 @@ class Ending:
 RUN = Ending()
 
 
-@flow(name="run-files", log_prints=False)
+@flow(name="run_files", log_prints=False)
 def run_files(
     inputs: list[str] | None = None,
     options: RunOptions | None = None,
