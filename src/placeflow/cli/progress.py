@@ -27,8 +27,11 @@ def _clock_text(seconds: float | None) -> str:
     return "--:--" if seconds is None else str(timedelta(seconds=int(seconds)))
 
 
-def render(tally: Tally, title: str = "placeflow run") -> RenderableType:
-    """The display: one line per count, bars for the counts that have a total."""
+def render(
+    tally: Tally, title: str = "placeflow run", *, waiting: str = "starting"
+) -> RenderableType:
+    """The display: one line per count, bars for the counts that have a total; before the
+    run's first event, what it is waiting for (`waiting`)."""
     from rich.progress_bar import ProgressBar
     from rich.table import Table
     from rich.text import Text
@@ -38,7 +41,8 @@ def render(tally: Tally, title: str = "placeflow run") -> RenderableType:
     table.add_column(justify="right")
     table.add_column(min_width=24)
     table.add_column()
-    head = f"{title} · {tally.stage} · {_clock_text(tally.elapsed())} elapsed"
+    stage = waiting if tally.stage == "starting" else tally.stage
+    head = f"{title} · {stage} · {_clock_text(tally.elapsed())} elapsed"
     table.add_row(head, "", "", f"ETA {_clock_text(tally.eta())}")
     p, total = tally.prepared, tally.to_process
 
@@ -92,7 +96,7 @@ class ProgressDisplay:
     counts. The last frame stays on screen when it stops, above whatever is printed next.
     """
 
-    __slots__ = ("_live", "_stream", "enabled", "tally", "title")
+    __slots__ = ("_live", "_stream", "enabled", "tally", "title", "waiting")
 
     def __init__(
         self,
@@ -101,8 +105,10 @@ class ProgressDisplay:
         stream: TextStream | None = None,
         enabled: bool = True,
         clock: Clock = time.monotonic,
+        waiting: str = "starting",
     ) -> None:
         self.title = title
+        self.waiting = waiting
         self.tally = Tally(clock)
         self.enabled = enabled
         self._stream = stream
@@ -124,7 +130,7 @@ class ProgressDisplay:
         console = Console(file=self._stream or sys.stderr)  # type: ignore[arg-type]  # a TextIO
         self._live = Live(
             console=console,
-            get_renderable=lambda: render(self.tally, self.title),
+            get_renderable=lambda: render(self.tally, self.title, waiting=self.waiting),
             refresh_per_second=2,
             redirect_stdout=False,  # stdout keeps the summary (and --json's one document)
             redirect_stderr=False,
