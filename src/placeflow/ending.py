@@ -272,11 +272,13 @@ def refresh_outcome(
 
 def resume_options(options: RunOptions) -> dict[str, Any]:
     """What a resume takes from its `options`: only the options given (a poll timeout not
-    given is the run's own, not the default's), and whether to resend uncertain chunks."""
+    given is the run's own, not the default's), whether to resend uncertain chunks, and how
+    often a live display wants the jobs polled."""
     given = options.model_fields_set
     return {
         "poll_timeout": options.poll_timeout if "poll_timeout" in given else None,
         "resend_uncertain": options.resend_uncertain,
+        "watch_every": options.watch_every,
     }
 
 

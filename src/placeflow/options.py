@@ -2,8 +2,9 @@
 `options` JSON stored with each run are all derived (adding an option is one edit, here).
 
 Each field's `description` is its CLI help; `json_schema_extra` may rename its flag (`flag`),
-give a `metavar`, keep it off `placeflow estimate` (`estimate: False`) or out of the run's
-identity (`identity: False`: how to wait, not what to do). `attributes` also takes the CLI's
+give a `metavar`, keep it off `placeflow estimate` (`estimate: False`) or off the command line
+(`cli: False`: the CLI sets it itself), or out of the run's identity (`identity: False`: how to
+wait, not what to do). `attributes` also takes the CLI's
 ``a,b,c`` text and `mapping` its repeated ``FIELD=COLUMN`` pairs.
 """
 
@@ -145,6 +146,13 @@ class RunOptions(BaseModel):
         " its answer (accepts paying twice)",
         json_schema_extra={"estimate": False, "identity": False},
     )
+    watch_every: float | None = Field(
+        default=None,
+        description="seconds at most between two polls while jobs run, so that a live display"
+        " shows the service's progress within a job (default: none; the CLI sets it on a"
+        " terminal from the key's limits, `placeflow.cli.progress.watch_every`)",
+        json_schema_extra={"estimate": False, "identity": False, "cli": False},
+    )
 
     @field_validator("attributes", mode="before")
     @classmethod
@@ -206,6 +214,13 @@ class RunOptions(BaseModel):
             flag = "--" + str(info.field_name).replace("_", "-")
             least = "0 or more" if info.field_name == "claim_wait" else "more than 0"
             raise OptionsError(f"{flag} must be {least} seconds")
+        return value
+
+    @field_validator("watch_every")
+    @classmethod
+    def _watch(cls, value: float | None) -> float | None:
+        if value is not None and not value > 0:
+            raise OptionsError("watch_every must be more than 0 seconds (or None)")
         return value
 
     @field_validator("separator")
@@ -308,7 +323,7 @@ def add_option_flags(parser: argparse.ArgumentParser, *, command: str) -> None:
     """One flag per option (defaults left to the model: a flag not given is not passed)."""
     for name, info in RunOptions.model_fields.items():
         extra = _extra(name)
-        if command == "estimate" and extra.get("estimate") is False:
+        if extra.get("cli") is False or (command == "estimate" and extra.get("estimate") is False):
             continue
         flag = str(extra.get("flag", "--" + name.replace("_", "-")))
         kw: dict[str, Any] = {"dest": name, "help": info.description, "default": argparse.SUPPRESS}

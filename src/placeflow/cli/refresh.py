@@ -18,19 +18,14 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from placeflow.cli.args import add_db, add_json, add_quiet
-from placeflow.cli.run import (
-    add_prefect,
-    flow_result,
-    local_result,
-    prefect_wait,
-    print_outcome,
-    under_prefect,
-)
+from placeflow.cli.carried import add_prefect, carried, watched
+from placeflow.cli.run import print_outcome
 from placeflow.errors import EXIT_FAILED
 from placeflow.options import RunOptions
 from placeflow.text import printable
 
 if TYPE_CHECKING:
+    from placeflow.ending import Outcome
     from placeflow.events import Event
 
 
@@ -84,7 +79,7 @@ def add_parsers(sub: Any) -> None:
 def refresh_command(args: argparse.Namespace) -> int:
     """Check the arguments, carry the refresh out in this process (as a flow run under
     Prefect when asked or configured), print its summary."""
-    from placeflow.config import apply_prefect_defaults, load_settings
+    from placeflow.config import load_settings
     from placeflow.errors import OptionsError
     from placeflow.refresh import parse_duration
 
@@ -106,28 +101,28 @@ def refresh_command(args: argparse.Namespace) -> int:
         "stuck_after": args.stuck_after,
         "idempotency_window": args.idempotency_window,
         "claim_wait": args.claim_wait,
+        "watch_every": watched(args, settings),
     }
-    title = "placeflow refresh"
-    if under_prefect(args):
-        apply_prefect_defaults()
-        from placeflow.flows.refresh import refresh_stale_places  # Prefect: asked or configured
 
-        data, message = flow_result(
-            refresh_stale_places, {**params, **tuning}, title=title, quiet=args.quiet,
-            as_json=args.json, waiting=prefect_wait(),
-        )  # fmt: skip
-    else:
-        from placeflow.ending import Outcome, open_service, refresh_ending, refresh_outcome
+    def flow() -> Callable[..., Any]:
+        from placeflow.flows.refresh import refresh_stale_places
+
+        return refresh_stale_places
+
+    def local(on_event: Callable[[Event], None] | None) -> Outcome:
+        from placeflow.ending import open_service, refresh_ending, refresh_outcome
         from placeflow.reporting.published import write_files
         from placeflow.steps import direct
 
-        def carry(on_event: Callable[[Event], None] | None) -> Outcome:
-            return refresh_outcome(
-                refresh_ending(write_files), service=lambda: open_service(settings),
-                step=direct, on_event=on_event, tuning=tuning, **params,
-            )  # fmt: skip
+        return refresh_outcome(
+            refresh_ending(write_files), service=lambda: open_service(settings), step=direct,
+            on_event=on_event, tuning=tuning, **params,
+        )  # fmt: skip
 
-        data, message = local_result(carry, title=title, quiet=args.quiet, as_json=args.json)
+    data, message = carried(
+        args, settings, title="placeflow refresh", flow=flow, params={**params, **tuning},
+        local=local,
+    )  # fmt: skip
     if not isinstance(data, dict):
         print(printable(f"placeflow: the refresh failed: {message or data}"), file=sys.stderr)
         return EXIT_FAILED

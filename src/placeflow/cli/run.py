@@ -7,20 +7,17 @@ import json
 import shlex
 import sys
 import time
-from collections.abc import Callable, Iterator
-from contextlib import AbstractContextManager, contextmanager, nullcontext
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from placeflow.cli.args import add_db, add_json, add_quiet
-from placeflow.config import apply_prefect_defaults, in_ci, load_settings, prefect_server_url
+from placeflow.cli.carried import add_prefect, carried, watched
+from placeflow.config import load_settings
 from placeflow.errors import EXIT_FAILED, EXIT_OK, EXIT_USAGE, UsageError
 from placeflow.options import RunOptions, add_option_flags, options_from_args
 from placeflow.text import printable
 
 if TYPE_CHECKING:
-    from prefect.client.schemas.objects import State
-
-    from placeflow.cli.interrupt import Interrupt
     from placeflow.ending import Outcome
     from placeflow.events import Event
 
@@ -113,136 +110,49 @@ def _run(args: argparse.Namespace) -> int:
         if given:  # only what was given: the rest stays the run's own
             params["options"] = RunOptions(**given)
     settings = load_settings()  # a key without a base URL is refused here, before anything
+    watch = watched(args, settings)
+    if watch is not None:  # a live display: the jobs polled often enough to move
+        params["options"] = (params.get("options") or RunOptions()).model_copy(
+            update={"watch_every": watch}
+        )
     stop = Interrupt(
         db=args.db, as_json=args.json, cancel_jobs=args.cancel_on_interrupt,
         run_id=params.get("resume_run_id"),
+        command=_said(args) if args.command == "run" else None,
     )  # fmt: skip
-    title, guard = f"placeflow {args.command}", _armed(stop)
-    if under_prefect(args):
-        apply_prefect_defaults()
-        from placeflow.flows.run import run_files  # Prefect loads only when asked or configured
 
-        data, message = flow_result(
-            run_files, params, title=title, quiet=args.quiet, as_json=args.json, guard=guard,
-            waiting=prefect_wait(),
-        )  # fmt: skip
-    else:
+    def flow() -> Callable[..., Any]:
+        from placeflow.flows.run import run_files
+
+        return run_files
+
+    def local(on_event: Callable[[Event], None] | None) -> Outcome:
         from placeflow.ending import open_service, run_ending, run_outcome
         from placeflow.reporting.published import write_files
         from placeflow.steps import direct
 
-        def carry(on_event: Callable[[Event], None] | None) -> Outcome:
-            return run_outcome(
-                run_ending(write_files), service=lambda: open_service(settings), step=direct,
-                on_event=on_event, **params,
-            )  # fmt: skip
+        return run_outcome(
+            run_ending(write_files), service=lambda: open_service(settings), step=direct,
+            on_event=on_event, **params,
+        )  # fmt: skip
 
-        data, message = local_result(
-            carry, title=title, quiet=args.quiet, as_json=args.json, guard=guard
-        )
+    data, message = carried(
+        args, settings, title=f"placeflow {args.command}", flow=flow, params=params,
+        local=local, stop=stop,
+    )  # fmt: skip
     if not isinstance(data, dict):
         data = {"status": "failed", "message": f"the run failed: {message or data}"}
         data["exit_code"] = EXIT_FAILED
-    if "next" in data and data["next"] is None and getattr(args, "argv", None) is not None:
-        data["next"] = shlex.join(["placeflow", *args.argv])  # a stop before the run was recorded
+    if "next" in data and data["next"] is None and _said(args) is not None:
+        data["next"] = _said(args)  # a stop before the run was recorded: the same command
     wall = time.monotonic() - began
     return print_outcome(data, as_json=args.json, wall_seconds=wall, resume_db=args.db)
 
 
-@contextmanager
-def _armed(stop: Interrupt) -> Iterator[None]:
-    """Ctrl-C: one line with the resume command, exit 130 (placeflow.cli.interrupt)."""
-    stop.arm()
-    try:
-        yield
-    finally:
-        stop.disarm()
-
-
-def under_prefect(args: argparse.Namespace) -> bool:
-    """Whether a command runs as a Prefect flow run: asked (--prefect), or a Prefect server is
-    configured (PREFECT_API_URL); otherwise it runs the same stages without Prefect."""
-    return bool(getattr(args, "prefect", False)) or prefect_server_url() is not None
-
-
-def prefect_wait() -> str:
-    """What a command waits for while its flow run starts."""
-    server = prefect_server_url()
-    if server is None:
-        return "starting Prefect's temporary server (--prefect; seconds)"
-    return f"starting a flow run on the Prefect server at {server}"
-
-
-def add_prefect(p: argparse.ArgumentParser) -> None:
-    """`--prefect`: carry the command out as a Prefect flow run."""
-    p.add_argument(
-        "--prefect",
-        action="store_true",
-        help="carry it out as a Prefect flow run, with its artifacts in Prefect (the default"
-        " when PREFECT_API_URL names a server; without one a temporary server is started,"
-        " which takes seconds). Otherwise the same stages run without Prefect and the"
-        " artifacts are written as files in runs/RUN_ID/ beside the warehouse",
-    )
-
-
-def _displayed(
-    call: Callable[[Callable[[Event], None] | None], tuple[Any, str | None]],
-    *,
-    title: str,
-    quiet: bool,
-    as_json: bool,
-    guard: AbstractContextManager[object] | None,
-    waiting: str,
-) -> tuple[Any, str | None]:
-    """`call(on_event)` with the live display on stderr while it runs (only on a terminal,
-    never under --json, --quiet or CI); `guard` is held meanwhile."""
-    from placeflow.cli.progress import ProgressDisplay, wanted
-
-    show = wanted(sys.stderr, quiet=quiet, as_json=as_json, ci=in_ci())
-    display = ProgressDisplay(title=title, enabled=show, waiting=waiting)
-    with display, guard or nullcontext():
-        return call(display if show else None)
-
-
-def flow_result(
-    flow: Callable[..., Any],
-    params: dict[str, Any],
-    *,
-    title: str,
-    quiet: bool,
-    as_json: bool,
-    guard: AbstractContextManager[object] | None = None,
-    waiting: str = "starting",
-) -> tuple[Any, str | None]:
-    """Call a flow in this process, the live display on stderr while it runs: its result (the
-    summary dict when it ended with one) and its final state's message."""
-
-    def call(on_event: Callable[[Event], None] | None) -> tuple[Any, str | None]:
-        # the display is an in-process callback: Prefect stores a placeholder for it
-        state: State[Any] = flow(**params, on_event=on_event, return_state=True)
-        return state.result(raise_on_failure=False), state.message
-
-    return _displayed(call, title=title, quiet=quiet, as_json=as_json, guard=guard, waiting=waiting)
-
-
-def local_result(
-    carry: Callable[[Callable[[Event], None] | None], Outcome],
-    *,
-    title: str,
-    quiet: bool,
-    as_json: bool,
-    guard: AbstractContextManager[object] | None = None,
-) -> tuple[Any, str | None]:
-    """Carry a command out in this process without Prefect, the live display on stderr while
-    it runs: its result dict and, when it did not end well, why."""
-
-    def call(on_event: Callable[[Event], None] | None) -> tuple[Any, str | None]:
-        outcome = carry(on_event)
-        return outcome.data, outcome.failure
-
-    return _displayed(
-        call, title=title, quiet=quiet, as_json=as_json, guard=guard, waiting="starting"
-    )
+def _said(args: argparse.Namespace) -> str | None:
+    """The command as the user gave it, to say it again (None when not known)."""
+    argv = getattr(args, "argv", None)
+    return None if argv is None else shlex.join(["placeflow", *argv])
 
 
 def _finished(run_id: str, status: str, db: str, *, as_json: bool) -> int:

@@ -48,6 +48,7 @@ def refresh_stale_places(
     stuck_after: float | None = None,
     idempotency_window: float | None = None,
     claim_wait: float | None = None,
+    watch_every: float | None = None,
 ) -> Any:
     """Re-check the warehouse's places whose answer is `older_than` old, recording changes.
 
@@ -56,14 +57,15 @@ def refresh_stale_places(
     With `export_to`, a completed refresh ends with an incremental export there. `on_event`
     is for a caller in this process (the CLI's live display); the events also move a progress
     artifact. `resend_uncertain`, `stuck_after`, `idempotency_window` and `claim_wait` are
-    `placeflow resume`'s and `run`'s (`RunOptions`).
+    `placeflow resume`'s and `run`'s (`RunOptions`); `watch_every` is set by the CLI when it
+    draws the live display (`RunOptions.watch_every`).
     """
     progress = ProgressArtifact(
         f"placeflow refresh of {db}", forward=on_event, key=f"{PREFIX}-progress"
     )
     tuning = {"poll_timeout": poll_timeout, "stuck_after": stuck_after,
               "idempotency_window": idempotency_window, "claim_wait": claim_wait,
-              "resend_uncertain": resend_uncertain}  # fmt: skip
+              "resend_uncertain": resend_uncertain, "watch_every": watch_every}  # fmt: skip
     outcome = refresh_outcome(
         REFRESH, service=service_target, step=as_task, on_event=progress, db=db,
         older_than=older_than, mode=mode, max_credits=max_credits, limit=limit,
