@@ -232,6 +232,15 @@ def test_common_column_names_are_recognised(
         assert (chosen["latitude"], chosen["longitude"]) == (columns[-2], columns[-1])
 
 
+def test_a_websites_column_is_the_website(write_file: WriteFile) -> None:
+    """`websites` (as exports with several sites per place name it) is the website column,
+    which the fuzzy dedupe compares."""
+    path = write_file("name,Websites,phones\nA,https://a.example,+1 555 0100\n")
+    rows, info = read_inputs([str(path)])
+    assert info.columns[str(path)]["website"] == "Websites"
+    assert rows.get_column("website").to_list() == ["https://a.example"]
+
+
 def test_header_only_and_empty_files_give_no_rows(write_file: WriteFile) -> None:
     """Empty, blank-only and header-only files read as zero rows and are reported as empty."""
     paths = [

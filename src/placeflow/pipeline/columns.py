@@ -82,7 +82,16 @@ SYNONYMS: dict[str, tuple[str, ...]] = {
         "businessphone",
         "contactphone",
     ),
-    "website": ("website", "url", "websiteurl", "web", "homepage", "webaddress", "webpage"),
+    "website": (
+        "website",
+        "websites",  # as exports that allow several sites a place name the column
+        "url",
+        "websiteurl",
+        "web",
+        "homepage",
+        "webaddress",
+        "webpage",
+    ),
 }
 AMBIGUOUS_ADDRESS = "address"
 """A bare `address` column: the street line or a full address, decided by the other columns."""
