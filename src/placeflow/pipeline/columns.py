@@ -132,8 +132,11 @@ def _find_explicit(column: str, header: Sequence[str]) -> int | None:
     return loose[0] if len(loose) == 1 else None
 
 
-def resolve_columns(header: Sequence[str], mapping: Mapping[str, str]) -> dict[str, int]:
-    """Place field (or `id`) -> position of the column that holds it; explicit mapping wins."""
+def resolve_columns(
+    header: Sequence[str], mapping: Mapping[str, str], *, fixed: frozenset[str] = frozenset()
+) -> dict[str, int]:
+    """Place field (or `id`) -> position of the column that holds it; explicit mapping wins.
+    The `fixed` fields have a value without a column (`--set`): none is looked for."""
     chosen: dict[str, int] = {}
     for field, column in mapping.items():
         position = _find_explicit(column, header)
@@ -147,7 +150,7 @@ def resolve_columns(header: Sequence[str], mapping: Mapping[str, str]) -> dict[s
     used = set(chosen.values())
     for field in ("poi_name", "id", "street", "address", "city", "region", "postcode",
                   "country", "latitude", "longitude", *MATCH_ONLY_FIELDS):  # fmt: skip
-        if field in chosen:
+        if field in chosen or field in fixed:
             continue
         for synonym in SYNONYMS[field]:
             hits = [i for i, n in enumerate(names) if n == synonym and i not in used]
@@ -159,9 +162,9 @@ def resolve_columns(header: Sequence[str], mapping: Mapping[str, str]) -> dict[s
     if bare:
         split = "city" in chosen or "postcode" in chosen
         target = "street" if split and "street" not in chosen else "address"
-        if target not in chosen:
+        if target not in chosen and target not in fixed:
             chosen[target] = bare[0]
-    if "poi_name" not in chosen:
+    if "poi_name" not in chosen and "poi_name" not in fixed:
         hint = ""
         found = [s for s in SEPARATORS if len(header) == 1 and s in header[0]]
         if found:

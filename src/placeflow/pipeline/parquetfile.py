@@ -32,7 +32,13 @@ class ParquetBatches:
     """A Parquet file's chosen columns as text: ROW (the row number from 1), one column per
     field, `read_error` (null). The schema is read and the columns chosen when made."""
 
-    def __init__(self, path: Path, mapping: Mapping[str, str], batch_rows: int) -> None:
+    def __init__(
+        self,
+        path: Path,
+        mapping: Mapping[str, str],
+        batch_rows: int,
+        fixed: frozenset[str] = frozenset(),
+    ) -> None:
         try:
             schema = pl.read_parquet_schema(path)
         except (pl.exceptions.PolarsError, OSError) as err:
@@ -42,7 +48,8 @@ class ParquetBatches:
         self.path = path
         self.batch_rows = batch_rows
         self.header = list(schema)
-        self.chosen = {f: self.header[i] for f, i in resolve_columns(self.header, mapping).items()}
+        found = resolve_columns(self.header, mapping, fixed=fixed)
+        self.chosen = {f: self.header[i] for f, i in found.items()}
         self._exprs = [_text(c, schema[c]).alias(f) for f, c in self.chosen.items()]
 
     def __iter__(self) -> Iterator[pl.DataFrame]:
