@@ -97,6 +97,7 @@ class RunOptions(BaseModel):
     mapping: tuple[tuple[str, str], ...] = Field(
         default=(),
         description="take a place field from a column (repeatable), e.g. poi_name='Store Name';"
+        " FIELD= (no column) leaves a field out, even a column recognised by its name;"
         " FILE:FIELD=COLUMN applies to that input file only. Fields: " + ", ".join(MAPPABLE),
         json_schema_extra={"flag": "--map", "metavar": "[FILE:]FIELD=COLUMN"},
     )
@@ -261,8 +262,8 @@ class RunOptions(BaseModel):
             for pair in value:
                 if isinstance(pair, str):
                     field, sep, column = pair.partition("=")
-                    if not sep or not column:
-                        raise OptionsError(f"--map takes FIELD=COLUMN, not {pair!r}")
+                    if not sep:  # FIELD= (no column) leaves the field out
+                        raise OptionsError(f"--map takes FIELD=COLUMN or FIELD=, not {pair!r}")
                     items.append((field, column))
                 else:
                     items.append(tuple(pair))

@@ -1,4 +1,5 @@
-"""Recognise which of a file's columns hold which place field (names, or explicit --map).
+"""Recognise which of a file's columns hold which place field (names, or explicit --map; a
+field mapped to no column, `--map street=`, is left out).
 
 Recognition compares names case-insensitively, ignoring spaces, underscores, hyphens, dots and
 slashes (`State/Province` is `stateprovince`),
@@ -105,16 +106,14 @@ def canonical(column: str) -> str:
 
 
 def check_mapping(mapping: Mapping[str, str]) -> None:
-    """Every key of an explicit mapping must be a place field or `id` (after any `FILE:`)."""
+    """Every key of an explicit mapping must be a place field or `id` (after any `FILE:`); a
+    key with no column (`--map street=`) leaves its field out."""
     unknown = sorted({split_key(k)[1] for k in mapping} - set(MAPPABLE))
     if unknown:
         raise SourceProblem(
             f"--map names unknown field(s) {', '.join(map(repr, unknown))}; "
             f"the fields are: {', '.join(MAPPABLE)}"
         )
-    empty = sorted(k for k, v in mapping.items() if not v)
-    if empty:
-        raise SourceProblem(f"--map {empty[0]}= names no column; write --map {empty[0]}=COLUMN")
 
 
 def _describe(header: Sequence[str]) -> str:
@@ -136,9 +135,14 @@ def resolve_columns(
     header: Sequence[str], mapping: Mapping[str, str], *, fixed: frozenset[str] = frozenset()
 ) -> dict[str, int]:
     """Place field (or `id`) -> position of the column that holds it; explicit mapping wins.
-    The `fixed` fields have a value without a column (`--set`): none is looked for."""
+    The `fixed` fields have a value without a column (`--set`), and a field mapped to no
+    column (`--map street=`) is left out: for neither is a column looked for."""
     chosen: dict[str, int] = {}
+    left_out = {field for field, column in mapping.items() if not column}
+    fixed = fixed | left_out
     for field, column in mapping.items():
+        if field in left_out:
+            continue
         position = _find_explicit(column, header)
         if position is None:
             raise SourceProblem(

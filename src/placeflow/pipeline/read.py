@@ -299,7 +299,7 @@ def stream_inputs(
         codec = codec_name(encoding)
     except SourceProblem as problem:
         raise InputError(str(problem)) from None
-    both = sorted({split_key(k)[1] for k in given} & set(constants))
+    both = sorted({split_key(k)[1] for k, column in given.items() if column} & set(constants))
     if both:
         raise InputError(
             f"--map and --set both give the field {both[0]}: one column or one value, not both"
