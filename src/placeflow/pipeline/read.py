@@ -240,12 +240,10 @@ def duplicate_headers(header: Sequence[str]) -> list[str]:
 
 def _open(
     path: Path, given: Mapping[str, str], codec: str, batch_rows: int, separator: str | None,
-    constants: Mapping[str, str],
+    fixed: frozenset[str],
 ) -> _File:  # fmt: skip
     try:
-        return _File(
-            path, mapping_for(path, given), codec, batch_rows, separator, frozenset(constants)
-        )
+        return _File(path, mapping_for(path, given), codec, batch_rows, separator, fixed)
     except SourceProblem as problem:
         raise InputError(f"{path}: {problem}") from None
 
@@ -257,7 +255,7 @@ def _file_rows(
     """Each file's rows in order, shaped; later files are opened when reached."""
     opened: _File | None = first
     paths = iter(rest)
-    constants = tally.constants
+    constants, fixed = tally.constants, frozenset(tally.constants)
     while opened is not None:  # one iteration per file, not per row
         tally.opened(opened)
         try:
@@ -268,10 +266,8 @@ def _file_rows(
             raise InputError(f"{opened.name}: {problem}") from None
         tally.blank += opened.blank_rows
         following = next(paths, None)
-        opened = (
-            None if following is None
-            else _open(following, given, codec, batch_rows, separator, constants)
-        )  # fmt: skip
+        opened = None if following is None else _open(following, given, codec, batch_rows,
+                                                      separator, fixed)  # fmt: skip
 
 
 def stream_inputs(
@@ -288,10 +284,9 @@ def stream_inputs(
     comma, or tab for .tsv and .tab files: `separator_for`).
 
     A mapping key `field` applies to every file, `FILE:field` to the file it names only;
-    `constants` (`--set`) give a field one value in every row of every file, no column read
-    for it. The inputs, the mapping and the first file's header are checked at once
-    (InputError); a later file's header when the stream reaches it, and a file's body as it is
-    read.
+    `constants` (`--set`) give a field one value in every row, no column read for it. The
+    inputs, the mapping and the first file's header are checked at once (InputError); a later
+    file's header when the stream reaches it, and a file's body as it is read.
     """
     given, constants = dict(mapping or {}), dict(constants or {})
     try:
@@ -313,7 +308,7 @@ def stream_inputs(
                 f"the inputs are {', '.join(str(p) for p in paths)}"
             )
     tally = _Tally(constants)
-    first = _open(paths[0], given, codec, batch_rows, separator, constants)
+    first = _open(paths[0], given, codec, batch_rows, separator, frozenset(constants))
     frames = _file_rows(first, paths[1:], given, codec, batch_rows, separator, tally)
     return ReadStream(frames, tally.info, batch_rows)
 
