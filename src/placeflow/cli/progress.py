@@ -36,7 +36,7 @@ STAGE_WORDS = {
 }
 """How the head names a stage (others by their own name: read, normalize, ...)."""
 REFRESH_PER_SECOND = 4
-"""Frames a second, drawn by the display's own thread."""
+"""Frames a second drawn by the display's own thread, besides one per event."""
 JOBS_SHOWN = 3
 """Jobs in flight drawn one a line under the processed rows (the first ones submitted)."""
 WATCH_SHARE = 10
@@ -154,9 +154,10 @@ class ProgressDisplay:
         self._echo: _EchoControl | None = None
 
     def __call__(self, event: Event) -> None:
-        # counted only: the display's own thread draws (REFRESH_PER_SECOND), so the run's
-        # thread is never caught half-way through a frame by a Ctrl-C, which clears it
         self.tally(event)
+        live = self._live
+        if live is not None:  # each count as it comes (the clock moves REFRESH_PER_SECOND)
+            live.refresh()
 
     def start(self) -> None:
         if not self.enabled or self._live is not None:
