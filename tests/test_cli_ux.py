@@ -185,7 +185,7 @@ def summary(**changes: object) -> RunSummary:
 
 
 def test_summary_wording_refusal_and_time() -> None:
-    """Plain grammar for either target; a refused run sent nothing; time includes Prefect's."""
+    """Plain grammar for either target; a refused run sent nothing; time includes the start's."""
     assert against("embedded sandbox at http://127.0.0.1:1") == (
         "against the embedded sandbox at http://127.0.0.1:1"
     )
@@ -193,4 +193,4 @@ def test_summary_wording_refusal_and_time() -> None:
     refused = text_summary(summary(status="refused", submitted=8013, not_answered=8013))
     assert "0 (refused: nothing sent)" in refused and "8,013" not in refused
     timed = text_summary(summary(), wall_seconds=12.3)
-    assert "12.3 s (Prefect start and finish 9.8 s)" in timed
+    assert "12.3 s (start and finish 9.8 s)" in timed

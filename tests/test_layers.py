@@ -75,7 +75,7 @@ FLOORS: list[tuple[str, tuple[str, ...]]] = [  # from the top
         "entry points",
         (
             "placeflow.orchestrate", "placeflow.carry", "placeflow.prepare", "placeflow.steps",
-            "placeflow.sender",
+            "placeflow.sender", "placeflow.ending",
             "placeflow.refresh", "placeflow.research", "placeflow.export",
             "placeflow.exporters", "placeflow.reporting", "placeflow.rows", "placeflow.target",
             "placeflow.emulator",

@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import io
 import re
+from typing import Any
 
+import pytest
 from rich.console import Console
 
-from placeflow.cli.progress import ProgressDisplay, render, wanted
+from placeflow.cli.progress import ProgressDisplay, render, wanted, watch_every
 from placeflow.events import (
+    NOTE_SECONDS,
     ChunkSubmitted,
     CreditsCharged,
     CreditsHeld,
@@ -21,6 +24,7 @@ from placeflow.events import (
     StageStarted,
     Tally,
 )
+from placeflow.fields import RateLimits
 
 
 class Clock:
@@ -148,3 +152,102 @@ def test_ci_is_read_from_the_environment_once_in_config() -> None:
 
     assert in_ci({"CI": "true"}) and in_ci({"CI": "1"})
     assert not in_ci({}) and not in_ci({"CI": "false"}) and not in_ci({"CI": "0"})
+
+
+def drawn(t: Tally, **kwargs: Any) -> str:
+    console = Console(file=io.StringIO(), width=140, record=True)
+    console.print(render(t, **kwargs))
+    return console.export_text()
+
+
+def test_the_head_says_the_stage_the_run_is_in_or_what_it_waits_for() -> None:
+    """Before any event the head says what the command waits for; then the stage as it is,
+    per-chunk stages included (it no longer stays at 'open' while jobs are polled, loaded)."""
+    t = Tally(Clock())
+    assert "waiting for Prefect" in drawn(t, waiting="waiting for Prefect").splitlines()[0]
+    for e in prepared():
+        t(e)
+    t(StageStarted("open"))
+    said = {
+        "submit": "submitting jobs",
+        "poll": "waiting for the service",
+        "fetch": "downloading results",
+        "load": "loading results",
+    }
+    for stage, words in said.items():
+        t(StageStarted(stage))
+        assert words in drawn(t).splitlines()[0], stage
+
+
+def test_eta_from_the_services_own_eta_before_any_row_is_processed() -> None:
+    """A job's eta at submission gives an ETA at once (no `--:--` until rows move), counting
+    down, stretched for rows planned but not yet in a job; a rate, once seen, takes over."""
+    clock = Clock()
+    t = Tally(clock)
+    for e in prepared():  # 800 rows planned in 2 chunks
+        t(e)
+    t(ChunkSubmitted(0, "job", 400, "b0", eta_seconds=30))
+    assert t.eta() == 60.0  # 400 rows in 30 s, and 400 more not yet submitted
+    t(ChunkSubmitted(1, "job", 400, "b1", eta_seconds=40))
+    clock.now += 10
+    assert t.eta() == 30.0  # the last job in flight ends 40 s after its submission
+    t(JobProgress("b0", "running", 200, 400, eta_seconds=10))
+    assert t.eta() == 30.0  # one report: no rate yet
+    clock.now += 10
+    t(JobProgress("b0", "running", 400, 400, eta_seconds=0))
+    assert t.rate() == 20.0 and t.eta() == 20.0  # 400 rows left at the rate seen
+
+
+def test_jobs_in_flight_are_drawn_with_the_rows_the_service_reported() -> None:
+    """Each job not ended has a line with its processed rows as last polled; ended jobs go."""
+    t = Tally(Clock())
+    for e in prepared():
+        t(e)
+    t(ChunkSubmitted(0, "job", 400, "b0"))
+    t(ChunkSubmitted(1, "job", 400, "b1"))
+    t(JobProgress("b0", "running", 120, 400))
+    text = drawn(t)
+    assert re.search(r"120 / 400 .*b0: running", text), text
+    assert re.search(r"0 / 400 .*b1: submitted", text), text
+    assert re.search(r"^processed +120 / 800", text, re.M), text
+    t(JobProgress("b0", "completed", 400, 400))
+    assert "b0: " not in drawn(t) and "b1: submitted" in drawn(t)
+
+
+def test_a_note_is_drawn_while_it_is_news_and_never_after_the_end() -> None:
+    """A note stays NOTE_SECONDS (a stale 'chunk 4: submitted' line goes), and the last frame
+    of a run that ended carries none."""
+    clock = Clock()
+    t = Tally(clock)
+    for e in prepared():
+        t(e)
+    t(Note("chunk 4: submitted job b4 (400 rows)"))
+    assert "chunk 4: submitted" in drawn(t)
+    clock.now += NOTE_SECONDS
+    assert "chunk 4" not in drawn(t)
+    t(Note("credits ran out"))
+    assert "credits ran out" in drawn(t)
+    t(StageFinished("account", None, {}))
+    assert "credits ran out" not in drawn(t)
+
+
+def test_clear_erases_the_display_and_draws_no_more() -> None:
+    """`clear` (the Ctrl-C path) stops the live display and erases what it drew, so the line
+    printed next stays; later events draw nothing."""
+    term = Terminal()
+    show = ProgressDisplay(stream=term, clock=Clock())
+    show.start()
+    for e in prepared():
+        show(e)
+    show.clear()
+    drawn_then = term.getvalue()
+    assert drawn_then.endswith("\x1b[2K")  # the last drawn line erased, the cursor at its start
+    show(Note("after"))
+    show.stop()
+    assert term.getvalue() == drawn_then
+
+
+def test_a_display_asks_for_one_poll_in_ten_of_the_keys_pace() -> None:
+    """Watching costs a tenth of the key's slowest pace: 6 s on the paid tier, 60 s on free."""
+    assert watch_every(RateLimits.for_tier("paid")) == pytest.approx(6.0)
+    assert watch_every(RateLimits.for_tier("free")) == pytest.approx(60.0)

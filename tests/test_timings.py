@@ -60,7 +60,8 @@ def test_a_run_reports_a_timing_for_every_stage_in_order_within_the_total(
 ) -> None:
     """Each stage the run called has a wall and a CPU timing, in the data's order, per-chunk
     stages summed over their calls, and the stages of the run's thread together take no more
-    than the total (submit runs beside them, timed by its own thread's CPU)."""
+    than the total (submit runs beside them, timed by its own thread's CPU); every call of a
+    stage is announced, the warehouse's opening first."""
     sandbox, target = served
     calls: list[str] = []
     started: list[str] = []
@@ -93,7 +94,14 @@ def test_a_run_reports_a_timing_for_every_stage_in_order_within_the_total(
         assert timings["submit"] == 3 * tick and timings["load"] == 3 * tick
         # read a batch at a time: the one batch, and the call that finds no more
         assert timings["read"] == 2 * tick and timings["normalize"] == tick
-    assert started == [s for s in ran if s not in ("submit", "poll", "fetch", "load")]
+    per_chunk = ("submit", "poll", "fetch", "load")
+    assert started[0] == "warehouse"  # opened first: a display says what the run waits for
+    assert list(dict.fromkeys(s for s in started[1:] if s not in per_chunk)) == [
+        s for s in ran if s not in per_chunk
+    ]
+    # each call of a per-chunk stage announces it (a live display shows the stage as it is)
+    assert (started.count("submit"), started.count("load"), started.count("fetch")) == (3, 3, 3)
+    assert started.count("poll") == 4  # the poll runs again after each of the 3 jobs, and ends
     shown = json.loads(json_summary(summary))
     assert shown["timings"] == summary.timings and "stages" not in shown
     line = next(x for x in text_summary(summary).splitlines() if "time by stage" in x)

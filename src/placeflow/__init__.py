@@ -11,8 +11,9 @@ counting lazy and TYPE_CHECKING imports too):
     cli             placeflow.cli: one module per command, args, pre-flight checks, interrupt,
                     live progress; thin: parse, call, print, exit code
     flows           placeflow.flows: Prefect flows that only wire library calls
-    entry points    orchestrate, carry, prepare, steps, sender, refresh, research/, export,
-                    exporters/, reporting/, rows, target, emulator/ (the sandbox): composing stages
+    entry points    orchestrate, carry, prepare, steps, sender, ending (how a command ends,
+                    with or without Prefect), refresh, research/, export, exporters/,
+                    reporting/, rows, target, emulator/ (the sandbox): composing stages
     pipeline        placeflow.pipeline: the stages, each a plain typed function
     state           placeflow.state: the one writer of a run's tables, the job lifecycle
     warehouse/api   placeflow.warehouse (DuckDB), placeflow.api (the service's client)

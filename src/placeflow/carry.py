@@ -245,7 +245,7 @@ class _Carry:
             polled = self.r.stream("poll", poll)
             for status in polled(
                 self.api, state, jobs=resumed, feed=sender.feed, timeout=options.poll_timeout,
-                stuck_after=options.stuck_after, emit=self.emit,
+                stuck_after=options.stuck_after, watch=options.watch_every, emit=self.emit,
             ):  # fmt: skip
                 self.settle(state.chunk_of(status.batch_id), self.fetched(status))
         sender.raise_error()

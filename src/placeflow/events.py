@@ -7,8 +7,9 @@ estimated. The callback must not raise; it should be quick (a display, a queue).
 `Tally` keeps a run's real counts from its events (rows read, rejected, duplicates, fresh,
 planned; jobs submitted; rows processed as the service reports them, summed over jobs; files
 verified; rows loaded; credits held, charged, released) and an ETA from the observed rate of
-processed rows: the terminal's live display (`placeflow.cli.progress`) and a flow's progress
-artifact read the same numbers.
+processed rows (before any row is seen processed, from the service's own etas): the
+terminal's live display (`placeflow.cli.progress`) and a flow's progress artifact read the same
+numbers. A note is news: it is shown for `NOTE_SECONDS`, and not once the run has ended.
 """
 
 from __future__ import annotations
@@ -37,23 +38,27 @@ class StageFinished:
 
 @dataclass(frozen=True)
 class ChunkSubmitted:
-    """A chunk was sent: a bulk job accepted (or re-attached), or a synchronous batch answered."""
+    """A chunk was sent: a bulk job accepted (or re-attached), or a synchronous batch answered;
+    `eta_seconds`, the service's own eta for the job, when it gave one."""
 
     chunk_no: int
     route: str
     rows: int
     batch_id: str | None
     replayed: bool = False
+    eta_seconds: float | None = None
 
 
 @dataclass(frozen=True)
 class JobProgress:
-    """A job's status as polled: `processed` of `total` rows."""
+    """A job's status as polled: `processed` of `total` rows; `eta_seconds`, the service's
+    own eta for it then, when it gave one."""
 
     batch_id: str
     status: str
     processed: int
     total: int
+    eta_seconds: float | None = None
 
 
 @dataclass(frozen=True)
@@ -125,6 +130,10 @@ Clock = Callable[[], float]
 """Monotonic seconds, injectable for tests."""
 PREPARE = {"read": "rows", "normalize": "rejected", "dedupe": "duplicates", "fresh": "fresh"}
 """Preparing stages and the count of their summary the tally keeps."""
+NOTE_SECONDS = 20.0
+"""How long a note stays news (a later note replaces it sooner)."""
+ENDED = frozenset({"completed", "failed", "cancelled"})
+"""Job statuses that are the job's last."""
 
 
 class Tally:
@@ -139,6 +148,9 @@ class Tally:
         self.chunks = 0
         self.finished = False
         self.note = ""
+        self.note_at = self.started
+        self.status: dict[str, str] = {}  # batch_id -> its status as last reported
+        self.due: dict[str, float] = {}  # batch_id -> when the service says it ends (clock)
         self.submitted: dict[int, int] = {}  # chunk_no -> rows
         self.jobs: set[str] = set()
         self.sync_rows: dict[int, int] = {}
@@ -161,19 +173,23 @@ class Tally:
                     self.planned, self.chunks = counts.get("places", 0), counts.get("chunks", 0)
                 elif stage == "account":
                     self.finished, self.stage = True, "done"
-            case ChunkSubmitted(chunk_no, route, rows, batch_id):
+            case ChunkSubmitted(chunk_no, route, rows, batch_id, _, eta):
                 self.submitted[chunk_no] = rows
                 if route == "job" and batch_id:
                     self.jobs.add(batch_id)
                     self.totals.setdefault(batch_id, rows)
+                    self.status.setdefault(batch_id, "submitted")
+                    self._expect(batch_id, eta)
                 else:
                     self.sync_rows[chunk_no] = rows
                 self._observe()
-            case JobProgress(batch_id, _, processed, total):
+            case JobProgress(batch_id, status, processed, total, eta):
                 self.jobs.add(batch_id)
                 self.processed[batch_id] = max(processed, self.processed.get(batch_id, 0))
                 if total:
                     self.totals[batch_id] = total
+                self.status[batch_id] = status
+                self._expect(batch_id, None if status in ENDED else eta)
                 self._observe()
             case FileVerified(chunk_no):
                 self.verified.add(chunk_no)
@@ -184,7 +200,7 @@ class Tally:
             case CreditsCharged(chunk_no, charged, released):
                 self.charged[chunk_no] = (charged, released)
             case Note(message):
-                self.note = message
+                self.note, self.note_at = message, self._clock()
 
     # --- what the counts say -------------------------------------------------------------------
 
@@ -222,6 +238,28 @@ class Tally:
     def elapsed(self) -> float:
         return self._clock() - self.started
 
+    def news(self) -> str:
+        """The latest note while it is news: younger than NOTE_SECONDS, the run not ended."""
+        if self.finished or self._clock() - self.note_at >= NOTE_SECONDS:
+            return ""
+        return self.note
+
+    def in_flight(self) -> list[tuple[str, str, int, int]]:
+        """The jobs not ended, as last reported: (batch_id, status, processed, total), in the
+        order they were submitted."""
+        return [
+            (b, s, self.processed.get(b, 0), self.totals.get(b, 0))
+            for b, s in self.status.items()
+            if s not in ENDED
+        ]
+
+    def _expect(self, batch_id: str, eta: float | None) -> None:
+        """The job's end as the service said it (its eta from now); forgotten once it ended."""
+        if eta is None or eta < 0:
+            self.due.pop(batch_id, None)
+        else:
+            self.due[batch_id] = self._clock() + eta
+
     def _observe(self) -> None:
         if self._first is None:
             self._first = (self._clock(), self.rows_processed)
@@ -235,12 +273,24 @@ class Tally:
         return rows / seconds if seconds > 0 and rows > 0 else None
 
     def eta(self) -> float | None:
-        """Seconds until the service has processed every row at the observed rate."""
+        """Seconds until the service has processed every row at the observed rate; before a
+        rate is seen, as the service's own etas say (None when it gave none)."""
         remaining = self.to_process - self.rows_processed
         if self.finished or (self._first is not None and remaining <= 0):
             return 0.0
         rate = self.rate()
-        return remaining / rate if rate else None
+        return remaining / rate if rate else self.service_eta(remaining)
+
+    def service_eta(self, remaining: int) -> float | None:
+        """When the last job in flight ends, as the service said; stretched in proportion
+        when rows not yet in any job remain (chunks still to submit)."""
+        if not self.due:
+            return None
+        left = max(0.0, max(self.due.values()) - self._clock())
+        in_jobs = sum(t - self.processed.get(b, 0) for b, t in self.totals.items() if b in self.due)
+        if in_jobs > 0 and remaining > in_jobs:
+            left *= remaining / in_jobs
+        return left
 
     def fraction(self) -> float:
         """The share of the run done, 0 to 1: a tenth for preparing, then processed and loaded."""

@@ -2,9 +2,11 @@
 `options` JSON stored with each run are all derived (adding an option is one edit, here).
 
 Each field's `description` is its CLI help; `json_schema_extra` may rename its flag (`flag`),
-give a `metavar`, keep it off `placeflow estimate` (`estimate: False`) or out of the run's
-identity (`identity: False`: how to wait, not what to do). `attributes` also takes the CLI's
-``a,b,c`` text and `mapping` its repeated ``FIELD=COLUMN`` pairs.
+give a `metavar`, keep it off `placeflow estimate` (`estimate: False`) or off the command line
+(`cli: False`: the CLI sets it itself), or out of the run's identity (`identity: False`: how to
+wait, not what to do). `attributes` also takes the CLI's
+``a,b,c`` text, `mapping` its repeated ``FIELD=COLUMN`` pairs and `constants` its repeated
+``FIELD=VALUE`` ones (`--set`).
 """
 
 from __future__ import annotations
@@ -31,13 +33,17 @@ from placeflow.fields import (
     BATCH_ROWS,
     DEFAULT_ENRICH_ATTRIBUTES,
     MAPPABLE,
+    MATCH_ONLY_FIELDS,
     MAX_JOB_ROWS,
+    PLACE_FIELDS,
     DedupeMode,
     JobKind,
     split_key,
 )
 
 Route = Literal["auto", "sync", "job"]
+SETTABLE = (*PLACE_FIELDS, *MATCH_ONLY_FIELDS)
+"""The fields `--set` gives one value for every row (the user's own id is per row)."""
 SEPARATOR_NEVER = frozenset('"\r\n')
 """Characters that cannot separate values: the quote, and the line breaks that end records."""
 
@@ -91,8 +97,16 @@ class RunOptions(BaseModel):
     mapping: tuple[tuple[str, str], ...] = Field(
         default=(),
         description="take a place field from a column (repeatable), e.g. poi_name='Store Name';"
+        " FIELD= (no column) leaves a field out, even a column recognised by its name;"
         " FILE:FIELD=COLUMN applies to that input file only. Fields: " + ", ".join(MAPPABLE),
         json_schema_extra={"flag": "--map", "metavar": "[FILE:]FIELD=COLUMN"},
+    )
+    constants: tuple[tuple[str, str], ...] = Field(
+        default=(),
+        description="give a place field one value for every row (repeatable), e.g. country=FR"
+        " for a file without a country column; it replaces any column of that field. Fields: "
+        + ", ".join(SETTABLE),
+        json_schema_extra={"flag": "--set", "metavar": "FIELD=VALUE", "identity": "when set"},
     )
     encoding: str = Field(default="utf8", description="input text encoding (default utf8)")
     separator: str | None = Field(
@@ -144,6 +158,13 @@ class RunOptions(BaseModel):
         description="send again chunks whose earlier request may have been charged without"
         " its answer (accepts paying twice)",
         json_schema_extra={"estimate": False, "identity": False},
+    )
+    watch_every: float | None = Field(
+        default=None,
+        description="seconds at most between two polls while jobs run, so that a live display"
+        " shows the service's progress within a job (default: none; the CLI sets it on a"
+        " terminal from the key's limits, `placeflow.cli.progress.watch_every`)",
+        json_schema_extra={"estimate": False, "identity": False, "cli": False},
     )
 
     @field_validator("attributes", mode="before")
@@ -208,6 +229,13 @@ class RunOptions(BaseModel):
             raise OptionsError(f"{flag} must be {least} seconds")
         return value
 
+    @field_validator("watch_every")
+    @classmethod
+    def _watch(cls, value: float | None) -> float | None:
+        if value is not None and not value > 0:
+            raise OptionsError("watch_every must be more than 0 seconds (or None)")
+        return value
+
     @field_validator("separator")
     @classmethod
     def _separator(cls, value: str | None) -> str | None:
@@ -234,8 +262,8 @@ class RunOptions(BaseModel):
             for pair in value:
                 if isinstance(pair, str):
                     field, sep, column = pair.partition("=")
-                    if not sep or not column:
-                        raise OptionsError(f"--map takes FIELD=COLUMN, not {pair!r}")
+                    if not sep:  # FIELD= (no column) leaves the field out
+                        raise OptionsError(f"--map takes FIELD=COLUMN or FIELD=, not {pair!r}")
                     items.append((field, column))
                 else:
                     items.append(tuple(pair))
@@ -244,8 +272,27 @@ class RunOptions(BaseModel):
                 raise OptionsError(f"--map field {key!r} is not one of {', '.join(MAPPABLE)}")
         return tuple(sorted(items))
 
-    @field_serializer("mapping")
-    def _mapping_as_dict(self, value: tuple[tuple[str, str], ...]) -> dict[str, str]:
+    @field_validator("constants", mode="before")
+    @classmethod
+    def _constants(cls, value: Any) -> Any:
+        """A dict, pairs, or the CLI's FIELD=VALUE strings: checked, sorted by field."""
+        if value is None:
+            return ()
+        items = list(value.items()) if isinstance(value, Mapping) else [
+            tuple(pair.partition("=")[::2]) if isinstance(pair, str) else tuple(pair)
+            for pair in value
+        ]  # fmt: skip
+        for field, given in items:
+            if field not in SETTABLE:
+                raise OptionsError(f"--set field {field!r} is not one of {', '.join(SETTABLE)}")
+            if not str(given).strip():
+                raise OptionsError(f"--set {field}= gives no value; write --set {field}=VALUE")
+        if len({field for field, _ in items}) < len(items):
+            raise OptionsError("--set gives one field more than one value")
+        return tuple(sorted((field, str(given)) for field, given in items))
+
+    @field_serializer("mapping", "constants")
+    def _pairs_as_dict(self, value: tuple[tuple[str, str], ...]) -> dict[str, str]:
         return dict(value)
 
     # --- derived ------------------------------------------------------------------------------
@@ -269,7 +316,7 @@ class RunOptions(BaseModel):
         """What makes two run commands the same run (how long to wait does not)."""
         values = self.model_dump(mode="json", exclude=_identity(False))
         for name in _identity("when set"):
-            if values.get(name) is None:
+            if values.get(name) in (None, {}):
                 del values[name]
         return json.dumps(values, sort_keys=True)
 
@@ -308,7 +355,7 @@ def add_option_flags(parser: argparse.ArgumentParser, *, command: str) -> None:
     """One flag per option (defaults left to the model: a flag not given is not passed)."""
     for name, info in RunOptions.model_fields.items():
         extra = _extra(name)
-        if command == "estimate" and extra.get("estimate") is False:
+        if extra.get("cli") is False or (command == "estimate" and extra.get("estimate") is False):
             continue
         flag = str(extra.get("flag", "--" + name.replace("_", "-")))
         kw: dict[str, Any] = {"dest": name, "help": info.description, "default": argparse.SUPPRESS}
@@ -317,7 +364,7 @@ def add_option_flags(parser: argparse.ArgumentParser, *, command: str) -> None:
         annotation = info.annotation
         if annotation is bool:
             kw["action"] = "store_true"
-        elif name == "mapping":
+        elif name in ("mapping", "constants"):
             kw["action"] = "append"
         elif getattr(annotation, "__origin__", None) is Literal:
             kw["choices"] = annotation.__args__  # type: ignore[union-attr]  # a Literal's values

@@ -25,7 +25,7 @@ import duckdb
 from placeflow.api.client import PlaceApiClient
 from placeflow.carry import carry_out
 from placeflow.errors import BudgetRefused, RunInProgress
-from placeflow.events import Event, Note
+from placeflow.events import Event, Note, StageStarted
 from placeflow.options import RunOptions
 from placeflow.pipeline.account import RunSummary, account
 from placeflow.pipeline.mapping_report import input_report
@@ -51,7 +51,7 @@ from placeflow.warehouse import DEFAULT_DB, Warehouse, held_while_writing, workd
 
 PER_INVOCATION = (
     "poll_timeout", "stuck_after", "idempotency_window", "resend_uncertain", "warehouse_wait",
-    "claim_wait",
+    "claim_wait", "watch_every",
 )  # fmt: skip
 """Options a resume takes from its own invocation rather than from the stored run."""
 
@@ -145,6 +145,7 @@ def run(
     source = as_source(inputs)
     started = clock()
     r = Stages(step=step, emit=emitter(on_event), timer=timer)
+    r.emit(StageStarted("warehouse"))  # opened (or waited for) before anything else
     with Warehouse(db, wait=options.warehouse_wait) as wh, target.client() as api:
         con = held_while_writing(wh, api)
         print_ = fingerprint(source, options)
@@ -188,16 +189,20 @@ def resume(
     on_event: Callable[[Event], None] | None = None,
     clock: Clock = utc_now,
     timer: Timer = SYSTEM_TIMER,
+    watch_every: float | None = None,
 ) -> RunSummary:
-    """Finish a run that stopped part way: re-attach to its jobs, load what was not loaded."""
+    """Finish a run that stopped part way: re-attach to its jobs, load what was not loaded
+    (`watch_every`: `RunOptions.watch_every`, for a live display)."""
     started = clock()
     r = Stages(step=step, emit=emitter(on_event), timer=timer)
+    r.emit(StageStarted("warehouse"))
     with Warehouse(db) as wh, target.client() as api:
         con = held_while_writing(wh, api)
         stored = stored_run(con, run_id)
         options = stored.options
         given = {"poll_timeout": poll_timeout, "stuck_after": stuck_after}
         given = {k: v for k, v in given.items() if v is not None}
+        given["watch_every"] = watch_every
         options = options.model_copy(update={**given, "resend_uncertain": resend_uncertain})
         owner = owner_of(con, run_id)
         if owner is not None and owner.alive(clock()):

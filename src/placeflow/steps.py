@@ -23,6 +23,7 @@ from dataclasses import dataclass, fields
 from typing import Any, ParamSpec, Protocol, TypeVar, cast
 
 from placeflow.events import Emit, Event, Note, StageFinished, StageStarted
+from placeflow.sender import locked
 from placeflow.text import printable_logger
 
 log = printable_logger("placeflow.run")
@@ -61,7 +62,7 @@ class Stages:
 
     def __init__(self, *, step: Step, emit: Emit, timer: Timer = SYSTEM_TIMER) -> None:
         self.step = step
-        self.emit = emit
+        self.emit = locked(emit)  # per-chunk stages announce themselves from two threads
         self.stages: dict[str, Any] = {}
         self.timer = timer
         self.wall: dict[str, float] = {}
@@ -110,11 +111,12 @@ class Stages:
         return call
 
     def each(self, name: str, fn: Callable[P, R]) -> Callable[P, R]:
-        """`fn` through the step, once per chunk, timed (summed); each summary appended under
-        `name`."""
+        """`fn` through the step, once per chunk, announced, timed (summed); each summary
+        appended under `name`."""
         wrapped = self.step(name, fn)
 
         def call(*args: P.args, **kwargs: P.kwargs) -> R:
+            self.emit(StageStarted(name))  # a live display shows the stage the run is in
             result = self._timed(name, lambda: wrapped(*args, **kwargs))
             self.stages.setdefault(name, []).append(result)
             return result
@@ -142,14 +144,16 @@ class Stages:
         self.emit(StageFinished(name, info, counts(info)))
 
     def stream(self, name: str, fn: Callable[P, Iterator[R]]) -> Callable[P, Iterator[R]]:
-        """A generator stage through the step, timed only while it runs: what its caller does
-        with each item (fetch, load) counts under that stage, not this one."""
+        """A generator stage through the step, timed only while it runs (and announced each
+        time it runs again): what its caller does with each item (fetch, load) counts under
+        that stage, not this one."""
         wrapped = self.step(name, fn)
 
         def call(*args: P.args, **kwargs: P.kwargs) -> Iterator[R]:
             items = self._timed(name, lambda: iter(wrapped(*args, **kwargs)))
             done = object()
             while True:
+                self.emit(StageStarted(name))
                 item = self._timed(name, lambda: next(items, done))
                 if item is done:
                     return

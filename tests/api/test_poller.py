@@ -262,3 +262,51 @@ def test_waiting_on_a_job_the_service_does_not_know_raises_its_404() -> None:
     with pytest.raises(NotFound):
         poller(script, FakeTime()).wait("job_gone")
     assert len(script.requests) == UNKNOWN_AFTER
+
+
+class StampedTime(FakeTime):
+    """FakeTime that also records when each sleep ended (a poll follows each)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.sleeps_at: list[float] = []
+
+    def sleep(self, seconds: float) -> None:
+        super().sleep(seconds)
+        self.sleeps_at.append(self.now)
+
+
+def watched_job(time: StampedTime, **kwargs: Any) -> tuple[list[float], int]:
+    """One job of 100 rows the service says ends in 20 s, processing 5 rows a second: when
+    (seconds from the start) it was polled, and the rows it had processed then."""
+    start = time.now
+
+    def reply(request: httpx.Request) -> httpx.Response:
+        done = min(100, int((time.now - start) * 5))
+        body = status("job_1", "running", eta=20 - done // 5, processed=done)
+        if done == 100:  # ended, its result file shown
+            file = {"url": "https://files.test/r", "size_bytes": 1, "sha256": "0" * 64,
+                    "expires_at": "2026-01-02T00:00:00Z"}  # fmt: skip
+            body.update(status="completed", results={"total_items": 100, "files": [file]})
+        return js(200, body)
+
+    script = Script([reply])
+    p = poller(script, time, **kwargs)
+    list(p.iter_follow([PendingJob("job_1", 20.0)]))
+    polled = [r for r in script.requests if r.method == "GET"]
+    return [round(t - start, 3) for t in time.sleeps_at], len(polled)
+
+
+def test_watch_polls_the_job_due_next_early_so_its_progress_moves() -> None:
+    """With `watch` 5, a job whose eta is 20 s is looked at every 5 s (its processed rows
+    move: 25, 50, 75, then it ends); without it, once, when its eta says it has ended."""
+    at, polls = watched_job(StampedTime(), watch=5.0)
+    assert at == [5.0, 10.0, 15.0, 20.0] and polls == 4
+    at, polls = watched_job(StampedTime())
+    assert at == [20.0] and polls == 1
+
+
+def test_watch_is_no_faster_than_the_floor() -> None:
+    """A watch below the poller's floor is refused: it would poll faster than the floor."""
+    with pytest.raises(ValueError, match="watch"):
+        poller(Script([]), FakeTime(), floor=2.0, watch=1.0)

@@ -26,8 +26,10 @@ KEYS = (
 
 
 def test_prefect_artifact_inspect_reads_the_run_artifacts(tmp_path: Path) -> None:
-    """After a run against a real Prefect server, `prefect artifact ls` lists the run's keys
-    and `prefect artifact inspect KEY` exits 0 with the run's summary, rejects and report."""
+    """After a run against a real Prefect server (PREFECT_API_URL set: the CLI runs as a flow
+    run, issue 37), the server holds its completed `run_files` flow run, `prefect artifact ls`
+    lists the run's keys and `prefect artifact inspect KEY` exits 0 with the run's summary,
+    rejects and report; no artifact files are written beside the warehouse."""
     rows = [*places(8), {"id": "bad", "name": "", "address": "", "city": "", "country": ""}]
     csv, db = write_csv(tmp_path / "p.csv", rows), tmp_path / "wh.duckdb"
     with prefect_server(tmp_path / "prefect-home") as server:
@@ -37,6 +39,12 @@ def test_prefect_artifact_inspect_reads_the_run_artifacts(tmp_path: Path) -> Non
         )  # fmt: skip
         assert done.returncode == 0, done.stderr[-3000:]
         run_id = json.loads(done.stdout)["run_id"]
+        flow_runs = server.api("POST", "/flow_runs/filter", {"limit": 10})
+        assert [(r["parameters"].get("db"), r["state_type"]) for r in flow_runs] == [
+            (str(db), "COMPLETED")
+        ]
+        flow = server.api("GET", f"/flows/{flow_runs[0]['flow_id']}")
+        assert flow["name"] == "run_files"
         listed = server.prefect("artifact", "ls").stdout
         for key in KEYS:
             assert key in listed, listed
@@ -54,3 +62,4 @@ def test_prefect_artifact_inspect_reads_the_run_artifacts(tmp_path: Path) -> Non
     assert rejects["type"] == "table" and "poi_name" in str(rejects["data"])
     report = found["place-refresh-report"]
     assert f"{run_id}.html" in str(report["data"])  # Prefect stores a link as markdown
+    assert not (tmp_path / "runs" / run_id / "summary.md").exists()  # in Prefect, not files

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import queue
+import shlex
 import signal
 import subprocess
 import sys
@@ -117,11 +118,23 @@ def placeflow_run(
             reader.join(timeout=60)
 
 
+def placeflow(said: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    """A `placeflow ...` command as the CLI said it, run as a user would type it."""
+    words = shlex.split(said)
+    assert words[0] == "placeflow", said
+    return subprocess.run(
+        [sys.executable, "-m", "placeflow.cli", *words[1:]], env=env, cwd=ROOT,
+        capture_output=True, text=True, timeout=600, check=False,
+    )  # fmt: skip
+
+
 def test_second_ctrl_c_cancels_the_submitted_job(
     tmp_path: Path, serve_sandbox: ServeSandbox, prefect_api: str
 ) -> None:
     """A second Ctrl-C after the first one's line: exit 130, one JSON document naming the run,
-    its resume command and 1 job cancelled; the sandbox saw exactly one DELETE of the job."""
+    its resume command and 1 job cancelled; the sandbox saw exactly one DELETE of the job.
+    The advice (issue 37) then does send the rest: the resume it names, then the command it
+    names, leave every place answered, none billed twice, as the sandbox counts them."""
     sb = serve_sandbox(**RUNNING_JOB)
     csv, db = write_csv(tmp_path / "p.csv", places(20)), tmp_path / "wh.duckdb"
     with placeflow_run(sb, prefect_api, csv, db, "--json") as run:
@@ -139,9 +152,24 @@ def test_second_ctrl_c_cancels_the_submitted_job(
     run_id = doc["run_id"]
     assert doc["status"] == "interrupted" and doc["cancelled"] == 1
     assert doc["next"] == f"placeflow resume {run_id} --db {db}"
+    assert doc["then"] == shlex.join(["placeflow", "run", str(csv), "--db", str(db),
+                                      "--route", "job", "--json"])  # fmt: skip
+    assert "then send the places they left unanswered with: placeflow run" in doc["message"]
     assert sb.requests("DELETE /v1/jobs/{batch_id}") == 1
     with duckdb.connect(str(db), read_only=True) as con:
         assert con.execute("select status from runs").fetchall() == [("interrupted",)]
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PLACEFLOW_")}
+    env.update(PLACEFLOW_API_KEY=KEY, PLACEFLOW_BASE_URL=sb.base_url, PREFECT_API_URL=prefect_api)
+    resumed = placeflow(doc["next"], env)
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    assert "not answered (retried next run)" in resumed.stdout  # the resume alone leaves them
+    sent = placeflow(doc["then"], env)
+    assert sent.returncode == 0, sent.stderr[-3000:]
+    with duckdb.connect(str(db), read_only=True) as con:
+        answered = con.execute("select count(distinct place_key) from place_outcomes").fetchone()
+    assert answered == (20,)
+    billed = sb.stats()["keys"][KEY]["billed"]
+    assert billed["rows_billed_twice"] == 0 and billed["distinct_rows"] <= 20
 
 
 def test_one_ctrl_c_says_how_to_cancel_and_cancels_nothing(

@@ -49,6 +49,16 @@ def test_text_merely_containing_a_placeholder_is_kept(value: str) -> None:
     assert one(poi_name=value)["poi_name"] == value
 
 
+def test_a_dumps_null_marker_is_missing_and_keeps_its_row() -> None:
+    r"""`\N` (how MySQL and PostgreSQL dumps write NULL; the UK's Open Pubs file has it in
+    latitude and longitude) is a missing value like NA or NULL: the row is kept, its
+    coordinates and street empty, never rejected as 'not a number'."""
+    row = one(latitude="\\N", longitude="\\N", street="\\N", country="\\N")
+    assert "reason" not in row, row
+    assert (row["latitude"], row["longitude"], row["street"], row["country"]) == (None,) * 4
+    assert one(poi_name="\\N")["reason"] == "poi_name is missing ('\\N' is a placeholder)"
+
+
 def test_missing_or_placeholder_name_is_rejected_with_a_reason() -> None:
     """No name, or a placeholder name, is a reject saying so."""
     assert one(poi_name=None)["reason"] == "poi_name is missing"

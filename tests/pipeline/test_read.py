@@ -10,6 +10,7 @@ from typing import Any
 import polars as pl
 import pytest
 
+from placeflow.options import RunOptions
 from placeflow.pipeline.read import (
     OUTPUT_SCHEMA,
     RAGGED_REASON,
@@ -232,6 +233,15 @@ def test_common_column_names_are_recognised(
         assert (chosen["latitude"], chosen["longitude"]) == (columns[-2], columns[-1])
 
 
+def test_a_websites_column_is_the_website(write_file: WriteFile) -> None:
+    """`websites` (as exports with several sites per place name it) is the website column,
+    which the fuzzy dedupe compares."""
+    path = write_file("name,Websites,phones\nA,https://a.example,+1 555 0100\n")
+    rows, info = read_inputs([str(path)])
+    assert info.columns[str(path)]["website"] == "Websites"
+    assert rows.get_column("website").to_list() == ["https://a.example"]
+
+
 def test_header_only_and_empty_files_give_no_rows(write_file: WriteFile) -> None:
     """Empty, blank-only and header-only files read as zero rows and are reported as empty."""
     paths = [
@@ -326,3 +336,34 @@ def test_utf8_file_read_with_another_encoding_is_an_input_error(write_file: Writ
     """A UTF-8 file (with BOM) read as latin-1 is refused rather than turned into mojibake."""
     with pytest.raises(InputError, match="it is UTF-8, not iso8859-1"):
         read_one(write_file(b"\xef\xbb\xbfname\nCaf\xc3\xa9\n"), encoding="latin-1")
+
+
+def test_a_parquet_struct_taken_by_its_name_names_the_field_and_can_be_left_out(
+    tmp_path: Path,
+) -> None:
+    """A Parquet struct named `address` beside a city is taken as the street by its name: the
+    refusal names that field and the way out; `--map street=` leaves the field out, and the
+    rest of the file reads."""
+    path = tmp_path / "p.parquet"
+    pl.DataFrame(
+        {"name": ["A"], "address": [{"line1": "1 Main St", "zip": "02134"}], "city": ["Boston"]}
+    ).write_parquet(path)
+    refused = r"'address' holds Struct.*taken by its name as the field street.*--map street= to"
+    with pytest.raises(InputError, match=refused):
+        read_inputs([str(path)])
+    rows, info = read_inputs([str(path)], mapping={"street": ""})
+    assert rows.select("poi_name", "street", "address", "city").rows() == [
+        ("A", None, None, "Boston")
+    ]
+    assert info.columns[str(path)] == {"poi_name": "name", "city": "city"}
+
+
+def test_map_to_no_column_leaves_a_recognised_field_out(write_file: WriteFile) -> None:
+    """`--map city=` (and `FILE:phone=`): the column recognised by its name is not used (and,
+    no city used, a bare `address` is the whole address); the option parses FIELD= as a field
+    left out."""
+    path = write_file("name,address,city,phone\nA,1 Main St,Springfield,555\n")
+    rows, info = read_inputs([str(path)], mapping={"city": "", f"{path.name}:phone": ""})
+    assert info.columns[str(path)] == {"poi_name": "name", "address": "address"}
+    assert rows.select("city", "phone").rows() == [(None, None)]
+    assert RunOptions.parse({"mapping": ["street="]}).mapping == (("street", ""),)

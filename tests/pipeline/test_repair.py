@@ -134,3 +134,32 @@ def test_store_directory_headers_are_recognised() -> None:
     chosen = resolve_columns(header, {})
     assert chosen["region"] == header.index("State/Province")
     assert chosen["id"] == header.index("Store Number")
+
+
+@pytest.mark.parametrize(
+    ("where", "latitude", "longitude"),
+    [
+        ("Adak, Alaska (326 people: no town of the gazetteer's)", 51.868, -176.640),
+        ("Attu, Alaska, east of the antimeridian", 52.93, 173.18),
+        ("the antimeridian itself, 180.0 as -180.0", 51.5, 180.0),
+        ("San Juan, Puerto Rico, its country given as the US", 18.4655, -66.1057),
+        ("Hagåtña, Guam, its country given as the US", 13.4757, 144.7489),
+    ],
+)
+def test_valid_us_coordinates_beyond_the_states_are_kept(
+    where: str, latitude: float, longitude: float
+) -> None:
+    """US places in the Aleutians (which cross the antimeridian) and in US territories written
+    with country USA are where they say: kept as given, no note (they were dropped as 'cannot
+    be in US')."""
+    out, repaired, dropped = check_coordinates(_places([("US", None, latitude, longitude)]))
+    assert (repaired, dropped) == (0, 0), where
+    assert out.select("latitude", "longitude", "note").row(0) == (latitude, longitude, None)
+
+
+def test_territories_widen_their_country_only() -> None:
+    """Puerto Rico's cells are the US's, not France's; a US row in Paris is still dropped."""
+    rows = [("FR", None, 18.4655, -66.1057), ("US", None, 48.85, 2.35)]
+    out, repaired, dropped = check_coordinates(_places(rows))
+    assert (repaired, dropped) == (0, 2)
+    assert out["latitude"].to_list() == [None, None]

@@ -68,7 +68,10 @@ class JobPoller:
     that many jobs do not poll in step; `timeout` bounds the whole `follow` call; a running job
     whose progress does not move for `stuck_after` seconds (None: never) is stuck and, with
     `cancel_stuck`, cancelled. `learner` carries what was learned of the service's etas from one
-    poller to the next (pass the same one for every poller of a run). Clock, sleep and
+    poller to the next (pass the same one for every poller of a run). With `watch`, no more
+    than that many seconds pass without a poll while jobs are followed: the job due next is
+    polled early (one request per `watch` seconds at most, whatever the number of jobs), so
+    that a live display shows the service's own progress within a job. Clock, sleep and
     randomness default to the client's.
     """
 
@@ -85,6 +88,7 @@ class JobPoller:
         stuck_after: float | None = 600.0,
         cancel_stuck: bool = True,
         learner: EtaLearner | None = None,
+        watch: float | None = None,
         clock: Callable[[], float] | None = None,
         sleep: Callable[[float], None] | None = None,
         rand: Callable[[], float] | None = None,
@@ -99,6 +103,8 @@ class JobPoller:
             raise OptionsError("timeout must be positive")
         if stuck_after is not None and stuck_after <= 0:
             raise OptionsError("stuck_after must be positive (or None: never)")
+        if watch is not None and watch < floor:
+            raise OptionsError("watch must be at least the floor (or None: never)")
         self.client = client
         self.floor = floor
         self.ceiling = ceiling
@@ -109,6 +115,7 @@ class JobPoller:
         self.stuck_after = stuck_after
         self.cancel_stuck = cancel_stuck
         self.learner = learner or EtaLearner()
+        self.watch = watch
         self._clock = clock or client.clock
         self._sleep = sleep or client.sleep
         self._rand = rand or random.Random().random  # noqa: S311 - jitter, not secrets; own state
@@ -185,21 +192,28 @@ class JobPoller:
 
         admit(jobs)
         timed_out: list[str] = []
+        asked = self._clock()  # when the service was last asked (`watch` counts from it)
+
+        def next_at(due: _Due) -> float:
+            """When the job due next is polled: when due, or early to watch it."""
+            return due.at if self.watch is None else min(due.at, asked + self.watch)
+
         while heap or (feed is not None and feed.open):
             if feed is not None and feed.open:
-                wait = None if not heap else max(0.0, heap[0].at - self._clock())
+                wait = None if not heap else max(0.0, next_at(heap[0]) - self._clock())
                 arrived = feed.take(wait)
                 if arrived or not heap:
                     admit(arrived)
                     continue
             due = heapq.heappop(heap)
             deadline = deadlines[due.batch_id]
-            wait = due.at - self._clock()
+            wait = next_at(due) - self._clock()
             if wait > 0:
                 self._sleep(wait)
             track = tracks[due.batch_id]
             learned = (self.learner.samples, self.learner.fastest_rate)
             status = self._poll(due.batch_id, track)
+            asked = self._clock()
             probing = None if probing == due.batch_id else probing
             if due.batch_id in self.unknown:
                 continue

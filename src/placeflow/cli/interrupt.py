@@ -10,7 +10,13 @@ the flow (no Prefect crash report, no traceback, no objects left to leak).
 Jobs the run submitted keep running (their finished work is billed anyway, and resume loads
 it) unless the user asks otherwise: `--cancel-on-interrupt`, or a second Ctrl-C while the first
 is handled. When jobs are running, the first Ctrl-C's line says so and the CLI waits
-`SECOND_WAIT` seconds for that second Ctrl-C before it leaves.
+`SECOND_WAIT` seconds for that second Ctrl-C before it leaves. A cancelled job's unprocessed
+places are not answered by a resume (it loads what the job processed and completes the run):
+the line then also names the command that sends them, the run's own command again (a new run,
+once the resume has completed this one).
+
+The live display is cleared (`before_saying`) before anything is printed: it would redraw over
+the line.
 """
 
 from __future__ import annotations
@@ -40,13 +46,25 @@ class Interrupt:
     """A SIGINT handler for one CLI run: installed by `arm`, acts on the first Ctrl-C."""
 
     def __init__(
-        self, *, db: str, as_json: bool, cancel_jobs: bool, run_id: str | None = None
+        self,
+        *,
+        db: str,
+        as_json: bool,
+        cancel_jobs: bool,
+        run_id: str | None = None,
+        command: str | None = None,
     ) -> None:
         self.db = db
         self.as_json = as_json
         self.cancel_jobs = cancel_jobs
         self.run_id = run_id
+        self.command = command
+        """The `placeflow run ...` command being run (None for a resume)."""
         self.since = datetime.now(UTC)
+        self.before_saying: Callable[[], None] | None = None
+        """Called first on Ctrl-C: the live display's `clear`."""
+        self.before_leaving: Callable[[], None] | None = None
+        """Called last, before the exit: the live display's `release` of the terminal."""
         self._previous: Any = None
         self._second = threading.Event()
 
@@ -65,6 +83,7 @@ class Interrupt:
     def _handle(self, signum: int, frame: FrameType | None) -> None:
         signal.signal(signal.SIGINT, self._again)  # runs nested while this one works
         try:
+            self._call(self.before_saying)
             outcome = self.stop()
             hinted = outcome.pop("_hinted", False)  # its line is printed: only news follows
             if self.as_json:
@@ -74,8 +93,19 @@ class Interrupt:
         finally:
             sys.stdout.flush()
             sys.stderr.flush()
+            self._call(self.before_leaving)
             _stop_prefect_server()
             os._exit(EXIT_INTERRUPTED)
+
+    @staticmethod
+    def _call(hook: Callable[[], None] | None) -> None:
+        """A hook of the live display (`before_saying`, `before_leaving`), if any."""
+        if hook is None:
+            return
+        try:
+            hook()
+        except Exception:  # a display that cannot stop cleanly must not stop the exit
+            return
 
     def stop(self) -> dict[str, Any]:
         """Mark the run, cancel its jobs when asked; the outcome as the JSON document."""
@@ -116,17 +146,22 @@ class Interrupt:
         if cancel and found.jobs_running:
             cancelled = _bounded(lambda: _cancel(self.db, found.run_id))
             cancelled = None if cancelled is UNANSWERED else cancelled
-        message = head
-        if cancelled is not None:
+        message, then = head, None
+        if cancelled:  # a resume loads what they processed; the rest needs a new run
+            then = self.command or "the command that started the run, again"
             message = (
-                f"placeflow: interrupted; {saved}, {cancelled} cancelled); finish it with: {nxt}"
+                f"placeflow: interrupted; {saved}, {cancelled} cancelled); load what they"
+                f" processed with: {nxt}; then send the places they left unanswered with: {then}"
             )
+        elif cancelled is not None:
+            message = f"placeflow: interrupted; {saved}, 0 cancelled); finish it with: {nxt}"
         return {
             **found.figures,
             "run_id": found.run_id,
             "status": found.status,
             "message": message,
             "next": nxt,
+            "then": then,
             "db": self.db,
             "exit_code": EXIT_INTERRUPTED,
             "jobs_submitted": found.jobs_submitted,

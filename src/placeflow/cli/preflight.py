@@ -26,6 +26,7 @@ def check_inputs(inputs: list[str], options: RunOptions) -> list[str]:
         encoding=options.encoding,
         separator=options.separator,
         batch_rows=options.batch_rows,
+        constants=dict(options.constants),
     )
     for _ in rows:  # one iteration per batch, not per row
         pass

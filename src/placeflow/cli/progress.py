@@ -2,8 +2,12 @@
 
 The counts are `placeflow.events.Tally`'s; `ProgressDisplay` draws a tally with rich on a
 terminal (stderr): an event callback for `placeflow.run(on_event=...)` and a context manager.
+The head says the stage the run is in as it is (per-chunk stages too: submitting, waiting for
+the service's jobs, downloading, loading) or, before the run's first event, what it waits for;
+under the processed rows, the jobs in flight with their rows as the service last reported them.
 Whether to show it at all is the caller's decision (`wanted`): only on a TTY, never under
---json, --quiet or CI.
+--json, --quiet or CI; a shown display asks the run to poll its jobs often enough to move
+(`watch_every`). On Ctrl-C the CLI clears it (`clear`) before it says how to finish the run.
 """
 
 from __future__ import annotations
@@ -20,6 +24,32 @@ if TYPE_CHECKING:
     from rich.console import RenderableType
     from rich.live import Live
 
+    from placeflow.fields import RateLimits
+
+STAGE_WORDS = {
+    "warehouse": "opening the warehouse",
+    "submit": "submitting jobs",
+    "send-batch": "sending batches",
+    "poll": "waiting for the service's jobs",
+    "fetch": "downloading results",
+    "load": "loading results",
+}
+"""How the head names a stage (others by their own name: read, normalize, ...)."""
+REFRESH_PER_SECOND = 4
+"""Frames a second drawn by the display's own thread, besides one per event."""
+JOBS_SHOWN = 3
+"""Jobs in flight drawn one a line under the processed rows (the first ones submitted)."""
+WATCH_SHARE = 10
+"""A shown display asks for a poll at least every WATCH_SHARE requests' worth of the key's
+slowest pace: one request in ten of what the key's limits allow, at most."""
+
+
+def watch_every(limits: RateLimits) -> float:
+    """Seconds between two polls a live display asks for: WATCH_SHARE times the key's slowest
+    pace (6 s for the paid tier's 100 a minute, 60 s for the free tier's 10)."""
+    return WATCH_SHARE * max(seconds / count for count, seconds in limits.windows)
+
+
 # --- drawing ------------------------------------------------------------------------------------
 
 
@@ -27,8 +57,12 @@ def _clock_text(seconds: float | None) -> str:
     return "--:--" if seconds is None else str(timedelta(seconds=int(seconds)))
 
 
-def render(tally: Tally, title: str = "placeflow run") -> RenderableType:
-    """The display: one line per count, bars for the counts that have a total."""
+def render(
+    tally: Tally, title: str = "placeflow run", *, waiting: str = "starting"
+) -> RenderableType:
+    """The display: one line per count, bars for the counts that have a total; before the
+    run's first event, what it is waiting for (`waiting`)."""
+    from rich.console import Group
     from rich.progress_bar import ProgressBar
     from rich.table import Table
     from rich.text import Text
@@ -38,8 +72,9 @@ def render(tally: Tally, title: str = "placeflow run") -> RenderableType:
     table.add_column(justify="right")
     table.add_column(min_width=24)
     table.add_column()
-    head = f"{title} · {tally.stage} · {_clock_text(tally.elapsed())} elapsed"
-    table.add_row(head, "", "", f"ETA {_clock_text(tally.eta())}")
+    stage = waiting if tally.stage == "starting" else STAGE_WORDS.get(tally.stage, tally.stage)
+    elapsed, eta = _clock_text(tally.elapsed()), _clock_text(tally.eta())
+    head = Text(f"{title} · {stage} · {elapsed} elapsed · ETA {eta}", style="bold")
     p, total = tally.prepared, tally.to_process
 
     def bar(done: int, of: int) -> Any:
@@ -56,6 +91,12 @@ def render(tally: Tally, title: str = "placeflow run") -> RenderableType:
     )
     done = tally.rows_processed
     table.add_row("processed", f"{done:,} / {total:,}", bar(done, total), "rows, service side")
+    flying = tally.in_flight()
+    for batch_id, status, processed, rows in flying[:JOBS_SHOWN]:
+        job = Text(printable(f"{batch_id[:24]}: {status}"))  # as the service named it
+        table.add_row("", f"{processed:,} / {rows:,}", bar(processed, rows), job)
+    if len(flying) > JOBS_SHOWN:
+        table.add_row("", "", "", f"and {len(flying) - JOBS_SHOWN:,} more job(s) in flight")
     files = len(tally.verified)
     table.add_row("verified", f"{files:,} / {chunks:,}", bar(files, chunks), "result files")
     ok, failed = tally.loaded_split()
@@ -69,9 +110,10 @@ def render(tally: Tally, title: str = "placeflow run") -> RenderableType:
         f"{tally.credits_charged:,} charged",
         f"{tally.credits_released:,} released",
     )
-    if tally.note:  # text as it is: a note may quote a server or a file name ("[/x]", escapes)
-        table.add_row("", "", "", Text(printable(tally.note[:100])))
-    return table
+    note = tally.news()
+    if note:  # text as it is: a note may quote a server or a file name ("[/x]", escapes)
+        table.add_row("", "", "", Text(printable(note[:100])))
+    return Group(head, table)
 
 
 class TextStream(Protocol):
@@ -92,7 +134,7 @@ class ProgressDisplay:
     counts. The last frame stays on screen when it stops, above whatever is printed next.
     """
 
-    __slots__ = ("_live", "_stream", "enabled", "tally", "title")
+    __slots__ = ("_echo", "_live", "_stream", "enabled", "tally", "title", "waiting")
 
     def __init__(
         self,
@@ -101,17 +143,21 @@ class ProgressDisplay:
         stream: TextStream | None = None,
         enabled: bool = True,
         clock: Clock = time.monotonic,
+        waiting: str = "starting",
     ) -> None:
         self.title = title
+        self.waiting = waiting
         self.tally = Tally(clock)
         self.enabled = enabled
         self._stream = stream
         self._live: Live | None = None
+        self._echo: _EchoControl | None = None
 
     def __call__(self, event: Event) -> None:
         self.tally(event)
-        if self._live is not None:
-            self._live.refresh()
+        live = self._live
+        if live is not None:  # each count as it comes (the clock moves REFRESH_PER_SECOND)
+            live.refresh()
 
     def start(self) -> None:
         if not self.enabled or self._live is not None:
@@ -121,11 +167,13 @@ class ProgressDisplay:
         from rich.console import Console
         from rich.live import Live
 
-        console = Console(file=self._stream or sys.stderr)  # type: ignore[arg-type]  # a TextIO
+        stream = self._stream or sys.stderr
+        self._echo = _EchoControl.off(stream)
+        console = Console(file=stream)  # type: ignore[arg-type]  # a TextIO
         self._live = Live(
             console=console,
-            get_renderable=lambda: render(self.tally, self.title),
-            refresh_per_second=2,
+            get_renderable=lambda: render(self.tally, self.title, waiting=self.waiting),
+            refresh_per_second=REFRESH_PER_SECOND,
             redirect_stdout=False,  # stdout keeps the summary (and --json's one document)
             redirect_stderr=False,
         )
@@ -136,6 +184,25 @@ class ProgressDisplay:
         if live is not None:
             live.refresh()
             live.stop()
+        self._echo_back()
+
+    def clear(self) -> None:
+        """Stop drawing and erase the display, so that what is printed next stays on screen
+        (the Ctrl-C line: a live display would redraw over it). The terminal's echo of control
+        characters stays off (a second Ctrl-C may follow) until `release`."""
+        live, self._live = self._live, None
+        if live is not None:
+            live.transient = True  # its stop erases what it drew
+            live.stop()
+
+    def release(self) -> None:
+        """The terminal as it was before the display started (its echo of control characters)."""
+        self._echo_back()
+
+    def _echo_back(self) -> None:
+        echo, self._echo = self._echo, None
+        if echo is not None:
+            echo.restore()
 
     def __enter__(self) -> ProgressDisplay:
         self.start()
@@ -148,3 +215,39 @@ class ProgressDisplay:
         tb: TracebackType | None,
     ) -> None:
         self.stop()
+
+
+class _EchoControl:
+    """The terminal's echo of control characters (ECHOCTL) switched off while the display is
+    drawn, and back on after: a Ctrl-C echoed as "^C" after a full-width line moves the cursor
+    down a line, and the display, erased from where it thinks it is, would leave its top line
+    above the Ctrl-C line."""
+
+    def __init__(self, fd: int, saved: list[Any]) -> None:
+        self._fd = fd
+        self._saved = saved
+
+    @classmethod
+    def off(cls, stream: Any) -> _EchoControl | None:
+        """Switched off on `stream`'s terminal; None when it is not one (or cannot be told)."""
+        try:
+            import termios
+
+            fd = stream.fileno()
+            saved = termios.tcgetattr(fd)
+            quiet = list(saved)
+            quiet[3] &= ~termios.ECHOCTL  # the local modes
+            termios.tcsetattr(fd, termios.TCSANOW, quiet)
+        except (ImportError, AttributeError, OSError, ValueError):
+            return None  # not a terminal's descriptor (a test's stream, a pipe): nothing to do
+        except termios.error:
+            return None
+        return cls(fd, saved)
+
+    def restore(self) -> None:
+        import termios
+
+        try:
+            termios.tcsetattr(self._fd, termios.TCSANOW, self._saved)
+        except (termios.error, OSError):  # the terminal went away: nothing to restore
+            return

@@ -3,7 +3,7 @@
     placeflow refresh --db PATH --older-than DURATION [--mode validate|enrich]
                       [--max-credits N] [--limit N] [--country CC] [--json] [--quiet]
                       [--resend-uncertain] [--stuck-after S] [--idempotency-window S]
-                      [--claim-wait S]
+                      [--claim-wait S] [--prefect]
 
 Scripts outside the project rely on this form. The summary is `run`'s, plus the changes the
 refresh found (by kind) and the places found changed per credit charged. On a terminal a live
@@ -14,13 +14,19 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 from placeflow.cli.args import add_db, add_json, add_quiet
-from placeflow.cli.run import flow_result, print_outcome
+from placeflow.cli.carried import add_prefect, carried, watched
+from placeflow.cli.run import print_outcome
 from placeflow.errors import EXIT_FAILED
 from placeflow.options import RunOptions
 from placeflow.text import printable
+
+if TYPE_CHECKING:
+    from placeflow.ending import Outcome
+    from placeflow.events import Event
 
 
 def add_parsers(sub: Any) -> None:
@@ -66,23 +72,22 @@ def add_parsers(sub: Any) -> None:
                            help=field.description)  # fmt: skip
     add_json(p)
     add_quiet(p)
+    add_prefect(p)
     p.set_defaults(func=refresh_command)
 
 
 def refresh_command(args: argparse.Namespace) -> int:
-    """Check the arguments, run the flow in this process, print its summary."""
-    from placeflow.config import apply_prefect_defaults, load_settings
+    """Check the arguments, carry the refresh out in this process (as a flow run under
+    Prefect when asked or configured), print its summary."""
+    from placeflow.config import load_settings
     from placeflow.errors import OptionsError
     from placeflow.refresh import parse_duration
 
-    parse_duration(args.older_than)  # a bad duration is refused before Prefect starts
+    parse_duration(args.older_than)  # a bad duration is refused before the refresh starts
     for name in ("max_credits", "limit"):
         if getattr(args, name) is not None and getattr(args, name) < 0:
             raise OptionsError(f"--{name.replace('_', '-')} must be 0 or more")
-    load_settings()
-    apply_prefect_defaults()
-    from placeflow.flows.refresh import refresh_stale_places  # Prefect loads only for runs
-
+    settings = load_settings()
     params = {
         "db": args.db,
         "older_than": args.older_than,
@@ -90,14 +95,33 @@ def refresh_command(args: argparse.Namespace) -> int:
         "max_credits": args.max_credits,
         "limit": args.limit,
         "country": args.country,
+    }
+    tuning = {
         "resend_uncertain": args.resend_uncertain,
         "stuck_after": args.stuck_after,
         "idempotency_window": args.idempotency_window,
         "claim_wait": args.claim_wait,
+        "watch_every": watched(args, settings),
     }
-    data, message = flow_result(
-        refresh_stale_places, params, title="placeflow refresh", quiet=args.quiet,
-        as_json=args.json,
+
+    def flow() -> Callable[..., Any]:
+        from placeflow.flows.refresh import refresh_stale_places
+
+        return refresh_stale_places
+
+    def local(on_event: Callable[[Event], None] | None) -> Outcome:
+        from placeflow.ending import open_service, refresh_ending, refresh_outcome
+        from placeflow.reporting.published import write_files
+        from placeflow.steps import direct
+
+        return refresh_outcome(
+            refresh_ending(write_files), service=lambda: open_service(settings), step=direct,
+            on_event=on_event, tuning=tuning, **params,
+        )  # fmt: skip
+
+    data, message = carried(
+        args, settings, title="placeflow refresh", flow=flow, params={**params, **tuning},
+        local=local,
     )  # fmt: skip
     if not isinstance(data, dict):
         print(printable(f"placeflow: the refresh failed: {message or data}"), file=sys.stderr)

@@ -7,20 +7,19 @@ import json
 import shlex
 import sys
 import time
-from collections.abc import Callable, Iterator
-from contextlib import AbstractContextManager, contextmanager, nullcontext
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from placeflow.cli.args import add_db, add_json, add_quiet
-from placeflow.config import apply_prefect_defaults, in_ci, load_settings
+from placeflow.cli.carried import add_prefect, carried, watched
+from placeflow.config import load_settings
 from placeflow.errors import EXIT_FAILED, EXIT_OK, EXIT_USAGE, UsageError
 from placeflow.options import RunOptions, add_option_flags, options_from_args
 from placeflow.text import printable
 
 if TYPE_CHECKING:
-    from prefect.client.schemas.objects import State
-
-    from placeflow.cli.interrupt import Interrupt
+    from placeflow.ending import Outcome
+    from placeflow.events import Event
 
 
 def _common(p: argparse.ArgumentParser, *, command: str) -> None:
@@ -62,6 +61,7 @@ def add_run_parsers(sub: Any) -> None:
     add_json(resume)
     for p in (run, resume):
         add_quiet(p)
+        add_prefect(p)
         p.add_argument(
             "--cancel-on-interrupt",
             action="store_true",
@@ -94,9 +94,9 @@ def _run(args: argparse.Namespace) -> int:
         params: dict[str, Any] = {
             "inputs": list(args.inputs),
             "db": args.db,
-            "options": options_from_args(args),  # checked here, before Prefect starts
+            "options": options_from_args(args),  # checked here, before the run starts
         }
-        for notice in check_inputs(params["inputs"], params["options"]):  # before Prefect too
+        for notice in check_inputs(params["inputs"], params["options"]):  # before it too
             print(printable(f"placeflow: {notice}"), file=sys.stderr)
         check_db(args.db)
     else:
@@ -109,56 +109,50 @@ def _run(args: argparse.Namespace) -> int:
         given = {name: value for name, value in given.items() if value not in (None, False)}
         if given:  # only what was given: the rest stays the run's own
             params["options"] = RunOptions(**given)
-    load_settings()  # a key without a base URL is refused here, before Prefect starts
-    apply_prefect_defaults()
-    from placeflow.flows.run import run_files  # Prefect loads only for runs
-
+    settings = load_settings()  # a key without a base URL is refused here, before anything
+    watch = watched(args, settings)
+    if watch is not None:  # a live display: the jobs polled often enough to move
+        params["options"] = (params.get("options") or RunOptions()).model_copy(
+            update={"watch_every": watch}
+        )
     stop = Interrupt(
         db=args.db, as_json=args.json, cancel_jobs=args.cancel_on_interrupt,
         run_id=params.get("resume_run_id"),
+        command=_said(args) if args.command == "run" else None,
     )  # fmt: skip
-    data, message = flow_result(
-        run_files, params, title=f"placeflow {args.command}", quiet=args.quiet,
-        as_json=args.json, guard=_armed(stop),
+
+    def flow() -> Callable[..., Any]:
+        from placeflow.flows.run import run_files
+
+        return run_files
+
+    def local(on_event: Callable[[Event], None] | None) -> Outcome:
+        from placeflow.ending import open_service, run_ending, run_outcome
+        from placeflow.reporting.published import write_files
+        from placeflow.steps import direct
+
+        return run_outcome(
+            run_ending(write_files), service=lambda: open_service(settings), step=direct,
+            on_event=on_event, **params,
+        )  # fmt: skip
+
+    data, message = carried(
+        args, settings, title=f"placeflow {args.command}", flow=flow, params=params,
+        local=local, stop=stop,
     )  # fmt: skip
     if not isinstance(data, dict):
         data = {"status": "failed", "message": f"the run failed: {message or data}"}
         data["exit_code"] = EXIT_FAILED
-    if "next" in data and data["next"] is None and getattr(args, "argv", None) is not None:
-        data["next"] = shlex.join(["placeflow", *args.argv])  # a stop before the run was recorded
+    if "next" in data and data["next"] is None and _said(args) is not None:
+        data["next"] = _said(args)  # a stop before the run was recorded: the same command
     wall = time.monotonic() - began
     return print_outcome(data, as_json=args.json, wall_seconds=wall, resume_db=args.db)
 
 
-@contextmanager
-def _armed(stop: Interrupt) -> Iterator[None]:
-    """Ctrl-C: one line with the resume command, exit 130 (placeflow.cli.interrupt)."""
-    stop.arm()
-    try:
-        yield
-    finally:
-        stop.disarm()
-
-
-def flow_result(
-    flow: Callable[..., Any],
-    params: dict[str, Any],
-    *,
-    title: str,
-    quiet: bool,
-    as_json: bool,
-    guard: AbstractContextManager[object] | None = None,
-) -> tuple[Any, str | None]:
-    """Call a flow in this process, the live display on stderr while it runs (only on a
-    terminal, never under --json, --quiet or CI): its result (the summary dict when it ended
-    with one) and its final state's message. `guard` is held while the flow runs."""
-    from placeflow.cli.progress import ProgressDisplay, wanted
-
-    show = wanted(sys.stderr, quiet=quiet, as_json=as_json, ci=in_ci())
-    with ProgressDisplay(title=title, enabled=show) as display, guard or nullcontext():
-        # the display is an in-process callback: Prefect stores a placeholder for it
-        state: State[Any] = flow(**params, on_event=display if show else None, return_state=True)
-    return state.result(raise_on_failure=False), state.message
+def _said(args: argparse.Namespace) -> str | None:
+    """The command as the user gave it, to say it again (None when not known)."""
+    argv = getattr(args, "argv", None)
+    return None if argv is None else shlex.join(["placeflow", *argv])
 
 
 def _finished(run_id: str, status: str, db: str, *, as_json: bool) -> int:

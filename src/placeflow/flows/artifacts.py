@@ -3,17 +3,15 @@ a table of rejects by reason, a table of the changes found, and a link to the HT
 written beside the warehouse (`REPORTS/RUN_ID.html`), plus, when the flow loaded the warehouse
 elsewhere (`export_to`), what the export sent.
 
-The rows come from `placeflow.reporting` (aggregated in DuckDB); this module only hands them
-to Prefect. Keys are lowercase letters, digits and dashes, as `prefect artifact inspect KEY`
+What is published is gathered by `placeflow.reporting.published` (Prefect-free: a command run
+without Prefect writes the same as files); this module, the Prefect publisher, only hands it to
+Prefect. Keys are lowercase letters, digits and dashes, as `prefect artifact inspect KEY`
 takes them; each flow run adds a new version under the same keys.
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any
 
 from prefect import get_run_logger
 from prefect.artifacts import (
@@ -25,53 +23,24 @@ from prefect.artifacts import (
 from placeflow.export import ExportSummary, export
 from placeflow.pipeline.account import RunSummary
 from placeflow.redact import Secret
-from placeflow.reporting import changes_table, rejects_table, report_link, write_report
-from placeflow.reporting.summary import markdown_summary
-from placeflow.warehouse import MEMORY, reading
+from placeflow.reporting import report_link
+from placeflow.reporting.published import (
+    REPORTS,
+    Exported,
+    Published,
+    export_markdown,
+    gather,
+    report_path,
+)
 
-REPORTS = "reports"
-"""The folder, beside the warehouse file, that holds the flows' HTML reports."""
+__all__ = ["REPORTS", "Published", "artifact_key", "export_markdown", "publish", "report_path",
+           "run_export"]  # fmt: skip
 _KEY = re.compile(r"[^a-z0-9-]+")
 
 
 def artifact_key(*parts: str) -> str:
     """A key Prefect accepts: the parts joined by dashes, lowercased, anything else a dash."""
     return _KEY.sub("-", "-".join(parts).lower()).strip("-")
-
-
-def report_path(db: str, run_id: str) -> Path | None:
-    """Where a flow writes a run's report: REPORTS/RUN_ID.html beside the warehouse file
-    (None for an in-memory warehouse)."""
-    if db == MEMORY:
-        return None
-    return Path(db).expanduser().resolve().parent / REPORTS / f"{run_id}.html"
-
-
-@dataclass
-class Published:
-    """What `publish` handed to Prefect (the keys of each artifact), for the flow's result."""
-
-    keys: dict[str, str] = field(default_factory=dict)
-    report: str | None = None
-    export: dict[str, Any] | None = None
-    export_error: str | None = None
-    report_error: str | None = None
-
-
-def export_markdown(summary: ExportSummary) -> str:
-    """The export's lines of the markdown summary: destination (redacted), rows per table."""
-    lines = [
-        "",
-        f"**Export** `{summary.export_id}` to `{summary.destination}`"
-        f" ({'full' if summary.full else 'incremental'}): {summary.rows:,} rows",
-        "",
-        "| table | rows |",
-        "|---|---:|",
-    ]
-    lines += [f"| {t.table} | {t.rows:,} |" for t in summary.tables]
-    if summary.missing:
-        lines += ["", f"Not in this warehouse: {', '.join(summary.missing)}."]
-    return "\n".join(lines)
 
 
 def run_export(
@@ -94,49 +63,37 @@ def publish(
     db: str,
     prefix: str,
     description: str,
-    exported: tuple[ExportSummary | None, str | None] | None = None,
+    exported: Exported | None = None,
 ) -> Published:
-    """Create the flow run's artifacts for `summary` under keys starting with `prefix`."""
-    done = Published()
-    markdown = markdown_summary(summary)
-    if exported is not None:
-        result, error = exported
-        if result is not None:
-            markdown += "\n" + export_markdown(result)
-            done.export = result.as_dict()
-        else:
-            markdown += f"\n\n**Export failed**: {error}"
-            done.export_error = error
+    """The Prefect publisher: the flow run's artifacts for `summary` under keys starting with
+    `prefix`."""
+    found = gather(summary, db, exported)
+    done = found.done
     key = artifact_key(prefix, "summary")
-    create_markdown_artifact(key=key, markdown=markdown, description=description)
+    create_markdown_artifact(key=key, markdown=found.markdown, description=description)
     done.keys["summary"] = key
-    if db == MEMORY:
-        return done
     run_id = summary.run_id
-    try:
-        with reading(db) as con:
-            rejects = rejects_table(con, run_id)
-            changes = changes_table(con, run_id)
-            out = report_path(db, run_id)
-            info = write_report(con, run_id, out) if out is not None else None
-    except Exception as exc:  # the run's outcome stands; the summary artifact is published
-        done.report_error = f"{type(exc).__name__}: {exc}"
-        get_run_logger().warning("placeflow: no tables or report for %s: %s", run_id, exc)
+    if done.report_error:
+        get_run_logger().warning(
+            "placeflow: no tables or report for %s: %s", run_id, done.report_error
+        )
+    if not found.tables:
         return done
     key = artifact_key(prefix, "rejects")
     create_table_artifact(
         key=key,
-        table=rejects,
+        table=found.rejects,
         description=f"rejected rows of {run_id} by field and reason, most frequent first",
     )
     done.keys["rejects"] = key
     key = artifact_key(prefix, "changes")
     create_table_artifact(
         key=key,
-        table=changes,
-        description=f"changes found by {run_id} (the first {len(changes)}; empty: none)",
+        table=found.changes,
+        description=f"changes found by {run_id} (the first {len(found.changes)}; empty: none)",
     )
     done.keys["changes"] = key
+    info = found.report
     if info is not None:
         link = report_link(info.path, run_id)
         key = artifact_key(prefix, "report")
@@ -147,5 +104,4 @@ def publish(
             description=f"HTML report of {run_id} ({info.bytes:,} bytes; opens offline)",
         )
         done.keys["report"] = key
-        done.report = str(info.path)
     return done

@@ -1,7 +1,8 @@
 """The `refresh_stale_places` flow: `placeflow.refresh.refresh` with each stage a Prefect task.
 
 The stale places of the warehouse are re-checked through the same stages as a run of files,
-with the same step wrapper as `run_files` (`as_task`). Parameters are plain values, so a
+with the same step wrapper as `run_files` (`as_task`), and end as `placeflow.ending` ends them
+(the same for `placeflow refresh` without Prefect). Parameters are plain values, so a
 deployment (prefect.yaml) or `placeflow refresh` can pass them: the database, how old an
 answer must be to be re-checked (`30d`, `12h`, `0` for all), the mode, a credit budget (the
 most-likely-changed places first when it does not buy them all), a limit and a country. The
@@ -14,29 +15,22 @@ incremental export (Parquet directory or PostgreSQL URL), summarised in the mark
 from __future__ import annotations
 
 from collections.abc import Callable
-from datetime import UTC, datetime
 from typing import Any
 
 from prefect import flow
 
-from placeflow.diskfull import storage_stop
-from placeflow.errors import PlaceflowError, RunStopped
+from placeflow.ending import REFRESH_PREFIX, refresh_ending, refresh_outcome
 from placeflow.events import Event
+from placeflow.flows.artifacts import publish
 from placeflow.flows.progress_artifact import ProgressArtifact
-from placeflow.flows.run import Ending, service_target
+from placeflow.flows.run import as_state, export_with_password, service_target
 from placeflow.flows.tasks import as_task
-from placeflow.options import RunOptions
-from placeflow.refresh import refresh
 from placeflow.warehouse import DEFAULT_DB
 
-PREFIX = "refresh"
+PREFIX = REFRESH_PREFIX
 """The artifact keys' prefix: refresh-summary, -rejects, -changes, -report, -progress."""
 
-REFRESH = Ending(
-    prefix=PREFIX,
-    what="refresh",
-    describe=lambda s: f"placeflow refresh {s.run_id}: {s.places_changed} changed",
-)
+REFRESH = refresh_ending(publish, export_with_password)
 
 
 @flow(name="refresh_stale_places", log_prints=False)
@@ -54,6 +48,7 @@ def refresh_stale_places(
     stuck_after: float | None = None,
     idempotency_window: float | None = None,
     claim_wait: float | None = None,
+    watch_every: float | None = None,
 ) -> Any:
     """Re-check the warehouse's places whose answer is `older_than` old, recording changes.
 
@@ -62,28 +57,18 @@ def refresh_stale_places(
     With `export_to`, a completed refresh ends with an incremental export there. `on_event`
     is for a caller in this process (the CLI's live display); the events also move a progress
     artifact. `resend_uncertain`, `stuck_after`, `idempotency_window` and `claim_wait` are
-    `placeflow resume`'s and `run`'s (`RunOptions`).
+    `placeflow resume`'s and `run`'s (`RunOptions`); `watch_every` is set by the CLI when it
+    draws the live display (`RunOptions.watch_every`).
     """
     progress = ProgressArtifact(
         f"placeflow refresh of {db}", forward=on_event, key=f"{PREFIX}-progress"
     )
-    began = datetime.now(UTC)
-    try:
-        given = {"poll_timeout": poll_timeout, "stuck_after": stuck_after,
-                 "idempotency_window": idempotency_window, "claim_wait": claim_wait}  # fmt: skip
-        tuned = {k: v for k, v in given.items() if v is not None}
-        options = RunOptions.parse({**tuned, "resend_uncertain": resend_uncertain})
-        with service_target() as target:
-            summary = refresh(
-                db=db, older_than=older_than, mode=mode, max_credits=max_credits, limit=limit,
-                country=country, options=options, target=target, step=as_task,
-                on_event=progress,
-            )  # fmt: skip
-    except Exception as exc:
-        stop = None if isinstance(exc, RunStopped) else storage_stop(exc)
-        if stop is not None:  # a full or read-only disk: the refresh opened since `began`
-            return REFRESH.out_of_storage(stop, db, since=began)
-        if isinstance(exc, PlaceflowError):
-            return REFRESH.stopped(exc, db)
-        raise
-    return REFRESH.finish(summary, db, export_to)
+    tuning = {"poll_timeout": poll_timeout, "stuck_after": stuck_after,
+              "idempotency_window": idempotency_window, "claim_wait": claim_wait,
+              "resend_uncertain": resend_uncertain, "watch_every": watch_every}  # fmt: skip
+    outcome = refresh_outcome(
+        REFRESH, service=service_target, step=as_task, on_event=progress, db=db,
+        older_than=older_than, mode=mode, max_credits=max_credits, limit=limit,
+        country=country, tuning=tuning, export_to=export_to,
+    )  # fmt: skip
+    return as_state(outcome)

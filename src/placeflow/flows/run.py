@@ -1,10 +1,12 @@
 """The `run_files` flow: `placeflow.run` with its stages made Prefect tasks.
 
-The order of a run is the library's (`placeflow.orchestrate`); this flow only reads the
+The order of a run is the library's (`placeflow.orchestrate`), and how it ends is
+`placeflow.ending`'s (the same for the CLI's runs without Prefect); this flow only reads the
 settings, opens the target, passes a step wrapper (`placeflow.flows.tasks`: each per-run stage
 a task, each per-chunk stage a logged call; the network stages retried for transient failures
-only: a retry resumes from the warehouse, so it never pays twice) and publishes the summary
-(`placeflow.flows.artifacts`: markdown, rejects and changes tables, a link to the HTML report).
+only: a retry resumes from the warehouse, so it never pays twice), publishes the summary as
+artifacts (`placeflow.flows.artifacts`: markdown, rejects and changes tables, a link to the
+HTML report) and turns the outcome into the flow run's state.
 Parameters are plain values: the inputs, the options (`RunOptions`, the CLI's flags), the
 database path, to resume a run id, and `export_to` (a directory, file:// or postgresql:// URL)
 to end a completed run with an incremental export. Under a Prefect server of its own
@@ -14,147 +16,61 @@ shared with every other flow run on it.
 
 from __future__ import annotations
 
-import sys
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
-from dataclasses import dataclass
-from datetime import datetime
+from collections.abc import Callable
+from contextlib import AbstractContextManager
 from typing import Any
 
 from prefect import flow
 from prefect.states import Failed
 
-from placeflow import orchestrate
 from placeflow.config import load_settings, postgres_password, prefect_server_url
-from placeflow.diskfull import StorageStop, stop_message, storage_stop
-from placeflow.errors import (
-    EXIT_FAILED,
-    EXIT_OK,
-    BudgetRefused,
-    PlaceflowError,
-    RunStopped,
-    exit_code,
+from placeflow.ending import (
+    RUN_PREFIX,
+    Outcome,
+    open_service,
+    resume_options,
+    run_ending,
+    run_outcome,
 )
 from placeflow.events import Event
-from placeflow.flows.artifacts import Published, publish, run_export
+from placeflow.flows.artifacts import publish, run_export
 from placeflow.flows.progress_artifact import ProgressArtifact
 from placeflow.flows.rate_gate import gated
 from placeflow.flows.tasks import as_task
 from placeflow.options import RunOptions
-from placeflow.pipeline.account import RunSummary
-from placeflow.prepare import as_source, fingerprint
-from placeflow.reporting.summary import exit_code_for
-from placeflow.state.marking import mark_run
-from placeflow.target import Target, open_target
+from placeflow.reporting.published import Exported
+from placeflow.target import Target
 from placeflow.warehouse import DEFAULT_DB
 
-PREFIX = "place-refresh"
+__all__ = ["PREFIX", "RUN", "as_state", "resume_options", "run_files", "service_target"]
+
+PREFIX = RUN_PREFIX
 """The artifact keys' prefix: place-refresh-summary, -rejects, -changes, -report, -progress."""
 
 
-@contextmanager
-def service_target() -> Iterator[Target]:
+def service_target() -> AbstractContextManager[Target]:
     """The service the settings name (or the embedded sandbox, said on stderr), its requests
     kept to the key's limits by the Prefect server's when one of its own is in use."""
     settings = load_settings()
-    with open_target(
-        api_key=settings.api_key, base_url=settings.base_url, limits=settings.limits
-    ) as opened:
-        target = gated(opened, server_url=prefect_server_url(), sandbox=settings.uses_sandbox)
-        if settings.uses_sandbox:
-            print(f"placeflow: no PLACEFLOW_API_KEY set; using the {target.label}", file=sys.stderr)
-        yield target
+    server = prefect_server_url()
+    return open_service(
+        settings, wrap=lambda t: gated(t, server_url=server, sandbox=settings.uses_sandbox)
+    )
 
 
-def _describe_run(summary: RunSummary) -> str:
-    return f"placeflow run {summary.run_id}"
+def export_with_password(db: str, export_to: str) -> Exported:
+    """A completed run's export at the end of a flow (PGPASSWORD for a URL without one)."""
+    return run_export(db, export_to, password=postgres_password())
 
 
-def _report(done: Published | None) -> dict[str, str]:
-    """The HTML report's path for the flow's result, when one was written."""
-    return {"report": done.report} if done is not None and done.report else {}
+RUN = run_ending(publish, export_with_password)
 
 
-@dataclass(frozen=True)
-class Ending:
-    """How a flow publishes its end: the artifact keys' prefix and what a summary is called."""
-
-    prefix: str = PREFIX
-    what: str = "run"
-    describe: Callable[[RunSummary], str] = _describe_run
-
-    def publish(self, summary: RunSummary, db: str, export_to: str | None = None) -> Published:
-        exported = run_export(db, export_to, password=postgres_password()) if export_to else None
-        return publish(
-            summary,
-            db=db,
-            prefix=self.prefix,
-            description=self.describe(summary),
-            exported=exported,
-        )
-
-    def finish(self, summary: RunSummary, db: str, export_to: str | None) -> Any:
-        """A completed run's end: export (when asked), artifacts, and the flow's result."""
-        done = self.publish(summary, db, export_to)
-        data = {**summary.as_dict(), **_report(done), "exit_code": exit_code_for(summary.status)}
-        if done.export_error is not None:
-            message = f"the {self.what} completed but its export failed: {done.export_error}"
-            data = {**data, "exit_code": EXIT_FAILED, "message": message}
-            return Failed(message=message, data=data)
-        if data["exit_code"] != EXIT_OK:
-            return Failed(message=summary.message or summary.status, data=data)
-        return data
-
-    def stopped(self, exc: PlaceflowError, db: str) -> Any:
-        """The Failed state of a run that raised (its artifacts published when it has a
-        summary)."""
-        code = exit_code(exc)
-        stopped = exc.summary if isinstance(exc, RunStopped) else None
-        stopped = stopped if isinstance(stopped, RunSummary) else None
-        if stopped is None:
-            data = {"status": "failed", "message": str(exc), "exit_code": code}
-            return Failed(message=str(exc), data=data)
-        done = None if isinstance(exc, BudgetRefused) else self.publish(stopped, db)
-        data = {**stopped.as_dict(), **_report(done), "exit_code": code,
-                "message": stopped.message or str(exc)}  # fmt: skip
-        return Failed(message=str(exc), data=data)
-
-    def out_of_storage(
-        self,
-        stop: StorageStop,
-        db: str,
-        *,
-        run_id: str | None = None,
-        command: str | None = None,
-        since: datetime | None = None,
-    ) -> Any:
-        """The Failed state of a run its storage stopped: the run marked `interrupted` when
-        the warehouse still takes a write, its id, state and the command that finishes it."""
-        found = None
-        try:
-            found = mark_run(
-                db, run_id=run_id, fingerprint=command, since=since,
-                message=lambda rid, path: stop_message(stop, rid, path),
-            )  # fmt: skip
-        except Exception:  # a warehouse that cannot even be read: said, not recorded
-            found = None
-        data: dict[str, Any] = {"status": "failed", "exit_code": EXIT_FAILED, "db": db}
-        if found is None and run_id is not None:
-            data.update(run_id=run_id, status="interrupted")
-        elif found is not None:
-            data.update(found.figures, run_id=found.run_id, status=found.status)
-            data.update(jobs_submitted=found.jobs_submitted, recorded=found.marked)
-        message = stop_message(stop, data.get("run_id"), db)
-        # `next`: the resume command; None before the run was recorded (the CLI then names
-        # the same command again)
-        data["next"] = (
-            f"placeflow resume {data['run_id']} --db {db}" if data.get("run_id") else None
-        )
-        data["message"] = message
-        return Failed(message=message, data=data)
-
-
-RUN = Ending()
+def as_state(outcome: Outcome) -> Any:
+    """The flow's return: the result dict, or a Failed state carrying it."""
+    if outcome.failure is not None:
+        return Failed(message=outcome.failure, data=outcome.data)
+    return outcome.data
 
 
 @flow(name="run_files", log_prints=False)
@@ -175,44 +91,9 @@ def run_files(
     none. Either way the run's events move a progress artifact. With `export_to`, a completed
     run ends with an incremental export there (its summary in the markdown artifact).
     """
-    options = options or RunOptions()
     progress = ProgressArtifact(f"placeflow run of {db}", forward=on_event)
-    command = None if resume_run_id else _command(inputs or [], options)
-    try:
-        with service_target() as target:
-            if resume_run_id:
-                summary = orchestrate.resume(
-                    resume_run_id, db=db, target=target, step=as_task, on_event=progress,
-                    **resume_options(options),
-                )  # fmt: skip
-            else:
-                summary = orchestrate.run(
-                    inputs or [], options=options, db=db, target=target, step=as_task,
-                    on_event=progress,
-                )  # fmt: skip
-    except Exception as exc:
-        stop = None if isinstance(exc, RunStopped) else storage_stop(exc)
-        if stop is not None:  # a full or read-only disk, raised as it is or inside our error
-            return RUN.out_of_storage(stop, db, run_id=resume_run_id, command=command)
-        if isinstance(exc, PlaceflowError):
-            return RUN.stopped(exc, db)
-        raise
-    return RUN.finish(summary, db, export_to)
-
-
-def resume_options(options: RunOptions) -> dict[str, Any]:
-    """What a resume takes from the flow's `options`: only the options given (a poll timeout
-    not given is the run's own, not the default's), and whether to resend uncertain chunks."""
-    given = options.model_fields_set
-    return {
-        "poll_timeout": options.poll_timeout if "poll_timeout" in given else None,
-        "resend_uncertain": options.resend_uncertain,
-    }
-
-
-def _command(inputs: list[str], options: RunOptions) -> str | None:
-    """The identity of the run command (as the run computes it), to find its run afterwards."""
-    try:
-        return fingerprint(as_source(inputs), options)
-    except Exception:  # unreadable inputs: the run itself says why
-        return None
+    outcome = run_outcome(
+        RUN, service=service_target, step=as_task, on_event=progress, inputs=inputs,
+        options=options, db=db, resume_run_id=resume_run_id, export_to=export_to,
+    )  # fmt: skip
+    return as_state(outcome)

@@ -1,4 +1,5 @@
-"""Recognise which of a file's columns hold which place field (names, or explicit --map).
+"""Recognise which of a file's columns hold which place field (names, or explicit --map; a
+field mapped to no column, `--map street=`, is left out).
 
 Recognition compares names case-insensitively, ignoring spaces, underscores, hyphens, dots and
 slashes (`State/Province` is `stateprovince`),
@@ -82,7 +83,16 @@ SYNONYMS: dict[str, tuple[str, ...]] = {
         "businessphone",
         "contactphone",
     ),
-    "website": ("website", "url", "websiteurl", "web", "homepage", "webaddress", "webpage"),
+    "website": (
+        "website",
+        "websites",  # as exports that allow several sites a place name the column
+        "url",
+        "websiteurl",
+        "web",
+        "homepage",
+        "webaddress",
+        "webpage",
+    ),
 }
 AMBIGUOUS_ADDRESS = "address"
 """A bare `address` column: the street line or a full address, decided by the other columns."""
@@ -96,16 +106,14 @@ def canonical(column: str) -> str:
 
 
 def check_mapping(mapping: Mapping[str, str]) -> None:
-    """Every key of an explicit mapping must be a place field or `id` (after any `FILE:`)."""
+    """Every key of an explicit mapping must be a place field or `id` (after any `FILE:`); a
+    key with no column (`--map street=`) leaves its field out."""
     unknown = sorted({split_key(k)[1] for k in mapping} - set(MAPPABLE))
     if unknown:
         raise SourceProblem(
             f"--map names unknown field(s) {', '.join(map(repr, unknown))}; "
             f"the fields are: {', '.join(MAPPABLE)}"
         )
-    empty = sorted(k for k, v in mapping.items() if not v)
-    if empty:
-        raise SourceProblem(f"--map {empty[0]}= names no column; write --map {empty[0]}=COLUMN")
 
 
 def _describe(header: Sequence[str]) -> str:
@@ -123,10 +131,18 @@ def _find_explicit(column: str, header: Sequence[str]) -> int | None:
     return loose[0] if len(loose) == 1 else None
 
 
-def resolve_columns(header: Sequence[str], mapping: Mapping[str, str]) -> dict[str, int]:
-    """Place field (or `id`) -> position of the column that holds it; explicit mapping wins."""
+def resolve_columns(
+    header: Sequence[str], mapping: Mapping[str, str], *, fixed: frozenset[str] = frozenset()
+) -> dict[str, int]:
+    """Place field (or `id`) -> position of the column that holds it; explicit mapping wins.
+    The `fixed` fields have a value without a column (`--set`), and a field mapped to no
+    column (`--map street=`) is left out: for neither is a column looked for."""
     chosen: dict[str, int] = {}
+    left_out = {field for field, column in mapping.items() if not column}
+    fixed = fixed | left_out
     for field, column in mapping.items():
+        if field in left_out:
+            continue
         position = _find_explicit(column, header)
         if position is None:
             raise SourceProblem(
@@ -138,7 +154,7 @@ def resolve_columns(header: Sequence[str], mapping: Mapping[str, str]) -> dict[s
     used = set(chosen.values())
     for field in ("poi_name", "id", "street", "address", "city", "region", "postcode",
                   "country", "latitude", "longitude", *MATCH_ONLY_FIELDS):  # fmt: skip
-        if field in chosen:
+        if field in chosen or field in fixed:
             continue
         for synonym in SYNONYMS[field]:
             hits = [i for i, n in enumerate(names) if n == synonym and i not in used]
@@ -150,9 +166,9 @@ def resolve_columns(header: Sequence[str], mapping: Mapping[str, str]) -> dict[s
     if bare:
         split = "city" in chosen or "postcode" in chosen
         target = "street" if split and "street" not in chosen else "address"
-        if target not in chosen:
+        if target not in chosen and target not in fixed:
             chosen[target] = bare[0]
-    if "poi_name" not in chosen:
+    if "poi_name" not in chosen and "poi_name" not in fixed:
         hint = ""
         found = [s for s in SEPARATORS if len(header) == 1 and s in header[0]]
         if found:

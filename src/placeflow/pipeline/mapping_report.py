@@ -15,7 +15,8 @@ from placeflow.fields import MAPPABLE
 
 def input_report(stages: Mapping[str, Any]) -> dict[str, Any]:
     """{"files": {file: {"columns": {field: column}, "ignored": [column]}}, "warnings": [...]}
-    from the read and fresh stages' summaries; empty when the run read nothing (a resume)."""
+    (and "set": {field: value} when --set gave any) from the read and fresh stages' summaries;
+    empty when the run read nothing (a resume)."""
     read = stages.get("read")
     if read is None or not hasattr(read, "columns"):
         return {}
@@ -29,12 +30,17 @@ def input_report(stages: Mapping[str, Any]) -> dict[str, Any]:
     warnings = list(getattr(read, "warnings", ()))
     fresh = stages.get("fresh")
     warnings += list(getattr(fresh, "warnings", ()))
-    return {"files": files, "warnings": warnings}
+    report = {"files": files, "warnings": warnings}
+    constants = dict(getattr(read, "constants", {}))
+    return {**report, "set": constants} if constants else report
 
 
 def describe(report: Mapping[str, Any]) -> list[str]:
     """Lines for people: per file `field <- column`, the ignored columns, then warnings."""
     lines: list[str] = []
+    fixed = report.get("set", {})
+    if fixed:  # --set: one value for every row of every file
+        lines.append("set: " + ", ".join(f"{field} = {value!r}" for field, value in fixed.items()))
     for name, seen in report.get("files", {}).items():
         fed = ", ".join(f"{field} <- {column!r}" for field, column in seen["columns"].items())
         lines.append(f"{name}: {fed or 'no columns used'}")

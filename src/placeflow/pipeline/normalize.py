@@ -2,11 +2,12 @@
 
 Text is trimmed and every run of whitespace (newlines included) folded to one space; nothing else
 about it changes (injection-looking strings are data and stay verbatim). A whole value that is a
-placeholder ("N/A", "null", "-", ...; see PLACEHOLDERS) becomes null. Countries become ISO alpha-2
-(see `countries`); unknown ones are rejected, never guessed. Coordinates must be finite numbers in
-range (a decimal comma, 48,8566, reads as 48.8566); one given without the other drops both, and
-`note` says which was given. Lost ZIP zeros are restored and coordinates that cannot be in the
-row's country repaired or dropped (see `repair`), each noted. Control characters and bidi
+placeholder ("N/A", "null", "-", ..., and a dump's `\\N`; see PLACEHOLDERS) becomes null.
+Countries become ISO alpha-2 (see `countries`); unknown ones are rejected, never guessed.
+Coordinates must be finite numbers in range (a decimal comma, 48,8566, reads as 48.8566); one
+given without the other drops both, and `note` says which was given. Lost ZIP zeros are restored
+and coordinates that cannot be in the row's country repaired or dropped (see `repair`), each
+noted. Control characters and bidi
 overrides are removed (noted); a NUL byte rejects its row. Every limit of the spec's
 POIValidateRequest (the stricter request model) is checked, so a row the service would refuse is
 never sent. A row with several problems gets one reject naming them all,
@@ -40,6 +41,9 @@ LIMITS: dict[str, int] = {
 }
 PLACEHOLDERS = ("", "n/a", "na", "#n/a", "null", "none", "not available", "-", "--", "?", "unknown")
 """Whole values (any case) that mean "no value". In `country`, 'NA' is Namibia, not a gap."""
+NULL_MARKERS = ("\\N",)
+r"""Whole values, exactly as written, that mean "no value": `\N`, how MySQL and PostgreSQL
+dumps write NULL (and the files exported from them, such as the UK's Open Pubs)."""
 RANGES = {"latitude": (-90.0, 90.0), "longitude": (-180.0, 180.0)}
 DECIMAL_COMMA = r"^[+-]?\d+,\d+$"
 """A coordinate written with a decimal comma, as spreadsheets in many locales write it."""
@@ -59,7 +63,10 @@ NUL = "\x00"
 
 
 def _whole(words: tuple[str, ...]) -> str:
-    return "(?i)^(?:" + "|".join(re.escape(w) for w in words) + ")$"
+    """A whole value that is one of `words` (any case) or of NULL_MARKERS (as written)."""
+    loose = "|".join(re.escape(w) for w in words)
+    exact = "|".join(re.escape(w) for w in NULL_MARKERS)
+    return f"^(?:(?i:{loose})|{exact})$"
 
 
 _PLACEHOLDER = _whole(PLACEHOLDERS)

@@ -19,11 +19,15 @@ def _first_line(err: Exception) -> str:
     return str(err).splitlines()[0][:200] if str(err) else type(err).__name__
 
 
-def _text(column: str, dtype: pl.DataType) -> pl.Expr:
+def _text(field: str, column: str, dtype: pl.DataType, *, mapped: bool) -> pl.Expr:
+    """The column as text for `field`; a nested one (list, struct) refused, naming the field it
+    was taken for (by --map, or by its name) and the ways out."""
     if isinstance(dtype, pl.List | pl.Array | pl.Struct | pl.Object):
+        how = "by --map" if mapped else "by its name"
         raise SourceProblem(
-            f"column {column!r} holds {dtype} values, but place fields need text or numbers; "
-            "flatten it, or --map the field to another column"
+            f"column {column!r} holds {dtype} values, but place fields need text or numbers;"
+            f" it was taken {how} as the field {field}: flatten it, --map {field}=COLUMN to take"
+            f" another column, or --map {field}= to leave {field} out"
         )
     return pl.col(column).cast(pl.String)
 
@@ -32,7 +36,13 @@ class ParquetBatches:
     """A Parquet file's chosen columns as text: ROW (the row number from 1), one column per
     field, `read_error` (null). The schema is read and the columns chosen when made."""
 
-    def __init__(self, path: Path, mapping: Mapping[str, str], batch_rows: int) -> None:
+    def __init__(
+        self,
+        path: Path,
+        mapping: Mapping[str, str],
+        batch_rows: int,
+        fixed: frozenset[str] = frozenset(),
+    ) -> None:
         try:
             schema = pl.read_parquet_schema(path)
         except (pl.exceptions.PolarsError, OSError) as err:
@@ -42,8 +52,12 @@ class ParquetBatches:
         self.path = path
         self.batch_rows = batch_rows
         self.header = list(schema)
-        self.chosen = {f: self.header[i] for f, i in resolve_columns(self.header, mapping).items()}
-        self._exprs = [_text(c, schema[c]).alias(f) for f, c in self.chosen.items()]
+        found = resolve_columns(self.header, mapping, fixed=fixed)
+        self.chosen = {f: self.header[i] for f, i in found.items()}
+        self._exprs = [
+            _text(f, c, schema[c], mapped=bool(mapping.get(f))).alias(f)
+            for f, c in self.chosen.items()
+        ]
 
     def __iter__(self) -> Iterator[pl.DataFrame]:
         columns = sorted(set(self.chosen.values()))

@@ -45,6 +45,7 @@ class _Observed:
                 str(status.status),
                 progress.processed if progress else 0,
                 status.total_items or 0,
+                status.eta_seconds,
             )
         )
         return status
@@ -61,14 +62,19 @@ def poll(
     feed: JobFeed | None = None,
     timeout: float,
     stuck_after: float | None = None,
+    watch: float | None = None,
     emit: Emit,
 ) -> Iterator[JobStatus]:
     """Each job's terminal status as it ends (timed-out ones cancelled, then settled): `jobs`,
-    and those `feed` brings until it closes."""
+    and those `feed` brings until it closes. With `watch`, no more than that many seconds
+    (POLL_FLOOR at least) pass without a poll: a live display sees the jobs' progress."""
     if not jobs and feed is None:
         return
     observed: Any = _Observed(api, emit)  # the poller needs only job_status, cancel_job, clock
-    poller = JobPoller(observed, floor=POLL_FLOOR, timeout=timeout, stuck_after=stuck_after)
+    poller = JobPoller(
+        observed, floor=POLL_FLOOR, timeout=timeout, stuck_after=stuck_after,
+        watch=None if watch is None else max(watch, POLL_FLOOR),
+    )  # fmt: skip
     yield from _followed(api, state, poller, jobs, feed, stuck_after, emit)
     for batch_id, answer in poller.unknown.items():
         unknown_job(state, batch_id, answer, emit)

@@ -91,6 +91,7 @@ class _File:
         codec: str,
         batch_rows: int,
         separator: str | None = None,
+        fixed: frozenset[str] = frozenset(),
     ):
         self.name = str(path)
         try:
@@ -102,7 +103,7 @@ class _File:
             ) from None
         self.csv: CsvBatches | None = None
         if head.startswith(PARQUET_MAGIC):
-            parquet = ParquetBatches(path, mapping, batch_rows)
+            parquet = ParquetBatches(path, mapping, batch_rows, fixed)
             self.header, self.chosen = parquet.header, parquet.chosen
             self.batches: Iterable[pl.DataFrame] = parquet
             return
@@ -111,7 +112,7 @@ class _File:
         sniff(head, codec)
         self.csv = CsvBatches(path, codec, batch_rows, separator_for(path, separator, codec))
         self.header = self.csv.header
-        found = resolve_columns(self.header, mapping) if self.header else {}
+        found = resolve_columns(self.header, mapping, fixed=fixed) if self.header else {}
         self.chosen = {f: self.header[i] for f, i in found.items()}
         self.batches = self._csv_rows(self.csv, found)
 
@@ -132,16 +133,21 @@ class _File:
         return self.csv.blank_rows if self.csv is not None else 0
 
 
-def _shape(frame: pl.DataFrame, source_file: str) -> pl.DataFrame:
-    present = set(frame.columns)
+def _shape(
+    frame: pl.DataFrame, source_file: str, constants: Mapping[str, str] | None = None
+) -> pl.DataFrame:
+    present, constants = set(frame.columns), constants or {}
+
+    def value(f: str) -> pl.Expr:
+        if f in constants:  # --set: one value for every row
+            return pl.lit(constants[f], pl.String)
+        return pl.col(f) if f in present else pl.lit(None, pl.String)
+
     return frame.select(
         pl.lit(source_file, pl.String).alias("source_file"),
         pl.col(ROW).cast(pl.Int64).alias("source_row"),
         (pl.col("id") if "id" in present else pl.lit(None, pl.String)).alias("source_id"),
-        *[
-            (pl.col(f) if f in present else pl.lit(None, pl.String)).alias(f)
-            for f in (*PLACE_FIELDS, *MATCH_ONLY_FIELDS)
-        ],
+        *[value(f).alias(f) for f in (*PLACE_FIELDS, *MATCH_ONLY_FIELDS)],
         pl.col("read_error").cast(pl.String),
     )
 
@@ -149,7 +155,8 @@ def _shape(frame: pl.DataFrame, source_file: str) -> pl.DataFrame:
 class _Tally:
     """What the read has seen so far, file by file, for its ReadInfo."""
 
-    def __init__(self) -> None:
+    def __init__(self, constants: Mapping[str, str] | None = None) -> None:
+        self.constants = dict(constants or {})
         self.columns: dict[str, dict[str, str]] = {}
         self.ignored: dict[str, tuple[str, ...]] = {}
         self.warnings: list[str] = []
@@ -197,6 +204,7 @@ class _Tally:
             ignored=self.ignored,
             warnings=tuple(warnings),
             bad_byte_rows=self.bad_bytes,
+            constants=self.constants,
         )
 
 
@@ -231,10 +239,11 @@ def duplicate_headers(header: Sequence[str]) -> list[str]:
 
 
 def _open(
-    path: Path, given: Mapping[str, str], codec: str, batch_rows: int, separator: str | None
-) -> _File:
+    path: Path, given: Mapping[str, str], codec: str, batch_rows: int, separator: str | None,
+    fixed: frozenset[str],
+) -> _File:  # fmt: skip
     try:
-        return _File(path, mapping_for(path, given), codec, batch_rows, separator)
+        return _File(path, mapping_for(path, given), codec, batch_rows, separator, fixed)
     except SourceProblem as problem:
         raise InputError(f"{path}: {problem}") from None
 
@@ -246,19 +255,19 @@ def _file_rows(
     """Each file's rows in order, shaped; later files are opened when reached."""
     opened: _File | None = first
     paths = iter(rest)
+    constants, fixed = tally.constants, frozenset(tally.constants)
     while opened is not None:  # one iteration per file, not per row
         tally.opened(opened)
         try:
             for frame in opened.batches:
                 tally.rows(opened.name, frame)
-                yield _shape(frame, opened.name)
+                yield _shape(frame, opened.name, constants)
         except SourceProblem as problem:
             raise InputError(f"{opened.name}: {problem}") from None
         tally.blank += opened.blank_rows
         following = next(paths, None)
-        opened = (
-            _open(following, given, codec, batch_rows, separator) if following is not None else None
-        )
+        opened = None if following is None else _open(following, given, codec, batch_rows,
+                                                      separator, fixed)  # fmt: skip
 
 
 def stream_inputs(
@@ -268,21 +277,28 @@ def stream_inputs(
     encoding: str = "utf8",
     separator: str | None = None,
     batch_rows: int = BATCH_ROWS,
+    constants: Mapping[str, str] | None = None,
 ) -> ReadStream:
     """Read every file the patterns name, in file order, as a stream of read frames of at most
     `batch_rows` rows (see `ReadStream`). CSV values are split at `separator` (by default a
     comma, or tab for .tsv and .tab files: `separator_for`).
 
-    A mapping key `field` applies to every file, `FILE:field` to the file it names only. The
+    A mapping key `field` applies to every file, `FILE:field` to the file it names only;
+    `constants` (`--set`) give a field one value in every row, no column read for it. The
     inputs, the mapping and the first file's header are checked at once (InputError); a later
     file's header when the stream reaches it, and a file's body as it is read.
     """
-    given = dict(mapping or {})
+    given, constants = dict(mapping or {}), dict(constants or {})
     try:
         check_mapping(given)
         codec = codec_name(encoding)
     except SourceProblem as problem:
         raise InputError(str(problem)) from None
+    both = sorted({split_key(k)[1] for k, column in given.items() if column} & set(constants))
+    if both:
+        raise InputError(
+            f"--map and --set both give the field {both[0]}: one column or one value, not both"
+        )
     paths = expand_inputs(patterns)
     for key in given:
         prefix = split_key(key)[0]
@@ -291,8 +307,8 @@ def stream_inputs(
                 f"--map {key}={given[key]} names the file {prefix!r}, which is not an input; "
                 f"the inputs are {', '.join(str(p) for p in paths)}"
             )
-    tally = _Tally()
-    first = _open(paths[0], given, codec, batch_rows, separator)
+    tally = _Tally(constants)
+    first = _open(paths[0], given, codec, batch_rows, separator, frozenset(constants))
     frames = _file_rows(first, paths[1:], given, codec, batch_rows, separator, tally)
     return ReadStream(frames, tally.info, batch_rows)
 
@@ -303,10 +319,13 @@ def read_inputs(
     mapping: Mapping[str, str] | None = None,
     encoding: str = "utf8",
     separator: str | None = None,
+    constants: Mapping[str, str] | None = None,
 ) -> tuple[pl.DataFrame, ReadInfo]:
     """Read every file the patterns name into one frame (columns: OUTPUT_SCHEMA), in file order:
     the batches of `stream_inputs`, in one frame."""
-    stream = stream_inputs(patterns, mapping=mapping, encoding=encoding, separator=separator)
+    stream = stream_inputs(
+        patterns, mapping=mapping, encoding=encoding, separator=separator, constants=constants
+    )
     rows = stream.frame()
     return rows, stream.info
 
@@ -355,6 +374,7 @@ class FileSource:
             mapping=dict(options.mapping) or None,
             encoding=options.encoding,
             separator=options.separator,
+            constants=dict(options.constants),
         )
 
     def batches(self, options: RunOptions, batch_rows: int) -> ReadStream:
@@ -364,6 +384,7 @@ class FileSource:
             encoding=options.encoding,
             separator=options.separator,
             batch_rows=batch_rows,
+            constants=dict(options.constants),
         )
 
 

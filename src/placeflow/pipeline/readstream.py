@@ -50,6 +50,8 @@ class ReadInfo:
     """What the user should know about the input (duplicate header names, ...)."""
     bad_byte_rows: int = 0
     """Rows rejected for bytes that are not valid UTF-8 (a few in an otherwise UTF-8 file)."""
+    constants: dict[str, str] = field(default_factory=dict)
+    """Fields given one value for every row (`--set`), by field."""
 
 
 class ReadStream:

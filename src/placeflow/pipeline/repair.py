@@ -10,7 +10,10 @@
   lies within `NEAR_CELLS` of them is kept. One that does not is repaired when exactly the
   flipped or swapped reading lies among its country's cells (`REPAIR_CELLS`); otherwise both
   coordinates are dropped, since a coordinate known to be wrong is never sent. Rows without a
-  country, or of a country with no cells, are not judged.
+  country, or of a country with no cells, are not judged. A country's cells include its
+  territories' (`TERRITORIES`: a US file writes Puerto Rico's places USA) and the few areas
+  whose towns are too small for the gazetteer (`SPARSE_AREAS`: Alaska's Aleutians, across the
+  antimeridian).
 
 Every repair is written into the row's `note`, and counted.
 """
@@ -31,6 +34,26 @@ NEAR_CELLS = 3
 REPAIR_CELLS = 1
 """A flipped or swapped reading must land this close (about 55 km) to the country's towns."""
 CELLS_FILE = Path(__file__).resolve().parent / "data" / "country_cells.parquet"
+TERRITORIES: dict[str, tuple[str, ...]] = {
+    "US": ("PR", "VI", "GU", "AS", "MP", "UM"),
+    "FR": ("GP", "MQ", "GF", "RE", "YT", "PM", "BL", "MF", "NC", "PF", "WF"),
+    "NL": ("AW", "CW", "SX", "BQ"),
+    "GB": ("GG", "JE", "IM"),
+    "DK": ("GL", "FO"),
+    "NO": ("SJ",),
+    "FI": ("AX",),
+    "AU": ("CX", "CC", "NF"),
+    "NZ": ("CK", "NU", "TK"),
+}
+"""Territories whose places files often give the sovereign country (ISO 3166 codes them apart):
+their cells count as the country's too."""
+SPARSE_AREAS: dict[str, tuple[tuple[float, float, float, float], ...]] = {
+    "US": ((51.0, 55.5, 172.0, 180.0), (51.0, 55.5, -180.0, -162.0)),
+}
+"""(south, north, west, east) boxes a country has places in whose towns the gazetteer of towns
+of 1,000 people misses: the Aleutian Islands (Adak, 326 people, at 51.87, -176.64; Attu at
+172.9 E), on both sides of the antimeridian."""
+LON_CELLS = int(360 / CELL_DEGREES)
 _LOST_ZEROS = r"^\d{3,4}(?:-\d{4})?$"
 
 
@@ -45,26 +68,48 @@ def _cell(value: pl.Expr) -> pl.Expr:
     return (value / CELL_DEGREES).floor().cast(pl.Int32)
 
 
+def _wrapped(lon_cell: pl.Expr) -> pl.Expr:
+    """A longitude cell within -180..180 degrees (it wraps at the antimeridian)."""
+    return (lon_cell + LON_CELLS // 2) % LON_CELLS - LON_CELLS // 2
+
+
+def _town_cells() -> pl.DataFrame:
+    """(country, lat_cell, lon_cell) where the country has towns: the gazetteer's, its
+    territories' (TERRITORIES) and its sparse areas' (SPARSE_AREAS)."""
+    cells = pl.read_parquet(CELLS_FILE).with_columns(pl.col("^.*_cell$").cast(pl.Int32))
+    owned = {t: country for country, ts in TERRITORIES.items() for t in ts}
+    theirs = cells.filter(pl.col("country").is_in(list(owned))).with_columns(
+        pl.col("country").replace_strict(owned, return_dtype=pl.String)
+    )
+    boxes = [
+        (country, lat, lon)
+        for country, areas in SPARSE_AREAS.items()
+        for south, north, west, east in areas
+        for lat in range(int(south // CELL_DEGREES), int(north // CELL_DEGREES) + 1)
+        for lon in range(int(west // CELL_DEGREES), int(-(-east // CELL_DEGREES)))
+    ]
+    sparse = pl.DataFrame(
+        boxes, schema={"country": pl.String, "lat_cell": pl.Int32, "lon_cell": pl.Int32},
+        orient="row",
+    )  # fmt: skip
+    return pl.concat([cells, theirs, sparse])
+
+
 @lru_cache(maxsize=4)
 def country_cells(reach: int) -> pl.DataFrame:
     """(country, cell) pairs within `reach` cells of a cell where the country has a town."""
-    cells = pl.read_parquet(CELLS_FILE)
     offsets = pl.DataFrame(
         [(dy, dx) for dy in range(-reach, reach + 1) for dx in range(-reach, reach + 1)],
         schema={"dy": pl.Int32, "dx": pl.Int32},
         orient="row",
     )
-    lon_cells = int(360 / CELL_DEGREES)
     return (
-        cells.join(offsets, how="cross")
+        _town_cells()
+        .join(offsets, how="cross")
         .select(
             "country",
-            (pl.col("lat_cell").cast(pl.Int32) + pl.col("dy")).alias("lat_cell"),
-            # longitude wraps at the antimeridian
-            (
-                (pl.col("lon_cell").cast(pl.Int32) + pl.col("dx") + lon_cells // 2) % lon_cells
-                - lon_cells // 2
-            ).alias("lon_cell"),
+            (pl.col("lat_cell") + pl.col("dy")).alias("lat_cell"),
+            _wrapped(pl.col("lon_cell") + pl.col("dx")).alias("lon_cell"),
         )
         .unique()
     )
@@ -76,7 +121,7 @@ def _fits(frame: pl.DataFrame, lat: str, lon: str, reach: int, name: str) -> pl.
         "_i",
         "country",
         _cell(pl.col(lat)).alias("lat_cell"),
-        _cell(pl.col(lon)).alias("lon_cell"),
+        _wrapped(_cell(pl.col(lon))).alias("lon_cell"),  # 180.0 is -180.0
     ).filter(pl.col("lat_cell").is_not_null() & pl.col("lon_cell").is_not_null())
     hits = probe.join(country_cells(reach), on=["country", "lat_cell", "lon_cell"], how="semi")
     return frame.with_columns(pl.col("_i").is_in(hits["_i"].implode()).alias(name))

@@ -77,8 +77,11 @@ def submit_job(
     if state.submitted(chunk.chunk_no, batch_id=submission.batch_id, rows=chunk.rows):
         emit(CreditsHeld(chunk.chunk_no, chunk.rows))
     emit(
-        ChunkSubmitted(chunk.chunk_no, "job", chunk.rows, submission.batch_id, submission.replayed)
-    )
+        ChunkSubmitted(
+            chunk.chunk_no, "job", chunk.rows, submission.batch_id, submission.replayed,
+            None if due is None else job.eta_seconds,
+        )
+    )  # fmt: skip
     verb = "re-attached to" if submission.replayed else "submitted"
     emit(Note(f"chunk {chunk.chunk_no}: {verb} job {submission.batch_id} ({chunk.rows:,} rows)"))
     return SubmitInfo(

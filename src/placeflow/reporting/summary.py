@@ -56,10 +56,11 @@ def against(target: str) -> str:
 
 
 def _time(s: RunSummary, wall_seconds: float | None) -> str:
-    """The run's own seconds, or the command's total with the Prefect start beside it."""
+    """The run's own seconds, or the command's total with its start and finish beside it
+    (interpreter, imports, and under Prefect its flow run's set-up)."""
     if wall_seconds is None or wall_seconds <= s.seconds:
         return f"{s.seconds:,.1f} s"
-    return f"{wall_seconds:,.1f} s (Prefect start and finish {wall_seconds - s.seconds:,.1f} s)"
+    return f"{wall_seconds:,.1f} s (start and finish {wall_seconds - s.seconds:,.1f} s)"
 
 
 def summary_rows(s: RunSummary, *, wall_seconds: float | None = None) -> list[tuple[str, str]]:
