@@ -31,8 +31,8 @@ TABLES = {
     "research_ledger",
 }  # fmt: skip
 VIEWS = {
-    "place_outcomes", "places_latest", "run_credits", "place_facts", "place_history", "place_claims",
-    "research_latest", "run_row_outcomes",
+    "place_outcomes", "places_latest", "run_credits", "place_facts", "place_history",
+    "place_claims", "research_latest", "run_row_outcomes",
 }  # fmt: skip
 
 
