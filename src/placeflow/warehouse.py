@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 import duckdb
 
+from placeflow.dbfile import check_warehouse
 from placeflow.errors import NoWarehouse, OptionsError, WarehouseError
 
 if TYPE_CHECKING:  # polars loads only where a frame is written (a report needs none)
@@ -105,6 +106,7 @@ def connect(
     in_memory = str(path) == MEMORY
     target = Path(path)
     if not in_memory:
+        check_warehouse(target)  # a CSV or a directory is refused before anything is done
         if read_only and not target.exists():
             raise NoWarehouse(f"no warehouse at {target}: a run creates it")
         if not read_only:
