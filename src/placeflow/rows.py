@@ -20,7 +20,7 @@ from placeflow.errors import PlaceflowError, UsageError
 from placeflow.options import RunOptions
 from placeflow.pipeline.csvfile import ROW, codec_name, read_csv_table, separator_for
 from placeflow.pipeline.read import PARQUET_MAGIC
-from placeflow.warehouse import reading
+from placeflow.warehouse import READ_WAIT, connect, reading
 
 ROWS_SQL = (
     "select * from run_row_outcomes where run_id = ?"
@@ -98,14 +98,28 @@ def write_rows(frame: pl.DataFrame, out: Path) -> None:
 
 
 def query(db: Path | str, sql: str) -> pl.DataFrame:
-    """Run SQL on a read-only connection to the warehouse (a write is refused by DuckDB)."""
+    """Run SQL on the warehouse, read-only: a write is refused by DuckDB, and so is any file
+    but the warehouse (read_csv, COPY ... TO, ATTACH, INSTALL: its external access is off)."""
     if not Path(db).exists():
         raise UsageError(f"no warehouse at {db}: a run creates it")
-    with reading(db) as con:
-        try:
-            relation = con.sql(sql)
-            frame: pl.DataFrame = pl.DataFrame() if relation is None else relation.pl()
-        except duckdb.Error as err:
-            first = str(err).splitlines()[0]
-            raise UsageError(f"the query failed: {first}") from None
+    try:
+        con = connect(db, read_only=True, wait=READ_WAIT, sealed=True)
+    except duckdb.ConnectionException:  # this process has it open otherwise: not shared
+        raise UsageError(
+            f"{db} is open in this process already; query it from another process"
+        ) from None
+    try:
+        relation = con.sql(sql)
+        frame: pl.DataFrame = pl.DataFrame() if relation is None else relation.pl()
+    except duckdb.PermissionException as err:
+        first = str(err).splitlines()[0]
+        raise UsageError(
+            f"the query was refused: {first}. `placeflow query` reads the warehouse only: no"
+            " other file is read or written (read_csv, COPY, ATTACH, EXPORT are off)"
+        ) from None
+    except duckdb.Error as err:
+        first = str(err).splitlines()[0]
+        raise UsageError(f"the query failed: {first}") from None
+    finally:
+        con.close()
     return frame

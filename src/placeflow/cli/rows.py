@@ -49,7 +49,8 @@ def add_parsers(sub: Any) -> None:
         help="run read-only SQL on the warehouse and print the result",
         description=(
             "Read-only SQL on the warehouse (tables runs, run_rows, rejects, jobs, ...; views"
-            " places_latest, run_row_outcomes, run_credits, place_outcomes)."
+            " places_latest, run_row_outcomes, run_credits, place_outcomes). No other file is"
+            " read or written: read_csv, COPY, ATTACH and EXPORT are refused."
         ),
     )
     q.add_argument("sql", metavar="SQL")
