@@ -1,7 +1,7 @@
 -- lines_validate: a validate result file (gzipped JSON Lines, one POIValidateResponse per line
 -- in chunk order) as validations rows, line by line (position: the line's, from 0).
 -- Parameters: $path, $run_id, $chunk_no, $loaded_at. Unknown fields are ignored;
--- enum-like fields stay text.
+-- enum-like fields stay text. Every text the server sent is stored capped (server_text).
 
 with
 
@@ -33,12 +33,12 @@ flattened as (
         id as place_key,
         coalesce(success, false) as success,
         existence_confidence,
-        operational_status.status as operational_status,
+        server_text(operational_status.status) as operational_status,
         operational_status.closure_confidence as closure_confidence,
-        operational_status.closure_reason as closure_reason,
-        error,
-        error_code,
-        request_id,
+        server_text(operational_status.closure_reason) as closure_reason,
+        server_text(error) as error,
+        server_text(error_code) as error_code,
+        server_text(request_id) as request_id,
         try_cast(validation_timestamp as timestamptz) as validated_at,
         coalesce(success, false)
             and (operational_status is not null or existence_confidence is not null) as billable
