@@ -6,6 +6,10 @@
 -- EnrichedAttribute (value, as_of, confidence) or ResultCell (value, confidence, status): one
 -- shape holds both. Every text the server sent is stored capped (server_text, 2,000
 -- characters and a marker); attribute values are kept as the JSON they came as.
+-- Billable is judged on the spec's fields alone (issue 34): a value of a requested
+-- attribute, an existence_confidence, an operational status value, or (the null-status
+-- reading, $bill_null_status) a status object carrying the spec's existence_confidence even
+-- as null. A field the spec never names (a status object of only `x_ext`) bills nothing.
 
 with
 
@@ -30,7 +34,7 @@ result_lines as (
                 tiktok struct(value json, confidence varchar, as_of varchar, status varchar),
                 email struct(value json, confidence varchar, as_of varchar, status varchar)
             )',
-            status: 'struct(existence_confidence double)',
+            status: 'json',
             operational_status: 'struct(status varchar, closure_confidence double, closure_reason varchar)',
             place_summary: 'varchar',
             enrichment_timestamp: 'varchar',
@@ -46,7 +50,11 @@ flattened as (
         line_no::integer as position,
         id as place_key,
         coalesce(success, false) as success,
-        status.existence_confidence as existence_confidence,
+        case
+            when status is null or json_type(status) = 'OBJECT'
+                then (status ->> 'existence_confidence')::double
+            else error('status is ' || json_type(status) || ', not an object')
+        end as existence_confidence,
         server_text(operational_status.status) as operational_status,
         operational_status.closure_confidence as closure_confidence,
         server_text(operational_status.closure_reason) as closure_reason,
@@ -110,9 +118,14 @@ flattened as (
                 or attributes.instagram.value is not null
                 or attributes.tiktok.value is not null
                 or attributes.email.value is not null
-                or status.existence_confidence is not null
-                or (status is not null and $bill_null_status)
-                or operational_status is not null
+                or (status ->> 'existence_confidence') is not null
+                or (
+                    coalesce(json_exists(status, '$.existence_confidence'), false)
+                    and $bill_null_status
+                )
+                or operational_status.status is not null
+                or operational_status.closure_confidence is not null
+                or operational_status.closure_reason is not null
             ) as billable
     from result_lines
 ),

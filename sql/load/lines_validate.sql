@@ -2,6 +2,8 @@
 -- in chunk order) as validations rows, line by line (position: the line's, from 0).
 -- Parameters: $path, $run_id, $chunk_no, $loaded_at. Unknown fields are ignored;
 -- enum-like fields stay text. Every text the server sent is stored capped (server_text).
+-- Billable is judged on the spec's fields alone: an operational_status object of only
+-- fields the spec never names bills nothing.
 
 with
 
@@ -41,7 +43,12 @@ flattened as (
         server_text(request_id) as request_id,
         try_cast(validation_timestamp as timestamptz) as validated_at,
         coalesce(success, false)
-            and (operational_status is not null or existence_confidence is not null) as billable
+            and (
+                existence_confidence is not null
+                or operational_status.status is not null
+                or operational_status.closure_confidence is not null
+                or operational_status.closure_reason is not null
+            ) as billable
     from result_lines
 ),
 

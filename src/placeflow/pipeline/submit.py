@@ -17,6 +17,9 @@ import hashlib
 import json
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel
 
 from placeflow.api.client import PlaceApiClient
 from placeflow.api.errors import ApiError, OutcomeUnknown
@@ -108,10 +111,11 @@ def send_batch(
     extra = len(pois) if lost and resend else 0
     for attempt in range(3):
         try:
+            # the fields the answer carried (a status of only unknown fields stays empty)
             if kind == "enrich":
-                results = [r.model_dump(mode="json") for r in api.enrich_batch(pois).results]
+                results = [_line(r) for r in api.enrich_batch(pois).results]
             else:
-                results = [api.validate(pois[0]).model_dump(mode="json")]
+                results = [_line(api.validate(pois[0]))]
             break
         except OutcomeUnknown as exc:
             # Billed or not? Where the key is ours alone the usage tells; else hold it.
@@ -133,6 +137,12 @@ def send_batch(
     )
     emit(ChunkSubmitted(chunk.chunk_no, "sync", chunk.rows, None))
     return Fetched(chunk.chunk_no, path, str(ref), "sync", held=0, partial=False)
+
+
+def _line(answer: BaseModel) -> dict[str, Any]:
+    """A synchronous answer as a result line: the spec's fields it carried, as sent."""
+    line: dict[str, Any] = answer.model_dump(mode="json", exclude_unset=True)
+    return line
 
 
 def _uncertain(state: RunState, chunk: Chunk, emit: Emit, what: str) -> None:
