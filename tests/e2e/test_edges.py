@@ -45,3 +45,38 @@ def test_unknown_fields_never_make_a_row_billable(rig: Any, tmp_path: Path) -> N
     with duckdb.connect(str(db), read_only=True) as con:
         billable = con.execute("select count(*) from enrichments where billable").fetchall()
     assert billable == [(r.billed_credits(),)]
+
+
+def test_lost_sync_answers_are_booked_and_the_message_names_what_settles_them(
+    rig: Any, tmp_path: Path
+) -> None:
+    """Item 5: synchronous batches processed and billed, their answers lost: the run stops
+    interrupted; the usage books what they cost as a named adjustment (ledger = what the
+    sandbox billed), `possible_extra_credits` counts their rows, and the message names
+    `placeflow resume RUN --resend-uncertain`. A plain resume sends nothing again; the resume
+    it names buys them again (billed twice, as accepted) and completes, the ledger still
+    equal to the sandbox's billing."""
+    r = rig(FaultConfig(seed=3, sync_reset_after_rate=0.3), fail_rate=0.0)
+    f, db = write_places(tmp_path / "p.csv", 100), tmp_path / "wh.duckdb"
+    s = go(r, f, db, mode="enrich", route="sync")
+    assert r.rows_billed_twice() == 0
+    lost = 100 - s.succeeded
+    assert s.status == "interrupted" and lost > 0, s.message
+    assert s.possible_extra_credits == lost
+    command = f"placeflow resume {s.run_id} --resend-uncertain"
+    assert command in (s.message or "") and "retries them" not in (s.message or "")
+    kinds = ledger(db)
+    assert kinds["charge"] + kinds["adjustment"] == r.billed_credits() == 100
+    assert s.adjustment == lost and s.ledger_vs_usage == 0
+    with duckdb.connect(str(db), read_only=True) as con:
+        (note,) = con.execute("select note from credit_ledger where kind = 'adjustment'").fetchone()
+    assert "answers were lost" in note
+    again = placeflow.resume(s.run_id, db=db, target=r.target, clock=r.now)
+    assert again.status == "interrupted" and r.billed_credits() == 100
+    assert ledger(db)["adjustment"] == lost  # booked once
+    bought = placeflow.resume(s.run_id, db=db, target=r.target, clock=r.now, resend_uncertain=True)
+    assert bought.status == "completed" and bought.succeeded == 100, bought.message
+    assert r.rows_billed_twice() == lost and r.billed_credits() == 100 + lost
+    assert bought.possible_extra_credits == lost
+    kinds = ledger(db)
+    assert kinds["charge"] + kinds["adjustment"] == r.billed_credits()

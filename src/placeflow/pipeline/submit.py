@@ -29,6 +29,7 @@ from placeflow.events import ChunkSubmitted, CreditsHeld, Emit, Note
 from placeflow.fields import JobKind
 from placeflow.pipeline.fetch import Fetched
 from placeflow.pipeline.resend import usage_unexplained
+from placeflow.state.lifecycle import UNCERTAIN
 from placeflow.state.records import Chunk
 from placeflow.state.runstate import RunState
 
@@ -51,6 +52,15 @@ class SubmitInfo:
         """The job for a poller to follow, its eta what remains of it at `now`."""
         eta = None if self.due is None else max(0.0, self.due - now)
         return PendingJob(self.batch_id, eta, self.created_at, self.eta_completion_at)
+
+
+@dataclass(frozen=True)
+class Uncertain:
+    """A chunk held as uncertain (`RunState.uncertain`): its request may have been charged
+    without an answer, so it is not sent again unasked; `why` says so, for the run's message."""
+
+    chunk_no: int
+    why: str
 
 
 def submit_job(
@@ -99,16 +109,17 @@ def send_batch(
     workdir: Path,
     emit: Emit,
     resend: bool = False,
-) -> Fetched | None:
-    """Send one synchronous batch; its answers become the chunk's result file (None: held as
-    uncertain, its answer lost after the request may have been billed)."""
+) -> Fetched | Uncertain:
+    """Send one synchronous batch; its answers become the chunk's result file, or it is held
+    as `Uncertain` (its answer lost after the request may have been billed: the account
+    books what the usage shows it cost, and `possible_extra_credits` counts its rows)."""
     lost = chunk.status == "submitted"  # sent before, its answer never stored
     if lost and not resend and usage_unexplained(api, state) != 0:
-        _uncertain(state, chunk, emit, "a previous attempt's answer was lost")
-        return None
+        return _uncertain(state, chunk, emit, "a previous attempt's answer was lost")
     state.sending(chunk.chunk_no)
     pois = state.chunk_requests(chunk.chunk_no)
-    extra = len(pois) if lost and resend else 0
+    counted = chunk.error_code == UNCERTAIN  # its rows already in possible_extra_credits
+    extra = len(pois) if lost and resend and not counted else 0
     for attempt in range(3):
         try:
             # the fields the answer carried (a status of only unknown fields stays empty)
@@ -120,8 +131,8 @@ def send_batch(
         except OutcomeUnknown as exc:
             # Billed or not? Where the key is ours alone the usage tells; else hold it.
             if attempt == 2 or usage_unexplained(api, state) != 0:
-                _uncertain(state, chunk, emit, f"its answer was lost ({exc})")
-                return None
+                cause = type(exc.__cause__).__name__ if exc.__cause__ else "no answer"
+                return _uncertain(state, chunk, emit, f"its answer was lost ({cause})")
     path = workdir / f"chunk-{chunk.chunk_no:05d}" / "sync.jsonl.gz"
     path.parent.mkdir(parents=True, exist_ok=True)
     body = "".join(json.dumps(r, separators=(",", ":")) + "\n" for r in results).encode()
@@ -145,11 +156,11 @@ def _line(answer: BaseModel) -> dict[str, Any]:
     return line
 
 
-def _uncertain(state: RunState, chunk: Chunk, emit: Emit, what: str) -> None:
+def _uncertain(state: RunState, chunk: Chunk, emit: Emit, what: str) -> Uncertain:
     why = (
         f"chunk {chunk.chunk_no}: a synchronous request without an Idempotency-Key may have"
-        f" been billed: {what}; held as uncertain, not re-sent blind (--resend-uncertain sends"
-        " it again)"
+        f" been billed: {what}; held as uncertain, not sent again blind"
     )
-    state.uncertain(chunk.chunk_no, why)
+    state.uncertain(chunk.chunk_no, why, possible=chunk.rows)
     emit(Note(why))
+    return Uncertain(chunk.chunk_no, why)
