@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
+from dataclasses import replace
 from datetime import datetime
 from functools import partial
 from pathlib import Path
@@ -41,7 +42,7 @@ from placeflow.pipeline.account import RunSummary, account
 from placeflow.pipeline.fetch import Fetched, fetch, on_disk
 from placeflow.pipeline.load import LoadError, load
 from placeflow.pipeline.poll import poll, unknown_job
-from placeflow.pipeline.resend import vet
+from placeflow.pipeline.resend import post_age, vet
 from placeflow.pipeline.submit import Uncertain, send_batch, submit_job
 from placeflow.sender import Sender, locked
 from placeflow.state.lifecycle import NO_RESULT_FILE, UNCERTAIN, UNKNOWN_JOB
@@ -174,12 +175,12 @@ class _Carry:
         now, window = self.state.now(), self.options.idempotency_window
         chunks = self.state.chunks("planned", "submitted")
         lost = [c for c in chunks if c.status == "planned" and c.sending_at is not None]
-        past = [c for c in lost if _age(c, now) > window]
+        past = [c for c in lost if post_age(c, now) > window]
         if not past:
             return
         attached = sum(1 for c in chunks if c.status == "submitted" and c.batch_id)
         unsent = sum(1 for c in chunks if c.status == "planned" and c.sending_at is None)
-        oldest = max(_age(c, now) for c in past)
+        oldest = max(post_age(c, now) for c in past)
         self.emit(
             Note(
                 f"resuming {self.state.run_id}: {attached} submitted job(s) are re-attached and"
@@ -240,12 +241,19 @@ class _Carry:
             verdict = vet(self.api, own, chunk, self.options, own.now())
             if not verdict.send:
                 self.held.hold(chunk.chunk_no, verdict.why, uncertain=True)
-                own.uncertain(chunk.chunk_no, verdict.why)
+                own.uncertain(chunk.chunk_no, verdict.why, possible=chunk.rows)
                 self.emit(Note(verdict.why))
                 continue
+            if chunk.sending_at is not None and not verdict.replay:  # new work, not a replay
+                own.not_sent(chunk.chunk_no)
+                chunk = replace(chunk, sending_at=None)
             sent = self.r.each("submit", submit_job)(
-                self.api, own, chunk, kind=self.kind, emit=self.emit
-            )
+                self.api, own, chunk, kind=self.kind, emit=self.emit,
+                window=self.options.idempotency_window,
+            )  # fmt: skip
+            if isinstance(sent, Uncertain):
+                self.held.hold(chunk.chunk_no, sent.why, uncertain=True)
+                continue
             feed.put(sent.pending(self.api.clock()))
 
     def jobs(self) -> None:
@@ -358,16 +366,6 @@ def carry_out(
     module's docstring)."""
     with carrying(state.run_id):
         return _Carry(r, api, state, options, workdir).run(started)
-
-
-def _age(chunk: Chunk, now: datetime) -> float:
-    """Seconds since a chunk's POST was written ahead (`sending_at`)."""
-    sent = chunk.sending_at
-    if sent is None:
-        return 0.0
-    if sent.tzinfo is None:
-        sent = sent.replace(tzinfo=now.tzinfo)
-    return (now - sent).total_seconds()
 
 
 def _given(fetched: Fetched | None) -> Get:

@@ -80,3 +80,29 @@ def test_lost_sync_answers_are_booked_and_the_message_names_what_settles_them(
     assert bought.possible_extra_credits == lost
     kinds = ledger(db)
     assert kinds["charge"] + kinds["adjustment"] == r.billed_credits()
+
+
+def test_retries_inside_a_run_keep_to_the_idempotency_window(rig: Any, tmp_path: Path) -> None:
+    """Item 1: the service keeps Idempotency-Keys 2.5 s; the first chunk's POST is processed and
+    its answer lost three times in a row. Replays within the 2 s window re-attach to its job;
+    the next would leave at 3.5 s, past the window, so it is not sent: the chunk is held as
+    uncertain (the usage moved by its job's hold), the other chunks load, and no second job is
+    created for it. A resume once that job has ended books what it cost: the ledger equals
+    what the sandbox billed, and no row was billed twice."""
+    r = rig(FaultConfig(idempotency_retention_seconds=2.5), rows_per_second=50.0, fail_rate=0.0)
+    r.sandbox.inject("POST /v1/jobs/enrich", "drop_response", times=3)
+    f, db = write_places(tmp_path / "p.csv", 60), tmp_path / "wh.duckdb"
+    s = go(r, f, db, route="job", mode="enrich", chunk_rows=20, idempotency_window=2.0)
+    assert s.status == "interrupted" and "held as uncertain" in (s.message or "")
+    assert "idempotency window (2 s)" in (s.message or "")
+    assert r.sandbox.stats()["jobs"]["created"] == 3 and r.rows_billed_twice() == 0
+    assert s.succeeded == 40 and s.possible_extra_credits == 20
+    with duckdb.connect(str(db), read_only=True) as con:
+        held = con.execute("select chunk_no, status, error_code from jobs where chunk_no = 0")
+        assert held.fetchall() == [(0, "planned", "UNCERTAIN")]
+    r.clock.advance(600.0)
+    again = placeflow.resume(s.run_id, db=db, target=r.target, clock=r.now)
+    assert again.status == "interrupted" and r.sandbox.stats()["jobs"]["created"] == 3
+    kinds = ledger(db)
+    assert kinds["charge"] + kinds["adjustment"] == r.billed_credits() == 60
+    assert r.rows_billed_twice() == 0

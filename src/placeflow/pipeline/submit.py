@@ -15,7 +15,7 @@ from __future__ import annotations
 import gzip
 import hashlib
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -28,7 +28,7 @@ from placeflow.api.models import TERMINAL_JOB_STATUSES
 from placeflow.events import ChunkSubmitted, CreditsHeld, Emit, Note
 from placeflow.fields import JobKind
 from placeflow.pipeline.fetch import Fetched
-from placeflow.pipeline.resend import usage_unexplained
+from placeflow.pipeline.resend import post_age, usage_unexplained
 from placeflow.state.lifecycle import UNCERTAIN
 from placeflow.state.records import Chunk
 from placeflow.state.runstate import RunState
@@ -64,12 +64,27 @@ class Uncertain:
 
 
 def submit_job(
-    api: PlaceApiClient, state: RunState, chunk: Chunk, *, kind: JobKind, emit: Emit
-) -> SubmitInfo:
-    """POST a planned job chunk under its Idempotency-Key; store the batch_id and the hold."""
+    api: PlaceApiClient,
+    state: RunState,
+    chunk: Chunk,
+    *,
+    kind: JobKind,
+    emit: Emit,
+    window: float,
+    again: bool = True,
+) -> SubmitInfo | Uncertain:
+    """POST a planned job chunk under its Idempotency-Key; store the batch_id and the hold.
+
+    A POST whose answer is lost is replayed only within the idempotency `window` of its first
+    send (`PlaceApiClient.submit_job_body`'s replay_window; a resumed chunk's from its
+    `sending_at`): past it the usage judges it (`lost_post`), and it is held as `Uncertain`
+    unless the usage shows it created no job."""
     assert chunk.idempotency_key is not None
+    sent_at = None
     if chunk.sending_at is None:
         state.sending_job(chunk.chunk_no)  # written ahead: a lost answer is known on resume
+    else:  # a replay (resumed within the window): the window counts from the first send
+        sent_at = api.clock() - post_age(chunk, state.now())
     try:
         # checked: the plan made each request from columns held to every limit of the spec's
         # stricter request model (normalize), so the 10,000 rows are not parsed again here.
@@ -78,10 +93,15 @@ def submit_job(
             state.chunk_body(chunk.chunk_no),
             idempotency_key=chunk.idempotency_key,
             checked=True,
+            replay_window=window,
+            sent_at=sent_at,
+            possible_credits=chunk.rows,
         )
-    except ApiError as exc:
-        if not isinstance(exc, OutcomeUnknown):  # answered with a refusal: no job was created
-            state.not_sent(chunk.chunk_no)
+    except OutcomeUnknown as lost:  # replays stopped at the window: the usage judges it
+        return lost_post(api, state, chunk, kind=kind, emit=emit, window=window, again=again,
+                         lost=lost)  # fmt: skip
+    except ApiError:  # answered with a refusal: no job was created
+        state.not_sent(chunk.chunk_no)
         raise
     job = submission.job
     due = None
@@ -98,6 +118,45 @@ def submit_job(
         chunk.chunk_no, submission.batch_id, chunk.rows, submission.replayed, due,
         job.created_at, job.eta_completion_at,
     )  # fmt: skip
+
+
+def lost_post(
+    api: PlaceApiClient,
+    state: RunState,
+    chunk: Chunk,
+    *,
+    kind: JobKind,
+    emit: Emit,
+    window: float,
+    again: bool,
+    lost: OutcomeUnknown,
+) -> SubmitInfo | Uncertain:
+    """A job POST whose answer was lost and that may not be replayed (past the window): where
+    the key's usage shows it created no job (the key ours alone, nothing of the run in
+    flight) it is sent once more as a new POST; otherwise held as uncertain, its rows counted
+    as possible extra credits, never sent again unless `--resend-uncertain` says so."""
+    moved = usage_unexplained(api, state)
+    if moved == 0 and again:
+        state.not_sent(chunk.chunk_no)
+        emit(Note(f"chunk {chunk.chunk_no}: its POST got no answer; the usage shows it created"
+                  " no job, so it is sent again"))  # fmt: skip
+        fresh = replace(chunk, sending_at=None)
+        return submit_job(api, state, fresh, kind=kind, emit=emit, window=window, again=False)
+    reason = (
+        "the usage cannot tell whether it created a job (another user of the key, a job in"
+        " flight, or no figure)"
+        if moved is None
+        else f"the usage moved {moved:,} credit(s) more than the run's ledger explains"
+    )
+    cause = type(lost.__cause__).__name__ if lost.__cause__ else "no answer"
+    why = (
+        f"chunk {chunk.chunk_no}: its job POST got no answer ({cause}) and replaying it past"
+        f" the idempotency window ({window:g} s) could create a second job; {reason}; held as"
+        " uncertain, not sent again blind"
+    )
+    state.uncertain(chunk.chunk_no, why, possible=chunk.rows)
+    emit(Note(why))
+    return Uncertain(chunk.chunk_no, why)
 
 
 def send_batch(
