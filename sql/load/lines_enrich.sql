@@ -4,7 +4,12 @@
 -- chunk_context), $bill_null_status. Unknown fields and attributes are ignored; enum-like
 -- fields stay text; an attribute missing from a line is null. Attributes come as
 -- EnrichedAttribute (value, as_of, confidence) or ResultCell (value, confidence, status): one
--- shape holds both.
+-- shape holds both. Every text the server sent is stored capped (server_text, 2,000
+-- characters and a marker); attribute values are kept as the JSON they came as.
+-- Billable is judged on the spec's fields alone (issue 34): a value of a requested
+-- attribute, an existence_confidence, an operational status value, or (the null-status
+-- reading, $bill_null_status) a status object carrying the spec's existence_confidence even
+-- as null. A field the spec never names (a status object of only `x_ext`) bills nothing.
 
 with
 
@@ -29,7 +34,7 @@ result_lines as (
                 tiktok struct(value json, confidence varchar, as_of varchar, status varchar),
                 email struct(value json, confidence varchar, as_of varchar, status varchar)
             )',
-            status: 'struct(existence_confidence double)',
+            status: 'json',
             operational_status: 'struct(status varchar, closure_confidence double, closure_reason varchar)',
             place_summary: 'varchar',
             enrichment_timestamp: 'varchar',
@@ -45,60 +50,64 @@ flattened as (
         line_no::integer as position,
         id as place_key,
         coalesce(success, false) as success,
-        status.existence_confidence as existence_confidence,
-        operational_status.status as operational_status,
+        case
+            when status is null or json_type(status) = 'OBJECT'
+                then (status ->> 'existence_confidence')::double
+            else error('status is ' || json_type(status) || ', not an object')
+        end as existence_confidence,
+        server_text(operational_status.status) as operational_status,
         operational_status.closure_confidence as closure_confidence,
-        operational_status.closure_reason as closure_reason,
-        place_summary,
+        server_text(operational_status.closure_reason) as closure_reason,
+        server_text(place_summary) as place_summary,
         attributes.opening_hours.value as opening_hours_value,
-        attributes.opening_hours.confidence as opening_hours_confidence,
+        server_text(attributes.opening_hours.confidence) as opening_hours_confidence,
         try_cast(attributes.opening_hours.as_of as date) as opening_hours_as_of,
-        attributes.opening_hours.status as opening_hours_status,
+        server_text(attributes.opening_hours.status) as opening_hours_status,
         attributes.phone.value as phone_value,
-        attributes.phone.confidence as phone_confidence,
+        server_text(attributes.phone.confidence) as phone_confidence,
         try_cast(attributes.phone.as_of as date) as phone_as_of,
-        attributes.phone.status as phone_status,
+        server_text(attributes.phone.status) as phone_status,
         attributes.website.value as website_value,
-        attributes.website.confidence as website_confidence,
+        server_text(attributes.website.confidence) as website_confidence,
         try_cast(attributes.website.as_of as date) as website_as_of,
-        attributes.website.status as website_status,
+        server_text(attributes.website.status) as website_status,
         attributes.facebook.value as facebook_value,
-        attributes.facebook.confidence as facebook_confidence,
+        server_text(attributes.facebook.confidence) as facebook_confidence,
         try_cast(attributes.facebook.as_of as date) as facebook_as_of,
-        attributes.facebook.status as facebook_status,
+        server_text(attributes.facebook.status) as facebook_status,
         attributes.instagram.value as instagram_value,
-        attributes.instagram.confidence as instagram_confidence,
+        server_text(attributes.instagram.confidence) as instagram_confidence,
         try_cast(attributes.instagram.as_of as date) as instagram_as_of,
-        attributes.instagram.status as instagram_status,
+        server_text(attributes.instagram.status) as instagram_status,
         attributes.tiktok.value as tiktok_value,
-        attributes.tiktok.confidence as tiktok_confidence,
+        server_text(attributes.tiktok.confidence) as tiktok_confidence,
         try_cast(attributes.tiktok.as_of as date) as tiktok_as_of,
-        attributes.tiktok.status as tiktok_status,
+        server_text(attributes.tiktok.status) as tiktok_status,
         attributes.email.value as email_value,
-        attributes.email.confidence as email_confidence,
+        server_text(attributes.email.confidence) as email_confidence,
         try_cast(attributes.email.as_of as date) as email_as_of,
-        attributes.email.status as email_status,
-        coalesce(
+        server_text(attributes.email.status) as email_status,
+        server_text(coalesce(
             attributes.phone.value ->> 'number',
             json_string(attributes.phone.value)
-        ) as phone_number,
-        coalesce(
+        )) as phone_number,
+        server_text(coalesce(
             attributes.website.value ->> 'url',
             json_string(attributes.website.value)
-        ) as website_url,
-        social_url(attributes.facebook.value) as facebook_url,
-        social_handle(attributes.facebook.value) as facebook_handle,
-        social_url(attributes.instagram.value) as instagram_url,
-        social_handle(attributes.instagram.value) as instagram_handle,
-        social_url(attributes.tiktok.value) as tiktok_url,
-        social_handle(attributes.tiktok.value) as tiktok_handle,
-        coalesce(
+        )) as website_url,
+        server_text(social_url(attributes.facebook.value)) as facebook_url,
+        server_text(social_handle(attributes.facebook.value)) as facebook_handle,
+        server_text(social_url(attributes.instagram.value)) as instagram_url,
+        server_text(social_handle(attributes.instagram.value)) as instagram_handle,
+        server_text(social_url(attributes.tiktok.value)) as tiktok_url,
+        server_text(social_handle(attributes.tiktok.value)) as tiktok_handle,
+        server_text(coalesce(
             attributes.email.value ->> 'email',
             json_string(attributes.email.value)
-        ) as email_address,
-        error,
-        error_code,
-        request_id,
+        )) as email_address,
+        server_text(error) as error,
+        server_text(error_code) as error_code,
+        server_text(request_id) as request_id,
         try_cast(enrichment_timestamp as timestamptz) as enriched_at,
         coalesce(success, false)
             and (
@@ -109,9 +118,14 @@ flattened as (
                 or attributes.instagram.value is not null
                 or attributes.tiktok.value is not null
                 or attributes.email.value is not null
-                or status.existence_confidence is not null
-                or (status is not null and $bill_null_status)
-                or operational_status is not null
+                or (status ->> 'existence_confidence') is not null
+                or (
+                    coalesce(json_exists(status, '$.existence_confidence'), false)
+                    and $bill_null_status
+                )
+                or operational_status.status is not null
+                or operational_status.closure_confidence is not null
+                or operational_status.closure_reason is not null
             ) as billable
     from result_lines
 ),

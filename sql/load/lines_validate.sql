@@ -1,7 +1,9 @@
 -- lines_validate: a validate result file (gzipped JSON Lines, one POIValidateResponse per line
 -- in chunk order) as validations rows, line by line (position: the line's, from 0).
 -- Parameters: $path, $run_id, $chunk_no, $loaded_at. Unknown fields are ignored;
--- enum-like fields stay text.
+-- enum-like fields stay text. Every text the server sent is stored capped (server_text).
+-- Billable is judged on the spec's fields alone: an operational_status object of only
+-- fields the spec never names bills nothing.
 
 with
 
@@ -33,15 +35,20 @@ flattened as (
         id as place_key,
         coalesce(success, false) as success,
         existence_confidence,
-        operational_status.status as operational_status,
+        server_text(operational_status.status) as operational_status,
         operational_status.closure_confidence as closure_confidence,
-        operational_status.closure_reason as closure_reason,
-        error,
-        error_code,
-        request_id,
+        server_text(operational_status.closure_reason) as closure_reason,
+        server_text(error) as error,
+        server_text(error_code) as error_code,
+        server_text(request_id) as request_id,
         try_cast(validation_timestamp as timestamptz) as validated_at,
         coalesce(success, false)
-            and (operational_status is not null or existence_confidence is not null) as billable
+            and (
+                existence_confidence is not null
+                or operational_status.status is not null
+                or operational_status.closure_confidence is not null
+                or operational_status.closure_reason is not null
+            ) as billable
     from result_lines
 ),
 

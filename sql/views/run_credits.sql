@@ -72,4 +72,4 @@ comment on column run_credits.usage_delta is 'usage_after - usage_before: what t
 comment on column run_credits.difference is 'usage_delta - charged, before any adjustment: what the spec''s rule did not explain.';
 comment on column run_credits.adjustment is 'Signed adjustment entries (ledger) that balanced the ledger to the service''s usage.';
 comment on column run_credits.ledger_vs_usage is 'usage_delta - charged - adjustment: 0 when the ledger explains the service''s count.';
-comment on column run_credits.possible_extra_credits is 'Charges the client could not rule out (a retried synchronous request).';
+comment on column run_credits.possible_extra_credits is 'Charges the client could not rule out: requests whose answers were lost (held as uncertain), and places sent again by --resend-uncertain.';

@@ -17,8 +17,8 @@ counting lazy and TYPE_CHECKING imports too):
     pipeline        placeflow.pipeline: the stages, each a plain typed function
     state           placeflow.state: the one writer of a run's tables, the job lifecycle
     warehouse/api   placeflow.warehouse (DuckDB), placeflow.api (the service's client)
-    base modules    errors, fields, options, config, events, redact, text, diskfull: import
-                    nothing of placeflow above them
+    base modules    errors, fields, options, config, events, redact, text, diskfull, dbfile:
+                    import nothing of placeflow above them
 """
 
 from __future__ import annotations

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
+from dataclasses import replace
 from datetime import datetime
 from functools import partial
 from pathlib import Path
@@ -41,10 +42,10 @@ from placeflow.pipeline.account import RunSummary, account
 from placeflow.pipeline.fetch import Fetched, fetch, on_disk
 from placeflow.pipeline.load import LoadError, load
 from placeflow.pipeline.poll import poll, unknown_job
-from placeflow.pipeline.resend import vet
-from placeflow.pipeline.submit import send_batch, submit_job
+from placeflow.pipeline.resend import post_age, vet
+from placeflow.pipeline.submit import Uncertain, send_batch, submit_job
 from placeflow.sender import Sender, locked
-from placeflow.state.lifecycle import NO_RESULT_FILE, UNKNOWN_JOB
+from placeflow.state.lifecycle import NO_RESULT_FILE, UNCERTAIN, UNKNOWN_JOB
 from placeflow.state.owners import carrying, owner_of
 from placeflow.state.records import Chunk
 from placeflow.state.runstate import RunState
@@ -78,29 +79,44 @@ Get = Callable[[], Fetched | None]
 class Held:
     """The chunks of a run that could not settle (or be sent) now, and why: written by the
     run's thread (settling) and the sender's (a chunk vetted as uncertain), so every access
-    takes its lock."""
+    takes its lock. An *uncertain* one's request may have been charged without its answer: a
+    resume sends it again only where the key's usage shows it was not billed, and
+    `--resend-uncertain` is what settles it; the others a plain resume retries."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._why: dict[int, str] = {}
+        self._why: dict[int, tuple[str, bool]] = {}
 
-    def hold(self, chunk_no: int, why: str) -> None:
+    def hold(self, chunk_no: int, why: str, *, uncertain: bool = False) -> None:
         with self._lock:
-            self._why[chunk_no] = why
+            self._why[chunk_no] = (why, uncertain)
 
     def release(self, chunk_no: int) -> None:
         with self._lock:
             self._why.pop(chunk_no, None)
 
     def message(self, run_id: str) -> str | None:
-        """What the run says when it stops with chunks held (None: none held)."""
+        """What the run says when it stops with chunks held (None: none held), naming the
+        command that settles each kind."""
         with self._lock:
-            if not self._why:
-                return None
-            said = "; ".join(self._why[k] for k in sorted(self._why))
-            return (
-                f"{len(self._why)} chunk(s) held: {said}. `placeflow resume {run_id}` retries them"
+            held = sorted(self._why.items())
+        said = []
+        retried = [why for _, (why, uncertain) in held if not uncertain]
+        if retried:
+            said.append(
+                f"{len(retried)} chunk(s) held: {'; '.join(retried)}. `placeflow resume"
+                f" {run_id}` retries them"
             )
+        lost = [why for _, (why, uncertain) in held if uncertain]
+        if lost:
+            said.append(
+                f"{len(lost)} chunk(s) held as uncertain: {'; '.join(lost)}. Their requests may"
+                " have been billed without an answer, which no plain resume buys again (it"
+                " sends only those the key's usage shows were not billed):"
+                f" `placeflow resume {run_id} --resend-uncertain` sends them again, paying"
+                " again what they cost (counted in possible_extra_credits)"
+            )
+        return ". ".join(said) or None
 
 
 class _Carry:
@@ -159,12 +175,12 @@ class _Carry:
         now, window = self.state.now(), self.options.idempotency_window
         chunks = self.state.chunks("planned", "submitted")
         lost = [c for c in chunks if c.status == "planned" and c.sending_at is not None]
-        past = [c for c in lost if _age(c, now) > window]
+        past = [c for c in lost if post_age(c, now) > window]
         if not past:
             return
         attached = sum(1 for c in chunks if c.status == "submitted" and c.batch_id)
         unsent = sum(1 for c in chunks if c.status == "planned" and c.sending_at is None)
-        oldest = max(_age(c, now) for c in past)
+        oldest = max(post_age(c, now) for c in past)
         self.emit(
             Note(
                 f"resuming {self.state.run_id}: {attached} submitted job(s) are re-attached and"
@@ -196,9 +212,10 @@ class _Carry:
                 self.api, self.state, chunk, kind=self.kind, workdir=self.workdir,
                 emit=self.emit, resend=self.options.resend_uncertain,
             )  # fmt: skip
-            if sent is None:
-                self.held.hold(chunk.chunk_no, f"chunk {chunk.chunk_no}: uncertain (see its error)")
-            self.settle(chunk.chunk_no, _given(sent))
+            if isinstance(sent, Uncertain):
+                self.held.hold(chunk.chunk_no, sent.why, uncertain=True)
+            else:
+                self.settle(chunk.chunk_no, _given(sent))
             let_go(self.state.con, held_over=READERS_EVERY)
 
     def resend_held(self) -> None:
@@ -223,13 +240,20 @@ class _Carry:
                 return
             verdict = vet(self.api, own, chunk, self.options, own.now())
             if not verdict.send:
-                self.held.hold(chunk.chunk_no, verdict.why)
-                own.uncertain(chunk.chunk_no, verdict.why)
+                self.held.hold(chunk.chunk_no, verdict.why, uncertain=True)
+                own.uncertain(chunk.chunk_no, verdict.why, possible=chunk.rows)
                 self.emit(Note(verdict.why))
                 continue
+            if chunk.sending_at is not None and not verdict.replay:  # new work, not a replay
+                own.not_sent(chunk.chunk_no)
+                chunk = replace(chunk, sending_at=None)
             sent = self.r.each("submit", submit_job)(
-                self.api, own, chunk, kind=self.kind, emit=self.emit
-            )
+                self.api, own, chunk, kind=self.kind, emit=self.emit,
+                window=self.options.idempotency_window,
+            )  # fmt: skip
+            if isinstance(sent, Uncertain):
+                self.held.hold(chunk.chunk_no, sent.why, uncertain=True)
+                continue
             feed.put(sent.pending(self.api.clock()))
 
     def jobs(self) -> None:
@@ -290,7 +314,10 @@ class _Carry:
         for whoever resumes it."""
         if self.api.journal is None:
             return
-        open_ = self.state.chunks("submitted")
+        open_ = [  # a synchronous batch whose answer was lost is billed or not: not in flight
+            c for c in self.state.chunks("submitted")
+            if not (c.route == "sync" and c.error_code == UNCERTAIN)
+        ]  # fmt: skip
         lost = [c for c in self.state.chunks("planned") if c.sending_at is not None]
         if not open_ and not lost:
             self.api.journal.settled(self.state.run_id)
@@ -339,16 +366,6 @@ def carry_out(
     module's docstring)."""
     with carrying(state.run_id):
         return _Carry(r, api, state, options, workdir).run(started)
-
-
-def _age(chunk: Chunk, now: datetime) -> float:
-    """Seconds since a chunk's POST was written ahead (`sending_at`)."""
-    sent = chunk.sending_at
-    if sent is None:
-        return 0.0
-    if sent.tzinfo is None:
-        sent = sent.replace(tzinfo=now.tzinfo)
-    return (now - sent).total_seconds()
 
 
 def _given(fetched: Fetched | None) -> Get:

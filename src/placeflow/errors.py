@@ -14,6 +14,9 @@
     │   ├── UnknownRun                  no such run in this warehouse (also a LookupError)
     │   ├── NoWarehouse                 no warehouse where a reader looked: a run creates it
     │   │                               (also a FileNotFoundError)
+    │   ├── NotAWarehouse               the warehouse path names a directory or a file that is not
+    │   │                               a DuckDB database (a CSV, Parquet, JSON, ...): refused
+    │   │                               before anything is read or spent (placeflow.warehouse)
     │   ├── NotYetKnown                 asked for what is known only later: a read's info before
     │   │                               its batches are exhausted (also a RuntimeError)
     │   └── SecretRefused               a redact.Secret asked to leave in a pickle (also a
@@ -100,6 +103,12 @@ class UnknownRun(UsageError, LookupError):
 class NoWarehouse(UsageError, FileNotFoundError):
     """No warehouse at the path given to read one (`connect(..., read_only=True)`): a run
     creates it."""
+
+
+class NotAWarehouse(UsageError):
+    """The warehouse path (`--db`) names a directory, or a file that is not a DuckDB database:
+    DuckDB 2.0 would open a CSV, Parquet or JSON file as a throwaway in-memory database, and a
+    run would pay for work it cannot keep. Refused before anything is read or spent."""
 
 
 class NotYetKnown(UsageError, RuntimeError):

@@ -137,7 +137,9 @@ class RunOptions(BaseModel):
     idempotency_window: float = Field(
         default=60.0,
         description="seconds within which a job POST whose answer was lost is replayed under"
-        " its Idempotency-Key; older ones are checked against usage first (default 60)",
+        " its Idempotency-Key, by the run's own retries and by a resume; past it the usage"
+        " decides, else the chunk is held as uncertain (default 60; set it below how long"
+        " the service keeps keys, when that is shorter)",
         json_schema_extra={"metavar": "SECONDS", "estimate": False, "identity": False},
     )
     warehouse_wait: float = Field(

@@ -10,6 +10,7 @@ The original columns are read as the file is now, as text; a name the output alr
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -20,7 +21,7 @@ from placeflow.errors import PlaceflowError, UsageError
 from placeflow.options import RunOptions
 from placeflow.pipeline.csvfile import ROW, codec_name, read_csv_table, separator_for
 from placeflow.pipeline.read import PARQUET_MAGIC
-from placeflow.warehouse import reading
+from placeflow.warehouse import READ_WAIT, connect, reading
 
 ROWS_SQL = (
     "select * from run_row_outcomes where run_id = ?"
@@ -83,29 +84,67 @@ def row_outcomes(
     return pl.concat(parts, how="diagonal_relaxed").sort("row_ord")
 
 
+FORMULA_START = r"^[=+\-@\t\r]"
+"""A text cell a spreadsheet may run as a formula starts with one of = + - @ tab or CR."""
+
+
+def _inert(text: str) -> str:
+    return f"'{text}" if re.match(FORMULA_START, text) else text
+
+
+def csv_safe(frame: pl.DataFrame) -> pl.DataFrame:
+    """`frame` as placeflow writes it to CSV: nested columns as text, and every text cell (and
+    column name) that starts with = + - @ tab or CR prefixed with a single quote, OWASP's rule
+    against formula injection (a place named `=HYPERLINK(...)` in the input, a website the
+    service sent as `+cmd|...`). Numbers stay numbers: only text is touched."""
+    flat = frame.with_columns(
+        [pl.col(c).cast(pl.String) for c, t in frame.schema.items() if t.is_nested()]
+    )
+    quoted = flat.with_columns(
+        pl.when(pl.col(c).str.contains(FORMULA_START))
+        .then(pl.lit("'") + pl.col(c))
+        .otherwise(pl.col(c))
+        .alias(c)
+        for c, t in flat.schema.items()
+        if t == pl.String
+    )
+    return quoted.rename({c: _inert(c) for c in quoted.columns if _inert(c) != c})
+
+
 def write_rows(frame: pl.DataFrame, out: Path) -> None:
-    """Write CSV or Parquet, by the file's suffix."""
+    """Write CSV (formulas made inert: `csv_safe`) or Parquet, by the file's suffix."""
     suffix = out.suffix.lower()
     if suffix == ".parquet":
         frame.write_parquet(out)
     elif suffix == ".csv":
-        flat = frame.with_columns(
-            [pl.col(c).cast(pl.String) for c, t in frame.schema.items() if t.is_nested()]
-        )
-        flat.write_csv(out)
+        csv_safe(frame).write_csv(out)
     else:
         raise UsageError(f"--out {out}: name a .csv or .parquet file")
 
 
 def query(db: Path | str, sql: str) -> pl.DataFrame:
-    """Run SQL on a read-only connection to the warehouse (a write is refused by DuckDB)."""
+    """Run SQL on the warehouse, read-only: a write is refused by DuckDB, and so is any file
+    but the warehouse (read_csv, COPY ... TO, ATTACH, INSTALL: its external access is off)."""
     if not Path(db).exists():
         raise UsageError(f"no warehouse at {db}: a run creates it")
-    with reading(db) as con:
-        try:
-            relation = con.sql(sql)
-            frame: pl.DataFrame = pl.DataFrame() if relation is None else relation.pl()
-        except duckdb.Error as err:
-            first = str(err).splitlines()[0]
-            raise UsageError(f"the query failed: {first}") from None
+    try:
+        con = connect(db, read_only=True, wait=READ_WAIT, sealed=True)
+    except duckdb.ConnectionException:  # this process has it open otherwise: not shared
+        raise UsageError(
+            f"{db} is open in this process already; query it from another process"
+        ) from None
+    try:
+        relation = con.sql(sql)
+        frame: pl.DataFrame = pl.DataFrame() if relation is None else relation.pl()
+    except duckdb.PermissionException as err:
+        first = str(err).splitlines()[0]
+        raise UsageError(
+            f"the query was refused: {first}. `placeflow query` reads the warehouse only: no"
+            " other file is read or written (read_csv, COPY, ATTACH, EXPORT are off)"
+        ) from None
+    except duckdb.Error as err:
+        first = str(err).splitlines()[0]
+        raise UsageError(f"the query failed: {first}") from None
+    finally:
+        con.close()
     return frame

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import logging
 import re
-from typing import Annotated
+from typing import Annotated, Any
 
 from pydantic import AfterValidator
 
@@ -25,6 +25,19 @@ def cap_text(value: str, limit: int = MAX_SERVER_TEXT) -> str:
 
 CappedText = Annotated[str, AfterValidator(cap_text)]
 """A server-supplied free-text string, capped at `MAX_SERVER_TEXT` characters."""
+
+
+def cap_strings(value: Any) -> Any:
+    """`value` (parsed JSON: dicts, lists, scalars) with every string in it, keys aside, capped
+    by `cap_text`: a server's structured answer (a research value, an identity block) stored
+    as JSON keeps its shape, and no string in it is longer than MAX_SERVER_TEXT."""
+    if isinstance(value, str):
+        return cap_text(value)
+    if isinstance(value, dict):
+        return {k: cap_strings(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [cap_strings(v) for v in value]
+    return value
 
 
 _UNPRINTABLE = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")

@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 import duckdb
 
+from placeflow.dbfile import check_warehouse
 from placeflow.errors import NoWarehouse, OptionsError, WarehouseError
 
 if TYPE_CHECKING:  # polars loads only where a frame is written (a report needs none)
@@ -95,21 +96,25 @@ def sql_names(folder: str) -> list[str]:
 
 
 def connect(
-    path: Path | str, *, read_only: bool = False, wait: float = 0.0
+    path: Path | str, *, read_only: bool = False, wait: float = 0.0, sealed: bool = False
 ) -> duckdb.DuckDBPyConnection:
     """Open the warehouse; a writable one is created if needed, migrated and its views applied.
 
     While another process holds it, try again for up to `wait` seconds (a run holds it only
-    while writing), then raise `WarehouseBusy`.
+    while writing), then raise `WarehouseBusy`. `sealed` opens it with DuckDB's external access
+    disabled: no file but the warehouse is read or written (read_csv, COPY, ATTACH, extensions
+    are refused), and no statement can enable it again.
     """
     in_memory = str(path) == MEMORY
     target = Path(path)
     if not in_memory:
+        check_warehouse(target)  # a CSV or a directory is refused before anything is done
         if read_only and not target.exists():
             raise NoWarehouse(f"no warehouse at {target}: a run creates it")
         if not read_only:
             target.parent.mkdir(parents=True, exist_ok=True)
-    con = _open(MEMORY if in_memory else target, read_only=read_only, wait=wait)
+    config = {"enable_external_access": False} if sealed else None
+    con = _open(MEMORY if in_memory else target, read_only=read_only, wait=wait, config=config)
     if read_only:  # a reader's queries (a report of ten million rows) keep to the cap too
         con.execute(f"set memory_limit = '{WAREHOUSE_SETTINGS['memory_limit']}'")
     else:
@@ -321,13 +326,15 @@ def workdir_for(db: Path | str, run_id: str) -> Path:
     return Path(db).parent / "runs" / run_id
 
 
-def _open(path: Path | str, *, read_only: bool, wait: float) -> duckdb.DuckDBPyConnection:
+def _open(
+    path: Path | str, *, read_only: bool, wait: float, config: dict[str, Any] | None = None
+) -> duckdb.DuckDBPyConnection:
     """duckdb.connect, trying again for up to `wait` s while another process holds the file."""
     deadline = time.monotonic() + wait
     pause = 0.02
     while True:
         try:
-            return duckdb.connect(str(path), read_only=read_only)
+            return duckdb.connect(str(path), read_only=read_only, config=config or {})
         except duckdb.IOException as exc:
             if "lock" not in str(exc).lower():
                 raise

@@ -13,7 +13,6 @@ import duckdb
 import pytest
 
 import placeflow
-from placeflow.api.errors import TransientError
 from placeflow.api.poller import FILES_AFTER
 from placeflow.emulator import FaultConfig
 from placeflow.events import ChunkSubmitted, Event, Note
@@ -214,8 +213,10 @@ def test_results_split_across_files_are_loaded_whole(rig: Any, tmp_path: Path) -
 
 
 def test_lost_post_after_retention_is_not_paid_twice(rig: Any, tmp_path: Path) -> None:
-    """The answer of a job POST is lost, the run stops; resumed after the service forgot the
-    Idempotency-Key (retention 20 s, resume 30 s later): no second job is bought blind."""
+    """Every answer of a job POST is lost: it is replayed within the idempotency window (10 s)
+    and then held as uncertain, the run ends interrupted; resumed after the service forgot the
+    Idempotency-Key (retention 20 s, resume 30 s later): no second job is bought blind, and
+    the ledger books what the lost job cost from the usage."""
     r = rig(FaultConfig(idempotency_retention_seconds=20.0), rows_per_second=50.0)
 
     def step(name: str, fn: Callable[..., Any]) -> Callable[..., Any]:
@@ -231,21 +232,22 @@ def test_lost_post_after_retention_is_not_paid_twice(rig: Any, tmp_path: Path) -
         return submit_losing_answers
 
     f, db = write_places(tmp_path / "p.csv", 20), tmp_path / "wh.duckdb"
-    with pytest.raises(TransientError):
-        placeflow.run(
-            [str(f)], options=RunOptions(route="job", chunk_rows=20, idempotency_window=10.0),
-            db=db, target=r.target, clock=r.now, step=step,
-        )  # fmt: skip
+    first = placeflow.run(
+        [str(f)], options=RunOptions(route="job", chunk_rows=20, idempotency_window=10.0),
+        db=db, target=r.target, clock=r.now, step=step,
+    )  # fmt: skip
+    assert first.status == "interrupted" and "uncertain" in (first.message or "")
     with duckdb.connect(str(db), read_only=True) as con:
-        (sending,) = con.execute("select sending_at from jobs").fetchone() or (None,)
-        (run_id,) = con.execute("select run_id from runs").fetchone() or ("",)
-    assert sending is not None
+        found = con.execute("select sending_at, error_code from jobs").fetchone()
+    assert found is not None and found[0] is not None and found[1] == "UNCERTAIN"
     r.sandbox.backend.set_faults(FaultConfig(idempotency_retention_seconds=20.0))
     r.clock.advance(30.0)
-    s = placeflow.resume(str(run_id), db=db, target=r.target, clock=r.now)
+    s = placeflow.resume(first.run_id, db=db, target=r.target, clock=r.now)
     assert r.rows_billed_twice() == 0
     assert r.sandbox.stats()["jobs"]["created"] == 1
     assert s.status == "interrupted" and "uncertain" in (s.message or "")
+    kinds = ledger(db)
+    assert kinds.get("charge", 0) + kinds["adjustment"] == r.billed_credits() > 0
 
 
 def test_a_research_answer_lost_while_usage_is_down_is_settled_by_the_next_run(

@@ -153,3 +153,27 @@ def test_report_link_points_at_the_file(tmp_path: Path) -> None:
     link = report_link(tmp_path / "r.html", "run_x")
     assert link["link"] == (tmp_path / "r.html").resolve().as_uri()
     assert "run_x" in link["link_text"]
+
+
+def test_server_text_with_control_and_bidi_characters_is_shown_inert(
+    warehouse: Warehouse, tmp_path: Path
+) -> None:
+    """A server's NUL, escape and right-to-left override (in the run's message, a chunk's error
+    and a changed value) reach the page as U+FFFD, as on a terminal (`printable`), never raw."""
+    import shutil
+
+    db = tmp_path / "copy.duckdb"
+    shutil.copy(warehouse.db, db)
+    hostile = "job said: \x00\x1b[31mred\u202etxt.exe\u2066"
+    with duckdb.connect(str(db)) as con:
+        con.execute("update runs set message = ? where run_id = ?", [hostile, warehouse.geo_run])
+        con.execute("update jobs set error = ? where run_id = ?", [hostile, warehouse.geo_run])
+        con.execute(
+            "update place_changes set new_value = ? where run_id = ?", [hostile, warehouse.geo_run]
+        )
+    with duckdb.connect(str(db), read_only=True) as con:
+        info = write_report(con, warehouse.geo_run, tmp_path / "r.html")
+    page = info.path.read_text(encoding="utf-8")
+    assert "job said: \ufffd\ufffd[31mred\ufffdtxt.exe\ufffd" in page
+    for raw in ("\x00", "\x1b", "\u202e", "\u2066"):
+        assert raw not in page

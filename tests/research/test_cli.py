@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from placeflow.cli.research import main
+from placeflow.warehouse import connect
 
 from .conftest import KEY, SCALE, ServeSandbox, places, write_csv
 
@@ -89,7 +90,7 @@ def test_reading_flags_are_for_files_not_the_warehouse(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     db = tmp_path / "wh.duckdb"
-    db.touch()
+    connect(db).close()  # a warehouse (an empty file is refused as --db)
     argv = ["research", "--from-warehouse", "--separator", ";", "--field", "vegan:bool",
             "--db", str(db)]  # fmt: skip
     assert main(argv) == 2

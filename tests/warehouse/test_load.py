@@ -131,7 +131,7 @@ WHY = {
     "an unknown id": "1 line.s. carry another place than planned; line 5 has id 'stranger'",
     "an id missing": "1 line.s. carry another place than planned; line 5 has id None",
     "a broken line": "cannot be read: .*JSON",
-    "a wrong type": "cannot be read: ",
+    "a wrong type": "cannot be read: |status is VARCHAR, not an object",
 }
 
 
@@ -219,6 +219,32 @@ ENRICH_BILLABLE = {
         enrich_line("k", success=False, attributes={"phone": attribute({"n": 1})}),
         False,
     ),
+    # issue 34 item 6: fields the spec never names bill nothing
+    "a status block of only an unknown field": (
+        enrich_line(
+            "k", attributes={"phone": attribute(None)}, status={"x_ext": 1}, operational_status=None
+        ),
+        False,
+    ),
+    "an operational status of only an unknown field": (
+        enrich_line("k", attributes=None, status=None, operational_status={"x_ext": "open"}),
+        False,
+    ),
+    "an unknown attribute with a value": (
+        enrich_line(
+            "k", attributes={"x_ext": attribute({"n": 1})}, status=None, operational_status=None
+        ),
+        False,
+    ),
+    "a null status block with an unknown field too": (
+        enrich_line(
+            "k",
+            attributes=None,
+            status={"existence_confidence": None, "x_ext": 1},
+            operational_status=None,
+        ),
+        True,
+    ),
 }
 
 
@@ -239,6 +265,10 @@ VALIDATE_BILLABLE = {
     "only a status": (validate_line("k", existence_confidence=None), True),
     "neither": (validate_line("k", existence_confidence=None, operational_status=None), False),
     "a failed row": (validate_line("k", success=False), False),
+    "a status of only an unknown field": (
+        validate_line("k", existence_confidence=None, operational_status={"x_ext": "open"}),
+        False,
+    ),
 }
 
 
@@ -473,11 +503,13 @@ SANDBOX_CASES: dict[str, tuple[str, list[str] | None, str | None]] = {
 }
 
 
+@pytest.mark.parametrize("unknown", [False, True], ids=["spec-fields", "unknown-fields"])
 @pytest.mark.parametrize("case", list(SANDBOX_CASES))
 def test_sandbox_result_lines_bill_as_the_sandbox_does(
-    con: duckdb.DuckDBPyConnection, tmp_path: Path, case: str
+    con: duckdb.DuckDBPyConnection, tmp_path: Path, case: str, unknown: bool
 ) -> None:
-    """Realistic sandbox lines load whole, with the billable count the sandbox charges."""
+    """Realistic sandbox lines load whole, with the billable count the sandbox charges (also
+    when they carry fields the spec never names: FaultConfig.unknown_fields)."""
     from placeflow.emulator.synth import SynthSettings, render_job_lines
 
     kind, attributes, response_format = SANDBOX_CASES[case]
@@ -492,7 +524,7 @@ def test_sandbox_result_lines_bill_as_the_sandbox_does(
     body, tally = render_job_lines(
         kind,  # type: ignore[arg-type]  # a str parameter, the sandbox's Literal
         pois,
-        settings=SynthSettings(),
+        settings=SynthSettings(unknown_fields=unknown),
         now="2026-11-01T12:00:00Z",
     )
     path = tmp_path / "result.jsonl.gz"

@@ -173,6 +173,9 @@ class PlaceApiClient(ApiSession):
         *,
         idempotency_key: str | None = None,
         checked: bool = False,
+        replay_window: float | None = None,
+        sent_at: float | None = None,
+        possible_credits: int = 0,
     ) -> JobSubmission:
         """POST /v1/jobs/{kind} with a body already encoded as ``{"pois": [...]}``.
 
@@ -186,13 +189,31 @@ class PlaceApiClient(ApiSession):
         the stricter POIValidateRequest): parsing 10,000 rows again costs about 0.1 CPU s a
         chunk, so it is sent unparsed. Should such a row still break a limit, the service
         refuses the whole job with a 400 naming it, and charges nothing.
+
+        ``replay_window`` (seconds) bounds the replays of a submission whose answer was lost:
+        none leaves later than that after the first attempt that may have reached the service
+        (or ``sent_at``, this client's clock, when an earlier process sent it), since a service
+        that forgot the key would create a second job; past it `OutcomeUnknown` is raised
+        (with ``possible_credits``) and the caller judges the submission from the usage.
         """
         endpoint = _job_endpoint(kind)
         if not checked:
             require_json(JOB_SUBMIT_MODELS[kind], body, endpoint=endpoint)
-        return self._submit(kind, body, idempotency_key=idempotency_key)
+        return self._submit(
+            kind, body, idempotency_key=idempotency_key, replay_window=replay_window,
+            sent_at=sent_at, possible_credits=possible_credits,
+        )  # fmt: skip
 
-    def _submit(self, kind: JobKind, body: bytes, *, idempotency_key: str | None) -> JobSubmission:
+    def _submit(
+        self,
+        kind: JobKind,
+        body: bytes,
+        *,
+        idempotency_key: str | None,
+        replay_window: float | None = None,
+        sent_at: float | None = None,
+        possible_credits: int = 0,
+    ) -> JobSubmission:
         endpoint = _job_endpoint(kind)
         key = idempotency_key if idempotency_key is not None else f"pf-{uuid.uuid4().hex}"
         check_idempotency_key(key, endpoint=endpoint)
@@ -202,6 +223,9 @@ class PlaceApiClient(ApiSession):
             body=body,
             safety="keyed",
             idempotency_key=key,
+            replay_window=replay_window,
+            sent_at=sent_at,
+            possible_credits=possible_credits,
         )
         job = self._parse(JobSubmitResponse, response, endpoint)
         replayed = response.headers.get("Idempotent-Replayed", "").lower() == "true"

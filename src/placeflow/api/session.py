@@ -216,7 +216,17 @@ class ApiSession:
         possible_credits: int = 0,
         authenticate: bool = True,
         retry: RetryPolicy | None = None,
+        replay_window: float | None = None,
+        sent_at: float | None = None,
     ) -> httpx.Response:
+        """One request, retried on a `TransientError` as its `safety` allows (see `Safety`).
+
+        A keyed request (an Idempotency-Key) is replayed only while the service may still
+        remember its key: with `replay_window`, no attempt goes out more than that many seconds
+        after the first one that may have reached the service (this call's, or `sent_at`, on
+        this client's clock, an earlier process's): past it `OutcomeUnknown` is raised instead,
+        since a service that forgot the key would take the replay for new work.
+        """
         endpoint = f"{method} {path}"
         headers = {"Accept": "application/json"}
         if body is not None:
@@ -229,9 +239,13 @@ class ApiSession:
         started = self.clock()
         waited = 0.0
         attempt = 0
+        reached = sent_at  # when the first attempt that may have reached the service left
         while True:
             attempt += 1
             self.limiter.acquire()
+            if replay_window is not None and reached is not None:
+                _within(endpoint, replay_window, self.clock() - reached, possible_credits)
+            leaving = self.clock()
             try:
                 try:
                     response = self._http.request(method, path, content=body, headers=headers)
@@ -254,6 +268,8 @@ class ApiSession:
                 if not isinstance(error, TransientError):
                     raise error
             error.attempts = attempt
+            if reached is None and _maybe_sent(error):
+                reached = leaving
             maybe_charged = safety == "charged" and _maybe_sent(error)
             if maybe_charged and not allow_double_charge:
                 raise OutcomeUnknown(
@@ -274,6 +290,12 @@ class ApiSession:
                 elapsed = self.clock() - started
                 error.add_note(f"gave up after {attempt} attempt(s) over {elapsed:.1f} s")
                 raise error
+            if replay_window is not None and reached is not None:  # not worth waiting for
+                try:
+                    _within(endpoint, replay_window, self.clock() + delay - reached,
+                            possible_credits)  # fmt: skip
+                except OutcomeUnknown as lost:
+                    raise lost from error
             if maybe_charged:
                 self._record_double_charge(endpoint, possible_credits, attempt, error)
             if isinstance(error, RateLimited | ServiceUnavailable):
@@ -324,6 +346,20 @@ class ApiSession:
                 endpoint=endpoint,
                 status_code=response.status_code,
             ) from None
+
+
+def _within(endpoint: str, window: float, age: float, possible_credits: int) -> None:
+    """`OutcomeUnknown` when a replay would leave `age` seconds after the first attempt that
+    may have reached the service, past the idempotency `window`."""
+    if age > window:
+        raise OutcomeUnknown(
+            f"{endpoint}: no answer after the request may have reached the service, and a"
+            f" replay now would leave {age:,.1f} s after it, past the idempotency window"
+            f" ({window:g} s): a service that forgot the Idempotency-Key by then takes the"
+            " replay for new work and bills it again. Not replayed.",
+            endpoint=endpoint,
+            possible_credits=possible_credits,
+        )
 
 
 def _maybe_sent(error: TransientError) -> bool:

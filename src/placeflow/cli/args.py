@@ -9,6 +9,8 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from placeflow.dbfile import check_warehouse
+from placeflow.errors import EXIT_USAGE, UsageError
 from placeflow.text import printable
 from placeflow.warehouse import DEFAULT_DB
 
@@ -18,6 +20,14 @@ QUIET_HELP = "no live progress display on the terminal"
 def add_db(p: Any) -> None:
     """`--db PATH`, the DuckDB warehouse (a parser or an argument group)."""
     p.add_argument("--db", default=DEFAULT_DB, help=f"DuckDB warehouse (default {DEFAULT_DB})")
+
+
+def check_db_arg(args: argparse.Namespace) -> None:
+    """`NotAWarehouse` (exit 2) when the command's `--db` names a directory or a file that is
+    not a DuckDB database: said before the command reads or spends anything."""
+    db = getattr(args, "db", None)
+    if isinstance(db, str):
+        check_warehouse(db)
 
 
 def add_json(p: Any, help: str = "print one machine-readable summary") -> None:
@@ -36,6 +46,10 @@ def one_command(add_parser: Callable[[Any], object], argv: Sequence[str] | None 
     parser = argparse.ArgumentParser(prog="placeflow")
     add_parser(parser.add_subparsers(dest="command", required=True))
     args = parser.parse_args(argv)
+    try:
+        check_db_arg(args)
+    except UsageError as exc:
+        return fail(str(exc), code=EXIT_USAGE, as_json=bool(getattr(args, "json", False)))
     return int(args.func(args))
 
 

@@ -8,6 +8,7 @@ import sys
 from collections.abc import Sequence
 
 from placeflow.cli import export, match, refresh, report, research, rows, run, sandbox
+from placeflow.cli.args import check_db_arg
 from placeflow.errors import EXIT_FAILED, PlaceflowError, exit_code
 from placeflow.reporting.summary import error_document
 from placeflow.text import printable
@@ -15,8 +16,9 @@ from placeflow.text import printable
 EPILOG = (
     "exit codes: 0 success; 1 the run failed or stopped part way, a full disk too (see its "
     "message; `placeflow resume RUN_ID` finishes it); 2 bad arguments, unreadable input or a "
-    "--db that cannot be written; 3 refused before spending (over --max-credits or the key's "
-    "balance) or stopped when credits ran out; 130 stopped by Ctrl-C (`placeflow resume "
+    "--db that cannot be written or is not a DuckDB warehouse; 3 refused before spending "
+    "(over --max-credits or the key's balance) or stopped when credits ran out; 130 stopped "
+    "by Ctrl-C (`placeflow resume "
     "RUN_ID` finishes it; a second Ctrl-C, or --cancel-on-interrupt, also cancels the "
     "submitted jobs)"
 )
@@ -45,6 +47,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     args.argv = list(sys.argv[1:] if argv is None else argv)  # the command, to say it again
     try:
+        check_db_arg(args)  # a CSV or a directory as --db: refused before anything is done
         if hasattr(args, "func"):  # subcommands that carry their handler
             return int(args.func(args))
         return run.dispatch(args)

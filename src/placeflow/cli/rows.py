@@ -49,7 +49,8 @@ def add_parsers(sub: Any) -> None:
         help="run read-only SQL on the warehouse and print the result",
         description=(
             "Read-only SQL on the warehouse (tables runs, run_rows, rejects, jobs, ...; views"
-            " places_latest, run_row_outcomes, run_credits, place_outcomes)."
+            " places_latest, run_row_outcomes, run_credits, place_outcomes). No other file is"
+            " read or written: read_csv, COPY, ATTACH and EXPORT are refused."
         ),
     )
     q.add_argument("sql", metavar="SQL")
@@ -87,7 +88,7 @@ def rows_main(args: argparse.Namespace) -> int:
 def query_main(args: argparse.Namespace) -> int:
     import polars as pl
 
-    from placeflow.rows import query
+    from placeflow.rows import csv_safe, query
 
     try:
         frame = query(args.db, args.sql)
@@ -95,11 +96,8 @@ def query_main(args: argparse.Namespace) -> int:
         return _fail(args.json, str(exc))
     if args.json:
         print(json.dumps(frame.to_dicts(), default=str))
-    elif args.csv:
-        flat = frame.with_columns(
-            [pl.col(c).cast(pl.String) for c, t in frame.schema.items() if t.is_nested()]
-        )
-        sys.stdout.write(flat.write_csv())
+    elif args.csv:  # formulas made inert, as `placeflow rows` writes them
+        sys.stdout.write(csv_safe(frame).write_csv())
     else:
         with pl.Config(tbl_rows=-1, tbl_cols=-1, fmt_str_lengths=60, tbl_hide_dataframe_shape=True,
                        tbl_hide_column_data_types=True):  # fmt: skip

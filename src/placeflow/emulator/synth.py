@@ -68,14 +68,29 @@ def _status_fragments(h: bytes) -> tuple[int, str, str]:
     return st, EXISTENCE_JSON[st][h[8]], op
 
 
+X_EXT = '"x_ext":{"note":"unknown to the spec","v":2}'
+"""A field the spec never names (FaultConfig.unknown_fields), as a JSON member."""
+
+
+def _with_unknown(obj: str) -> str:
+    """A JSON object with X_EXT as its first member; null becomes an object of X_EXT alone."""
+    if obj == "null":
+        return f"{{{X_EXT}}}"
+    return f"{{{X_EXT},{obj[1:]}" if obj != "{}" else f"{{{X_EXT}}}"
+
+
 def _validate_line(c: CallContext, poi: Mapping[str, Any]) -> tuple[str, bool]:
     _, h = c.digests(place_fingerprint(poi))
     idj = id_json(poi.get("id"))
+    top = f"{X_EXT}," if c.unknown else ""
     if (h[3] << 8 | h[4]) < c.fail_cut:
-        return f'{{"success":false,"id":{idj}{c.v_fail}', False
+        return f'{{{top}"success":false,"id":{idj}{c.v_fail}', False
     _, ec, op = _status_fragments(h)
+    if c.unknown:
+        op = _with_unknown(op)
     return (
-        f'{{"success":true,"id":{idj},"existence_confidence":{ec},"operational_status":{op}{c.v_ok}'
+        f'{{{top}"success":true,"id":{idj},"existence_confidence":{ec},"operational_status":{op}'
+        f"{c.v_ok}"
     ), True
 
 
@@ -138,12 +153,15 @@ def _enrich_line(c: CallContext, poi: Mapping[str, Any], plan: _Plan) -> tuple[s
         else:
             parts.append(f'{key}{value}{dates[h[16 + i]]}{conf}"}}')
     status = f'{{"existence_confidence":{ec}}}' if plan.existence else "null"
+    top = ""
+    if c.unknown:  # billing stays the spec's: decided below from the spec's fields alone
+        status, top = _with_unknown(status), f"{X_EXT},"
     summary = "null"
     if g("include_summary"):
         reason = CLOSURE_REASONS[REASON_OF[h[6]]] if st == _CLOSED else None
         summary = encode_basestring_ascii(summary_sentence(poi, OPERATIONAL_STATUSES[st], reason))
     line = (
-        f'{{"success":true,"id":{idj},"attributes":{{{",".join(parts)}}},"status":{status},'
+        f'{{{top}"success":true,"id":{idj},"attributes":{{{",".join(parts)}}},"status":{status},'
         f'"operational_status":{op if plan.open_closed else "null"},"place_summary":{summary}'
         f"{c.e_ok}"
     )

@@ -33,6 +33,9 @@ class SynthSettings:
     """Whether a bulk enrich row whose only non-null part is an all-null status is billed."""
     social_value_shape: str = "object"
     """instagram and tiktok values: object {url, handle}, or a plain string (url, handle)."""
+    unknown_fields: bool = False
+    """Result lines carry fields the spec never names: at the top, inside status objects, and a
+    status of only such a field where the spec's answer has none (billing is the spec's)."""
 
     def __post_init__(self) -> None:
         if self.social_value_shape not in SOCIAL_VALUE_SHAPES:
@@ -112,6 +115,7 @@ class CallContext:
         self.null_cut = round(min(max(settings.null_status_rate, 0.0), 1.0) * 256)
         self.bill_null = settings.bill_null_status
         self.social_shape = settings.social_value_shape
+        self.unknown = settings.unknown_fields
         self.dates = _Dates(now)
         rid, failed = request_id, ("upstream lookup failed", "EXTERNAL_API_ERROR")
         unresolved = (

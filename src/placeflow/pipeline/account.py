@@ -19,6 +19,7 @@ from placeflow.api.client import PlaceApiClient
 from placeflow.api.errors import UsageUnknown
 from placeflow.pipeline.changes import record_changes
 from placeflow.pipeline.reconcile import balance
+from placeflow.state.lifecycle import UNCERTAIN
 from placeflow.state.runread import Claim
 from placeflow.state.runstate import RunState
 
@@ -118,6 +119,19 @@ def ledger_totals(con: duckdb.DuckDBPyConnection, run_id: str) -> dict[str, int]
     return totals
 
 
+def lost_answers(con: duckdb.DuckDBPyConnection, run_id: str) -> dict[int, int]:
+    """Chunks held as uncertain with nothing of theirs followed at the service (no batch_id: a
+    synchronous batch whose answer was lost, or a job POST whose answer was lost past the
+    idempotency window), by chunk number: their rows, the most each may have cost."""
+    rows = con.execute(
+        "select chunk_no, rows from jobs where run_id = ? and error_code = ? and batch_id is null"
+        " and (status = 'submitted' or (status = 'planned' and sending_at is not null))"
+        " order by chunk_no",
+        [run_id, UNCERTAIN],
+    ).fetchall()
+    return {int(n): int(r) for n, r in rows}
+
+
 def read_usage_after(api: PlaceApiClient) -> tuple[int | None, str | None]:
     """The key's usage at the end of a run, or None and a note saying why it is unknown: work
     already done stands (a run or a research), only its figure is missing."""
@@ -171,6 +185,7 @@ def account(
     chunks_total, bad, ended = (int(v) for v in states) if states else (0, 0, 0)
     # A chunk ends failed, timed out (then cancelled, its processed rows loaded) or loaded.
     unfinished = chunks_total - ended
+    lost = lost_answers(con, run_id)
     run = con.execute(
         "select usage_before, submitted, status, created_at, target, possible_extra_credits,"
         " message from runs where run_id = ?",
@@ -203,10 +218,10 @@ def account(
         )
     else:
         final, message = "completed", None
-    if delta is not None and not unfinished and final != "refused":
+    if delta is not None and unfinished == len(lost) and final != "refused":
         balance_note = balance(
             state, delta, totals, submitted=int(submitted), extra=int(extra or 0),
-            journal=api.journal if api is not None else None,
+            journal=api.journal if api is not None else None, lost=lost,
         )  # fmt: skip
         totals = ledger_totals(con, run_id)
         message = "; ".join(m for m in (message, balance_note) if m) or None

@@ -61,9 +61,12 @@ def balance(
     submitted: int,
     extra: int,
     journal: SpendJournal | None = None,
+    lost: Mapping[int, int] | None = None,
 ) -> str | None:
     """Adjust the ledger to the usage `delta` when the key was ours alone; a message, or None
-    when the ledger already balances."""
+    when the ledger already balances. `lost` are the chunks held because their answers were
+    lost (chunk number: rows), the only ones left open: what the usage shows beyond the
+    ledger, up to their rows, is what they cost, booked as an adjustment that names them."""
     charged = totals.get("charge", 0)
     diff = delta - charged - totals.get("adjustment", 0)
     if diff == 0:
@@ -74,10 +77,29 @@ def balance(
         return f"{said}; not adjusted: run(s) {', '.join(others)} used the same key meanwhile"
     if diff > submitted - charged + extra or diff < -charged:
         return f"{said}; not adjusted: more than this run could explain (another user of the key?)"
+    if lost and diff > 0:
+        return _book_lost(state, diff, said, lost)
     why = "the service billed differently from the spec's rule"
     nulls = null_status_rows(state) if diff < 0 else 0
     if nulls and nulls == -diff:
         why = f"the service did not bill {nulls:,} row(s) whose status held only nulls"
         state.learnt(_target(state), NULL_STATUS, billed=False)
+    state.adjusted(diff, f"{said}: {why}")
+    return f"ledger adjusted by {diff:+,} to the service's usage: {why}"
+
+
+def _book_lost(state: RunState, diff: int, said: str, lost: Mapping[int, int]) -> str:
+    """The usage beyond the ledger while only chunks whose answers were lost are open: what
+    they cost (the service billed them, the answers never came), booked as one adjustment
+    naming them, when it is no more than their rows; a later balance corrects it (a lost job
+    still running shows its whole hold until it ends)."""
+    names = ", ".join(str(n) for n in sorted(lost))
+    most = sum(lost.values())
+    if diff > most:
+        return f"{said}; not adjusted: more than chunk(s) {names}, whose answers were lost, cost"
+    why = (
+        f"chunk(s) {names}: their answers were lost after the service billed {diff:+,}"
+        f" credit(s) for them (at most {most:,}); their places are not answered"
+    )
     state.adjusted(diff, f"{said}: {why}")
     return f"ledger adjusted by {diff:+,} to the service's usage: {why}"

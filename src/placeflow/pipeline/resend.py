@@ -9,11 +9,17 @@ alone: when `current_usage` moved by exactly what the run's own ledger explains 
 its jobs is in flight, the POST never created a job and is sent; otherwise the chunk is held
 as uncertain and said so (`--resend-uncertain` sends it anyway, accepting the risk).
 
+The same window bounds the run's own retries of a POST (issue 34): the client replays a lost
+answer only while it is within the window of the first attempt that may have reached the
+service (`PlaceApiClient.submit_job_body(replay_window=...)`), and past it
+`pipeline.submit.lost_post` asks the usage the same question, holding the chunk as uncertain
+unless it shows no job was created.
+
 The window defaults to 60 s: the spec asks for a prompt retry and shows no retention; a minute
-covers a crash and an immediate resume (a replay then re-attaches, as the kill tests show),
-while a service forgetting keys sooner needs a shorter window (`--idempotency-window`): past
-it the usage is asked (one request), and a chunk the usage cannot clear is held, never paid
-twice.
+covers the client's own retries (about 12 s with the default policy) and a crash and an
+immediate resume (a replay then re-attaches, as the kill tests show), while a service
+forgetting keys sooner needs a shorter window (`--idempotency-window`): past it the usage is
+asked (one request), and a chunk the usage cannot clear is held, never paid twice.
 """
 
 from __future__ import annotations
@@ -34,6 +40,18 @@ from placeflow.warehouse import sql_text
 class Verdict:
     send: bool
     why: str
+    replay: bool = False
+    """Sent as a replay of the earlier POST (within the window), not as a new one."""
+
+
+def post_age(chunk: Chunk, now: datetime) -> float:
+    """Seconds since a chunk's POST was written ahead (`sending_at`; 0 when it was not)."""
+    sent = chunk.sending_at
+    if sent is None:
+        return 0.0
+    if sent.tzinfo is None:
+        sent = sent.replace(tzinfo=now.tzinfo)
+    return (now - sent).total_seconds()
 
 
 def usage_unexplained(api: PlaceApiClient, state: RunState) -> int | None:
@@ -64,12 +82,10 @@ def vet(
     """Send, replay or hold a chunk that was being sent when the run stopped."""
     if chunk.sending_at is None:
         return Verdict(True, "never sent")
-    sent = chunk.sending_at
-    if sent.tzinfo is None:
-        sent = sent.replace(tzinfo=now.tzinfo)
-    age = (now - sent).total_seconds()
+    age = post_age(chunk, now)
     if age <= options.idempotency_window:
-        return Verdict(True, f"replayed {age:.0f} s after its POST, under its Idempotency-Key")
+        why = f"replayed {age:.0f} s after its POST, under its Idempotency-Key"
+        return Verdict(True, why, replay=True)
     if options.resend_uncertain:
         return Verdict(True, "sent again: --resend-uncertain accepts a possible double charge")
     moved = usage_unexplained(api, state)

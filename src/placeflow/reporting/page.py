@@ -13,6 +13,7 @@ from typing import Any
 
 from placeflow.reporting import charts
 from placeflow.reporting.data import ReportData
+from placeflow.text import printable
 
 CSP = "default-src 'none'; style-src 'unsafe-inline'"
 
@@ -44,7 +45,10 @@ td.n, th.n { text-align: right; font-variant-numeric: tabular-nums; }
 
 
 def _e(value: object) -> str:
-    return html.escape("" if value is None else str(value))
+    """Text for the page: control characters and bidi overrides shown as U+FFFD (`printable`,
+    as on a terminal: a server's or a file's text cannot hide or reorder what the page says),
+    then HTML-escaped."""
+    return html.escape(printable("" if value is None else str(value)))
 
 
 def _n(value: object) -> str:

@@ -94,6 +94,8 @@ def summary_rows(s: RunSummary, *, wall_seconds: float | None = None) -> list[tu
         rows.insert(4, ("held back (kept failing; --retry-failed)", _n(s.held_failing)))
     if s.not_answered and not refused:
         rows.insert(7, ("not answered (retried next run)", _n(s.not_answered)))
+    if s.adjustment:
+        rows.append(("ledger adjusted to the usage", f"{s.adjustment:+,} (see the message)"))
     if s.possible_extra_credits:
         rows.append(("possible extra charges", _n(s.possible_extra_credits)))
     if s.changes or s.places_changed:

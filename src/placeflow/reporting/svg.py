@@ -11,6 +11,8 @@ import html
 import math
 from collections.abc import Sequence
 
+from placeflow.text import printable
+
 PT = 72.0
 """User units per inch."""
 FONT = '"DejaVu Sans", "Liberation Sans", Arial, sans-serif'
@@ -28,7 +30,8 @@ def _f(v: float) -> str:
 
 
 def _e(text: object) -> str:
-    return html.escape(str(text))
+    """Text for a chart: `printable`, then escaped (see `reporting.page._e`)."""
+    return html.escape(printable(str(text)))
 
 
 def text_width(text: str, size: float = 9.0) -> float:

@@ -23,6 +23,7 @@ from placeflow.api.errors import UnexpectedResponse
 from placeflow.api.models import DeepResearchResponse, DeepResearchRow
 from placeflow.api.retry import parse_timestamp
 from placeflow.research.plan import Rates, ResearchSpec
+from placeflow.text import cap_strings, cap_text
 from placeflow.warehouse import insert_frame, sql_text, transaction
 
 BILLED_STATUSES = frozenset({"confirmed", "estimated", "unconfirmed"})
@@ -98,7 +99,7 @@ def charged(response: DeepResearchResponse, spec: ResearchSpec, rates: Rates) ->
 def _verdict(identity: dict[str, Any] | None, part: str, key: str) -> str | None:
     block = (identity or {}).get(part)
     value = block.get(key) if isinstance(block, dict) else None
-    return None if value is None else str(value)
+    return None if value is None else cap_text(str(value))
 
 
 def answer_frame(answer: Answer) -> pl.DataFrame:
@@ -122,10 +123,10 @@ def answer_frame(answer: Answer) -> pl.DataFrame:
         common = {
             "place_key": key,
             "position": position,
-            "row_status": row.status,
-            "row_outcome": row.outcome,
+            "row_status": cap_text(row.status),
+            "row_outcome": None if row.outcome is None else cap_text(row.outcome),
             "error": row.error,
-            "identity": json.dumps(identity) if identity is not None else None,
+            "identity": json.dumps(cap_strings(identity)) if identity is not None else None,
             "name_verdict": _verdict(identity, "name", "verdict"),
             "address_verdict": _verdict(identity, "address", "verdict"),
             "verified_name": _verdict(identity, "name", "value"),
@@ -144,9 +145,11 @@ def answer_frame(answer: Answer) -> pl.DataFrame:
                     **common,
                     "field": name,
                     "field_sha": field_shas.get(name, ""),
-                    "value": json.dumps(cell.value) if cell and cell.value is not None else None,
-                    "confidence": cell.confidence if cell else None,
-                    "status": status,
+                    "value": json.dumps(cap_strings(cell.value))
+                    if cell and cell.value is not None
+                    else None,
+                    "confidence": cap_text(cell.confidence) if cell and cell.confidence else None,
+                    "status": cap_text(status),
                     "credits": billed,
                 }
             )
@@ -154,7 +157,7 @@ def answer_frame(answer: Answer) -> pl.DataFrame:
     return frame.with_columns(
         pl.lit(run_id).alias("run_id"),
         pl.lit(request_no, pl.Int32).alias("request_no"),
-        pl.lit(response.request_id, pl.String).alias("request_id"),
+        pl.lit(cap_strings(response.request_id), pl.String).alias("request_id"),
         pl.lit(at).cast(pl.Datetime("us", "UTC")).alias("researched_at"),
         pl.lit(now).cast(pl.Datetime("us", "UTC")).alias("loaded_at"),
     ).select(list(ANSWER_SCHEMA))

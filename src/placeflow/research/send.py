@@ -37,6 +37,7 @@ from placeflow.errors import EXIT_FAILED, EXIT_REFUSED
 from placeflow.events import ChunkSubmitted, CreditsCharged, Emit, Note, RowsLoaded, ignore
 from placeflow.research.load import UNAVAILABLE, Answer, load_answer
 from placeflow.research.plan import Rates, ResearchSpec
+from placeflow.text import cap_strings
 from placeflow.warehouse import sql_text, transaction
 
 ROUTE = "deep_research"
@@ -170,7 +171,8 @@ def send_one(ctx: SendContext, request_no: int) -> str:
         _set(ctx, request_no, state="planned", error=str(exc), error_code=type(exc).__name__)
         raise Stop("failed", f"request {request_no} not answered: {exc}") from None
     with transaction(ctx.con):
-        _set(ctx, request_no, state="received", response=response.model_dump_json())
+        kept = json.dumps(cap_strings(response.model_dump(mode="json")))  # stored: capped
+        _set(ctx, request_no, state="received", response=kept)
     ctx.at("received")
     return load_received(ctx, request_no)
 

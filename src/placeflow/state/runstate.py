@@ -148,10 +148,15 @@ class RunState(RunReader):
         """The POST was answered with a refusal (e.g. 402): nothing reached the service."""
         self._move("not_sent", chunk_no, sending_at=None)
 
-    def uncertain(self, chunk_no: int, why: str) -> None:
+    def uncertain(self, chunk_no: int, why: str, *, possible: int = 0) -> None:
         """A chunk whose request may have been charged without its answer: held, not re-sent
-        blind (`--resend-uncertain` sends it again)."""
-        self._move("uncertain", chunk_no, error=why, error_code=UNCERTAIN)
+        blind (`--resend-uncertain` sends it again); the `possible` credits it may have cost
+        are counted in possible_extra_credits the first time it is held."""
+        with transaction(self.con):
+            first = self.chunk(chunk_no).error_code != UNCERTAIN
+            self._move("uncertain", chunk_no, error=why, error_code=UNCERTAIN)
+            if possible and first:
+                self._run_extra(possible)
 
     def awaiting_file(
         self, chunk_no: int, status: Literal["completed", "cancelled"], why: str

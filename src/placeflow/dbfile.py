@@ -1,0 +1,55 @@
+"""Whether a path can be the DuckDB warehouse (`--db`): a DuckDB database file, or a path that
+does not exist yet. DuckDB 2.0 opens a CSV, Parquet or JSON file as a throwaway in-memory
+database (its tables views of the file): a run pointed at one would pay for work it cannot
+keep, fail, and pay again when run again. So the file's header is read first, before anything
+else is read or spent, by every command taking `--db` and by `placeflow.warehouse.connect`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from placeflow.errors import NotAWarehouse
+
+DUCKDB_MAGIC = b"DUCK"
+"""Bytes 8 to 11 of every DuckDB database file (its main header, after an 8-byte checksum)."""
+
+
+def check_warehouse(path: Path | str) -> None:
+    """`NotAWarehouse` unless `path` is a DuckDB database file or does not exist yet (a run
+    creates it); `:memory:` passes."""
+    if str(path) == ":memory:":
+        return
+    target = Path(path)
+    if target.is_dir():
+        raise NotAWarehouse(
+            f"{target} is a directory, not a DuckDB warehouse: name a database file, e.g."
+            f" {target / 'placeflow.duckdb'}"
+        )
+    try:
+        with target.open("rb") as handle:
+            head = handle.read(16)
+    except FileNotFoundError:
+        return  # a new warehouse: a run creates it
+    except OSError as exc:
+        raise NotAWarehouse(
+            f"{target} cannot be read to check it is a DuckDB warehouse ({exc.strerror or exc})"
+        ) from None
+    if head[8:12] != DUCKDB_MAGIC:
+        raise NotAWarehouse(
+            f"{target} is not a DuckDB warehouse ({_kind_of(head)}): DuckDB would open it as a"
+            " throwaway database and lose what a run paid for. Name a warehouse a run made, or"
+            " a path that does not exist yet"
+        )
+
+
+def _kind_of(head: bytes) -> str:
+    """What a file's first bytes say it is, for the message."""
+    if not head:
+        return "an empty file"
+    if head.startswith(b"PAR1"):
+        return "a Parquet file"
+    if head.startswith(b"SQLite format 3"):
+        return "an SQLite database"
+    if head.lstrip()[:1] in (b"{", b"["):
+        return "JSON, it seems"
+    return "a CSV or another kind of file, it seems"

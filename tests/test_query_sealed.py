@@ -1,0 +1,70 @@
+"""Issue 34 item 7: `placeflow query` is read-only as it says: DuckDB's external access is off,
+so no file but the warehouse is read or written (read_csv, COPY ... TO, ATTACH, EXPORT, INSTALL
+are refused with a clear error), and no statement turns it back on; the warehouse's own
+tables and views still read."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from placeflow.cli.main import main
+from placeflow.errors import EXIT_OK, EXIT_USAGE
+from placeflow.warehouse import connect
+
+
+@pytest.fixture
+def db(tmp_path: Path) -> Path:
+    """A migrated, empty warehouse."""
+    path = tmp_path / "wh.duckdb"
+    connect(path).close()
+    return path
+
+
+def test_the_warehouse_reads(db: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Tables and views (with their macros) read as before."""
+    sql = "select (select count(*) from runs) as runs, (select count(*) from run_credits) as c"
+    assert main(["query", sql, "--db", str(db), "--json"]) == EXIT_OK
+    assert json.loads(capsys.readouterr().out) == [{"runs": 0, "c": 0}]
+
+
+@pytest.mark.parametrize(
+    "sql",
+    [
+        "select * from read_csv('{secret}')",
+        "select * from read_text('{secret}')",
+        "select * from glob('{dir}/*')",
+        "copy (select 'leaked' as x) to '{dir}/out.csv'",
+        "copy runs to '{dir}/out.csv'",
+        "attach '{dir}/other.duckdb' as other",
+        "export database '{dir}/dump'",
+        "install httpfs",
+        "set enable_external_access = true",
+    ],
+)
+def test_files_beyond_the_warehouse_are_refused(
+    sql: str, db: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Each is refused with exit code 2 and a reason; no file is written, none is read out."""
+    secret = tmp_path / "secret.csv"
+    secret.write_text("token\nsk_do_not_print_me\n")
+    before = sorted(p.name for p in tmp_path.iterdir())
+    code = main(["query", sql.format(secret=secret, dir=tmp_path), "--db", str(db)])
+    captured = capsys.readouterr()
+    assert code == EXIT_USAGE, captured
+    assert "sk_do_not_print_me" not in captured.out + captured.err
+    assert "refused" in captured.err or "failed" in captured.err
+    assert sorted(p.name for p in tmp_path.iterdir()) == before
+
+
+def test_the_refusal_names_why(
+    db: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A file read is refused with a message that says the query reads the warehouse only."""
+    secret = tmp_path / "secret.csv"
+    secret.write_text("a\n1\n")
+    assert main(["query", f"select * from read_csv('{secret}')", "--db", str(db)]) == EXIT_USAGE
+    err = capsys.readouterr().err
+    assert "reads the warehouse only" in err and "disabled by configuration" in err
