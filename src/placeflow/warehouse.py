@@ -259,7 +259,8 @@ class Warehouse:
     def _forget(self, con: duckdb.DuckDBPyConnection) -> None:
         with self._lock:
             self._open = [c for c in self._open if c is not con]
-        con.close()
+        with _FILES:  # not while another thread of this process opens the file
+            con.close()
         self._own.con = None
 
     def __getattr__(self, name: str) -> Any:
@@ -326,6 +327,11 @@ def workdir_for(db: Path | str, run_id: str) -> Path:
     return Path(db).parent / "runs" / run_id
 
 
+_FILES = threading.Lock()
+"""Opening and closing a database file, one thread of the process at a time: DuckDB refuses
+an open that meets another thread's close of the same file ("Unique file handle conflict")."""
+
+
 def _open(
     path: Path | str, *, read_only: bool, wait: float, config: dict[str, Any] | None = None
 ) -> duckdb.DuckDBPyConnection:
@@ -334,7 +340,8 @@ def _open(
     pause = 0.02
     while True:
         try:
-            return duckdb.connect(str(path), read_only=read_only, config=config or {})
+            with _FILES:  # not while another thread of this process closes the file
+                return duckdb.connect(str(path), read_only=read_only, config=config or {})
         except duckdb.IOException as exc:
             if "lock" not in str(exc).lower():
                 raise
