@@ -83,7 +83,7 @@ FLOORS: list[tuple[str, tuple[str, ...]]] = [  # from the top
     ),
     ("pipeline", ("placeflow.pipeline",)),
     ("state", ("placeflow.state",)),
-    ("warehouse/api", ("placeflow.warehouse", "placeflow.api")),
+    ("warehouse/api", ("placeflow.warehouse", "placeflow.writer", "placeflow.api")),
     (
         "base modules",
         (

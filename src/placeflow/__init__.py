@@ -16,7 +16,8 @@ counting lazy and TYPE_CHECKING imports too):
                     reporting/, rows, target, emulator/ (the sandbox): composing stages
     pipeline        placeflow.pipeline: the stages, each a plain typed function
     state           placeflow.state: the one writer of a run's tables, the job lifecycle
-    warehouse/api   placeflow.warehouse (DuckDB), placeflow.api (the service's client)
+    warehouse/api   placeflow.warehouse (DuckDB), placeflow.writer (a run's connection to it),
+                    placeflow.api (the service's client)
     base modules    errors, fields, options, config, events, redact, text, diskfull, dbfile:
                     import nothing of placeflow above them
 """

@@ -17,7 +17,7 @@ owner: `Held` (chunks that could not settle now, and why) takes a lock; events g
 locked emit; the sender writes only the rows of the chunks it sends, on its own connection.
 
 Readers in other processes get their turn: the warehouse is let go whenever the client waits
-(`placeflow.warehouse.held_while_writing`) and, on the synchronous route, between batches once
+(`placeflow.writer.held_while_writing`) and, on the synchronous route, between batches once
 it has been held `READERS_EVERY` seconds.
 """
 
@@ -50,7 +50,7 @@ from placeflow.state.owners import carrying, owner_of
 from placeflow.state.records import Chunk
 from placeflow.state.runstate import RunState
 from placeflow.steps import Stages
-from placeflow.warehouse import let_go
+from placeflow.writer import let_go
 
 ENDED_OR_SUBMITTED = ("submitted", "completed", "cancelled")
 """The states of a chunk whose job the service may no longer know (`UNKNOWN_JOB`): submitted,
@@ -68,7 +68,7 @@ RESENDABLE = {
 
 READERS_EVERY = 1.0
 """Seconds the synchronous route holds the warehouse before it lets go between two batches
-(for `placeflow.warehouse.READERS_TURN`: readers are kept out under 2 s at a time)."""
+(for `placeflow.writer.READERS_TURN`: readers are kept out under 2 s at a time)."""
 CLAIM_POLL = (2.0, 15.0)
 """First and longest pause between two looks at the places other runs are buying (seconds)."""
 

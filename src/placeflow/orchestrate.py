@@ -47,7 +47,8 @@ from placeflow.state.runstate import (
 )
 from placeflow.steps import SYSTEM_TIMER, Stages, Step, Timer, direct, emitter
 from placeflow.target import Target
-from placeflow.warehouse import DEFAULT_DB, Warehouse, held_while_writing, workdir_for
+from placeflow.warehouse import DEFAULT_DB
+from placeflow.writer import Warehouse, held_while_writing, workdir_for
 
 PER_INVOCATION = (
     "poll_timeout", "stuck_after", "idempotency_window", "resend_uncertain", "warehouse_wait",

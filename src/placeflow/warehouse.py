@@ -19,11 +19,11 @@ import secrets
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any
 
 import duckdb
 
@@ -33,8 +33,6 @@ from placeflow.errors import NoWarehouse, OptionsError, WarehouseError
 if TYPE_CHECKING:  # polars loads only where a frame is written (a report needs none)
     import polars as pl
 
-    from placeflow.api.client import PlaceApiClient
-    from placeflow.api.limiter import RateGate
 
 DEFAULT_DB = "data/placeflow.duckdb"
 """Where runs land unless told otherwise (the CLI's and the flow's default)."""
@@ -114,12 +112,14 @@ def connect(
         if not read_only:
             target.parent.mkdir(parents=True, exist_ok=True)
     config = {"enable_external_access": False} if sealed else None
-    con = _open(MEMORY if in_memory else target, read_only=read_only, wait=wait, config=config)
+    con = open_database(
+        MEMORY if in_memory else target, read_only=read_only, wait=wait, config=config
+    )
     if read_only:  # a reader's queries (a report of ten million rows) keep to the cap too
         con.execute(f"set memory_limit = '{WAREHOUSE_SETTINGS['memory_limit']}'")
     else:
         try:
-            _writer_settings(con)
+            writer_settings(con)
             migrate(con)
             apply_views(con)
         except BaseException:
@@ -141,7 +141,7 @@ and caches every block it reads, and a run of ten million rows, reading each chu
 and outcomes once, kept gigabytes of them."""
 
 
-def _writer_settings(con: duckdb.DuckDBPyConnection) -> None:
+def writer_settings(con: duckdb.DuckDBPyConnection) -> None:
     for name, value in WAREHOUSE_SETTINGS.items():
         con.execute(f"set {name} = '{value}'")
 
@@ -162,177 +162,12 @@ def settings(con: duckdb.DuckDBPyConnection, **values: str) -> Iterator[None]:
                 con.execute(f"reset {name}")
 
 
-READERS_TURN = 0.3
-"""Seconds a writer that let go for readers (`Warehouse.release(held_over=...)`) stays away."""
-WRITE_WAIT = 120.0
-"""How long a run waits for readers to let go before it writes (seconds)."""
-
-
-class Warehouse:
-    """A run's connection to the warehouse, held only while it is used, so other processes can
-    read between writes: `release()` closes it (unless a transaction is open) and the next
-    statement opens it again (waiting up to `wait` s for another process). Every attribute is
-    the open connection's, so it stands wherever a connection is taken; `with` closes it.
-
-    Each thread has a connection of its own (a run's sender writes beside its loads: DuckDB
-    keeps their transactions apart), and `release()` lets go of the calling thread's alone: the
-    file is free for other processes once every thread has let go."""
-
-    def __init__(self, path: Path | str, *, wait: float = WRITE_WAIT) -> None:
-        self.path = Path(path)
-        self.wait = wait
-        self._own = threading.local()
-        self._lock = threading.Lock()
-        self._open: list[duckdb.DuckDBPyConnection] = []
-        self._own.con = connect(path, wait=wait)  # migrates once
-        self._own.since = time.monotonic()
-        self._open.append(self._own.con)
-        self.opened = 1
-        """How many times a connection was opened (a test reads it)."""
-        self.on_wait: Callable[[], None] | None = None
-        """Called by a thread about to wait with the warehouse let go (a run's heartbeat)."""
-        _note_holder(self.path)
-
-    @property
-    def _con(self) -> duckdb.DuckDBPyConnection | None:
-        """The calling thread's connection, if it holds one."""
-        con: duckdb.DuckDBPyConnection | None = getattr(self._own, "con", None)
-        return con
-
-    def live(self) -> duckdb.DuckDBPyConnection:
-        """The calling thread's open connection, opened again if it was released (not before
-        READERS_TURN has passed since a release made for readers: see `release`)."""
-        con = self._con
-        if con is None:
-            turn = getattr(self._own, "readers_until", 0.0) - time.monotonic()
-            if turn > 0:
-                time.sleep(turn)  # the readers' turn, bounded: READERS_TURN at most
-            con = _open(self.path, read_only=False, wait=self.wait)
-            _writer_settings(con)
-            with self._lock:
-                self._open.append(con)
-                self.opened += 1
-            self._own.con = con
-            self._own.since = time.monotonic()
-            _note_holder(self.path)
-        return con
-
-    def release(self, *, held_over: float = 0.0) -> None:
-        """Close the calling thread's connection now unless a transaction is open on it or it
-        is `held` (it reopens on next use); with `held_over`, only once it has been open that
-        many seconds, and then not opened again for READERS_TURN seconds: a writer that never
-        waits (the synchronous route, its own work slower than the key's rate) still gives
-        other processes a turn that a reader trying every quarter of a second meets."""
-        con = self._con
-        if con is None or in_transaction(con) or getattr(self._own, "held", 0) > 0:
-            return
-        if held_over:
-            if time.monotonic() - getattr(self._own, "since", 0.0) < held_over:
-                return
-            self._own.readers_until = time.monotonic() + READERS_TURN
-        self._forget(con)
-
-    def waiting(self) -> None:
-        """The calling thread is about to wait: `on_wait`, then let go of its connection."""
-        if self.on_wait is not None and self._con is not None:
-            self.on_wait()
-        self.release()
-
-    @contextmanager
-    def held(self) -> Iterator[None]:
-        """In the block, the calling thread's connection is not let go (`release` does
-        nothing): its temporary tables (a run's staging) live as long as the connection."""
-        self._own.held = getattr(self._own, "held", 0) + 1
-        try:
-            yield
-        finally:
-            self._own.held -= 1
-
-    def close(self) -> None:
-        """Close every thread's connection."""
-        with self._lock:
-            held, self._open = self._open, []
-        for con in held:
-            con.close()
-        self._own.con = None
-
-    def _forget(self, con: duckdb.DuckDBPyConnection) -> None:
-        with self._lock:
-            self._open = [c for c in self._open if c is not con]
-        with _FILES:  # not while another thread of this process opens the file
-            con.close()
-        self._own.con = None
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.live(), name)
-
-    def __enter__(self) -> Warehouse:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-
-def held_while_writing(wh: Warehouse, api: PlaceApiClient) -> duckdb.DuckDBPyConnection:
-    """The run's connection, let go whenever the client waits (polls, backoffs) and before
-    every request, so that `placeflow runs` and read-only connections of other processes can
-    read between writes: a thread that waits lets go of its own connection
-    (see `Warehouse`), after `wh.on_wait` (the owner's heartbeat). Letting go checkpoints what
-    the thread wrote (half a second after a loaded chunk): that time comes off the wait, so a
-    poll planned for when a job ends is not made late by it."""
-    wait, clock = api.sleep, api.clock
-
-    def sleep(seconds: float) -> None:
-        before = clock()
-        wh.waiting()
-        wait(max(0.0, seconds - (clock() - before)))
-
-    api.sleep = sleep
-    api.limiter = _ReleasingGate(api.limiter, wh)
-    return cast(duckdb.DuckDBPyConnection, wh)  # it stands for the connection it opens
-
-
-class _ReleasingGate:
-    """A rate gate that lets go of the warehouse before every request: an answer may take
-    seconds (a slow service, a held connection, a 10,000-row upload), and no other process
-    should wait for it to read or to write."""
-
-    def __init__(self, gate: RateGate, wh: Warehouse) -> None:
-        self._gate = gate
-        self._wh = wh
-
-    def acquire(self) -> float:
-        self._wh.waiting()
-        return self._gate.acquire()
-
-    def delay(self) -> float:
-        return self._gate.delay()
-
-    def defer(self, seconds: float) -> None:
-        self._gate.defer(seconds)
-
-    def answered(self) -> None:
-        self._gate.answered()
-
-
-def let_go(con: duckdb.DuckDBPyConnection, *, held_over: float = 0.0) -> None:
-    """Let other processes read: release a run's `Warehouse` connection of this thread when it
-    has been held `held_over` seconds or more (a bare connection is kept)."""
-    if isinstance(con, Warehouse):
-        con.release(held_over=held_over)
-
-
-def workdir_for(db: Path | str, run_id: str) -> Path:
-    """Where a run's verified result files live: beside the database, per run."""
-    return Path(db).parent / "runs" / run_id
-
-
-_FILES = threading.Lock()
+FILES = threading.Lock()
 """Opening and closing a database file, one thread of the process at a time: DuckDB refuses
 an open that meets another thread's close of the same file ("Unique file handle conflict")."""
 
 
-def _open(
+def open_database(
     path: Path | str, *, read_only: bool, wait: float, config: dict[str, Any] | None = None
 ) -> duckdb.DuckDBPyConnection:
     """duckdb.connect, trying again for up to `wait` s while another process holds the file."""
@@ -340,7 +175,7 @@ def _open(
     pause = 0.02
     while True:
         try:
-            with _FILES:  # not while another thread of this process closes the file
+            with FILES:  # not while another thread of this process closes the file
                 return duckdb.connect(str(path), read_only=read_only, config=config or {})
         except duckdb.IOException as exc:
             if "lock" not in str(exc).lower():
@@ -360,7 +195,7 @@ def _holder_file(path: Path | str) -> Path:
     return Path(f"{path}.holder")
 
 
-def _note_holder(path: Path | str) -> None:
+def note_holder(path: Path | str) -> None:
     """Say beside the database which process writes it (DuckDB's lock error names only a pid):
     the command's first two words, its pid and when, so a reader turned away can say who.
     Best effort: a read-only directory just leaves the pid."""
@@ -374,7 +209,7 @@ def _note_holder(path: Path | str) -> None:
 
 
 def holder_of(path: Path | str) -> str | None:
-    """What the last process to write the database said of itself (see `_note_holder`)."""
+    """What the last process to write the database said of itself (see `note_holder`)."""
     try:
         return _holder_file(path).read_text()[:200] or None
     except OSError:

@@ -96,7 +96,8 @@ def test_other_processes_read_while_a_job_runs(tmp_path: Path, serve_sandbox: Se
 def test_release_keeps_an_open_transaction(tmp_path: Path) -> None:
     """Warehouse.release closes the connection between statements, never inside a
     transaction; the next statement opens it again."""
-    from placeflow.warehouse import Warehouse, transaction
+    from placeflow.warehouse import transaction
+    from placeflow.writer import Warehouse
 
     with Warehouse(tmp_path / "wh.duckdb") as wh:
         con: Any = wh

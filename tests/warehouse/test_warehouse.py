@@ -12,7 +12,7 @@ import duckdb
 import polars as pl
 import pytest
 
-from placeflow import warehouse
+from placeflow import warehouse, writer
 from placeflow.api.limiter import RateLimiter
 from placeflow.fields import RateLimits
 from placeflow.warehouse import (
@@ -231,7 +231,7 @@ def test_key_hint_holds_at_most_four_characters_of_the_key(con: duckdb.DuckDBPyC
 def test_a_writer_checkpoints_after_hundreds_of_megabytes_of_log(tmp_path: Path) -> None:
     """A writable connection, first or reopened, folds its log into the file only past
     CHECKPOINT_THRESHOLD (DuckDB's 16 MB default is under two chunks' outcomes)."""
-    wh = warehouse.Warehouse(tmp_path / "w.duckdb")
+    wh = writer.Warehouse(tmp_path / "w.duckdb")
     setting = "select current_setting('checkpoint_threshold')"
     first = wh.execute(setting).fetchone()
     wh.release()
@@ -283,7 +283,7 @@ def test_migration_013_keeps_the_plan_and_drops_its_indexes() -> None:
 def test_a_held_connection_is_not_let_go_while_the_client_waits(tmp_path: Path) -> None:
     """`release` (what a run calls when the client waits) keeps a held connection, and its
     temporary tables (a run's staging) with it; once no longer held, it lets go as before."""
-    wh = warehouse.Warehouse(tmp_path / "w.duckdb")
+    wh = writer.Warehouse(tmp_path / "w.duckdb")
     with wh.held():
         wh.execute("create temp table staged as select 1 as x")
         wh.release()
@@ -325,7 +325,7 @@ def test_a_wait_lets_go_of_the_warehouse_and_counts_that_time_as_waited(tmp_path
     now = [100.0]
     slept: list[float] = []
 
-    class Releasing(warehouse.Warehouse):
+    class Releasing(writer.Warehouse):
         def release(self) -> None:
             super().release()
             now[0] += 0.4  # what closing the connection took
@@ -333,7 +333,7 @@ def test_a_wait_lets_go_of_the_warehouse_and_counts_that_time_as_waited(tmp_path
     wh = Releasing(tmp_path / "w.duckdb")
     gate = RateLimiter(RateLimits(), clock=lambda: now[0], sleep=slept.append)
     api = SimpleNamespace(clock=lambda: now[0], sleep=slept.append, limiter=gate)
-    warehouse.held_while_writing(wh, api)  # type: ignore[arg-type]  # a stand-in with clock, sleep, limiter
+    writer.held_while_writing(wh, api)  # type: ignore[arg-type]  # a stand-in with clock, sleep, limiter
     wh.execute("create table t as select 1 as x")
     api.sleep(2.0)
     assert wh.opened == 1 and wh._con is None  # let go during the wait

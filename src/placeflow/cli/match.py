@@ -12,7 +12,7 @@ from placeflow.cli.args import add_db
 from placeflow.errors import EXIT_OK
 from placeflow.pipeline.notamatch import mark_not_a_match
 from placeflow.state.runstate import utc_now
-from placeflow.warehouse import Warehouse
+from placeflow.writer import Warehouse
 
 
 def add_parser(sub: Any) -> None:

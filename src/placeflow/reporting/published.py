@@ -30,7 +30,8 @@ from placeflow.reporting.data import Row
 from placeflow.reporting.listing import changes_table, rejects_table, report_link
 from placeflow.reporting.summary import markdown_summary
 from placeflow.text import printable_logger
-from placeflow.warehouse import MEMORY, reading, workdir_for
+from placeflow.warehouse import MEMORY, reading
+from placeflow.writer import workdir_for
 
 if TYPE_CHECKING:
     from placeflow.export import ExportSummary

@@ -14,9 +14,8 @@ closed by the account stage.
 from __future__ import annotations
 
 import secrets
-import threading
-from collections.abc import Callable, Sequence
-from datetime import UTC, datetime
+from collections.abc import Sequence
+from datetime import datetime
 from typing import Any, Literal
 
 import duckdb
@@ -24,22 +23,16 @@ import polars as pl
 
 from placeflow.errors import IllegalMove
 from placeflow.state.lifecycle import MOVES, NO_RESULT_FILE, UNCERTAIN, UNKNOWN_JOB
-from placeflow.state.owners import BEAT_EVERY, owned_now
+from placeflow.state.owners import owned_now
 from placeflow.state.records import REJECTS, REQUESTS, Chunk, Plan, jobs_table
-from placeflow.state.runread import RunReader, StoredRun, stored_run, unfinished_run
+from placeflow.state.runbook import Clock, RunBook, utc_now
+from placeflow.state.runread import StoredRun, stored_run, unfinished_run
 from placeflow.warehouse import insert_frame, sql_text, transaction
 
 __all__ = [
     "Chunk", "Clock", "RunState", "StoredRun", "new_run_id", "open_run", "record_rows",
     "stored_run", "unfinished_run", "utc_now",
 ]  # fmt: skip
-
-Clock = Callable[[], datetime]
-LedgerKind = Literal["hold", "charge", "release", "adjustment"]
-
-
-def utc_now() -> datetime:
-    return datetime.now(UTC)
 
 
 def new_run_id(now: datetime) -> str:
@@ -62,17 +55,9 @@ def record_rows(con: duckdb.DuckDBPyConnection, run_id: str, plan: dict[str, pl.
             insert_frame(con, table, frame.with_columns(with_run))
 
 
-class RunState(RunReader):
-    """One run's rows in the warehouse: read them (`RunReader`), and move them on (the only
-    writer)."""
-
-    def __init__(
-        self, con: duckdb.DuckDBPyConnection, run_id: str, *, clock: Clock = utc_now
-    ) -> None:
-        super().__init__(con, run_id)
-        self.now = clock
-        self._beaten: datetime | None = None
-        self._thread = threading.get_ident()
+class RunState(RunBook):
+    """One run's rows in the warehouse: read them (`RunReader`), write its own row and ledger
+    (`RunBook`), and move its chunks on through the job lifecycle (the only writer)."""
 
     # --- opening ------------------------------------------------------------------------------
 
@@ -277,14 +262,6 @@ class RunState(RunReader):
         if extra:
             self._run_extra(extra)
 
-    def _run_extra(self, credits: int) -> None:
-        """`credits` more may have been charged twice (a request re-sent whose first charge is
-        not known)."""
-        self.con.execute(
-            "update runs set possible_extra_credits = possible_extra_credits + ? where run_id = ?",
-            [credits, self.run_id],
-        )
-
     def settled(
         self,
         chunk_no: int,
@@ -320,55 +297,6 @@ class RunState(RunReader):
         if released:
             self._ledger(chunk_no, ref, "release", released, notes[1], at)
 
-    # --- the run --------------------------------------------------------------------------------
-
-    def adjusted(self, credits: int, note: str) -> None:
-        """The ledger balanced to the service's usage: a signed entry of the difference."""
-        self._ledger(None, "usage", "adjustment", credits, note)
-
-    def learnt(self, target: str, shape: str, *, billed: bool) -> None:
-        """What the service was seen to bill for a row shape (see billing_readings)."""
-        self.con.execute(
-            "insert or replace into billing_readings values (?, ?, ?, ?, ?)",
-            [target, shape, billed, self.run_id, self.now()],
-        )
-
-    def take_over(self) -> None:
-        """This process carries the run out from now (opened, or resumed): its host, pid and
-        a first heartbeat (`placeflow.state.owners`)."""
-        self._beaten = self.now()
-        self._run(**owned_now(self._beaten))
-
-    def beat(self) -> None:
-        """The owner's heartbeat, written at most every BEAT_EVERY (called while it waits), by
-        the thread the state belongs to (another thread's write to `runs` could conflict)."""
-        if threading.get_ident() != self._thread:
-            return
-        now = self.now()
-        if self._beaten is not None and now - self._beaten < BEAT_EVERY:
-            return
-        self._beaten = now
-        self._run(heartbeat_at=now)
-
-    def interrupted(self, reason: str) -> None:
-        """The run stopped part way; `placeflow resume` picks it up."""
-        self._run(status="interrupted", message=reason)
-
-    def closed(
-        self,
-        *,
-        status: str,
-        succeeded: int,
-        failed: int,
-        usage_after: int | None,
-        message: str | None,
-    ) -> None:
-        self.con.execute(
-            "update runs set status = ?, finished_at = ?, succeeded = ?, failed = ?,"
-            " usage_after = ?, message = ? where run_id = ?",  # none left from an earlier stop
-            [status, self.now(), succeeded, failed, usage_after, message, self.run_id],
-        )
-
     # --- the one statement of each kind -----------------------------------------------------------
 
     def _move(self, name: str, chunk_no: int, to: str | None = None, **values: Any) -> None:
@@ -395,25 +323,3 @@ class RunState(RunReader):
                 f"chunk {chunk_no} of {self.run_id}: the lifecycle has no move {name} from where"
                 f" {where}; it moves from {sorted(move.froms)}" + (f" held {held}" if held else "")
             )
-
-    def _run(self, **values: Any) -> None:
-        names = ", ".join(f"{name} = ?" for name in values)
-        self.con.execute(
-            f"update runs set {names} where run_id = ?",  # noqa: S608 - our names
-            [*values.values(), self.run_id],
-        )
-
-    def _ledger(
-        self,
-        chunk_no: int | None,
-        ref: str,
-        kind: LedgerKind,
-        credits: int,
-        note: str,
-        at: datetime | None = None,
-    ) -> None:
-        self.con.execute(
-            "insert into credit_ledger (run_id, chunk_no, ref, kind, credits, recorded_at, note)"
-            " values (?, ?, ?, ?, ?, ?, ?)",
-            [self.run_id, chunk_no, ref, kind, credits, at or self.now(), note],
-        )

@@ -1,0 +1,117 @@
+"""A run's own row (`runs`) and its credit ledger (`credit_ledger`), written: the run-level
+half of `placeflow.state.runstate.RunState` (which adds the chunks and their lifecycle). Who
+carries the run out and its heartbeat (`placeflow.state.owners`), its stop and its close, the
+ledger's entries and what the service was seen to bill.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from datetime import UTC, datetime
+from typing import Any, Literal
+
+import duckdb
+
+from placeflow.state.owners import BEAT_EVERY, owned_now
+from placeflow.state.runread import RunReader
+
+Clock = Callable[[], datetime]
+LedgerKind = Literal["hold", "charge", "release", "adjustment"]
+
+
+def utc_now() -> datetime:
+    return datetime.now(UTC)
+
+
+class RunBook(RunReader):
+    """One run's own row and its ledger, read (`RunReader`) and written."""
+
+    def __init__(
+        self, con: duckdb.DuckDBPyConnection, run_id: str, *, clock: Clock = utc_now
+    ) -> None:
+        super().__init__(con, run_id)
+        self.now = clock
+        self._beaten: datetime | None = None
+        self._thread = threading.get_ident()
+
+    # --- the run --------------------------------------------------------------------------------
+
+    def adjusted(self, credits: int, note: str) -> None:
+        """The ledger balanced to the service's usage: a signed entry of the difference."""
+        self._ledger(None, "usage", "adjustment", credits, note)
+
+    def learnt(self, target: str, shape: str, *, billed: bool) -> None:
+        """What the service was seen to bill for a row shape (see billing_readings)."""
+        self.con.execute(
+            "insert or replace into billing_readings values (?, ?, ?, ?, ?)",
+            [target, shape, billed, self.run_id, self.now()],
+        )
+
+    def take_over(self) -> None:
+        """This process carries the run out from now (opened, or resumed): its host, pid and
+        a first heartbeat (`placeflow.state.owners`)."""
+        self._beaten = self.now()
+        self._run(**owned_now(self._beaten))
+
+    def beat(self) -> None:
+        """The owner's heartbeat, written at most every BEAT_EVERY (called while it waits), by
+        the thread the state belongs to (another thread's write to `runs` could conflict)."""
+        if threading.get_ident() != self._thread:
+            return
+        now = self.now()
+        if self._beaten is not None and now - self._beaten < BEAT_EVERY:
+            return
+        self._beaten = now
+        self._run(heartbeat_at=now)
+
+    def interrupted(self, reason: str) -> None:
+        """The run stopped part way; `placeflow resume` picks it up."""
+        self._run(status="interrupted", message=reason)
+
+    def closed(
+        self,
+        *,
+        status: str,
+        succeeded: int,
+        failed: int,
+        usage_after: int | None,
+        message: str | None,
+    ) -> None:
+        self.con.execute(
+            "update runs set status = ?, finished_at = ?, succeeded = ?, failed = ?,"
+            " usage_after = ?, message = ? where run_id = ?",  # none left from an earlier stop
+            [status, self.now(), succeeded, failed, usage_after, message, self.run_id],
+        )
+
+    def _run_extra(self, credits: int) -> None:
+        """`credits` more may have been charged twice (a request re-sent whose first charge is
+        not known)."""
+        self.con.execute(
+            "update runs set possible_extra_credits = possible_extra_credits + ? where run_id = ?",
+            [credits, self.run_id],
+        )
+
+    # --- the one statement of each kind -----------------------------------------------------------
+
+    def _run(self, **values: Any) -> None:
+        names = ", ".join(f"{name} = ?" for name in values)
+        self.con.execute(
+            f"update runs set {names} where run_id = ?",  # noqa: S608 - our names
+            [*values.values(), self.run_id],
+        )
+
+    def _ledger(
+        self,
+        chunk_no: int | None,
+        ref: str,
+        kind: LedgerKind,
+        credits: int,
+        note: str,
+        at: datetime | None = None,
+    ) -> None:
+        self.con.execute(
+            "insert into credit_ledger (run_id, chunk_no, ref, kind, credits, recorded_at, note)"
+            " values (?, ?, ?, ?, ?, ?, ?)",
+            [self.run_id, chunk_no, ref, kind, credits, at or self.now(), note],
+        )
