@@ -4,6 +4,8 @@
 -- else the newest failed one (so a place that only ever failed shows its error). Each enrichment
 -- attribute comes from the newest successful enrichment that asked for it: a validation run does
 -- not hide the phone an enrichment found, nor does a newer failed outcome hide an older value.
+-- The place's identity (name, address fields, country, coordinates) is what the latest run that
+-- sent the place sent (run_places.request), so a warehouse user sees which place a key is.
 
 create or replace view places_latest as
 
@@ -64,6 +66,30 @@ latest_attributes as (
     group by place_key
 ),
 
+sent as (
+    select
+        run_places.place_key,
+        arg_max(run_places.request, (runs.created_at, run_places.run_id)) as request
+    from run_places
+    inner join runs on run_places.run_id = runs.run_id
+    group by run_places.place_key
+),
+
+identity as (
+    select
+        place_key,
+        request ->> 'poi_name' as poi_name,
+        request ->> 'street' as street,
+        request ->> 'address' as address,
+        request ->> 'city' as city,
+        request ->> 'region' as region,
+        request ->> 'postcode' as postcode,
+        request ->> 'country' as country,
+        try_cast(request ->> 'latitude' as double) as latitude,
+        try_cast(request ->> 'longitude' as double) as longitude
+    from sent
+),
+
 final as (
     select
         verdicts.place_key,
@@ -117,9 +143,19 @@ final as (
         latest_attributes.instagram.instagram_handle as instagram_handle,
         latest_attributes.tiktok.tiktok_url as tiktok_url,
         latest_attributes.tiktok.tiktok_handle as tiktok_handle,
-        latest_attributes.email.email_address as email_address
+        latest_attributes.email.email_address as email_address,
+        identity.poi_name,
+        identity.street,
+        identity.address,
+        identity.city,
+        identity.region,
+        identity.postcode,
+        identity.country,
+        identity.latitude,
+        identity.longitude
     from verdicts
     left join latest_attributes on verdicts.place_key = latest_attributes.place_key
+    left join identity on verdicts.place_key = identity.place_key
 )
 
 select * from final;
@@ -177,3 +213,12 @@ comment on column places_latest.instagram_handle is 'The instagram handle. From 
 comment on column places_latest.tiktok_url is 'The tiktok URL. From the newest successful enrichment that asked for it.';
 comment on column places_latest.tiktok_handle is 'The tiktok handle. From the newest successful enrichment that asked for it.';
 comment on column places_latest.email_address is 'The email address. From the newest successful enrichment that asked for it.';
+comment on column places_latest.poi_name is 'The place''s name as last sent (run_places.request of the latest run that sent the place).';
+comment on column places_latest.street is 'The street line as last sent.';
+comment on column places_latest.address is 'The unstructured address as last sent.';
+comment on column places_latest.city is 'The city as last sent.';
+comment on column places_latest.region is 'The region (state, province) as last sent.';
+comment on column places_latest.postcode is 'The postcode as last sent.';
+comment on column places_latest.country is 'The ISO 3166-1 alpha-2 country as last sent.';
+comment on column places_latest.latitude is 'The latitude as last sent; null when none was.';
+comment on column places_latest.longitude is 'The longitude as last sent; null when none was.';
