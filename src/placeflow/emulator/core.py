@@ -125,6 +125,7 @@ class CoreBackend:
             null_status_rate=faults.null_status_rate,
             bill_null_status=faults.bill_null_status,
             social_value_shape=faults.social_value_shape,
+            nul_in_phone_rate=faults.nul_in_phone_rate,
         )
 
     def set_faults(self, config: FaultConfig) -> None:

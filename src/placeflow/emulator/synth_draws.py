@@ -33,6 +33,8 @@ class SynthSettings:
     """Whether a bulk enrich row whose only non-null part is an all-null status is billed."""
     social_value_shape: str = "object"
     """instagram and tiktok values: object {url, handle}, or a plain string (url, handle)."""
+    nul_in_phone_rate: float = 0.0
+    """Share of phone values whose number holds a NUL byte (draw byte 31)."""
 
     def __post_init__(self) -> None:
         if self.social_value_shape not in SOCIAL_VALUE_SHAPES:
@@ -50,7 +52,7 @@ SOCIAL_VALUE_SHAPES = ("object", "url", "handle")
 # digest (the base one unless the epoch moved the place on): 3-4 failure, 5 status, 6 closure
 # reason, 7 closure confidence, 8 existence confidence, 9-15 presence and confidence of each
 # VALUE_ATTRIBUTE, 16-22 their as_of, 23 hours pattern, 24-28 phone digits, 29 web variant,
-# 30-31 spare.
+# 30 null status, 31 a NUL in the phone number.
 _EPOCH_STEP = 3277
 """An epoch moves on the places whose 16-bit offset crosses a multiple of 65536: 3277/65536 = 5%."""
 _UNRESOLVABLE_CUT = 8  # of 256: about 3% of coordinates-only places
@@ -112,6 +114,7 @@ class CallContext:
         self.null_cut = round(min(max(settings.null_status_rate, 0.0), 1.0) * 256)
         self.bill_null = settings.bill_null_status
         self.social_shape = settings.social_value_shape
+        self.nul_cut = round(min(max(settings.nul_in_phone_rate, 0.0), 1.0) * 256)
         self.dates = _Dates(now)
         rid, failed = request_id, ("upstream lookup failed", "EXTERNAL_API_ERROR")
         unresolved = (
