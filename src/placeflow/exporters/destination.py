@@ -54,8 +54,9 @@ class Destination:
         return parts._replace(netloc=auth + host).geturl()
 
 
-def _without_password(dest: str) -> str:
-    """`dest` with any password taken out (for the refusal's message)."""
+def without_password(dest: str) -> str:
+    """`dest` with any password taken out (for the refusal's message, and what a flow run's
+    stored parameters are rewritten to)."""
     parts = urlsplit(dest)
     user = f"{parts.username}@" if parts.username else ""
     host = parts.netloc.rpartition("@")[2]
@@ -70,7 +71,7 @@ def refuse_password(dest: str) -> None:
         return  # a path (a drive letter is no scheme)
     if parts.password is not None or any(p.startswith("password=") for p in parts.query.split("&")):
         raise PasswordInUrl(
-            f"{_without_password(dest)}: a password in the destination URL is refused (a URL is"
+            f"{without_password(dest)}: a password in the destination URL is refused (a URL is"
             " printed, logged and, as a flow parameter, stored in Prefect's database and shown"
             f" in its UI); nothing was exported: {HOW}"
         )
@@ -84,7 +85,7 @@ def parse_destination(dest: str, password: Secret | None = None) -> Destination:
     if parts.scheme in ("postgresql", "postgres"):
         if not parts.hostname and "host=" not in parts.query:
             raise OptionsError("a postgresql:// destination needs a host")
-        url = _without_password(parts._replace(scheme="postgresql").geturl())
+        url = without_password(parts._replace(scheme="postgresql").geturl())
         return Destination("postgresql", url, password=password, _url=url)
     if parts.scheme in ("file", "delta"):
         if parts.netloc not in ("", "localhost"):

@@ -8,7 +8,8 @@ most-likely-changed places first when it does not buy them all), a limit and a c
 markdown artifact `refresh-summary` carries the run summary and the changes found, by kind;
 beside it, `refresh-rejects` and `refresh-changes` tables and a `refresh-report` link to the
 HTML report (src/placeflow/flows/artifacts.py). With `export_to`, a completed refresh ends with an
-incremental export (Parquet directory or PostgreSQL URL), summarised in the markdown artifact.
+incremental export (Parquet directory, Delta or PostgreSQL URL; its password from the Secret
+block `pg_password_block` or PGPASSWORD, never in the URL), summarised in the markdown artifact.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from prefect import flow
 from placeflow.diskfull import storage_stop
 from placeflow.errors import PlaceflowError, RunStopped
 from placeflow.events import Event
+from placeflow.flows.credentials import ExportTo, export_password
 from placeflow.flows.progress_artifact import ProgressArtifact
 from placeflow.flows.run import Ending, service_target
 from placeflow.flows.tasks import as_task
@@ -48,22 +50,29 @@ def refresh_stale_places(
     limit: int | None = None,
     country: str | None = None,
     poll_timeout: float | None = None,
-    export_to: str | None = None,
+    export_to: ExportTo = None,
     on_event: Callable[[Event], None] | None = None,
     resend_uncertain: bool = False,
     stuck_after: float | None = None,
     idempotency_window: float | None = None,
     claim_wait: float | None = None,
+    pg_password_block: str | None = None,
 ) -> Any:
     """Re-check the warehouse's places whose answer is `older_than` old, recording changes.
 
     Returns the run summary as a dict (also published as a markdown artifact, with the change
     counts); a refresh that did not complete returns a Failed state carrying the same dict.
-    With `export_to`, a completed refresh ends with an incremental export there. `on_event`
+    With `export_to`, a completed refresh ends with an incremental export there (the password
+    from the Secret block `pg_password_block` or PGPASSWORD; one in `export_to` is refused
+    before anything is done, exit code 2). `on_event`
     is for a caller in this process (the CLI's live display); the events also move a progress
     artifact. `resend_uncertain`, `stuck_after`, `idempotency_window` and `claim_wait` are
     `placeflow resume`'s and `run`'s (`RunOptions`).
     """
+    try:
+        password = export_password(export_to, pg_password_block)
+    except PlaceflowError as exc:
+        return REFRESH.stopped(exc, db)
     progress = ProgressArtifact(
         f"placeflow refresh of {db}", forward=on_event, key=f"{PREFIX}-progress"
     )
@@ -86,4 +95,4 @@ def refresh_stale_places(
         if isinstance(exc, PlaceflowError):
             return REFRESH.stopped(exc, db)
         raise
-    return REFRESH.finish(summary, db, export_to)
+    return REFRESH.finish(summary, db, export_to, password)

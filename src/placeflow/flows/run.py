@@ -6,8 +6,10 @@ a task, each per-chunk stage a logged call; the network stages retried for trans
 only: a retry resumes from the warehouse, so it never pays twice) and publishes the summary
 (`placeflow.flows.artifacts`: markdown, rejects and changes tables, a link to the HTML report).
 Parameters are plain values: the inputs, the options (`RunOptions`, the CLI's flags), the
-database path, to resume a run id, and `export_to` (a directory, file:// or postgresql:// URL)
-to end a completed run with an incremental export. Under a Prefect server of its own
+database path, to resume a run id, `export_to` (a directory, file://, delta:// or
+postgresql:// URL, never with a password) to end a completed run with an incremental export,
+and `pg_password_block`, a Prefect Secret block holding its PostgreSQL password (else PGPASSWORD
+in the worker's environment; `placeflow.flows.credentials`). Under a Prefect server of its own
 (PREFECT_API_URL), the key's rate limits are kept by the server's global concurrency limits,
 shared with every other flow run on it.
 """
@@ -25,7 +27,7 @@ from prefect import flow
 from prefect.states import Failed
 
 from placeflow import orchestrate
-from placeflow.config import load_settings, postgres_password, prefect_server_url
+from placeflow.config import load_settings, prefect_server_url
 from placeflow.diskfull import StorageStop, stop_message, storage_stop
 from placeflow.errors import (
     EXIT_FAILED,
@@ -37,12 +39,14 @@ from placeflow.errors import (
 )
 from placeflow.events import Event
 from placeflow.flows.artifacts import Published, publish, run_export
+from placeflow.flows.credentials import ExportTo, export_password
 from placeflow.flows.progress_artifact import ProgressArtifact
 from placeflow.flows.rate_gate import gated
 from placeflow.flows.tasks import as_task
 from placeflow.options import RunOptions
 from placeflow.pipeline.account import RunSummary
 from placeflow.prepare import as_source, fingerprint
+from placeflow.redact import Secret
 from placeflow.reporting.summary import exit_code_for
 from placeflow.state.marking import mark_run
 from placeflow.target import Target, open_target
@@ -83,8 +87,14 @@ class Ending:
     what: str = "run"
     describe: Callable[[RunSummary], str] = _describe_run
 
-    def publish(self, summary: RunSummary, db: str, export_to: str | None = None) -> Published:
-        exported = run_export(db, export_to, password=postgres_password()) if export_to else None
+    def publish(
+        self,
+        summary: RunSummary,
+        db: str,
+        export_to: str | None = None,
+        password: Secret | None = None,
+    ) -> Published:
+        exported = run_export(db, export_to, password=password) if export_to else None
         return publish(
             summary,
             db=db,
@@ -93,9 +103,15 @@ class Ending:
             exported=exported,
         )
 
-    def finish(self, summary: RunSummary, db: str, export_to: str | None) -> Any:
+    def finish(
+        self,
+        summary: RunSummary,
+        db: str,
+        export_to: str | None,
+        password: Secret | None = None,
+    ) -> Any:
         """A completed run's end: export (when asked), artifacts, and the flow's result."""
-        done = self.publish(summary, db, export_to)
+        done = self.publish(summary, db, export_to, password)
         data = {**summary.as_dict(), **_report(done), "exit_code": exit_code_for(summary.status)}
         if done.export_error is not None:
             message = f"the {self.what} completed but its export failed: {done.export_error}"
@@ -164,7 +180,8 @@ def run_files(
     db: str = DEFAULT_DB,
     resume_run_id: str | None = None,
     on_event: Callable[[Event], None] | None = None,
-    export_to: str | None = None,
+    export_to: ExportTo = None,
+    pg_password_block: str | None = None,
 ) -> Any:
     """Validate or enrich places from files into DuckDB, spending the fewest credits.
 
@@ -173,8 +190,14 @@ def run_files(
     `on_event` is for a caller in this process (the CLI's live display): a live callback is
     not stored with the flow run (Prefect keeps a placeholder), and a deployment's run has
     none. Either way the run's events move a progress artifact. With `export_to`, a completed
-    run ends with an incremental export there (its summary in the markdown artifact).
+    run ends with an incremental export there (its summary in the markdown artifact), its
+    PostgreSQL password from the Secret block `pg_password_block` or PGPASSWORD; an
+    `export_to` holding a password is refused before anything is done (exit code 2).
     """
+    try:
+        password = export_password(export_to, pg_password_block)
+    except PlaceflowError as exc:
+        return RUN.stopped(exc, db)
     options = options or RunOptions()
     progress = ProgressArtifact(f"placeflow run of {db}", forward=on_event)
     command = None if resume_run_id else _command(inputs or [], options)
@@ -197,7 +220,7 @@ def run_files(
         if isinstance(exc, PlaceflowError):
             return RUN.stopped(exc, db)
         raise
-    return RUN.finish(summary, db, export_to)
+    return RUN.finish(summary, db, export_to, password)
 
 
 def resume_options(options: RunOptions) -> dict[str, Any]:
