@@ -168,6 +168,12 @@ def _watermarks(con: duckdb.DuckDBPyConnection, destination: str) -> dict[str, d
     return {str(name): value for name, value in rows}
 
 
+def column_names(con: duckdb.DuckDBPyConnection, table: str) -> set[str]:
+    """The warehouse table's columns: a destination lacking one (an export from before the
+    warehouse gained it) is sent the table whole, so that no row keeps it empty."""
+    return {str(r[0]) for r in con.execute(f"describe {quote(table)}").fetchall()}
+
+
 def plan_table(
     con: duckdb.DuckDBPyConnection, spec: TableSpec, lower: datetime | None
 ) -> TablePlan:
@@ -233,16 +239,17 @@ def _write_parquet(
     done = []
     for spec in specs:
         # The manifest travels with the files: its watermark is the destination's own record.
-        lower = None if full else parquet.table_watermark(manifest, spec.name)
+        whole = full or parquet.lacks(manifest, spec.name, column_names(con, spec.name))
+        lower = None if whole else parquet.table_watermark(manifest, spec.name)
         with transaction(con):  # one snapshot for the count and the rows written
             plan = plan_table(con, spec, lower)
             seq = parquet.next_seq(manifest, spec.name)
             written = parquet.write_table(con, root, plan, seq=seq, day=f"{at:%Y-%m-%d}", step=step)
         manifest = parquet.commit_table(
-            root, manifest, plan, written, full=full, exported_at=at, step=step
+            root, manifest, plan, written, full=whole, exported_at=at, step=step
         )
         files = (written.path,) if written else ()
-        _record(con, destination.redacted, export_id, full, at, [(plan, files)])
+        _record(con, destination.redacted, export_id, whole, at, [(plan, files)])
         done.append(TableExport(spec.name, plan.rows, plan.lower, plan.upper, files))
     return done
 
@@ -272,8 +279,10 @@ def _to_postgres(
             transaction(con),
         ):
             for spec in specs:
-                # A table dropped at the destination is sent whole again.
-                lower = recorded.get(spec.name) if postgres.table_exists(cur, spec.name) else None
+                # A table dropped at the destination, or lacking a column, is sent whole again.
+                present = postgres.table_columns(cur, spec.name)
+                current = present is not None and column_names(con, spec.name) <= present
+                lower = recorded.get(spec.name) if current else None
                 plan = plan_table(con, spec, lower)
                 tallies[spec.name] = Tally({})
                 postgres.load_table(cur, con, plan, step=step, tally=tallies[spec.name])
@@ -310,7 +319,9 @@ def _to_delta(
     for spec in specs:
         try:
             # The table's own commits hold its watermark: the warehouse mirrors it.
-            lower = None if full else delta.table_watermark(root, spec.name)
+            present = delta.table_columns(root, spec.name)
+            whole = full or (present is not None and not column_names(con, spec.name) <= present)
+            lower = None if whole else delta.table_watermark(root, spec.name)
             with transaction(con):  # one snapshot for the count and the rows written
                 plan = plan_table(con, spec, lower)
                 delta.load_table(con, root, plan, export_id=export_id, step=step)

@@ -39,6 +39,16 @@ class Committed:
     """The table's version after the export (None when nothing was committed)."""
 
 
+def table_columns(root: Path, table: str) -> set[str] | None:
+    """The columns of the destination's Delta table (None: no such table)."""
+    from deltalake import DeltaTable
+
+    path = root / table
+    if not (path / "_delta_log").is_dir():
+        return None
+    return {f.name for f in DeltaTable(str(path)).schema().fields}
+
+
 def table_watermark(root: Path, table: str) -> datetime | None:
     """The watermark of the table's newest placeflow commit (None: no such table, or none)."""
     from deltalake import DeltaTable
@@ -46,10 +56,13 @@ def table_watermark(root: Path, table: str) -> datetime | None:
     path = root / table
     if not (path / "_delta_log").is_dir():
         return None
-    for commit in DeltaTable(str(path)).history():  # newest first
-        value = commit.get(WATERMARK)
-        if value:
-            return datetime.fromisoformat(str(value))
+    log = DeltaTable(str(path))
+    # newest first; the newest commit is placeflow's unless someone optimized the table since
+    for limit in (1, None):
+        for commit in log.history(limit):
+            value = commit.get(WATERMARK)
+            if value:
+                return datetime.fromisoformat(str(value))
     return None
 
 

@@ -67,10 +67,18 @@ def _ensure_table(cur: Any, plan: TablePlan) -> None:
         )
 
 
-def table_exists(cur: Any, name: str) -> bool:
+def table_columns(cur: Any, name: str) -> set[str] | None:
+    """The columns of the destination's table (None: no such table)."""
     cur.execute(f"select to_regclass('public.{quote(name)}') is not null")
     row = cur.fetchone()
-    return bool(row and row[0])
+    if not (row and row[0]):
+        return None
+    regclass = f"to_regclass('public.{quote(name)}')"  # a checked identifier
+    cur.execute(
+        f"select attname from pg_attribute where attrelid = {regclass}"  # noqa: S608 - checked identifier
+        " and attnum > 0 and not attisdropped"
+    )
+    return {str(r[0]) for r in cur.fetchall()}
 
 
 def _merge_sql(plan: TablePlan, stage: str) -> str:
