@@ -330,7 +330,7 @@ def _to_delta(
                 f"cannot write the Delta table {root / spec.name}: {exc}. The tables exported"
                 " before it are complete; run the export again once it is fixed"
             ) from None
-        _record(con, destination.redacted, export_id, full, at, [(plan, ())])
+        _record(con, destination.redacted, export_id, whole, at, [(plan, ())])
         done.append(TableExport(spec.name, plan.rows, plan.lower, plan.upper))
     return done
 
