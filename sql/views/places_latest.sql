@@ -66,10 +66,11 @@ latest_attributes as (
     group by place_key
 ),
 
-sent as (
+-- the latest run that sent each place (only keys in the aggregate: the requests are read after)
+last_sent as (
     select
         run_places.place_key,
-        arg_max(run_places.request, (runs.created_at, run_places.run_id)) as request
+        arg_max(run_places.run_id, (runs.created_at, run_places.run_id)) as run_id
     from run_places
     inner join runs on run_places.run_id = runs.run_id
     group by run_places.place_key
@@ -77,17 +78,19 @@ sent as (
 
 identity as (
     select
-        place_key,
-        request ->> 'poi_name' as poi_name,
-        request ->> 'street' as street,
-        request ->> 'address' as address,
-        request ->> 'city' as city,
-        request ->> 'region' as region,
-        request ->> 'postcode' as postcode,
-        request ->> 'country' as country,
-        try_cast(request ->> 'latitude' as double) as latitude,
-        try_cast(request ->> 'longitude' as double) as longitude
-    from sent
+        last_sent.place_key,
+        run_places.request ->> 'poi_name' as poi_name,
+        run_places.request ->> 'street' as street,
+        run_places.request ->> 'address' as address,
+        run_places.request ->> 'city' as city,
+        run_places.request ->> 'region' as region,
+        run_places.request ->> 'postcode' as postcode,
+        run_places.request ->> 'country' as country,
+        try_cast(run_places.request ->> 'latitude' as double) as latitude,
+        try_cast(run_places.request ->> 'longitude' as double) as longitude
+    from last_sent
+    inner join run_places
+        on last_sent.run_id = run_places.run_id and last_sent.place_key = run_places.place_key
 ),
 
 final as (

@@ -36,7 +36,7 @@ from placeflow.exporters.destination import Destination, parse_destination
 from placeflow.exporters.summary import ExportSummary, TableExport
 from placeflow.exporters.textsafe import Tally
 from placeflow.redact import Secret, redact_text
-from placeflow.warehouse import connect, sql_text, transaction
+from placeflow.warehouse import connect, settings, sql_text, transaction
 
 
 @dataclass(frozen=True)
@@ -86,6 +86,12 @@ __all__ = [
     "parse_destination",
     "plan_table",
 ]
+
+
+EXPORT_MEMORY_LIMIT = "2GB"
+"""DuckDB's memory while an export reads its tables: the writer's cap (512 MB) is too little for
+places_latest's aggregates at a million places (it failed with "Out of Memory"), and an export,
+unlike a run, is one bounded read. DuckDB spills its sorts to disk past it."""
 
 
 class ExportError(PlaceflowError):
@@ -148,12 +154,13 @@ def _export(
     wanted = list(asked) if asked else list(DEFAULT_TABLES)
     specs = [TABLES[t] for t in wanted if t in present]
     missing = tuple(t for t in wanted if t not in present)
-    if destination.kind == "parquet":
-        done = _to_parquet(con, destination, specs, full, at, export_id, step)
-    elif destination.kind == "delta":
-        done = _to_delta(con, destination, specs, full, at, export_id, step)
-    else:
-        done = _to_postgres(con, destination, specs, full, at, export_id, step)
+    with settings(con, memory_limit=EXPORT_MEMORY_LIMIT):
+        if destination.kind == "parquet":
+            done = _to_parquet(con, destination, specs, full, at, export_id, step)
+        elif destination.kind == "delta":
+            done = _to_delta(con, destination, specs, full, at, export_id, step)
+        else:
+            done = _to_postgres(con, destination, specs, full, at, export_id, step)
     return ExportSummary(
         export_id, destination.redacted, destination.kind, full, tuple(done), missing
     )
