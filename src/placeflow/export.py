@@ -22,6 +22,7 @@ A destination URL carrying a password is refused (`exporters.destination`).
 
 from __future__ import annotations
 
+import os
 import secrets
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -88,10 +89,21 @@ __all__ = [
 ]
 
 
-EXPORT_MEMORY_LIMIT = "2GB"
-"""DuckDB's memory while an export reads its tables: the writer's cap (512 MB) is too little for
-places_latest's aggregates at a million places (it failed with "Out of Memory"), and an export,
-unlike a run, is one bounded read. DuckDB spills its sorts to disk past it."""
+EXPORT_MEMORY = 4 * 2**30
+"""DuckDB's memory while an export reads its tables (half the machine's, where that is less):
+under the writer's cap (512 MB) places_latest's aggregates at a million places failed with "Out
+of Memory", and at 2 GB they spilled to disk for twice the time. An export, unlike a run, is one
+bounded read: the cap comes back after it."""
+
+
+def export_memory_limit() -> str:
+    """EXPORT_MEMORY, or half the machine's physical memory when that is less, as DuckDB
+    takes it."""
+    try:
+        total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):  # not a POSIX system that says
+        total = 2 * EXPORT_MEMORY
+    return f"{min(EXPORT_MEMORY, total // 2) // 2**20}MB"
 
 
 class ExportError(PlaceflowError):
@@ -154,7 +166,7 @@ def _export(
     wanted = list(asked) if asked else list(DEFAULT_TABLES)
     specs = [TABLES[t] for t in wanted if t in present]
     missing = tuple(t for t in wanted if t not in present)
-    with settings(con, memory_limit=EXPORT_MEMORY_LIMIT):
+    with settings(con, memory_limit=export_memory_limit()):
         if destination.kind == "parquet":
             done = _to_parquet(con, destination, specs, full, at, export_id, step)
         elif destination.kind == "delta":
