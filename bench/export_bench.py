@@ -1,4 +1,5 @@
-"""Warehouse-load throughput at 1M places_latest rows, beside bare baselines.
+"""Warehouse-load throughput at 1M places_latest rows to Parquet, Delta and PostgreSQL, beside
+bare baselines.
 
 Builds a warehouse of N places (tests/export/dataset.py), starts a throwaway PostgreSQL
 (tests/pgserver.py), and times, each on the same warehouse:
@@ -7,7 +8,12 @@ Builds a warehouse of N places (tests/export/dataset.py), starts a throwaway Pos
   `COPY (select * from places_latest) TO '...' (FORMAT parquet, COMPRESSION zstd)`;
 - PostgreSQL: `placeflow.export` to a fresh database (ADBC COPY into staging, upsert), against a
   bare `COPY places_latest FROM STDIN` through psql of DuckDB's CSV of the same rows into a table
-  of the same types and primary key.
+  of the same types and primary key;
+- Delta: `placeflow.export` to a fresh `delta://` folder, against a bare
+  `deltalake.write_deltalake` of DuckDB's Arrow stream of the same rows.
+
+Then a run that changes a tenth of the places is added to the warehouse and each destination
+takes the incremental export (Parquet: one more file; PostgreSQL and Delta: a merge by key).
 
 Writes its own section of bench/RESULTS.md (replaced on each run).
 
@@ -38,7 +44,7 @@ from placeflow.export import TABLES, export, plan_table
 from placeflow.exporters.postgres import pg_type
 from placeflow.redact import Secret
 from placeflow.warehouse import connect
-from tests.export.dataset import build
+from tests.export.dataset import T0, add_run, build
 from tests.pgserver import start
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -55,6 +61,7 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--rows", type=int, default=1_000_000)
     args = parser.parse_args()
+    load_before = os.getloadavg()[0]
     work = Path(tempfile.mkdtemp(prefix="placeflow-export-bench-"))
     db = work / "warehouse.duckdb"
     con = connect(db)
@@ -71,6 +78,16 @@ def main() -> None:
 
     pq_bare = timed(bare_parquet)
     pq_ours = timed(lambda: export(db, str(work / "lake"), ["places_latest"]))
+
+    def bare_delta() -> None:
+        from deltalake import write_deltalake
+
+        with duckdb.connect(str(db)) as c:
+            reader = c.sql("select * from places_latest").to_arrow_reader(100_000)
+            write_deltalake(str(work / "bare-delta"), reader, mode="error")
+
+    dl_bare = timed(bare_delta)
+    dl_ours = timed(lambda: export(db, f"delta://{work / 'delta'}", ["places_latest"]))
 
     with start(settings={"max_wal_size": "'4GB'"}) as pg:
         pg.psql("create database bare")
@@ -112,10 +129,28 @@ def main() -> None:
 
         pg_bare = timed(bare_pg)
         url = pg.url().rsplit("/", 1)[0] + "/ours"
-        pg_ours = timed(lambda: export(db, url, ["places_latest"], password=Secret(pg.password)))
+        password = Secret(pg.password)
+        pg_ours = timed(lambda: export(db, url, ["places_latest"], password=password))
         ours = dataclasses.replace(pg, database="ours")
         landed = ours.psql("select count(*) from places_latest").strip()
-        print(f"parquet {pq_bare:.2f}/{pq_ours:.2f} s, postgresql {pg_bare:.2f}/{pg_ours:.2f} s")
+
+        # a tenth of the places answered again: the incremental export of each destination
+        changed = args.rows // 10
+        con = connect(db)
+        add_run(con, "run_bench_refresh", first=0, last=changed, at=T0.replace(year=2027), salt=9)
+        con.close()
+        pq_inc = timed(lambda: export(db, str(work / "lake"), ["places_latest"]))
+        dl_inc = timed(lambda: export(db, f"delta://{work / 'delta'}", ["places_latest"]))
+        pg_inc = timed(lambda: export(db, url, ["places_latest"], password=password))
+        after = ours.psql("select count(*) from places_latest").strip()
+    from deltalake import DeltaTable
+
+    in_delta = DeltaTable(str(work / "delta" / "places_latest")).to_pyarrow_table().num_rows
+    print(
+        f"parquet {pq_bare:.2f}/{pq_ours:.2f}/{pq_inc:.2f} s,"
+        f" delta {dl_bare:.2f}/{dl_ours:.2f}/{dl_inc:.2f} s,"
+        f" postgresql {pg_bare:.2f}/{pg_ours:.2f}/{pg_inc:.2f} s"
+    )
     shutil.rmtree(work, ignore_errors=True)
 
     lines = [
@@ -125,18 +160,27 @@ def main() -> None:
         f"`python3 -m uv run --frozen python bench/export_bench.py --rows {args.rows}` on"
         f" {platform.machine()}, {os.cpu_count()} cores, {datetime.now(UTC):%Y-%m-%d %H:%M} UTC;"
         f" places_latest of {rows:,} rows (synthetic enrichments: JSON opening hours, contacts,"
-        " dates, timestamps); first export (everything) to an empty destination. PostgreSQL"
-        " runs with fsync off (a throwaway server; both sides alike).",
+        " dates, timestamps, each place's request); first export (everything) to an empty"
+        " destination, then the incremental export after a run that answered a tenth of the"
+        " places again. PostgreSQL runs with fsync off (a throwaway server; both sides alike)."
+        f" Load average (1 min) at the start and the end: {load_before:.1f},"
+        f" {os.getloadavg()[0]:.1f} (2 shared cores: other work stretches every figure alike).",
         "",
-        "| destination | bare baseline | placeflow export | x baseline | rows/s (placeflow) |",
-        "|---|---:|---:|---:|---:|",
+        "| destination | bare baseline | placeflow export | x baseline | rows/s (placeflow)"
+        f" | incremental, {changed:,} changed |",
+        "|---|---:|---:|---:|---:|---:|",
         f"| Parquet (zstd) | {pq_bare:.2f} s (DuckDB `COPY ... TO parquet`) | {pq_ours:.2f} s"
-        f" | {pq_ours / pq_bare:.2f} | {rows / pq_ours:,.0f} |",
-        f"| PostgreSQL ({landed} rows landed) | {pg_bare:.2f} s (DuckDB CSV + psql `COPY FROM"
-        f" STDIN`) | {pg_ours:.2f} s | {pg_ours / pg_bare:.2f} | {rows / pg_ours:,.0f} |",
+        f" | {pq_ours / pq_bare:.2f} | {rows / pq_ours:,.0f} | {pq_inc:.2f} s (one more file) |",
+        f"| Delta ({in_delta:,} rows after both) | {dl_bare:.2f} s (`write_deltalake` of DuckDB's"
+        f" Arrow stream) | {dl_ours:.2f} s | {dl_ours / dl_bare:.2f} | {rows / dl_ours:,.0f}"
+        f" | {dl_inc:.2f} s (merge by key) |",
+        f"| PostgreSQL ({landed} rows landed, {after} after both) | {pg_bare:.2f} s (DuckDB CSV"
+        f" + psql `COPY FROM STDIN`) | {pg_ours:.2f} s | {pg_ours / pg_bare:.2f}"
+        f" | {rows / pg_ours:,.0f} | {pg_inc:.2f} s (merge by key) |",
         "",
         f"Target: within 2x of the baseline. Parquet"
-        f" {'**met**' if pq_ours <= 2 * pq_bare else '**missed**'}, PostgreSQL"
+        f" {'**met**' if pq_ours <= 2 * pq_bare else '**missed**'}, Delta"
+        f" {'**met**' if dl_ours <= 2 * dl_bare else '**missed**'}, PostgreSQL"
         f" {'**met**' if pg_ours <= 2 * pg_bare else '**missed**'}.",
         END,
     ]

@@ -1,10 +1,12 @@
-"""Regenerate the generated parts of docs/warehouse.md and docs/cli.md.
+"""Regenerate the generated parts of docs/warehouse.md, docs/exports.md and docs/cli.md.
 
 The warehouse's tables come from the schema itself: each table's, view's and column's DuckDB
 comment (`comment on ...` in sql/schema/*.sql and sql/views/*.sql), read from a fresh in-memory
-warehouse. The CLI's usage blocks are `placeflow COMMAND --help`, formatted 100 columns wide.
-Each generated part sits between `<!-- gen:table NAME -->` (or `<!-- gen:help [COMMAND] -->`)
-and `<!-- /gen -->`; everything outside the markers is written by hand and left as it is.
+warehouse. The exported tables (docs/exports.md) add what `placeflow.export.TABLES` says of each:
+its key and incremental column, and each column's PostgreSQL type. The CLI's usage blocks are
+`placeflow COMMAND --help`, formatted 100 columns wide. Each generated part sits between
+`<!-- gen:table NAME -->` (or `<!-- gen:export NAME -->`, `<!-- gen:help [COMMAND] -->`) and
+`<!-- /gen -->`; everything outside the markers is written by hand and left as it is.
 
 Run:  python3 -m uv run --frozen python scripts/gen_docs.py           rewrite the docs
       python3 -m uv run --frozen python scripts/gen_docs.py --check   exit 1 if one is stale
@@ -26,11 +28,12 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 WAREHOUSE_DOC = ROOT / "docs" / "warehouse.md"
+EXPORTS_DOC = ROOT / "docs" / "exports.md"
 CLI_DOC = ROOT / "docs" / "cli.md"
 HELP_COLUMNS = "100"
 
 BLOCK = re.compile(
-    r"(?P<open><!-- gen:(?P<kind>table|help)(?: (?P<name>[\w-]+))? -->\n)"
+    r"(?P<open><!-- gen:(?P<kind>table|export|help)(?: (?P<name>[\w-]+))? -->\n)"
     r"(?P<body>.*?)"
     r"(?P<close><!-- /gen -->)",
     re.DOTALL,
@@ -91,6 +94,27 @@ def table_block(name: str) -> str:
     return "\n".join(lines) + "\n"
 
 
+def export_block(name: str) -> str:
+    """The generated reference of one exported table: heading, key, incremental column, then
+    each column with its DuckDB and PostgreSQL types and its meaning."""
+    from placeflow.export import TABLES
+    from placeflow.exporters.postgres import pg_type
+
+    rel = relations().get(name)
+    spec = TABLES.get(name)
+    if rel is None or spec is None:
+        raise KeyError(f"placeflow exports no table {name!r}")
+    key = ", ".join(f"`{k}`" for k in spec.key)
+    lines = [f"### `{name}`", "", _cell(rel.comment), ""]
+    lines += [f"Key: {key}. Incremental column: `{spec.cursor}`.", ""]
+    lines += ["| column | DuckDB | PostgreSQL | meaning |", "|---|---|---|---|"]
+    lines += [
+        f"| `{col}` | {_cell(typ)} | {pg_type(typ.upper())} | {_cell(text)} |"
+        for col, typ, text in rel.columns
+    ]
+    return "\n".join(lines) + "\n"
+
+
 @contextmanager
 def _columns(width: str) -> Iterator[None]:
     """argparse wraps help to $COLUMNS: fix it, so the blocks do not depend on the terminal."""
@@ -130,7 +154,14 @@ def regenerate(text: str) -> str:
 
     def block(match: re.Match[str]) -> str:
         name = match["name"] or ""
-        body = table_block(name) if match["kind"] == "table" else help_block(name)
+        kind = match["kind"]
+        body = (
+            table_block(name)
+            if kind == "table"
+            else export_block(name)
+            if kind == "export"
+            else help_block(name)
+        )
         return f"{match['open']}{body}{match['close']}"
 
     return BLOCK.sub(block, text)
@@ -146,7 +177,7 @@ def main(argv: list[str] | None = None) -> int:
     cli.add_argument("--check", action="store_true", help="only say which docs are stale")
     args = cli.parse_args(argv)
     stale = []
-    for doc in (WAREHOUSE_DOC, CLI_DOC):
+    for doc in (WAREHOUSE_DOC, EXPORTS_DOC, CLI_DOC):
         text = doc.read_text(encoding="utf-8")
         fresh = regenerate(text)
         if fresh != text:

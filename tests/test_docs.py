@@ -14,6 +14,7 @@ ROOT = Path(__file__).resolve().parents[1]
 README = (ROOT / "README.md").read_text()
 CLI_DOC = (ROOT / "docs" / "cli.md").read_text()
 WAREHOUSE_DOC = (ROOT / "docs" / "warehouse.md").read_text()
+EXPORTS_DOC = (ROOT / "docs" / "exports.md").read_text()
 TOUR = ("run", "runs", "rows", "report", "resume", "refresh", "export", "research")
 FENCE = re.compile(r"^(```|~~~).*?^\1[^\n]*$", re.DOTALL | re.MULTILINE)
 LINK = re.compile(r"!?\[[^\]]*\]\(([^)\s]+)\)")
@@ -153,6 +154,15 @@ def test_every_warehouse_column_is_documented() -> None:
         for column, _, comment in relation.columns:
             assert comment, f"{name}.{column} has no comment"
             assert f"| `{column}` |" in WAREHOUSE_DOC, f"{name}.{column} not documented"
+
+
+def test_exports_doc_has_every_exported_table_as_exported_today() -> None:
+    """docs/exports.md has one generated block per table placeflow exports, each what the
+    schema's comments, the table's key and incremental column and the type mapping say."""
+    from placeflow.export import TABLES
+
+    assert sorted(GEN.blocks(EXPORTS_DOC, "export")) == sorted(TABLES)
+    assert GEN.regenerate(EXPORTS_DOC) == EXPORTS_DOC, "stale: run scripts/gen_docs.py"
 
 
 def test_every_relative_link_in_the_readme_and_docs_resolves() -> None:

@@ -17,6 +17,7 @@ select
     match_rule,
     match_probability,
     outcome_key,
+    own_key,
     claimed_by,
     core_key,
     poi_name,

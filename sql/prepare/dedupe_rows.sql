@@ -5,7 +5,8 @@
 -- pass merged: the first row of the key it matched), disposition (the first row of a cluster
 -- is submitted, the rest are duplicates) and first_row_ord. A duplicate's note names the row
 -- it repeats, before any note the row already had (a "duplicate of ..." left by an earlier
--- pass is dropped first).
+-- pass is dropped first). own_key keeps the row's own exact key (the place it became is
+-- place_key).
 
 with
 
@@ -58,6 +59,7 @@ select
             )
         end as note
     ),
+    place_key as own_key,
     case
         when is_repeat then own_first_row_ord
         else merged_row

@@ -3,7 +3,8 @@
 -- when it changed a field (by the noise rules of place_fact_changed, as place_changes records)
 -- or answered a field for the first time. A version holds, per field, the newest answer known
 -- when it opened, and lasts until the next version opens (valid_to null: current). What was
--- known about a place at time T: valid_from <= T and (valid_to is null or T < valid_to).
+-- known about a place at time T: valid_from <= T and (valid_to is null or T < valid_to). Each
+-- version carries the place's identity as the run that opened it sent it (run_places.request).
 
 create or replace view place_history as
 
@@ -108,6 +109,22 @@ last_checks as (
     group by versions.place_key, versions.version
 ),
 
+identity as (
+    select
+        run_id,
+        place_key,
+        request ->> 'poi_name' as poi_name,
+        request ->> 'street' as street,
+        request ->> 'address' as address_line,
+        request ->> 'city' as city,
+        request ->> 'region' as region,
+        request ->> 'postcode' as postcode,
+        request ->> 'country' as country,
+        try_cast(request ->> 'latitude' as double) as latitude,
+        try_cast(request ->> 'longitude' as double) as longitude
+    from run_places
+),
+
 final as (
     select
         versions.place_key,
@@ -128,12 +145,23 @@ final as (
         known_wide.tiktok,
         known_wide.email,
         known_wide.address,
-        known_wide.coordinates
+        known_wide.coordinates,
+        identity.poi_name,
+        identity.street,
+        identity.address_line,
+        identity.city,
+        identity.region,
+        identity.postcode,
+        identity.country,
+        identity.latitude,
+        identity.longitude
     from versions
     left join known_wide
         on versions.place_key = known_wide.place_key and versions.version = known_wide.version
     left join last_checks
         on versions.place_key = last_checks.place_key and versions.version = last_checks.version
+    left join identity
+        on versions.run_id = identity.run_id and versions.place_key = identity.place_key
 )
 
 select * from final;
@@ -158,3 +186,12 @@ comment on column place_history.tiktok is 'TikTok URL (else handle), as last ans
 comment on column place_history.email is 'Email address, as last answered.';
 comment on column place_history.address is 'The address fields sent for the place (street, address, city, region, postcode, country).';
 comment on column place_history.coordinates is 'The coordinates sent for the place, as latitude,longitude.';
+comment on column place_history.poi_name is 'The place''s name as the run that opened the version sent it.';
+comment on column place_history.street is 'The street line as that run sent it.';
+comment on column place_history.address_line is 'The unstructured address as that run sent it (address above joins every address field).';
+comment on column place_history.city is 'The city as that run sent it.';
+comment on column place_history.region is 'The region (state, province) as that run sent it.';
+comment on column place_history.postcode is 'The postcode as that run sent it.';
+comment on column place_history.country is 'The ISO 3166-1 alpha-2 country as that run sent it.';
+comment on column place_history.latitude is 'The latitude as that run sent it; null when none was.';
+comment on column place_history.longitude is 'The longitude as that run sent it; null when none was.';

@@ -4,6 +4,8 @@
 -- else the newest failed one (so a place that only ever failed shows its error). Each enrichment
 -- attribute comes from the newest successful enrichment that asked for it: a validation run does
 -- not hide the phone an enrichment found, nor does a newer failed outcome hide an older value.
+-- The place's identity (name, address fields, country, coordinates) is what the latest run that
+-- sent the place sent (run_places.request), so a warehouse user sees which place a key is.
 
 create or replace view places_latest as
 
@@ -64,6 +66,33 @@ latest_attributes as (
     group by place_key
 ),
 
+-- the latest run that sent each place (only keys in the aggregate: the requests are read after)
+last_sent as (
+    select
+        run_places.place_key,
+        arg_max(run_places.run_id, (runs.created_at, run_places.run_id)) as run_id
+    from run_places
+    inner join runs on run_places.run_id = runs.run_id
+    group by run_places.place_key
+),
+
+identity as (
+    select
+        last_sent.place_key,
+        run_places.request ->> 'poi_name' as poi_name,
+        run_places.request ->> 'street' as street,
+        run_places.request ->> 'address' as address,
+        run_places.request ->> 'city' as city,
+        run_places.request ->> 'region' as region,
+        run_places.request ->> 'postcode' as postcode,
+        run_places.request ->> 'country' as country,
+        try_cast(run_places.request ->> 'latitude' as double) as latitude,
+        try_cast(run_places.request ->> 'longitude' as double) as longitude
+    from last_sent
+    inner join run_places
+        on last_sent.run_id = run_places.run_id and last_sent.place_key = run_places.place_key
+),
+
 final as (
     select
         verdicts.place_key,
@@ -117,9 +146,19 @@ final as (
         latest_attributes.instagram.instagram_handle as instagram_handle,
         latest_attributes.tiktok.tiktok_url as tiktok_url,
         latest_attributes.tiktok.tiktok_handle as tiktok_handle,
-        latest_attributes.email.email_address as email_address
+        latest_attributes.email.email_address as email_address,
+        identity.poi_name,
+        identity.street,
+        identity.address,
+        identity.city,
+        identity.region,
+        identity.postcode,
+        identity.country,
+        identity.latitude,
+        identity.longitude
     from verdicts
     left join latest_attributes on verdicts.place_key = latest_attributes.place_key
+    left join identity on verdicts.place_key = identity.place_key
 )
 
 select * from final;
@@ -177,3 +216,12 @@ comment on column places_latest.instagram_handle is 'The instagram handle. From 
 comment on column places_latest.tiktok_url is 'The tiktok URL. From the newest successful enrichment that asked for it.';
 comment on column places_latest.tiktok_handle is 'The tiktok handle. From the newest successful enrichment that asked for it.';
 comment on column places_latest.email_address is 'The email address. From the newest successful enrichment that asked for it.';
+comment on column places_latest.poi_name is 'The place''s name as last sent (run_places.request of the latest run that sent the place).';
+comment on column places_latest.street is 'The street line as last sent.';
+comment on column places_latest.address is 'The unstructured address as last sent.';
+comment on column places_latest.city is 'The city as last sent.';
+comment on column places_latest.region is 'The region (state, province) as last sent.';
+comment on column places_latest.postcode is 'The postcode as last sent.';
+comment on column places_latest.country is 'The ISO 3166-1 alpha-2 country as last sent.';
+comment on column places_latest.latitude is 'The latitude as last sent; null when none was.';
+comment on column places_latest.longitude is 'The longitude as last sent; null when none was.';

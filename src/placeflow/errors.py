@@ -7,8 +7,10 @@
     │   ├── FieldSpecError              a research attribute spec breaks the spec's limits
     │   │                               (placeflow.research.fields; also a ValueError)
     │   ├── OptionsError                options or arguments out of bounds: a run's options, a
-    │   │                               client's, poller's or limiter's settings, a function's
-    │   │                               arguments (also a ValueError)
+    │   │   │                           client's, poller's or limiter's settings, a function's
+    │   │   │                           arguments (also a ValueError)
+    │   │   └── PasswordInUrl           a destination URL carries a password: refused before
+    │   │                               anything is sent (it would be shown and stored)
     │   ├── ConfigError                 the environment does not fit: its settings, or a state
     │   │                               directory others can write (also a ValueError)
     │   ├── UnknownRun                  no such run in this warehouse (also a LookupError)
@@ -86,6 +88,12 @@ class SourceProblem(UsageError):
 class OptionsError(UsageError, ValueError):
     """Options or arguments out of bounds: a run's options, a client's, poller's or limiter's
     settings, a function's arguments. The message names the option and its limits."""
+
+
+class PasswordInUrl(OptionsError):
+    """A destination URL (`placeflow export --to`, a flow's `export_to`) carries a password:
+    refused before anything is exported, since a URL is printed, logged and, as a flow
+    parameter, stored by Prefect. The message says where the password goes instead."""
 
 
 class ConfigError(UsageError, ValueError):

@@ -1,6 +1,7 @@
-"""Warehouse loads: the place tables to Parquet files or to PostgreSQL, incrementally.
+"""Warehouse loads: the place tables to Parquet files, Delta tables or PostgreSQL, incrementally.
 
     export(db, "file:///lake", ["places_latest"])           -> ExportSummary
+    export(db, "delta:///lake")
     export(db, "postgresql://etl@db:5432/analytics", password=Secret(...))
 
 Each table of `TABLES` names its key and its incremental column (a timestamp expression): an
@@ -11,27 +12,32 @@ warehouse records per destination (redacted: never a password) and table how far
 
 - Parquet (a directory or ``file://`` URL): see `exporters.parquet`; the destination's manifest
   is its commit point and its own watermark, the warehouse mirrors it.
+- Delta (``delta://``): see `exporters.delta`; rows merged by key, each table's commit carries
+  its watermark (the destination's own record, as Parquet's manifest).
 - PostgreSQL (``postgresql://``): see `exporters.postgres`; one transaction per export, rows
   merged by key, so an export replayed after a crash between commit and record changes nothing.
+
+A destination URL carrying a password is refused (`exporters.destination`).
 """
 
 from __future__ import annotations
 
+import os
 import secrets
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Literal
-from urllib.parse import quote as url_quote
-from urllib.parse import unquote, urlsplit
 
 import duckdb
 
 from placeflow.errors import OptionsError, PlaceflowError
 from placeflow.exporters import Column, Step, TablePlan, quote, timestamp_literal
+from placeflow.exporters.destination import Destination, parse_destination
+from placeflow.exporters.summary import ExportSummary, TableExport
+from placeflow.exporters.textsafe import Tally
 from placeflow.redact import Secret, redact_text
-from placeflow.warehouse import connect, sql_text, transaction
+from placeflow.warehouse import connect, settings, sql_text, transaction
 
 
 @dataclass(frozen=True)
@@ -50,111 +56,58 @@ TABLES: dict[str, TableSpec] = {
         TableSpec("place_history", ("place_key", "valid_from"), "coalesce(valid_to, valid_from)"),
         TableSpec("runs", ("run_id",), "coalesce(finished_at, created_at)"),
         TableSpec("credit_ledger", ("run_id", "ref", "kind"), "recorded_at"),
+        TableSpec("crosswalk", ("run_id", "row_ord"), "run_opened_at"),
+        TableSpec("research_latest", ("place_key", "field"), "loaded_at"),
+        TableSpec("research_answers", ("run_id", "place_key", "field"), "loaded_at"),
+        TableSpec("research_runs", ("run_id",), "coalesce(finished_at, created_at)"),
     )
 }
 """Exportable tables: name -> key columns -> incremental column. Adding one is one line."""
 
-DEFAULT_TABLES = ("places_latest", "place_changes", "place_history")
+DEFAULT_TABLES = (
+    "places_latest",
+    "place_changes",
+    "place_history",
+    "crosswalk",
+    "research_latest",
+    "research_answers",
+)
+"""What an export sends unless told otherwise: the places, their changes and history, each
+input row's way to its place, and the research answers."""
+
+__all__ = [
+    "DEFAULT_TABLES",
+    "TABLES",
+    "Destination",
+    "ExportError",
+    "ExportSummary",
+    "TableExport",
+    "TableSpec",
+    "export",
+    "parse_destination",
+    "plan_table",
+]
+
+
+EXPORT_MEMORY = 4 * 2**30
+"""DuckDB's memory while an export reads its tables (half the machine's, where that is less):
+under the writer's cap (512 MB) places_latest's aggregates at a million places failed with "Out
+of Memory", and at 2 GB they spilled to disk for twice the time. An export, unlike a run, is one
+bounded read: the cap comes back after it."""
+
+
+def export_memory_limit() -> str:
+    """EXPORT_MEMORY, or half the machine's physical memory when that is less, as DuckDB
+    takes it."""
+    try:
+        total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):  # not a POSIX system that says
+        total = 2 * EXPORT_MEMORY
+    return f"{min(EXPORT_MEMORY, total // 2) // 2**20}MB"
 
 
 class ExportError(PlaceflowError):
     """An export could not be completed; the destination is left as the last clean export."""
-
-
-@dataclass(frozen=True)
-class Destination:
-    kind: Literal["parquet", "postgresql"]
-    redacted: str
-    """The destination as recorded and printed: never a password."""
-    path: Path | None = None
-    password: Secret | None = field(default=None, repr=False)
-    _url: str = field(default="", repr=False)
-
-    def connection_uri(self) -> str:
-        """The libpq URI with the password: only ever handed to the driver."""
-        if self.password is None:
-            return self._url
-        parts = urlsplit(self._url)
-        user, _, host = parts.netloc.rpartition("@")
-        auth = f"{user}:{url_quote(self.password.reveal(), safe='')}@"
-        return parts._replace(netloc=auth + host).geturl()
-
-
-def parse_destination(dest: str, password: Secret | None = None) -> Destination:
-    """A directory, ``file://`` URL or ``postgresql://`` URL; a password in the URL wins over
-    `password` (PGPASSWORD, from config) and is taken out of everything recorded."""
-    parts = urlsplit(dest)
-    if parts.scheme in ("postgresql", "postgres"):
-        if not parts.hostname and "host=" not in parts.query:
-            raise OptionsError("a postgresql:// destination needs a host")
-        if parts.password:
-            password = Secret(unquote(parts.password))
-        user = f"{parts.username}@" if parts.username else ""
-        host = parts.netloc.rpartition("@")[2]
-        query = "&".join(p for p in parts.query.split("&") if p and not p.startswith("password="))
-        url = parts._replace(
-            scheme="postgresql", netloc=user + host, query=query, fragment=""
-        ).geturl()
-        return Destination("postgresql", url, password=password, _url=url)
-    if parts.scheme == "file":
-        if parts.netloc not in ("", "localhost"):
-            raise OptionsError(f"file:// destinations are local paths, not on {parts.netloc}")
-        path = Path(unquote(parts.path))
-    elif parts.scheme and len(parts.scheme) > 1:
-        raise OptionsError(
-            f"unsupported destination {parts.scheme}://: use a directory, file:// or postgresql://"
-        )
-    else:
-        path = Path(dest)
-    path = path.expanduser().resolve()
-    return Destination("parquet", path.as_uri(), path=path)
-
-
-@dataclass(frozen=True)
-class TableExport:
-    table: str
-    rows: int
-    watermark_from: datetime | None
-    watermark_to: datetime | None
-    files: tuple[str, ...] = ()
-
-
-@dataclass(frozen=True)
-class ExportSummary:
-    export_id: str
-    destination: str
-    kind: str
-    full: bool
-    tables: tuple[TableExport, ...]
-    missing: tuple[str, ...]
-    """Tables asked for that this warehouse does not have (not exported)."""
-
-    @property
-    def rows(self) -> int:
-        return sum(t.rows for t in self.tables)
-
-    def as_dict(self) -> dict[str, Any]:
-        def iso(value: datetime | None) -> str | None:
-            return value.isoformat() if value else None
-
-        return {
-            "export_id": self.export_id,
-            "destination": self.destination,
-            "kind": self.kind,
-            "full": self.full,
-            "rows": self.rows,
-            "missing": list(self.missing),
-            "tables": [
-                {
-                    "table": t.table,
-                    "rows": t.rows,
-                    "watermark_from": iso(t.watermark_from),
-                    "watermark_to": iso(t.watermark_to),
-                    "files": list(t.files),
-                }
-                for t in self.tables
-            ],
-        }
 
 
 def _noop(_: str) -> None:
@@ -213,10 +166,13 @@ def _export(
     wanted = list(asked) if asked else list(DEFAULT_TABLES)
     specs = [TABLES[t] for t in wanted if t in present]
     missing = tuple(t for t in wanted if t not in present)
-    if destination.kind == "parquet":
-        done = _to_parquet(con, destination, specs, full, at, export_id, step)
-    else:
-        done = _to_postgres(con, destination, specs, full, at, export_id, step)
+    with settings(con, memory_limit=export_memory_limit()):
+        if destination.kind == "parquet":
+            done = _to_parquet(con, destination, specs, full, at, export_id, step)
+        elif destination.kind == "delta":
+            done = _to_delta(con, destination, specs, full, at, export_id, step)
+        else:
+            done = _to_postgres(con, destination, specs, full, at, export_id, step)
     return ExportSummary(
         export_id, destination.redacted, destination.kind, full, tuple(done), missing
     )
@@ -229,6 +185,12 @@ def _watermarks(con: duckdb.DuckDBPyConnection, destination: str) -> dict[str, d
         [destination],
     ).fetchall()
     return {str(name): value for name, value in rows}
+
+
+def column_names(con: duckdb.DuckDBPyConnection, table: str) -> set[str]:
+    """The warehouse table's columns: a destination lacking one (an export from before the
+    warehouse gained it) is sent the table whole, so that no row keeps it empty."""
+    return {str(r[0]) for r in con.execute(f"describe {quote(table)}").fetchall()}
 
 
 def plan_table(
@@ -296,16 +258,17 @@ def _write_parquet(
     done = []
     for spec in specs:
         # The manifest travels with the files: its watermark is the destination's own record.
-        lower = None if full else parquet.table_watermark(manifest, spec.name)
+        whole = full or parquet.lacks(manifest, spec.name, column_names(con, spec.name))
+        lower = None if whole else parquet.table_watermark(manifest, spec.name)
         with transaction(con):  # one snapshot for the count and the rows written
             plan = plan_table(con, spec, lower)
             seq = parquet.next_seq(manifest, spec.name)
             written = parquet.write_table(con, root, plan, seq=seq, day=f"{at:%Y-%m-%d}", step=step)
         manifest = parquet.commit_table(
-            root, manifest, plan, written, full=full, exported_at=at, step=step
+            root, manifest, plan, written, full=whole, exported_at=at, step=step
         )
         files = (written.path,) if written else ()
-        _record(con, destination.redacted, export_id, full, at, [(plan, files)])
+        _record(con, destination.redacted, export_id, whole, at, [(plan, files)])
         done.append(TableExport(spec.name, plan.rows, plan.lower, plan.upper, files))
     return done
 
@@ -327,6 +290,7 @@ def _to_postgres(
     secrets_ = [destination.password.reveal()] if destination.password else []
     recorded = {} if full else _watermarks(con, destination.redacted)
     plans: list[tuple[TablePlan, tuple[str, ...]]] = []
+    tallies: dict[str, Tally] = {}
     try:
         with (
             dbapi.connect(destination.connection_uri()) as pg,
@@ -334,10 +298,13 @@ def _to_postgres(
             transaction(con),
         ):
             for spec in specs:
-                # A table dropped at the destination is sent whole again.
-                lower = recorded.get(spec.name) if postgres.table_exists(cur, spec.name) else None
+                # A table dropped at the destination, or lacking a column, is sent whole again.
+                present = postgres.table_columns(cur, spec.name)
+                current = present is not None and column_names(con, spec.name) <= present
+                lower = recorded.get(spec.name) if current else None
                 plan = plan_table(con, spec, lower)
-                postgres.load_table(cur, con, plan, step=step)
+                tallies[spec.name] = Tally({})
+                postgres.load_table(cur, con, plan, step=step, tally=tallies[spec.name])
                 plans.append((plan, ()))
             step("postgres:before-commit")
             pg.commit()
@@ -346,7 +313,45 @@ def _to_postgres(
         raise ExportError(f"export to {destination.redacted} failed: {message}") from None
     step("postgres:committed")
     _record(con, destination.redacted, export_id, full, at, plans)
-    return [TableExport(p.name, p.rows, p.lower, p.upper) for p, _ in plans]
+    return [
+        TableExport(p.name, p.rows, p.lower, p.upper, made_safe=tallies[p.name].values)
+        for p, _ in plans
+    ]
+
+
+def _to_delta(
+    con: duckdb.DuckDBPyConnection,
+    destination: Destination,
+    specs: list[TableSpec],
+    full: bool,
+    at: datetime,
+    export_id: str,
+    step: Step,
+) -> list[TableExport]:
+    from deltalake.exceptions import DeltaError
+
+    from placeflow.exporters import delta
+
+    root = destination.path
+    assert root is not None
+    done = []
+    for spec in specs:
+        try:
+            # The table's own commits hold its watermark: the warehouse mirrors it.
+            present = delta.table_columns(root, spec.name)
+            whole = full or (present is not None and not column_names(con, spec.name) <= present)
+            lower = None if whole else delta.table_watermark(root, spec.name)
+            with transaction(con):  # one snapshot for the count and the rows written
+                plan = plan_table(con, spec, lower)
+                delta.load_table(con, root, plan, export_id=export_id, step=step)
+        except (DeltaError, OSError) as exc:
+            raise ExportError(
+                f"cannot write the Delta table {root / spec.name}: {exc}. The tables exported"
+                " before it are complete; run the export again once it is fixed"
+            ) from None
+        _record(con, destination.redacted, export_id, whole, at, [(plan, ())])
+        done.append(TableExport(spec.name, plan.rows, plan.lower, plan.upper))
+    return done
 
 
 def _record(

@@ -2,7 +2,8 @@
 at any size (the export benchmark builds a million places with the same function).
 
 Values cover what the type mapping must carry: JSON opening hours and contact values, doubles,
-booleans, dates, timestamps with time zone, nulls, quotes, newlines and non-ASCII text.
+booleans, dates, timestamps with time zone, nulls, quotes, newlines and non-ASCII text; each
+place's request (run_places) gives it a name, an address and, for most, coordinates.
 """
 
 from __future__ import annotations
@@ -78,6 +79,31 @@ from range($first, $last) as places(i)
 """
 
 
+_SENT = """
+insert into run_places (run_id, place_key, chunk_no, position, request)
+select
+    $run_id,
+    'pk' || lpad(cast(i as varchar), 7, '0'),
+    $chunk,
+    $position,
+    to_json({
+        id: 'pk' || lpad(cast(i as varchar), 7, '0'),
+        poi_name: 'Place ' || cast(i as varchar) || case when i % 13 = 0 then ' "Zur Börse"'
+            else '' end,
+        street: cast(i % 9000 + 1 as varchar) || ' Main Street',
+        address: null,
+        city: 'Springfield',
+        region: case when i % 2 = 0 then 'IL' end,
+        postcode: lpad(cast(i % 99999 as varchar), 5, '0'),
+        country: 'US',
+        latitude: case when i % 3 <> 0 then 39.0 + (i % 1000) / 1000.0 end,
+        longitude: case when i % 3 <> 0 then -89.0 - (i % 1000) / 1000.0 end
+    })::varchar
+from range($first, $last) as places(i)
+"""
+"""Each place's request as a run sent it: the identity places_latest and place_history show."""
+
+
 def add_run(
     con: duckdb.DuckDBPyConnection,
     run_id: str,
@@ -105,6 +131,11 @@ def add_run(
         ],
     )
     params = {"run_id": run_id, "first": first, "last": last, "at": at}
+    chunk, position = ("(i // 10000)::integer", "(i % 10000)::integer")
+    if mode != "enrich":
+        chunk, position = ("0", "i::integer")
+    sent = _SENT.replace("$chunk", chunk).replace("$position", position)
+    con.execute(sent, {"run_id": run_id, "first": first, "last": last})
     if mode == "enrich":
         con.execute(_ENRICH, {**params, "salt": salt})
     else:

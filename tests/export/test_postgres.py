@@ -77,17 +77,17 @@ def test_postgres_equals_warehouse(db: Path, pg_db: PgServer) -> None:
 def test_incremental_postgres_writes_only_changed_rows(db: Path, pg_db: PgServer) -> None:
     """PostgreSQL's row versions (xmin) show an unchanged rerun wrote nothing and a refresh
     rewrote exactly the places it changed."""
-    url = pg_db.url(with_password=True)
-    export(db, url, ["places_latest"], now=NOW)
+    url, password = pg_db.url(), Secret(pg_db.password)
+    export(db, url, ["places_latest"], password=password, now=NOW)
     _, first = pg_rows(pg_db, "places_latest", ", xmin::text")
-    again = export(db, url, ["places_latest"], now=NOW + timedelta(hours=1))
+    again = export(db, url, ["places_latest"], password=password, now=NOW + timedelta(hours=1))
     assert again.rows == 0
     assert pg_rows(pg_db, "places_latest", ", xmin::text")[1] == first
 
     con = connect(db)
     add_run(con, "run_c", first=50, last=70, at=NOW + timedelta(hours=2), salt=3)
     con.close()
-    third = export(db, url, ["places_latest"], now=NOW + timedelta(hours=3))
+    third = export(db, url, ["places_latest"], password=password, now=NOW + timedelta(hours=3))
     assert third.rows == 20
     _, after = pg_rows(pg_db, "places_latest", ", xmin::text")
     rewritten = [a[0] for a, b in zip(after, first, strict=True) if a[-1] != b[-1]]
@@ -100,8 +100,8 @@ def test_incremental_postgres_writes_only_changed_rows(db: Path, pg_db: PgServer
 
 def test_full_postgres_export_upserts_everything(db: Path, pg_db: PgServer) -> None:
     """--full sends every row again and leaves one row per key."""
-    url = pg_db.url(with_password=True)
-    export(db, url, ["runs"], now=NOW)
-    full = export(db, url, ["runs"], full=True, now=NOW + timedelta(hours=1))
+    url, password = pg_db.url(), Secret(pg_db.password)
+    export(db, url, ["runs"], password=password, now=NOW)
+    full = export(db, url, ["runs"], full=True, password=password, now=NOW + timedelta(hours=1))
     assert full.rows == 2
     assert pg_db.psql("select count(*), count(distinct run_id) from runs").strip() == "2|2"

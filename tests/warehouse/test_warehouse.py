@@ -32,7 +32,7 @@ TABLES = {
 }  # fmt: skip
 VIEWS = {
     "place_outcomes", "places_latest", "run_credits", "place_facts", "place_history",
-    "place_claims", "research_latest", "run_row_outcomes",
+    "place_claims", "research_latest", "run_row_outcomes", "crosswalk",
 }  # fmt: skip
 
 

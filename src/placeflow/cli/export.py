@@ -5,7 +5,8 @@
 
 Exit codes: 0 exported (tables asked for but absent from the warehouse are named, not fatal);
 1 the export failed (the destination is left as the last clean export; run it again);
-2 bad arguments (unknown table, unusable destination, no warehouse at --db).
+2 bad arguments (unknown table, unusable destination, a password in the URL, no warehouse at
+--db).
 """
 
 from __future__ import annotations
@@ -25,11 +26,12 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
     """Add the `export` sub-command to a subparsers object; its handler (`func`) is `main`."""
     p: argparse.ArgumentParser = sub.add_parser(
         "export",
-        help="load the place tables into Parquet files or PostgreSQL (incremental)",
+        help="load the place tables into Parquet files, Delta tables or PostgreSQL (incremental)",
         description=(
             "Send the place tables to a warehouse: Parquet files under a directory or file://"
-            " URL, or a postgresql:// URL (password from the URL or PGPASSWORD). Only what"
-            " changed since the last export to the same destination is sent."
+            " URL, Delta tables under a delta:// URL, or a postgresql:// URL (the password from"
+            " PGPASSWORD; a URL carrying one is refused). Only what changed since the last"
+            " export to the same destination is sent."
         ),
     )
     add_db(p)
@@ -38,7 +40,7 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
         required=True,
         dest="to",
         metavar="DEST",
-        help="a directory, file:///path or postgresql://user@host:port/db",
+        help="a directory, file:///path, delta:///path or postgresql://user@host:port/db",
     )
     p.add_argument(
         "--tables",
@@ -82,7 +84,8 @@ def _print(summary: ExportSummary, *, as_json: bool) -> None:
     print(f"export {summary.export_id} to {summary.destination} ({mode}): {summary.rows} rows")
     for t in summary.tables:
         files = f" in {', '.join(t.files)}" if t.files else ""
-        print(f"  {t.table}: {t.rows} rows{files}")
+        safe = f" ({t.made_safe} values made safe for the destination)" if t.made_safe else ""
+        print(f"  {t.table}: {t.rows} rows{files}{safe}")
     if summary.missing:
         print(f"  not in this warehouse (not exported): {', '.join(summary.missing)}")
 

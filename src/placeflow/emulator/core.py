@@ -126,6 +126,7 @@ class CoreBackend:
             bill_null_status=faults.bill_null_status,
             social_value_shape=faults.social_value_shape,
             unknown_fields=faults.unknown_fields,
+            nul_in_phone_rate=faults.nul_in_phone_rate,
         )
 
     def set_faults(self, config: FaultConfig) -> None:

@@ -174,6 +174,9 @@ class FaultConfig:
     results_late_reads: int = 0
     """A job that ended answers its first N status reads after it ended with `results: null`:
     the status moves before the files are published (when they appear is not shown)."""
+    nul_in_phone_rate: float = 0.0
+    """Share of phone values that come back holding a NUL byte (JSON ``\\u0000``) inside the
+    number: text a PostgreSQL export must make safe (docs/operations.md)."""
     result_parts: int = 1
     """A job's results are split into up to N files (`results.files[]`, consecutive lines in
     order, each its own gzip stream, URL, size and sha256): the spec's `files` is an array."""

@@ -148,6 +148,8 @@ def _enrich_line(c: CallContext, poi: Mapping[str, Any], plan: _Plan) -> tuple[s
         if i >= 2 and not slug:
             slug = place_slug(str(g("poi_name") or ""), h)
         value = value_json(i, h, country, slug, c.social_shape)
+        if i == 1 and h[31] < c.nul_cut:  # a NUL byte inside the number ("+1 555\u00001234")
+            value = value[:-6] + "\\u0000" + value[-6:]
         if cell:
             parts.append(key + value + ATTR_CELL_TAIL[conf])
         else:

@@ -36,6 +36,8 @@ class SynthSettings:
     unknown_fields: bool = False
     """Result lines carry fields the spec never names: at the top, inside status objects, and a
     status of only such a field where the spec's answer has none (billing is the spec's)."""
+    nul_in_phone_rate: float = 0.0
+    """Share of phone values whose number holds a NUL byte (draw byte 31)."""
 
     def __post_init__(self) -> None:
         if self.social_value_shape not in SOCIAL_VALUE_SHAPES:
@@ -53,7 +55,7 @@ SOCIAL_VALUE_SHAPES = ("object", "url", "handle")
 # digest (the base one unless the epoch moved the place on): 3-4 failure, 5 status, 6 closure
 # reason, 7 closure confidence, 8 existence confidence, 9-15 presence and confidence of each
 # VALUE_ATTRIBUTE, 16-22 their as_of, 23 hours pattern, 24-28 phone digits, 29 web variant,
-# 30-31 spare.
+# 30 null status, 31 a NUL in the phone number.
 _EPOCH_STEP = 3277
 """An epoch moves on the places whose 16-bit offset crosses a multiple of 65536: 3277/65536 = 5%."""
 _UNRESOLVABLE_CUT = 8  # of 256: about 3% of coordinates-only places
@@ -116,6 +118,7 @@ class CallContext:
         self.bill_null = settings.bill_null_status
         self.social_shape = settings.social_value_shape
         self.unknown = settings.unknown_fields
+        self.nul_cut = round(min(max(settings.nul_in_phone_rate, 0.0), 1.0) * 256)
         self.dates = _Dates(now)
         rid, failed = request_id, ("upstream lookup failed", "EXTERNAL_API_ERROR")
         unresolved = (

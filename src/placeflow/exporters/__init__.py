@@ -1,7 +1,8 @@
-"""Destinations of warehouse loads: Parquet files (DuckDB's own writer) and PostgreSQL (ADBC).
+"""Destinations of warehouse loads: Parquet files (DuckDB's own writer), PostgreSQL (ADBC) and
+Delta tables (delta-rs), and the destination URLs that name them (`destination`).
 
-Both take a `TablePlan` (which rows of which table, typed columns) from `placeflow.export`
-and report what they wrote; neither records anything in the warehouse (export does, after the
+Each takes a `TablePlan` (which rows of which table, typed columns) from `placeflow.export`
+and reports what it wrote; none records anything in the warehouse (export does, after the
 destination has committed).
 """
 
@@ -53,11 +54,12 @@ class TablePlan:
     upper: datetime | None
     rows: int
 
-    def select(self, *, json_as_text: bool = False) -> str:
-        """The DuckDB query of the plan's rows, ordered by key (deterministic files)."""
+    def select(self, *, native: frozenset[str] | None = None) -> str:
+        """The DuckDB query of the plan's rows, ordered by key (deterministic files); with
+        `native`, columns of any other DuckDB type travel as text (cast to varchar)."""
         cols = []
         for c in self.columns:
-            as_text = json_as_text and c.duck_type not in _ARROW_NATIVE
+            as_text = native is not None and c.duck_type not in native
             cols.append(
                 f"cast({quote(c.name)} as varchar) as {quote(c.name)}" if as_text else quote(c.name)
             )
@@ -75,7 +77,7 @@ class TablePlan:
         return f"({self.cursor}) > {timestamp_literal(self.lower)} and {bound}"
 
 
-_ARROW_NATIVE = frozenset(
+ARROW_NATIVE = frozenset(
     {
         "VARCHAR",
         "BOOLEAN",

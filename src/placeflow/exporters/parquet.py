@@ -56,6 +56,15 @@ def table_watermark(manifest: dict[str, Any], table: str) -> datetime | None:
     return datetime.fromisoformat(entry["watermark"])
 
 
+def lacks(manifest: dict[str, Any], table: str, columns: set[str]) -> bool:
+    """Whether the destination's files of `table` lack one of `columns` (exported before the
+    warehouse gained it): the table is then written whole, replacing them."""
+    entry = manifest["tables"].get(table)
+    if not entry or "columns" not in entry:
+        return False
+    return not columns <= {c["name"] for c in entry["columns"]}
+
+
 def _fsync(path: Path) -> None:
     fd = os.open(path, os.O_RDONLY)
     try:

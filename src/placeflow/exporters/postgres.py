@@ -6,7 +6,8 @@ no per-row Python, no CSV round trip, typed columns (timestamptz, double precisi
 date) as they are. The target tables are created on first use with PostgreSQL types derived
 from DuckDB's (JSON becomes jsonb) and a primary key on the table's key columns; a column the
 warehouse gained since is added. `INSERT ... ON CONFLICT (key) DO UPDATE` makes a replayed
-export harmless.
+export harmless. Text PostgreSQL would refuse (a NUL character, JSON's ``\u0000``) is made safe
+on the way (`exporters.textsafe`), so one bad value never fails the load.
 """
 
 from __future__ import annotations
@@ -16,7 +17,8 @@ from typing import Any
 
 import duckdb
 
-from placeflow.exporters import Column, Step, TablePlan, quote
+from placeflow.exporters import ARROW_NATIVE, Column, Step, TablePlan, quote
+from placeflow.exporters.textsafe import Tally, safe_batches
 
 BATCH_ROWS = 100_000
 
@@ -65,10 +67,18 @@ def _ensure_table(cur: Any, plan: TablePlan) -> None:
         )
 
 
-def table_exists(cur: Any, name: str) -> bool:
+def table_columns(cur: Any, name: str) -> set[str] | None:
+    """The columns of the destination's table (None: no such table)."""
     cur.execute(f"select to_regclass('public.{quote(name)}') is not null")
     row = cur.fetchone()
-    return bool(row and row[0])
+    if not (row and row[0]):
+        return None
+    regclass = f"to_regclass('public.{quote(name)}')"  # a checked identifier
+    cur.execute(
+        f"select attname from pg_attribute where attrelid = {regclass}"  # noqa: S608 - checked identifier
+        " and attnum > 0 and not attisdropped"
+    )
+    return {str(r[0]) for r in cur.fetchall()}
 
 
 def _merge_sql(plan: TablePlan, stage: str) -> str:
@@ -91,15 +101,25 @@ def _cast(column: Column) -> str:
     return f"cast({quote(column.name)} as {pg_type(column.duck_type)})"
 
 
-def load_table(cur: Any, con: duckdb.DuckDBPyConnection, plan: TablePlan, *, step: Step) -> int:
+def load_table(
+    cur: Any,
+    con: duckdb.DuckDBPyConnection,
+    plan: TablePlan,
+    *,
+    step: Step,
+    tally: Tally | None = None,
+) -> int:
     """Create or widen the target, COPY the plan's rows into a staging table and merge them;
-    returns the rows sent. The caller commits (or a crash rolls everything back)."""
+    returns the rows sent (the values made safe counted in `tally`). The caller commits (or a
+    crash rolls everything back)."""
     _ensure_table(cur, plan)
     if plan.rows == 0:
         return 0
     stage = f"_placeflow_stage_{plan.name}"
     cur.execute(f"drop table if exists pg_temp.{quote(stage)}")
-    reader = con.sql(plan.select(json_as_text=True)).to_arrow_reader(BATCH_ROWS)
+    reader = con.sql(plan.select(native=ARROW_NATIVE)).to_arrow_reader(BATCH_ROWS)
+    json_columns = frozenset(c.name for c in plan.columns if pg_type(c.duck_type) == "jsonb")
+    reader = safe_batches(reader, json_columns, tally if tally is not None else Tally({}))
     sent = int(cur.adbc_ingest(stage, reader, mode="create", temporary=True))
     step(f"postgres:staged:{plan.name}")
     cur.execute(_merge_sql(plan, stage))

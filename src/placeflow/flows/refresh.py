@@ -19,18 +19,19 @@ from typing import Any
 
 from prefect import flow
 
-from placeflow.ending import REFRESH_PREFIX, refresh_ending, refresh_outcome
+from placeflow.ending import REFRESH_PREFIX, Outcome, refresh_ending, refresh_outcome
 from placeflow.events import Event
 from placeflow.flows.artifacts import publish
+from placeflow.flows.credentials import ExportTo
 from placeflow.flows.progress_artifact import ProgressArtifact
-from placeflow.flows.run import as_state, export_with_password, service_target
+from placeflow.flows.run import as_state, credentials, exporter, service_target
 from placeflow.flows.tasks import as_task
 from placeflow.warehouse import DEFAULT_DB
 
 PREFIX = REFRESH_PREFIX
 """The artifact keys' prefix: refresh-summary, -rejects, -changes, -report, -progress."""
 
-REFRESH = refresh_ending(publish, export_with_password)
+REFRESH = refresh_ending(publish, exporter(None))
 
 
 @flow(name="refresh_stale_places", log_prints=False)
@@ -42,13 +43,14 @@ def refresh_stale_places(
     limit: int | None = None,
     country: str | None = None,
     poll_timeout: float | None = None,
-    export_to: str | None = None,
+    export_to: ExportTo = None,
     on_event: Callable[[Event], None] | None = None,
     resend_uncertain: bool = False,
     stuck_after: float | None = None,
     idempotency_window: float | None = None,
     claim_wait: float | None = None,
     watch_every: float | None = None,
+    pg_password_block: str | None = None,
 ) -> Any:
     """Re-check the warehouse's places whose answer is `older_than` old, recording changes.
 
@@ -58,8 +60,12 @@ def refresh_stale_places(
     is for a caller in this process (the CLI's live display); the events also move a progress
     artifact. `resend_uncertain`, `stuck_after`, `idempotency_window` and `claim_wait` are
     `placeflow resume`'s and `run`'s (`RunOptions`); `watch_every` is set by the CLI when it
-    draws the live display (`RunOptions.watch_every`).
+    draws the live display (`RunOptions.watch_every`). The export's PostgreSQL password comes
+    from the Secret block `pg_password_block` or PGPASSWORD, never from `export_to`.
     """
+    ending = credentials(lambda e: refresh_ending(publish, e), export_to, pg_password_block, db)
+    if isinstance(ending, Outcome):
+        return as_state(ending)
     progress = ProgressArtifact(
         f"placeflow refresh of {db}", forward=on_event, key=f"{PREFIX}-progress"
     )
@@ -67,7 +73,7 @@ def refresh_stale_places(
               "idempotency_window": idempotency_window, "claim_wait": claim_wait,
               "resend_uncertain": resend_uncertain, "watch_every": watch_every}  # fmt: skip
     outcome = refresh_outcome(
-        REFRESH, service=service_target, step=as_task, on_event=progress, db=db,
+        ending, service=service_target, step=as_task, on_event=progress, db=db,
         older_than=older_than, mode=mode, max_credits=max_credits, limit=limit,
         country=country, tuning=tuning, export_to=export_to,
     )  # fmt: skip

@@ -8,8 +8,9 @@ only: a retry resumes from the warehouse, so it never pays twice), publishes the
 artifacts (`placeflow.flows.artifacts`: markdown, rejects and changes tables, a link to the
 HTML report) and turns the outcome into the flow run's state.
 Parameters are plain values: the inputs, the options (`RunOptions`, the CLI's flags), the
-database path, to resume a run id, and `export_to` (a directory, file:// or postgresql:// URL)
-to end a completed run with an incremental export. Under a Prefect server of its own
+database path, to resume a run id, and `export_to` (a directory, file://, delta:// or
+postgresql:// URL, never with a password: `pg_password_block` names a Secret block for it) to
+end a completed run with an incremental export. Under a Prefect server of its own
 (PREFECT_API_URL), the key's rate limits are kept by the server's global concurrency limits,
 shared with every other flow run on it.
 """
@@ -23,21 +24,25 @@ from typing import Any
 from prefect import flow
 from prefect.states import Failed
 
-from placeflow.config import load_settings, postgres_password, prefect_server_url
+from placeflow.config import load_settings, prefect_server_url
 from placeflow.ending import (
     RUN_PREFIX,
+    Ending,
     Outcome,
     open_service,
     resume_options,
     run_ending,
     run_outcome,
 )
+from placeflow.errors import PlaceflowError
 from placeflow.events import Event
 from placeflow.flows.artifacts import publish, run_export
+from placeflow.flows.credentials import ExportTo, export_password
 from placeflow.flows.progress_artifact import ProgressArtifact
 from placeflow.flows.rate_gate import gated
 from placeflow.flows.tasks import as_task
 from placeflow.options import RunOptions
+from placeflow.redact import Secret
 from placeflow.reporting.published import Exported
 from placeflow.target import Target
 from placeflow.warehouse import DEFAULT_DB
@@ -58,12 +63,28 @@ def service_target() -> AbstractContextManager[Target]:
     )
 
 
-def export_with_password(db: str, export_to: str) -> Exported:
-    """A completed run's export at the end of a flow (PGPASSWORD for a URL without one)."""
-    return run_export(db, export_to, password=postgres_password())
+def exporter(password: Secret | None) -> Callable[[str, str], Exported]:
+    """A completed run's export at the end of a flow, with the password the flow was given
+    (`placeflow.flows.credentials.export_password`: a Secret block's, or PGPASSWORD)."""
+    return lambda db, export_to: run_export(db, export_to, password=password)
 
 
-RUN = run_ending(publish, export_with_password)
+def credentials(
+    ending: Callable[[Callable[[str, str], Exported]], Ending],
+    export_to: str | None,
+    pg_password_block: str | None,
+    db: str,
+) -> Ending | Outcome:
+    """The flow's ending, exporting with the password for `export_to`; or, when `export_to`
+    holds a password itself, the Outcome refusing it before anything is done (exit code 2)."""
+    try:
+        password = export_password(export_to, pg_password_block)
+    except PlaceflowError as exc:
+        return ending(exporter(None)).stopped(exc, db)
+    return ending(exporter(password))
+
+
+RUN = run_ending(publish, exporter(None))
 
 
 def as_state(outcome: Outcome) -> Any:
@@ -80,7 +101,8 @@ def run_files(
     db: str = DEFAULT_DB,
     resume_run_id: str | None = None,
     on_event: Callable[[Event], None] | None = None,
-    export_to: str | None = None,
+    export_to: ExportTo = None,
+    pg_password_block: str | None = None,
 ) -> Any:
     """Validate or enrich places from files into DuckDB, spending the fewest credits.
 
@@ -89,11 +111,16 @@ def run_files(
     `on_event` is for a caller in this process (the CLI's live display): a live callback is
     not stored with the flow run (Prefect keeps a placeholder), and a deployment's run has
     none. Either way the run's events move a progress artifact. With `export_to`, a completed
-    run ends with an incremental export there (its summary in the markdown artifact).
+    run ends with an incremental export there (its summary in the markdown artifact), its
+    PostgreSQL password from the Secret block `pg_password_block` or PGPASSWORD; an
+    `export_to` holding a password is refused before anything is done (exit code 2).
     """
+    ending = credentials(lambda e: run_ending(publish, e), export_to, pg_password_block, db)
+    if isinstance(ending, Outcome):
+        return as_state(ending)
     progress = ProgressArtifact(f"placeflow run of {db}", forward=on_event)
     outcome = run_outcome(
-        RUN, service=service_target, step=as_task, on_event=progress, inputs=inputs,
+        ending, service=service_target, step=as_task, on_event=progress, inputs=inputs,
         options=options, db=db, resume_run_id=resume_run_id, export_to=export_to,
     )  # fmt: skip
     return as_state(outcome)

@@ -33,8 +33,8 @@ __all__ = [
 
 SUBMITTED = "submitted"
 DUPLICATE = "duplicate"
-ADDED = (*AUDIT_COLUMNS, "disposition", "first_row_ord")
-"""The columns dedupe adds after place_key and core_key."""
+ADDED = ("own_key", *AUDIT_COLUMNS, "disposition", "first_row_ord")
+"""The columns dedupe adds after place_key and core_key (own_key: the row's own exact key)."""
 
 
 @dataclass(frozen=True)

@@ -88,7 +88,12 @@ def export_markdown(summary: ExportSummary) -> str:
         "| table | rows |",
         "|---|---:|",
     ]
-    lines += [f"| {t.table} | {t.rows:,} |" for t in summary.tables]
+    lines += [
+        f"| {t.table} | {t.rows:,}"
+        + (f" ({t.made_safe:,} values made safe for the destination)" if t.made_safe else "")
+        + " |"
+        for t in summary.tables
+    ]
     if summary.missing:
         lines += ["", f"Not in this warehouse: {', '.join(summary.missing)}."]
     return "\n".join(lines)

@@ -173,11 +173,14 @@ def prepare(
                 pl.when(pl.col("disposition") == "duplicate")
                 .then(pl.lit("same place as row ") + pl.col("first_row_ord").cast(pl.String))
                 .alias("note"),
+                "own_key", "match_rule", "match_probability",
             ),
             rejects.select(
                 "row_ord", "source_file", "source_row", "source_id",
                 pl.lit(None, pl.String).alias("place_key"), pl.lit("rejected").alias("disposition"),
-                pl.col("reason").alias("note"),
+                pl.col("reason").alias("note"), pl.lit(None, pl.String).alias("own_key"),
+                pl.lit(None, pl.String).alias("match_rule"),
+                pl.lit(None, pl.Float64).alias("match_probability"),
             ),
         ],
         how="vertical_relaxed",

@@ -23,8 +23,9 @@ the PLACE_FIELDS, note, place_key, core_key."""
 REJECTS = "pf_staged_rejects"
 """normalize's rejects: row_ord, source_file, source_row, source_id, field, reason, raw."""
 DEDUPED = "pf_staged_deduped"
-"""PLACES with place_key the answering place's key, matched_row, match_rule, match_probability,
-disposition (submitted / duplicate) and first_row_ord; note names the row a duplicate repeats."""
+"""PLACES with place_key the answering place's key, own_key (the row's own exact key),
+matched_row, match_rule, match_probability, disposition (submitted / duplicate) and
+first_row_ord; note names the row a duplicate repeats."""
 MARKED = "pf_staged_marked"
 """DEDUPED with disposition skipped_fresh / held_failing where so, and outcome_key."""
 REQUESTS = "pf_staged_requests"

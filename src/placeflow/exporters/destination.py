@@ -1,0 +1,108 @@
+"""Where an export goes: a directory or ``file://`` URL (Parquet), ``delta://`` (Delta tables) or
+``postgresql://`` (a database), parsed once into a `Destination`.
+
+A destination URL never carries a password: a URL is printed, logged, recorded and, given to a
+flow as `export_to`, stored by Prefect in its database and shown in its UI. One with a password
+(``user:secret@``, or ``password=`` in its query) is refused (`PasswordInUrl`, exit code 2)
+before anything is exported, saying where the password goes instead: PGPASSWORD (for a
+deployment, the worker's environment) or a Prefect Secret block named by the flow's
+`pg_password_block`. `SAFE_DESTINATION_PATTERN` is the same rule as a JSON-schema pattern, which the
+flows put on `export_to` so that a Prefect server refuses to create such a flow run at all.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+from urllib.parse import quote as url_quote
+from urllib.parse import unquote, urlsplit
+
+from placeflow.errors import OptionsError, PasswordInUrl
+from placeflow.redact import Secret
+
+Kind = Literal["parquet", "postgresql", "delta"]
+
+SAFE_DESTINATION_PATTERN = r"^(?![A-Za-z][A-Za-z0-9+.-]*://[^/?#@]*:[^/?#@]*@)(?!.*[?&]password=)"
+"""A destination string without a password (the rule `parse_destination` applies), as a regular
+expression for a JSON schema's `pattern` (matched with search, so anchored at the start)."""
+
+HOW = (
+    "give the URL without it and the password in PGPASSWORD (for a Prefect deployment: in the"
+    " worker's environment), or name a Prefect Secret block holding it in the flow parameter"
+    " pg_password_block (docs/operations.md, 'Export credentials')"
+)
+"""Where an export's password goes, said with every refusal."""
+
+
+@dataclass(frozen=True)
+class Destination:
+    kind: Kind
+    redacted: str
+    """The destination as recorded and printed: never a password."""
+    path: Path | None = None
+    password: Secret | None = field(default=None, repr=False)
+    _url: str = field(default="", repr=False)
+
+    def connection_uri(self) -> str:
+        """The libpq URI with the password: only ever handed to the driver."""
+        if self.password is None:
+            return self._url
+        parts = urlsplit(self._url)
+        user, _, host = parts.netloc.rpartition("@")
+        auth = f"{user}:{url_quote(self.password.reveal(), safe='')}@"
+        return parts._replace(netloc=auth + host).geturl()
+
+
+def without_password(dest: str) -> str:
+    """`dest` with any password taken out (for the refusal's message, and what a flow run's
+    stored parameters are rewritten to)."""
+    parts = urlsplit(dest)
+    user = f"{parts.username}@" if parts.username else ""
+    host = parts.netloc.rpartition("@")[2]
+    query = "&".join(p for p in parts.query.split("&") if p and not p.startswith("password="))
+    return parts._replace(netloc=user + host, query=query, fragment="").geturl()
+
+
+def refuse_password(dest: str) -> None:
+    """Raise `PasswordInUrl` when `dest` carries a password (in its user info or its query)."""
+    parts = urlsplit(dest)
+    if not parts.scheme or len(parts.scheme) == 1:
+        return  # a path (a drive letter is no scheme)
+    if parts.password is not None or any(p.startswith("password=") for p in parts.query.split("&")):
+        raise PasswordInUrl(
+            f"{without_password(dest)}: a password in the destination URL is refused (a URL is"
+            " printed, logged and, as a flow parameter, stored in Prefect's database and shown"
+            f" in its UI); nothing was exported: {HOW}"
+        )
+
+
+def parse_destination(dest: str, password: Secret | None = None) -> Destination:
+    """A directory, ``file://``, ``delta://`` or ``postgresql://`` URL; `password` (PGPASSWORD
+    from config, or a Secret block's value) is PostgreSQL's. A password in the URL is refused."""
+    refuse_password(dest)
+    parts = urlsplit(dest)
+    if parts.scheme in ("postgresql", "postgres"):
+        if not parts.hostname and "host=" not in parts.query:
+            raise OptionsError("a postgresql:// destination needs a host")
+        url = without_password(parts._replace(scheme="postgresql").geturl())
+        return Destination("postgresql", url, password=password, _url=url)
+    if parts.scheme in ("file", "delta"):
+        if parts.netloc not in ("", "localhost"):
+            raise OptionsError(
+                f"{parts.scheme}:// destinations are local paths, not on {parts.netloc}"
+            )
+        if not parts.path:
+            raise OptionsError(f"{parts.scheme}:// needs a path: {parts.scheme}:///srv/lake")
+        path = Path(unquote(parts.path))
+    elif parts.scheme and len(parts.scheme) > 1:
+        raise OptionsError(
+            f"unsupported destination {parts.scheme}://: use a directory, file://, delta:// or"
+            " postgresql://"
+        )
+    else:
+        path = Path(dest)
+    path = path.expanduser().resolve()
+    if parts.scheme == "delta":
+        return Destination("delta", "delta://" + path.as_posix(), path=path)
+    return Destination("parquet", path.as_uri(), path=path)
