@@ -230,7 +230,7 @@ def _normalised(records: pl.DataFrame, *, phone: bool) -> pl.DataFrame:
         "row_ord",
         pl.lit("eval.csv").alias("source_file"),
         (pl.col("row_ord") + 1).alias("source_row"),
-        pl.col("row_ord").cast(pl.String).alias("source_id"),
+        pl.lit(None, pl.String).alias("source_id"),  # generated: no ids (the id rule off)
         pl.col("name").alias("poi_name"),
         pl.col("street").cast(pl.String),
         pl.lit(None, pl.String).alias("address"),

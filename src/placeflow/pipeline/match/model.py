@@ -5,13 +5,18 @@ once with EM (bench/matching_train.py, on generated places) and kept in `model.j
 file, so a run loads fixed parameters: deterministic, and no training time per run.
 
 Hard rules are part of every blocking rule, so a pair breaking one is never even scored:
-different countries, different street numbers (two branches on one street among them), or more
-than FAR_KM apart, each only when both places have the value.
+different countries, different street numbers (two branches on one street among them), more
+than FAR_KM apart, two different phones (each only when both places have the value), different
+ids in one input file (`placeflow.pipeline.match.evidence`), and two places both already
+known in the warehouse. The rules that need lists or string tests (CONFLICT: the marks and the
+branch of a name) and the rule for a chain's name (CHAIN_AGREES) are tested on the scored pairs
+and on the clusters, in DuckDB.
 """
 
 from __future__ import annotations
 
 import json
+import math
 from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -47,12 +52,58 @@ def _km2(template: str) -> str:
 
 
 _NEAR = f"{_km2('{side}.{col}')} <= {FAR_KM * FAR_KM}"
+_PHONE_DIGITS = "least(len(l.phone_all), len(r.phone_all))"
 HARD_RULES = (
     "(l.country is null or r.country is null or l.country = r.country)",
     "(l.street_number is null or r.street_number is null or l.street_number = r.street_number)",
     f"(l.latitude is null or r.latitude is null or {_NEAR})",
+    f"(l.phone_all is null or r.phone_all is null or right(l.phone_all, {_PHONE_DIGITS})"
+    f" = right(r.phone_all, {_PHONE_DIGITS}))",
+    "(l.id_key is null or r.id_key is null or l.file_key <> r.file_key or l.id_key = r.id_key)",
+    "not (l.known and r.known)",
 )
 """What may never be merged, as SQL over a pair (l, r): each rule must hold."""
+MARKS_MACRO = """create or replace macro pf_marks_conflict(a, b) as
+    (a is not null and b is not null and len(list_filter(list_concat(a, b), lambda m:
+        not (list_contains(a, m) and list_contains(b, m))
+        and list_contains(list_transform(a, lambda x: split_part(x, ':', 1)), split_part(m, ':', 1))
+        and list_contains(list_transform(b, lambda x: split_part(x, ':', 1)), split_part(m, ':', 1))
+    )) > 0)
+    or list_contains(coalesce(a, []), 's:drive') <> list_contains(coalesce(b, []), 's:drive')"""
+"""A DuckDB macro: do two places' marks differ in a class both name (or a drive-thru only one
+names)? Created in the pass's DuckDB before CONFLICT is used."""
+BRANCH_ALIKE = 0.9
+_ONLY = (
+    "array_to_string(list_filter(string_split({a}.branch, ' '),"
+    " lambda w: not list_contains(string_split({b}.branch, ' '), w)), ' ')"
+)
+"""The words of one branch name ({a}) that the other ({b}) lacks."""
+CONFLICT = " or ".join(
+    [
+        f"not ({' and '.join(HARD_RULES)})",
+        "pf_marks_conflict(l.marks, r.marks)",
+        "(l.branch is not null and r.branch is not null and l.branch <> r.branch"
+        f" and {_ONLY.format(a='l', b='r')} <> '' and {_ONLY.format(a='r', b='l')} <> ''"
+        f" and jaro_winkler_similarity({_ONLY.format(a='l', b='r')},"
+        f" {_ONLY.format(a='r', b='l')}) < {BRANCH_ALIKE})",
+    ]
+)
+"""A pair (l, r) that may never be merged: a hard rule broken, marks of one class that differ,
+or two branch names each with words the other lacks, those words not alike (not a typo):
+"NRI Koramangala" vs "SME Koramangala", not "Nighoje" vs "Nighjoe" or "Adyar" vs "CAC Adyar"."""
+CHAIN_MIN = 5
+"""Places sharing a name (name_core) in one pass from which the name is a chain's."""
+CHAIN_AGREES = (
+    f"(greatest(l.name_count, r.name_count) < {CHAIN_MIN}"
+    " or (l.street_number = r.street_number and (l.street_name = r.street_name"
+    " or jaro_winkler_similarity(l.street_name, r.street_name) >= 0.9))"
+    f" or (l.latitude is not null and r.latitude is not null and {_km2('{side}.{col}')} <= 0.0025)"
+    " or (l.phone = r.phone and (l.street_name is null or r.street_name is null"
+    " or jaro_winkler_similarity(l.street_name, r.street_name) >= 0.9)))"
+)
+"""A pair whose name is a chain's (CHAIN_MIN places or more share it) is merged only on
+address-level agreement: the same house number on a like street, within 50 m, or the same
+phone of its own (one no more than MAX_SHARED places hold) with no unlike street."""
 NAMES_ALIKE = (
     "(l.name_core is null or r.name_core is null or l.name_sorted = r.name_sorted"
     " or jaro_winkler_similarity(l.name_core, r.name_core) >= 0.88"
@@ -157,19 +208,55 @@ def trained_settings() -> dict[str, Any]:
 
 
 def settings() -> dict[str, Any]:
-    """A copy of the trained model, safe to hand to a Linker (which may change it)."""
+    """A copy of the trained model, safe to hand to a Linker (which may change it), with this
+    module's blocking rules (hard rules attached) and each comparison's level and Bayes factor
+    kept for the evidence of a merge (`evidence_sql`)."""
     copied: dict[str, Any] = json.loads(json.dumps(trained_settings()))
     copied.pop("linker_uid", None)
-    copied["retain_matching_columns"] = False  # the pass reads ids and probability alone
+    copied["retain_matching_columns"] = False  # the pass reads ids, probability and evidence
+    copied["retain_intermediate_calculation_columns"] = True
+    copied["blocking_rules_to_generate_predictions"] = [
+        rule.create_blocking_rule_dict("duckdb") for rule in blocking_rules()
+    ]
     return copied
 
 
+def evidence_sql(side: str = "p") -> str:
+    """SQL (over Splink's scored pairs, aliased `side`) of a JSON object: each comparison's
+    name -> the label of its level for the pair and its match weight: what a person reviewing
+    a merge reads. Splink keeps each comparison's weight (mw_*); its level is the one of that
+    weight (log2 m/u: distinct per level of a comparison; 0 for a null level)."""
+    parts = []
+    for comparison in trained_settings()["comparisons"]:
+        name = comparison["output_column_name"]
+        cases = []
+        for level in comparison["comparison_levels"]:
+            label = _quoted(level["label_for_charts"])
+            if level.get("is_null_level"):
+                cases.append(f"when {side}.mw_{name} = 0 then '{label}'")
+                continue
+            weight = math.log2(level["m_probability"] / level["u_probability"])
+            cases.append(f"when abs({side}.mw_{name} - ({weight!r})) < 1e-9 then '{label}'")
+        level_sql = f"case {' '.join(cases)} end"
+        weight_sql = f"round({side}.mw_{name}, 3)"
+        parts.append(f"'{name}', json_object('level', {level_sql}, 'weight', {weight_sql})")
+    return f"json_object({', '.join(parts)})::varchar"
+
+
+def _quoted(text: str) -> str:
+    return text.replace("'", "''")
+
+
 __all__ = [
+    "CHAIN_AGREES",
+    "CONFLICT",
     "FAR_KM",
     "HARD_RULES",
+    "MARKS_MACRO",
     "MODEL_PATH",
     "NAMES_ALIKE",
     "blocking_rules",
     "comparisons",
+    "evidence_sql",
     "settings",
 ]
