@@ -72,14 +72,17 @@ def dedupe_staged(
     match_rule and match_probability, `disposition` (submitted/duplicate) and `first_row_ord`
     (the row sent); MATCHED the fuzzy pass's merges with their evidence.
 
-    Rows of one file with different ids never share a place (sql/prepare/dedupe_ids.sql, the
-    fuzzy pass's id rule) unless `ids_may_repeat`. `mode` (`placeflow.pipeline.clusters`):
+    Rows with two different phones never share a place (sql/prepare/dedupe_phones.sql, the
+    fuzzy pass's phone rule), nor rows of one file with different ids (dedupe_ids.sql, the id
+    rule) unless `ids_may_repeat`. `mode` (`placeflow.pipeline.clusters`):
     fuzzy also merges the places the fuzzy pass matches at `threshold` (never a pair of
     `not_a_match`), among them and with the places `known` finds in the warehouse; off sends
     every row. DEDUPED's rows are in no particular order: read them by row_ord.
     """
-    if not ids_may_repeat and mode != "off":
-        staging.con.execute(sql_text("prepare/dedupe_ids"))
+    if mode != "off":
+        staging.con.execute(sql_text("prepare/dedupe_phones"))
+        if not ids_may_repeat:
+            staging.con.execute(sql_text("prepare/dedupe_ids"))
     repeated_keys(staging)
     if mode == "off":
         staging.create(MATCHED, _NO_MATCHES)

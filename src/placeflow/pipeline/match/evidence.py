@@ -160,12 +160,7 @@ def line_marks(folded: pl.Series) -> pl.Series:
     at = folded.str.contains(_HINT).fill_null(False).arg_true()
     if at.len() == 0:
         return _empty(folded.len())
-    text = (
-        folded.gather(at)
-        .str.replace_all(*_UNSIGNED)
-        .str.replace_all("\u2212", "-")
-        .str.replace_all(r"\+(\d)", "$1")
-    )
+    text = _signed(folded.gather(at))
     parts = [
         text.str.extract_all(pattern).list.eval(
             pl.lit(f"{cls}:") + _value(cls, pl.element().str.replace(pattern, "$1"))
@@ -178,6 +173,13 @@ def line_marks(folded: pl.Series) -> pl.Series:
         .to_series()
     )
     return _spread(folded.len(), at, found)
+
+
+def _signed(text: pl.Series) -> pl.Series:
+    """Text as the mark patterns read it: a hyphen between two parts a space, a minus sign a
+    hyphen, a plus sign before a number dropped ("LEVEL +1" is level 1, "LEVEL -1" level -1)."""
+    unsigned = text.str.replace_all(*_UNSIGNED).str.replace_all("\u2212", "-")
+    return unsigned.str.replace_all(r"\+(\d)", "$1")
 
 
 def _spread(n: int, at: pl.Series, values: pl.Series) -> pl.Series:
@@ -216,7 +218,7 @@ def street_parts(lines: pl.Series) -> tuple[pl.Series, pl.Series]:
     text = _folded(lines).str.replace_all(r"\b(?:no|nr|num|number)\s*\.?\s*(\d)", " $1")
     at = text.str.contains(_HINT).fill_null(False).arg_true()
     if at.len():
-        part = text.gather(at)
+        part = _signed(text.gather(at))
         for _cls, pattern in _LINE_MARKS:
             part = part.str.replace_all(pattern, " ")
         text = text.scatter(at, part)
