@@ -42,7 +42,9 @@ from placeflow.pipeline.match.grouping import (
 )
 from placeflow.pipeline.match.model import (
     CHAIN_AGREES,
+    CHAIN_MIN,
     CONFLICT,
+    EVIDENCE_COLUMNS,
     MARKS_MACRO,
     NAMES_ALIKE,
     evidence_sql,
@@ -67,12 +69,14 @@ INPUT_COLUMNS = ("place_key", "poi_name", "street", "address", "city", "postcode
                  "latitude", "longitude", "phone", "website", "source_file", "source_id",
                  "known")  # fmt: skip
 """The columns of the places the pass reads (it copies no others)."""
-SPLINK_COLUMNS = ["match_id", *FEATURES, *BLOCKS, *EVIDENCE, "name_count"]
-"""What the pass keeps of each place: the id, the compared fields, the blocking keys, the
-evidence and the count of places of its name (Splink reads those its rules and comparisons
-name)."""
+SPLINK_COLUMNS = ["match_id", *FEATURES, *BLOCKS, *EVIDENCE]
+"""What the pass keeps of each place: the id, the compared fields, the blocking keys and the
+evidence (Splink reads those its rules and comparisons name)."""
 PLACES_TABLE = "match_places"
 """The pass's places in its DuckDB: SPLINK_COLUMNS."""
+CHAINS_TABLE = "match_chains"
+"""The names (name_core) CHAIN_MIN places or more of the pass share: a chain's
+(`model.CHAIN_AGREES`)."""
 IDS_TABLE = "match_ids"
 """Each place's match_id (its position in order), place_key and whether it is known."""
 
@@ -104,9 +108,10 @@ def _connect(spill: str) -> duckdb.DuckDBPyConnection:
 def _stage(
     con: duckdb.DuckDBPyConnection, batches: Iterable[pl.DataFrame], *, ids_may_repeat: bool
 ) -> int:
-    """PLACES_TABLE (features, block keys capped over all places, name counts) and IDS_TABLE
-    (match_id, place_key, known) from the batches, numbered in their order; how many places
-    there are. With `ids_may_repeat`, no place has an id (the id rule is off)."""
+    """PLACES_TABLE (features, block keys capped over all places), CHAINS_TABLE (the names of
+    CHAIN_MIN places or more) and IDS_TABLE (match_id, place_key, known) from the batches,
+    numbered in their order; how many places there are. With `ids_may_repeat`, no place has
+    an id (the id rule is off)."""
     height = 0
     for batch in batches:
         if batch.height == 0:
@@ -116,7 +121,7 @@ def _stage(
         if ids_may_repeat:
             own = own.drop("source_id", strict=False)
         feats = features(own, first_id=height, capped=False)
-        feats = feats.select(*SPLINK_COLUMNS[:-1], batch.get_column("place_key"))
+        feats = feats.select(*SPLINK_COLUMNS, batch.get_column("place_key"))
         con.register("pf_match_batch", feats.to_arrow(compat_level=pl.CompatLevel.newest()))
         try:
             into = "insert into pf_match_raw by name" if height else "create table pf_match_raw as"
@@ -129,13 +134,13 @@ def _stage(
         ids = f"create table {IDS_TABLE} as select match_id, place_key, known from pf_match_raw"  # noqa: S608 - our table names
         con.execute(ids)
         capped = capped_blocks_sql("pf_match_raw")
-        places = (
-            f"create table {PLACES_TABLE} as select * exclude (place_key),"  # noqa: S608 - our tables, our SQL
-            " case when name_core is null then 1"
-            " else count(*) over (partition by name_core) end as name_count"
-            f" from ({capped})"
-        )
+        places = f"create table {PLACES_TABLE} as select * exclude (place_key) from ({capped})"  # noqa: S608 - our tables, our SQL
         con.execute(places)
+        chains = (
+            f"create table {CHAINS_TABLE} as select name_core from {PLACES_TABLE}"  # noqa: S608 - our tables, an int
+            f" where name_core is not null group by name_core having count(*) >= {CHAIN_MIN}"
+        )
+        con.execute(chains)
         con.execute("drop table pf_match_raw")
     return height
 
@@ -145,8 +150,8 @@ def _scored_edges(con: duckdb.DuckDBPyConnection, threshold: float) -> tuple[pl.
     threshold whose names are alike and that break no rule of the evidence; candidates.
 
     Splink reads PLACES_TABLE (the id, the columns its blocking rules and comparisons use) and
-    keeps each comparison's level and Bayes factor (the evidence); the name test and the rules
-    run afterwards, on the few scored pairs joined back to the places.
+    keeps none of them in its output; the name test, the rules and the evidence run
+    afterwards, on the few scored pairs joined back to the places.
     """
     db_api = DuckDBAPI(con)
     table = db_api.register(PLACES_TABLE)
@@ -155,14 +160,15 @@ def _scored_edges(con: duckdb.DuckDBPyConnection, threshold: float) -> tuple[pl.
     count_sql = f"select count(*) from {blocked.physical_name}"  # noqa: S608 - Splink's table name
     candidates = int(con.execute(count_sql).fetchall()[0][0])
     scored = linker.inference.predict(threshold_match_probability=threshold, warning_mode="never")
+    sides = ", ".join(f"l.{c} as {c}_l, r.{c} as {c}_r" for c in EVIDENCE_COLUMNS)
     sql = (
-        "select p.match_id_l, p.match_id_r, p.match_probability,"  # noqa: S608 - Splink's and our tables, our rules
-        f" {evidence_sql('p')} as evidence"
+        f"select match_id_l, match_id_r, match_probability, {evidence_sql()} as evidence"  # noqa: S608 - Splink's and our tables, our rules
+        f" from (select p.match_id_l, p.match_id_r, p.match_probability, {sides}"
         f" from {scored.physical_name} p"
         f" join {PLACES_TABLE} l on l.match_id = p.match_id_l"
         f" join {PLACES_TABLE} r on r.match_id = p.match_id_r"
-        f" where {NAMES_ALIKE} and {CHAIN_AGREES} and not ({CONFLICT})"
-        " order by p.match_id_l, p.match_id_r"
+        f" where {NAMES_ALIKE} and {CHAIN_AGREES} and not ({CONFLICT}))"
+        " order by match_id_l, match_id_r"
     )
     edges: pl.DataFrame = con.sql(sql).pl()
     for name in (scored.physical_name, blocked.physical_name):

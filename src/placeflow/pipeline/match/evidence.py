@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import polars as pl
 
-from placeflow.pipeline.columnar import apply
+from placeflow.pipeline.columnar import patched
 
 _FOLD = r"\p{M}+"
 ROMAN = {"ii": 2, "iii": 3, "iv": 4, "vi": 6, "vii": 7, "viii": 8, "ix": 9, "xi": 11,
@@ -73,6 +73,13 @@ _HINT = (
     r"|hall|pier|zone|sector|block|tower|building|bldg|platform|gleis|\bb\d|\d+f\b|階|楼|層"
 )
 """A cheap test for a text that may hold a qualifier (the patterns run on those alone)."""
+_NAME_HINT = (
+    r"\d|[\u3007零一二两三四五六七八九十]|\b[ivx]+\b|north|south|east|west|nord|s[uü]e?d|ost\b"
+    r"|\best\b|este\b|ouest|oeste|\bsur\b|norte|drive|ドライブスルー|得来速|" + _HINT
+)
+"""A cheap test for a name that may hold a mark (numbers, directions, drive-thru, qualifiers)."""
+_ROMAN_ALONE = r"\b[ivx]\b\s*(?:[,;)\]]|$)"
+"""I, V or X standing alone before a comma, a bracket or the end ("Legde, I")."""
 _DRIVE = r"\bdrive\s*-?\s*(?:thru|through|in|up)\b|ドライブスルー|得来速"
 _CJK = (
     "第[\u3007零一二两三四五六七八九十百]+"
@@ -87,8 +94,15 @@ def fold(e: pl.Expr) -> pl.Expr:
     return e.str.normalize("NFKD").str.replace_all(_FOLD, "").str.to_lowercase()
 
 
-def _folded(values: pl.Series) -> pl.Series:
-    return apply(values.cast(pl.String), fold).fill_null("")
+def folded(values: pl.Series) -> pl.Series:
+    """`fold` over a column, the Unicode work only on values that are not ASCII; nulls as ""."""
+    text = values.cast(pl.String)
+    wide = text.str.len_bytes() != text.str.len_chars()
+    lower = text.str.to_lowercase()
+    return patched(lower, wide, fold).fill_null("")
+
+
+_folded = folded
 
 
 def _cjk_value(text: str) -> int:
@@ -103,76 +117,65 @@ def _cjk_value(text: str) -> int:
     return total + current
 
 
-def _empty(n: int) -> pl.Series:
-    return pl.Series("m", [[]] * n, pl.List(pl.String))
+_LONG = pl.Schema({"i": pl.UInt32, "mark": pl.String})
+"""Marks in long form: the place's position among those read, and one "class:value"."""
 
 
-def _cjk_numbers(folded: pl.Series) -> pl.Series:
+def _cjk_numbers(text: pl.DataFrame) -> pl.DataFrame:
     """Numbers written in CJK numerals as a branch ordinal (第二, 二号店, 三店): "n:" marks."""
-    found = folded.str.extract_all(_CJK)
-    distinct = found.explode().drop_nulls().unique()
-    if distinct.len() == 0:
-        return _empty(folded.len())
-    numbers = {text: f"n:{_cjk_value(text)}" for text in distinct.to_list()}  # distinct only
-    return found.list.eval(pl.element().replace_strict(numbers, default=None))
-
-
-def name_marks(names: pl.Series) -> pl.Series:
-    """The marks (n, d, s and the qualifiers) of names, as lists of "class:value"."""
-    folded = _folded(names)
-    frame = pl.DataFrame({"f": folded})
-    words = pl.col("f").str.extract_all(r"[a-z]+")
-    alone = (
-        pl.col("f")
-        .str.extract_all(r"\b[ivx]\b\s*(?:[,;)\]]|$)")
-        .list.eval(pl.element().str.extract(r"([ivx])", 1))
-    )
-    last = alone.list.eval(
-        pl.element().replace_strict(ROMAN_LAST, default=None, return_dtype=pl.String)
-    )
-    drive = pl.when(pl.col("f").str.contains(_DRIVE)).then(pl.lit("s:drive"))
-    built = frame.select(
-        pl.col("f")
-        .str.extract_all(r"\d+")
-        .list.eval(pl.lit("n:") + pl.element().str.strip_chars_start("0").replace("", "0"))
-        .alias("digits"),
-        words.list.eval(
-            pl.lit("n:") + pl.element().replace_strict(ROMAN, default=None, return_dtype=pl.String)
-        )
-        .list.drop_nulls()
-        .alias("roman"),
-        last.list.eval(pl.lit("n:") + pl.element()).alias("last"),
-        words.list.eval(pl.lit("d:") + pl.element().replace_strict(DIRECTIONS, default=None))
-        .list.drop_nulls()
-        .alias("direction"),
-        pl.concat_list(drive).list.drop_nulls().alias("drive"),
-    )
-    parts = [*built.get_columns(), _cjk_numbers(folded), line_marks(folded)]
-    return (
-        pl.DataFrame([s.rename(str(i)) for i, s in enumerate(parts)])
-        .select(pl.concat_list(pl.all()))
-        .to_series()
-    )
-
-
-def line_marks(folded: pl.Series) -> pl.Series:
-    """The qualifier marks (t, c, g, l, u, w) of folded text; empty lists where none."""
-    at = folded.str.contains(_HINT).fill_null(False).arg_true()
-    if at.len() == 0:
-        return _empty(folded.len())
-    text = _signed(folded.gather(at))
-    parts = [
-        text.str.extract_all(pattern).list.eval(
-            pl.lit(f"{cls}:") + _value(cls, pl.element().str.replace(pattern, "$1"))
-        )
-        for cls, pattern in _LINE_MARKS
-    ]
     found = (
-        pl.DataFrame([p.rename(str(i)) for i, p in enumerate(parts)])
-        .select(pl.concat_list(pl.all()))
-        .to_series()
+        text.filter(pl.col("t").str.contains(_CJK))
+        .select("i", pl.col("t").str.extract_all(_CJK).alias("w"))
+        .explode("w")
+        .drop_nulls()
     )
-    return _spread(folded.len(), at, found)
+    if found.height == 0:
+        return pl.DataFrame(schema=_LONG)
+    numbers = {w: f"n:{_cjk_value(w)}" for w in found.get_column("w").unique().to_list()}
+    return found.select("i", pl.col("w").replace_strict(numbers).alias("mark"))
+
+
+def _name_marks(names: pl.DataFrame) -> list[pl.DataFrame]:
+    """The n, d and s marks of folded names (i, t), in long form."""
+    tokens = names.select("i", pl.col("t").str.extract_all(r"[a-z]+|\d+").alias("w"))
+    w = pl.col("w")
+    words = tokens.explode("w").drop_nulls()
+    digits = words.filter(w.str.contains(r"^\d")).select(
+        "i", (pl.lit("n:") + w.str.strip_chars_start("0").replace("", "0")).alias("mark")
+    )
+    roman = words.filter(w.is_in(list(ROMAN))).select(
+        "i", (pl.lit("n:") + w.replace_strict(ROMAN, return_dtype=pl.String)).alias("mark")
+    )
+    direction = words.filter(w.is_in(list(DIRECTIONS))).select(
+        "i", (pl.lit("d:") + w.replace_strict(DIRECTIONS)).alias("mark")
+    )
+    alone = names.select("i", pl.col("t").str.extract_all(_ROMAN_ALONE).alias("w"))
+    alone = alone.explode("w").drop_nulls().select(
+        "i", (pl.lit("n:") + w.str.extract("([ivx])", 1).replace_strict(ROMAN_LAST,
+              return_dtype=pl.String)).alias("mark"),
+    )  # fmt: skip
+    drive = names.filter(pl.col("t").str.contains(_DRIVE)).select(
+        "i", pl.lit("s:drive").alias("mark")
+    )
+    return [digits, roman, direction, alone, drive, _cjk_numbers(names)]
+
+
+def _qualifier_marks(text: pl.DataFrame) -> list[pl.DataFrame]:
+    """The qualifier marks (t, c, g, l, u, w) of folded text (i, t), in long form: each
+    pattern runs over the texts its keywords appear in alone."""
+    hinted = text.filter(pl.col("t").str.contains(_HINT))
+    if hinted.height == 0:
+        return []
+    hinted = hinted.with_columns(_signed(hinted.get_column("t")).alias("t"))
+    out = []
+    for cls, pattern in _LINE_MARKS:
+        found = hinted.filter(pl.col("t").str.contains(pattern)).select(
+            "i", pl.col("t").str.extract_all(pattern).alias("w")
+        )
+        if found.height:
+            value = _value(cls, pl.col("w").str.replace(pattern, "$1"))
+            out.append(found.explode("w").select("i", (pl.lit(f"{cls}:") + value).alias("mark")))
+    return out
 
 
 def _signed(text: pl.Series) -> pl.Series:
@@ -180,14 +183,6 @@ def _signed(text: pl.Series) -> pl.Series:
     hyphen, a plus sign before a number dropped ("LEVEL +1" is level 1, "LEVEL -1" level -1)."""
     unsigned = text.str.replace_all(*_UNSIGNED).str.replace_all("\u2212", "-")
     return unsigned.str.replace_all(r"\+(\d)", "$1")
-
-
-def _spread(n: int, at: pl.Series, values: pl.Series) -> pl.Series:
-    """Lists `values` at positions `at` of n rows, empty lists elsewhere."""
-    placed = pl.DataFrame({"i": at.cast(pl.UInt32), "m": values})
-    rows = pl.DataFrame({"i": pl.int_range(n, dtype=pl.UInt32, eager=True)})
-    joined = rows.join(placed, on="i", how="left", maintain_order="left")
-    return joined.select(pl.col("m").fill_null(pl.lit([], pl.List(pl.String)))).to_series()
 
 
 def _value(cls: str, value: pl.Expr) -> pl.Expr:
@@ -204,11 +199,24 @@ def _value(cls: str, value: pl.Expr) -> pl.Expr:
 
 
 def marks(names: pl.Series, lines: pl.Series) -> pl.Series:
-    """Each place's marks from its name and street line: sorted, distinct; null when none."""
-    both = pl.DataFrame({"a": name_marks(names), "b": line_marks(_folded(lines))}).select(
-        pl.concat_list("a", "b").list.unique().list.sort().alias("marks")
-    )
-    return both.select(pl.when(pl.col("marks").list.len() > 0).then("marks")).to_series()
+    """Each place's marks from its name (n, d, s and the qualifiers) and its street line (the
+    qualifiers): sorted, distinct; null when none. Only the places whose name or line may hold
+    one (`_NAME_HINT`, `_HINT`) are read, in long form (a row per word or mark found)."""
+    hinted = names.cast(pl.String).str.contains("(?i)" + _NAME_HINT).fill_null(False)
+    hinted |= lines.cast(pl.String).str.contains("(?i)" + _HINT).fill_null(False)
+    at = hinted.arg_true().cast(pl.UInt32)
+    if at.len() == 0:
+        return pl.Series("marks", [None] * names.len(), pl.List(pl.String))
+    name_text = pl.DataFrame({"i": at, "t": folded(names.gather(at))})
+    line_text = pl.DataFrame({"i": at, "t": folded(lines.gather(at))})
+    parts = [*_name_marks(name_text), *_qualifier_marks(name_text), *_qualifier_marks(line_text)]
+    found = (
+        pl.concat([p.cast(_LONG) for p in parts]).unique()
+        .group_by("i").agg(pl.col("mark").sort().alias("marks"))
+    )  # fmt: skip
+    rows = pl.DataFrame({"i": pl.int_range(names.len(), dtype=pl.UInt32, eager=True)})
+    joined = rows.join(found, on="i", how="left", maintain_order="left")
+    return joined.get_column("marks")
 
 
 def street_parts(lines: pl.Series) -> tuple[pl.Series, pl.Series]:

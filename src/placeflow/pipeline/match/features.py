@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import polars as pl
 
-from placeflow.pipeline.columnar import apply, parallel, per_value
+from placeflow.pipeline.columnar import apply, parallel, patched, per_value
 from placeflow.pipeline.match.evidence import marks, phone_key, street_parts
 from placeflow.pipeline.placekey import STREET_WORDS, name_identity, words
 
@@ -93,7 +93,7 @@ def _text(places: pl.DataFrame, name: str) -> pl.Series:
 def _names(raw: pl.Series) -> tuple[pl.Series, pl.Series]:
     """(name_core, branch): the name without its branch suffixes, and those suffixes' words
     (null when none was cut)."""
-    stripped = apply(raw, lambda e: _ascii_fold(e).str.replace_all("\u2019", "'"))
+    stripped = _fold_ascii_fast(raw).str.replace_all("\u2019", "'")
     removed = pl.Series("branch", [None] * raw.len(), pl.String)
     for pattern in _BRANCH:
         cut = stripped.str.replace_all(pattern, "")
@@ -115,6 +115,12 @@ def _names(raw: pl.Series) -> tuple[pl.Series, pl.Series]:
     return core, removed.replace("", None).rename("branch")
 
 
+def _fold_ascii_fast(values: pl.Series) -> pl.Series:
+    """`_ascii_fold` over a column, on the values that are not ASCII alone (case kept)."""
+    text = values.cast(pl.String)
+    return patched(text, text.str.len_bytes() != text.str.len_chars(), _ascii_fold)
+
+
 def _raw_line(places: pl.DataFrame) -> pl.Series:
     """The street line as given: `street`, else `address`."""
     line = pl.coalesce(pl.col("street"), pl.col("address"))
@@ -122,9 +128,9 @@ def _raw_line(places: pl.DataFrame) -> pl.Series:
     return frame.select(line.alias("line")).to_series()
 
 
-def _street_line(raw: pl.Series) -> pl.Series:
-    raw = apply(raw, lambda e: _ascii_fold(e).str.replace_all(r"#\s*", " suite "))
-    return apply(words(raw), _spell)
+def _street_line(rest: pl.Series) -> pl.Series:
+    """The street name: the folded line's rest (`street_parts`), abbreviations spelled out."""
+    return apply(words(rest.str.replace_all(r"#\s*", " suite ")), _spell)
 
 
 def _postcode(places: pl.DataFrame) -> pl.Series:

@@ -4,13 +4,15 @@ The comparisons and blocking rules are defined here; their m and u probabilities
 once with EM (bench/matching_train.py, on generated places) and kept in `model.json` beside this
 file, so a run loads fixed parameters: deterministic, and no training time per run.
 
-Hard rules are part of every blocking rule, so a pair breaking one is never even scored:
-different countries, different street numbers (two branches on one street among them), more
-than FAR_KM apart, two different phones (each only when both places have the value), different
-ids in one input file (`placeflow.pipeline.match.evidence`), and two places both already
-known in the warehouse. The rules that need lists or string tests (CONFLICT: the marks and the
-branch of a name) and the rule for a chain's name (CHAIN_AGREES) are tested on the scored pairs
-and on the clusters, in DuckDB.
+Hard rules (HARD_RULES): different countries, different street numbers (two branches on one
+street among them), more than FAR_KM apart, two different phones (each only when both places
+have the value), different ids in one input file (`placeflow.pipeline.match.evidence`), and two
+places both already known in the warehouse. The first three are part of every blocking rule, so
+a pair breaking one is never even scored; the rest, with the rules that need lists or string
+tests (CONFLICT: the marks and the branch of a name) and the rule for a chain's name
+(CHAIN_AGREES), are tested on the pairs scored at or above the threshold (few) and over the
+clusters, in DuckDB. The evidence of a merge (`evidence_sql`) is each comparison's level and
+match weight, computed for those pairs alone from the model's own level conditions.
 """
 
 from __future__ import annotations
@@ -92,9 +94,11 @@ CONFLICT = " or ".join(
 or two branch names each with words the other lacks, those words not alike (not a typo):
 "NRI Koramangala" vs "SME Koramangala", not "Nighoje" vs "Nighjoe" or "Adyar" vs "CAC Adyar"."""
 CHAIN_MIN = 5
-"""Places sharing a name (name_core) in one pass from which the name is a chain's."""
+"""Places sharing a name (name_core) in one pass from which the name is a chain's (the pass
+lists those names in its table match_chains)."""
 CHAIN_AGREES = (
-    f"(greatest(l.name_count, r.name_count) < {CHAIN_MIN}"
+    "(not (l.name_core in (select name_core from match_chains)"  # noqa: S608 - our table, constants
+    " or r.name_core in (select name_core from match_chains))"
     " or (l.street_number = r.street_number and (l.street_name = r.street_name"
     " or jaro_winkler_similarity(l.street_name, r.street_name) >= 0.9))"
     f" or (l.latitude is not null and r.latitude is not null and {_km2('{side}.{col}')} <= 0.0025)"
@@ -114,9 +118,14 @@ NAMES_ALIKE = (
 of one hotel share its street, number and phone, and only their names tell them apart."""
 
 
+BLOCKING_HARD_RULES = HARD_RULES[:3]
+"""The hard rules each blocking rule carries (a column's equality or a distance: cheap on every
+candidate pair); the others are tested on the scored pairs (CONFLICT)."""
+
+
 def blocking_rules() -> list[CustomRule]:
-    """One rule per blocking key, each with the hard rules attached."""
-    rules = " and ".join(HARD_RULES)
+    """One rule per blocking key, each with BLOCKING_HARD_RULES attached."""
+    rules = " and ".join(BLOCKING_HARD_RULES)
     return [CustomRule(f"l.{key} = r.{key} and {rules}") for key in BLOCKS]
 
 
@@ -209,36 +218,40 @@ def trained_settings() -> dict[str, Any]:
 
 def settings() -> dict[str, Any]:
     """A copy of the trained model, safe to hand to a Linker (which may change it), with this
-    module's blocking rules (hard rules attached) and each comparison's level and Bayes factor
-    kept for the evidence of a merge (`evidence_sql`)."""
+    module's blocking rules (hard rules attached)."""
     copied: dict[str, Any] = json.loads(json.dumps(trained_settings()))
     copied.pop("linker_uid", None)
-    copied["retain_matching_columns"] = False  # the pass reads ids, probability and evidence
-    copied["retain_intermediate_calculation_columns"] = True
+    copied["retain_matching_columns"] = False  # the pass reads ids and probability alone
     copied["blocking_rules_to_generate_predictions"] = [
         rule.create_blocking_rule_dict("duckdb") for rule in blocking_rules()
     ]
     return copied
 
 
-def evidence_sql(side: str = "p") -> str:
-    """SQL (over Splink's scored pairs, aliased `side`) of a JSON object: each comparison's
-    name -> the label of its level for the pair and its match weight: what a person reviewing
-    a merge reads. Splink keeps each comparison's weight (mw_*); its level is the one of that
-    weight (log2 m/u: distinct per level of a comparison; 0 for a null level)."""
+EVIDENCE_COLUMNS = ("name_core", "name_sorted", "name_tokens", "street_number", "street_name",
+                    "postcode", "city", "phone", "website", "latitude", "longitude")  # fmt: skip
+"""The columns the comparisons read, which `evidence_sql` needs as <column>_l and <column>_r."""
+
+
+def evidence_sql() -> str:
+    """SQL of a JSON object over a pair whose columns are named as Splink names them
+    (<column>_l, <column>_r: EVIDENCE_COLUMNS): each comparison's name -> the label of the level
+    the pair falls in (the first whose condition holds, as Splink scores it) and its match
+    weight (log2 m/u; 0 for a null level): what a person reviewing a merge reads."""
     parts = []
     for comparison in trained_settings()["comparisons"]:
-        name = comparison["output_column_name"]
-        cases = []
+        labels, weights = [], []
         for level in comparison["comparison_levels"]:
-            label = _quoted(level["label_for_charts"])
-            if level.get("is_null_level"):
-                cases.append(f"when {side}.mw_{name} = 0 then '{label}'")
-                continue
-            weight = math.log2(level["m_probability"] / level["u_probability"])
-            cases.append(f"when abs({side}.mw_{name} - ({weight!r})) < 1e-9 then '{label}'")
-        level_sql = f"case {' '.join(cases)} end"
-        weight_sql = f"round({side}.mw_{name}, 3)"
+            condition = level["sql_condition"]
+            when = "else" if condition.strip().upper() == "ELSE" else f"when {condition} then"
+            weight = (
+                0.0 if level.get("is_null_level")
+                else math.log2(level["m_probability"] / level["u_probability"])
+            )  # fmt: skip
+            labels.append(f"{when} '{_quoted(level['label_for_charts'])}'")
+            weights.append(f"{when} {round(weight, 3)!r}")
+        name = comparison["output_column_name"]
+        level_sql, weight_sql = f"case {' '.join(labels)} end", f"case {' '.join(weights)} end"
         parts.append(f"'{name}', json_object('level', {level_sql}, 'weight', {weight_sql})")
     return f"json_object({', '.join(parts)})::varchar"
 
@@ -248,8 +261,11 @@ def _quoted(text: str) -> str:
 
 
 __all__ = [
+    "BLOCKING_HARD_RULES",
     "CHAIN_AGREES",
+    "CHAIN_MIN",
     "CONFLICT",
+    "EVIDENCE_COLUMNS",
     "FAR_KM",
     "HARD_RULES",
     "MARKS_MACRO",
