@@ -80,7 +80,8 @@ def dedupe_staged(
     every row. DEDUPED's rows are in no particular order: read them by row_ord.
     """
     if mode != "off":
-        staging.con.execute(sql_text("prepare/dedupe_phones"))
+        if _has_column(staging, PLACES, "phone"):
+            staging.con.execute(sql_text("prepare/dedupe_phones"))
         if not ids_may_repeat:
             staging.con.execute(sql_text("prepare/dedupe_ids"))
     repeated_keys(staging)
@@ -103,6 +104,14 @@ def dedupe_staged(
     places, unique, fuzzy_rows, known_rows = (int(n) for n in counted[0])
     duplicates = places - unique
     return DedupeInfo(places, unique, duplicates, duplicates - fuzzy_rows, fuzzy_rows, known_rows)
+
+
+def _has_column(staging: Staging, table: str, column: str) -> bool:
+    found = staging.con.execute(
+        "select count(*) from duckdb_columns() where table_name = ? and column_name = ?",
+        [table, column],
+    ).fetchall()
+    return bool(found[0][0])
 
 
 _NO_MATCHES = (

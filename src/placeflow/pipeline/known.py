@@ -6,9 +6,12 @@ The known places are selected in SQL by block keys, so that a warehouse of ten m
 hands the pass only those that could match: each new place's keys (`new_block_keys`, in the
 run's staging) and each earlier sent row's (`known_places`, in the warehouse) come from one
 macro, pf_block_keys, over the normalised fields both keep: the first word of the name with
-the postcode, the city or the 2 km coordinate cell, and the first number of the street line
-with the postcode or the city. A key a place lacks a part of is null. The pass then blocks and
-scores them as it does the new places (`placeflow.pipeline.match`).
+the postcode, the city or the 2 km coordinate cell; the first number of the street line with
+the postcode, the city or the name's first word; the phone's last 9 digits. A key a place
+lacks a part of is null; a key more than
+MOST_PER_KEY known places share selects none of them (a chain's name in a city: their house
+numbers and phones still select them). The pass then blocks and scores them as it does the new
+places (`placeflow.pipeline.match`).
 """
 
 from __future__ import annotations
@@ -23,35 +26,40 @@ from placeflow.warehouse import sql_text
 KnownLookup = Callable[[pl.DataFrame], pl.DataFrame]
 """The new places' block keys (block_key) -> the known places sharing one (`known_places`'
 columns): how the dedupe stage, working apart from the warehouse, asks it."""
+MOST_PER_KEY = 40
+"""A block key more known places share than this selects none of them (the fuzzy pass's own
+blocks are capped alike, at MAX_BLOCK of `placeflow.pipeline.match.features`)."""
 KEYS_VIEW = "pf_known_keys"
 INPUT_VIEW = "pf_match_input"
-_WORD = r"""nullif(lower(strip_accents(regexp_extract(
-            regexp_replace(coalesce(name, ''), '[''`\x{2019}]', '', 'g'),
-            '[^\s,.;:()\[\]"/&#-]+'))), '')"""
-_NUMBER = r"nullif(regexp_extract(coalesce(line, ''), '[0-9]+'), '')"
-_CITY = "nullif(lower(strip_accents(city)), '')"
-_POST = "nullif(upper(replace(postcode, ' ', '')), '')"
-_CELL = "floor(lat / 0.02)::bigint, floor(lon / 0.02)::bigint"
-_PHONE = "nullif(right(regexp_replace(coalesce(phone, ''), '[^0-9]', '', 'g'), 9), '')"
-BLOCK_KEYS_MACRO = f"""create or replace temp macro pf_block_keys(
-    name, line, city, postcode, country, lat, lon, phone
-) as [
-    case when {_POST} is not null and {_WORD} is not null
-        then hash('pw', coalesce(country, ''), {_POST}, {_WORD}) end,
-    case when {_CITY} is not null and {_WORD} is not null
-        then hash('cw', coalesce(country, ''), {_CITY}, {_WORD}) end,
-    case when lat is not null and lon is not null and {_WORD} is not null
-        then hash('gw', {_CELL}, {_WORD}) end,
-    case when {_POST} is not null and {_NUMBER} is not null
-        then hash('pn', coalesce(country, ''), {_POST}, {_NUMBER}) end,
-    case when {_CITY} is not null and {_NUMBER} is not null
-        then hash('cn', coalesce(country, ''), {_CITY}, {_NUMBER}) end,
-    case when {_WORD} is not null and {_NUMBER} is not null
-        then hash('wn', coalesce(country, ''), {_WORD}, {_NUMBER}) end,
-    case when length({_PHONE}) >= 7 then hash('ph', {_PHONE}) end
-]"""
-"""The block keys of a place (five, null where a part is missing), over its normalised
-fields: the same SQL in the run's staging and in the warehouse."""
+BLOCK_KEYS_MACRO = r"""
+create or replace temp macro pf_block_parts(name, line, city, postcode, country, lat, lon, phone)
+as struct_pack(
+    w := nullif(lower(strip_accents(regexp_extract(
+        replace(replace(replace(coalesce(name, ''), '''', ''), '`', ''), chr(8217), ''),
+        '[^\s,.;:()\[\]"/&#-]+'))), ''),
+    n := nullif(regexp_extract(coalesce(line, ''), '[0-9]+'), ''),
+    c := nullif(lower(strip_accents(city)), ''),
+    p := nullif(upper(replace(postcode, ' ', '')), ''),
+    k := coalesce(country, ''),
+    cy := floor(lat / 0.02)::bigint,
+    cx := floor(lon / 0.02)::bigint,
+    ph := nullif(right(regexp_replace(coalesce(phone, ''), '[^0-9]', '', 'g'), 9), '')
+);
+create or replace temp macro pf_block_keys(b) as [
+    case when b.p is not null and b.w is not null then hash('pw', b.k, b.p, b.w) end,
+    case when b.c is not null and b.w is not null then hash('cw', b.k, b.c, b.w) end,
+    case when b.cy is not null and b.cx is not null and b.w is not null
+        then hash('gw', b.cy, b.cx, b.w) end,
+    case when b.p is not null and b.n is not null then hash('pn', b.k, b.p, b.n) end,
+    case when b.c is not null and b.n is not null then hash('cn', b.k, b.c, b.n) end,
+    case when b.w is not null and b.n is not null then hash('wn', b.k, b.w, b.n) end,
+    case when length(b.ph) >= 7 then hash('ph', b.ph) end
+];
+"""
+"""pf_block_parts: the parts of a place's block keys from its normalised fields (the name's
+first word, the line's first number, city, postcode, country, coordinate cell, phone's last 9
+digits), taken once per place (a column of a CTE); pf_block_keys: the seven keys of those
+parts, null where a part is missing. The same SQL in the run's staging and in the warehouse."""
 KNOWN_SCHEMA = pl.Schema(
     {
         "run_id": pl.String, "place_key": pl.String, "source_file": pl.String,
@@ -83,7 +91,9 @@ def known_places(con: duckdb.DuckDBPyConnection, keys: pl.DataFrame) -> pl.DataF
     con.execute(BLOCK_KEYS_MACRO)
     con.register(KEYS_VIEW, keys.select("block_key").to_arrow())
     try:
-        found: pl.DataFrame = con.sql(sql_text("queries/known_places")).pl()
+        found: pl.DataFrame = con.sql(
+            sql_text("queries/known_places"), params={"most": MOST_PER_KEY}
+        ).pl()
     finally:
         con.unregister(KEYS_VIEW)
     return found.select(pl.col(c).cast(t) for c, t in KNOWN_SCHEMA.items())

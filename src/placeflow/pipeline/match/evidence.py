@@ -46,41 +46,45 @@ DIRECTIONS = {"north": "n", "nord": "n", "norte": "n", "south": "s", "sud": "s",
               "sudost": "se", "sudwest": "sw"}  # fmt: skip
 """Direction words of a name, folded to one code per direction (West and Ouest agree)."""
 _LINE_MARKS = (
-    ("t", r"\b(?:terminal|term)\s*\.?\s*([a-z]\d?|\d+[a-z]?)\b"),
-    ("t", r"\bt\s?(\d)\b"),
-    ("c", r"\bconcourse\s+([a-z]\d*|\d+)\b"),
-    ("g", r"\bgates?\s*([a-z]?\d+[a-z]?|[a-z])\b"),
-    ("l", r"\b(?:level|lvl|floor|flr|etage|ebene|piso|niveau)\s*\.?\s*(-?\d+|[a-z]\d?)\b"),
-    ("l", r"\b(-?\d+)\s*(?:st|nd|rd|th|e|er|\.)?\s*(?:floor|flr|fl|level|etage|og|stock)\b"),
-    ("l", r"\b(b\d|\d+f|lg|ug|gf|mezzanine|ground|upper|lower)\s*(?:level|floor|fl|concourse)\b"),
-    ("l", r"\b(b\d|\d+f)\b"),
+    ("t", r"(?-u:\b)(?:terminal|term)\s*\.?\s*([a-z]\d?|\d+[a-z]?)(?-u:\b)"),
+    ("t", r"(?-u:\b)t\s?(\d)(?-u:\b)"),
+    ("c", r"(?-u:\b)concourse\s+([a-z]\d*|\d+)(?-u:\b)"),
+    ("g", r"(?-u:\b)gates?\s*([a-z]?\d+[a-z]?|[a-z])(?-u:\b)"),
+    ("l", r"(?-u:\b)(?:level|lvl|floor|flr|etage|ebene|piso|niveau)\s*\.?\s*"
+          r"(-?\d+|[a-z]\d?)(?-u:\b)"),
+    ("l", r"(?-u:\b)(-?\d+)\s*(?:st|nd|rd|th|e|er|\.)?\s*"
+          r"(?:floor|flr|fl|level|etage|og|stock)(?-u:\b)"),
+    ("l", r"(?-u:\b)(b\d|\d+f|lg|ug|gf|mezzanine|ground|upper|lower)\s*"
+          r"(?:level|floor|fl|concourse)(?-u:\b)"),
+    ("l", r"(?-u:\b)(b\d|\d+f)(?-u:\b)"),
     ("l", r"((?:地下)?\d+)\s*[階楼層]"),
-    ("u", r"\b(?:suite|ste|unit|shop|stall|kiosk|space|room|rm)\s*\.?\s*"
-          r"(?:no\.?\s*|nr\.?\s*|#\s*)?([a-z]?\d+[a-z]?)\b"),
-    ("u", r"#\s*([a-z]?\d+[a-z]?)\b"),
-    ("w", r"\b((?:north|south|east|west|centre|center|central|upper|lower|main)\s+"
-          r"(?:wing|court|concourse|mall|side|entrance|building|tower|hall|pier))\b"),
-    ("w", r"\b((?:wing|court|hall|halle|pier|zone|sector|block|tower|building|bldg|platform"
-          r"|gleis)\s+(?:[a-z]|\d+[a-z]?|[a-z]\d+))\b"),
-    ("w", r"\b((?:[a-z]|\d+[a-z]?)\s+(?:wing|court|pier|zone|sector|block|tower|building"
-          r"|platform))\b"),
+    ("u", r"(?-u:\b)(?:suite|ste|unit|shop|stall|kiosk|space|room|rm)\s*\.?\s*"
+          r"(?:no\.?\s*|nr\.?\s*|#\s*)?([a-z]?\d+[a-z]?)(?-u:\b)"),
+    ("u", r"#\s*([a-z]?\d+[a-z]?)(?-u:\b)"),
+    ("w", r"(?-u:\b)((?:north|south|east|west|centre|center|central|upper|lower|main)\s+"
+          r"(?:wing|court|concourse|mall|side|entrance|building|tower|hall|pier))(?-u:\b)"),
+    ("w", r"(?-u:\b)((?:wing|court|hall|halle|pier|zone|sector|block|tower|building|bldg|platform"
+          r"|gleis)\s+(?:[a-z]|\d+[a-z]?|[a-z]\d+))(?-u:\b)"),
+    ("w", r"(?-u:\b)((?:[a-z]|\d+[a-z]?)\s+(?:wing|court|pier|zone|sector|block|tower|building"
+          r"|platform))(?-u:\b)"),
 )  # fmt: skip
 """(class, pattern) of the qualifiers read from a name or a street line (folded, a sign kept
 only where it stands alone: "LEVEL -1"); each pattern's first group is the value."""
 _HINT = (
-    r"#|terminal|term\b|\bt\s?\d\b|concourse|gate|level|lvl|floor|flr|\bfl\b|etage|ebene|piso"
-    r"|niveau|\bog\b|stock|suite|\bste\b|unit|shop|stall|kiosk|space|room|\brm\b|wing|court"
-    r"|hall|pier|zone|sector|block|tower|building|bldg|platform|gleis|\bb\d|\d+f\b|階|楼|層"
+    r"#|terminal|term(?-u:(?-u:\b))|(?-u:(?-u:\b))t\s?\d(?-u:(?-u:\b))|concourse|gate|level|lvl|floor|flr|(?-u:(?-u:\b))fl(?-u:(?-u:\b))|etage|ebene|piso"
+    r"|niveau|(?-u:(?-u:\b))og(?-u:(?-u:\b))|stock|suite|(?-u:(?-u:\b))ste(?-u:(?-u:\b))|unit|shop|stall|kiosk|space|room|(?-u:(?-u:\b))rm(?-u:(?-u:\b))|wing|court"
+    r"|hall|pier|zone|sector|block|tower|building|bldg|platform|gleis|(?-u:(?-u:\b))b\d|\d+f(?-u:(?-u:\b))|階|楼|層"
 )
 """A cheap test for a text that may hold a qualifier (the patterns run on those alone)."""
 _NAME_HINT = (
-    r"\d|[\u3007零一二两三四五六七八九十]|\b[ivx]+\b|north|south|east|west|nord|s[uü]e?d|ost\b"
-    r"|\best\b|este\b|ouest|oeste|\bsur\b|norte|drive|ドライブスルー|得来速|" + _HINT
+    r"\d|[\u3007零一二两三四五六七八九十]|(?-u:(?-u:\b))[ivx]+(?-u:(?-u:\b))|north|south|east|west|nord|s[uü]e?d|ost(?-u:(?-u:\b))"
+    r"|(?-u:(?-u:\b))est(?-u:(?-u:\b))|este(?-u:(?-u:\b))|ouest|oeste|(?-u:(?-u:\b))sur(?-u:(?-u:\b))|norte|drive|ドライブスルー|得来速|"
+    + _HINT
 )
 """A cheap test for a name that may hold a mark (numbers, directions, drive-thru, qualifiers)."""
-_ROMAN_ALONE = r"\b[ivx]\b\s*(?:[,;)\]]|$)"
+_ROMAN_ALONE = r"(?-u:(?-u:\b))[ivx](?-u:(?-u:\b))\s*(?:[,;)\]]|$)"
 """I, V or X standing alone before a comma, a bracket or the end ("Legde, I")."""
-_DRIVE = r"\bdrive\s*-?\s*(?:thru|through|in|up)\b|ドライブスルー|得来速"
+_DRIVE = r"(?-u:(?-u:\b))drive\s*-?\s*(?:thru|through|in|up)(?-u:(?-u:\b))|ドライブスルー|得来速"
 _CJK = (
     "第[\u3007零一二两三四五六七八九十百]+"
     "|[\u3007零一二两三四五六七八九十]+(?:号店|號店|店|号館|号馆|番館)"
@@ -160,21 +164,36 @@ def _name_marks(names: pl.DataFrame) -> list[pl.DataFrame]:
     return [digits, roman, direction, alone, drive, _cjk_numbers(names)]
 
 
+def _by_class() -> dict[str, tuple[str, str]]:
+    """Each class's patterns as one alternation, and the replacement that reads its value (the
+    groups concatenated: the one that matched holds it, the others are empty)."""
+    out = {}
+    for cls in dict.fromkeys(c for c, _ in _LINE_MARKS):
+        patterns = [p for c, p in _LINE_MARKS if c == cls]
+        groups = "".join(f"${{{k}}}" for k in range(1, len(patterns) + 1))
+        out[cls] = ("|".join(f"(?:{p})" for p in patterns), groups)
+    return out
+
+
+_CLASSES = _by_class()
+_ANY_MARK = "|".join(f"(?:{p})" for p, _ in _CLASSES.values())
+"""Every qualifier pattern as one (what `street_parts` takes out of a street line)."""
+
+
 def _qualifier_marks(text: pl.DataFrame) -> list[pl.DataFrame]:
-    """The qualifier marks (t, c, g, l, u, w) of folded text (i, t), in long form: each
-    pattern runs over the texts its keywords appear in alone."""
+    """The qualifier marks (t, c, g, l, u, w) of folded text (i, t), in long form, read from
+    the texts that may hold one (`_HINT`), one pattern per class."""
     hinted = text.filter(pl.col("t").str.contains(_HINT))
     if hinted.height == 0:
         return []
     hinted = hinted.with_columns(_signed(hinted.get_column("t")).alias("t"))
     out = []
-    for cls, pattern in _LINE_MARKS:
-        found = hinted.filter(pl.col("t").str.contains(pattern)).select(
-            "i", pl.col("t").str.extract_all(pattern).alias("w")
-        )
+    for cls, (pattern, groups) in _CLASSES.items():
+        found = hinted.select("i", pl.col("t").str.extract_all(pattern).alias("w"))
+        found = found.explode("w").drop_nulls()
         if found.height:
-            value = _value(cls, pl.col("w").str.replace(pattern, "$1"))
-            out.append(found.explode("w").select("i", (pl.lit(f"{cls}:") + value).alias("mark")))
+            value = _value(cls, pl.col("w").str.replace(pattern, groups))
+            out.append(found.select("i", (pl.lit(f"{cls}:") + value).alias("mark")))
     return out
 
 
@@ -200,19 +219,20 @@ def _value(cls: str, value: pl.Expr) -> pl.Expr:
 
 def marks(names: pl.Series, lines: pl.Series) -> pl.Series:
     """Each place's marks from its name (n, d, s and the qualifiers) and its street line (the
-    qualifiers): sorted, distinct; null when none. Only the places whose name or line may hold
+    qualifiers): sorted, distinct, joined by "|" (a string is cheaper to stage than a list);
+    null when none. Only the places whose name or line may hold
     one (`_NAME_HINT`, `_HINT`) are read, in long form (a row per word or mark found)."""
     hinted = names.cast(pl.String).str.contains("(?i)" + _NAME_HINT).fill_null(False)
     hinted |= lines.cast(pl.String).str.contains("(?i)" + _HINT).fill_null(False)
     at = hinted.arg_true().cast(pl.UInt32)
     if at.len() == 0:
-        return pl.Series("marks", [None] * names.len(), pl.List(pl.String))
+        return pl.Series("marks", [None] * names.len(), pl.String)
     name_text = pl.DataFrame({"i": at, "t": folded(names.gather(at))})
     line_text = pl.DataFrame({"i": at, "t": folded(lines.gather(at))})
     parts = [*_name_marks(name_text), *_qualifier_marks(name_text), *_qualifier_marks(line_text)]
     found = (
         pl.concat([p.cast(_LONG) for p in parts]).unique()
-        .group_by("i").agg(pl.col("mark").sort().alias("marks"))
+        .group_by("i").agg(pl.col("mark").sort().str.join("|").alias("marks"))
     )  # fmt: skip
     rows = pl.DataFrame({"i": pl.int_range(names.len(), dtype=pl.UInt32, eager=True)})
     joined = rows.join(found, on="i", how="left", maintain_order="left")
@@ -226,10 +246,7 @@ def street_parts(lines: pl.Series) -> tuple[pl.Series, pl.Series]:
     text = _folded(lines).str.replace_all(r"\b(?:no|nr|num|number)\s*\.?\s*(\d)", " $1")
     at = text.str.contains(_HINT).fill_null(False).arg_true()
     if at.len():
-        part = _signed(text.gather(at))
-        for _cls, pattern in _LINE_MARKS:
-            part = part.str.replace_all(pattern, " ")
-        text = text.scatter(at, part)
+        text = text.scatter(at, _signed(text.gather(at)).str.replace_all(_ANY_MARK, " "))
     number = r"(?:^|[\s,])(\d{1,6}[a-z]?(?:\s*[-/]\s*\d{1,6}[a-z]?)*)(?:$|[\s,./;()-])"
     found = text.str.extract(number, 1).str.replace_all(r"\s+", "").str.replace_all("/", "-")
     rest = text.str.replace(number, " ")

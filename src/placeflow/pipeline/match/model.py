@@ -61,17 +61,23 @@ HARD_RULES = (
     f"(l.latitude is null or r.latitude is null or {_NEAR})",
     f"(l.phone_all is null or r.phone_all is null or right(l.phone_all, {_PHONE_DIGITS})"
     f" = right(r.phone_all, {_PHONE_DIGITS}))",
-    "(l.id_key is null or r.id_key is null or l.file_key <> r.file_key or l.id_key = r.id_key)",
+    "(l.id_key is null or r.id_key is null or l.id_key = r.id_key"
+    " or split_part(l.id_key, chr(31), 1) <> split_part(r.id_key, chr(31), 1))",
     "not (l.known and r.known)",
 )
 """What may never be merged, as SQL over a pair (l, r): each rule must hold."""
-MARKS_MACRO = """create or replace macro pf_marks_conflict(a, b) as
-    (a is not null and b is not null and len(list_filter(list_concat(a, b), lambda m:
+MARKS_MACRO = """
+create or replace macro pf_marks_differ(a, b) as
+    (len(list_filter(list_concat(a, b), lambda m:
         not (list_contains(a, m) and list_contains(b, m))
         and list_contains(list_transform(a, lambda x: split_part(x, ':', 1)), split_part(m, ':', 1))
         and list_contains(list_transform(b, lambda x: split_part(x, ':', 1)), split_part(m, ':', 1))
     )) > 0)
-    or list_contains(coalesce(a, []), 's:drive') <> list_contains(coalesce(b, []), 's:drive')"""
+    or list_contains(a, 's:drive') <> list_contains(b, 's:drive');
+create or replace macro pf_marks_conflict(a, b) as
+    (a is not null or b is not null)
+    and pf_marks_differ(string_split(coalesce(a, ''), '|'), string_split(coalesce(b, ''), '|'));
+"""
 """A DuckDB macro: do two places' marks differ in a class both name (or a drive-thru only one
 names)? Created in the pass's DuckDB before CONFLICT is used."""
 BRANCH_ALIKE = 0.9
