@@ -36,7 +36,7 @@ def write_eval_section(
     lines = [
         "# Fuzzy matching: labelled evaluation",
         "",
-        f"- command: `python3 -m uv run --frozen python bench/matching_eval.py --seed {args.seed}"
+        f"- command: `.venv/bin/python bench/matching_eval.py --seed {args.seed}"
         f" --airports {args.airports}`; date {datetime.now(UTC).isoformat(timespec='seconds')}",
         f"- set: {records.height:,} records ({roles.get('original', 0):,} originals,"
         f" {roles.get('duplicate', 0):,} perturbed duplicates, {roles.get('near_miss', 0):,}"
@@ -60,10 +60,12 @@ def write_eval_section(
                          f" {m['precision']:.4f} | {m['recall']:.4f} |")  # fmt: skip
     lines += [
         "",
-        f"True pairs: {results[False]['true_pairs']:,}. Targets (fuzzy): precision >= 0.995 and"
-        " recall >= 0.9.",
+        f"True pairs: {results[False]['true_pairs']:,}. This generated set was the first bar"
+        " (precision >= 0.995, recall >= 0.9); since issue 33 the bar is set on data nobody"
+        " here wrote (the next section), and the evidence rules trade a little of this set's"
+        " recall (a perturbed duplicate one number or qualifier away) for precision there.",
         "",
-        "## Fuzzy matching: the two restaurant guides (fodors + zagat, labels not held)",
+        "## Fuzzy matching: the two restaurant guides read without their ids",
         "",
         f"{restaurants['rows']} rows; exact place_key pairs: {restaurants['exact_pairs']};"
         f" fuzzy pairs with phone: {restaurants['pairs_with_phone']}"

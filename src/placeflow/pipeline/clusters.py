@@ -1,5 +1,7 @@
 """Clusters of rows answered by one place: the exact place_key, then (mode `fuzzy`) the fuzzy
-pass over the unique places (`placeflow.pipeline.match`), or (mode `off`) none at all.
+pass over the unique places (`placeflow.pipeline.match`) and the places already known in the
+warehouse that share a block key with them (`placeflow.pipeline.known`), or (mode `off`) none
+at all. A cluster that joined a known place is answered by it (its key is not a staged one).
 
 Every row ends with `place_key` set to the key of the place that answers it (the cluster's
 representative), so `run_rows` joined to `places_latest` on `place_key` gives each row its

@@ -1,9 +1,9 @@
 """The evidence a person would use to keep two places apart, as columns and as SQL rules.
 
-Computed column-wise with polars for each place (`marks`, `branch_text`, `house_number`,
-`phone_key`), and judged over a pair (l, r) in DuckDB SQL (`CONFLICT`, `CHAIN_AGREES`), so that
-the fuzzy pass refuses a pair, and a cluster holding such a pair is rebuilt
-(`placeflow.pipeline.match.engine`):
+Computed column-wise with polars for each place (`marks`, `street_parts`, `phone_key`; the
+branch of a name in `placeflow.pipeline.match.features`), and judged over a pair (l, r) in
+DuckDB SQL (`placeflow.pipeline.match.model`: HARD_RULES, CONFLICT, CHAIN_AGREES), so that the
+fuzzy pass refuses a pair, and a cluster holding such a pair is rebuilt (`grouping`):
 
 - marks: qualifiers that tell two outlets of one name apart, each "class:value":
   n: the numbers of the name (digits, "第二"/"二号店" in CJK numerals, roman numerals II-XX, or
@@ -18,8 +18,9 @@ the fuzzy pass refuses a pair, and a cluster holding such a pair is rebuilt
   keeps them apart.
 - branch: the branch part of a name that the name comparison leaves out (after " - ", in
   parentheses, "@ ..."): "HDFC BANK - NIGHOJE" vs "HDFC BANK - SAVARDARI" differ there alone.
-- house_number: the first house number of the street line with its hyphenated parts
-  ("2-4-1" vs "2-6-1", Japanese block numbering), unit clauses and "No."/"Nr." left out.
+- street_number (`street_parts`): the first house number of the street line with its
+  hyphenated parts ("2-4-1" vs "2-6-1", Japanese block numbering), unit clauses and
+  "No."/"Nr." left out.
 - phone_key: the last 9 digits of a phone (fewer if it has fewer): "+49 30 1234567" and
   "030 1234567" agree; two different phones never merge, whatever else agrees.
 """
@@ -104,9 +105,6 @@ def folded(values: pl.Series) -> pl.Series:
     wide = text.str.len_bytes() != text.str.len_chars()
     lower = text.str.to_lowercase()
     return patched(lower, wide, fold).fill_null("")
-
-
-_folded = folded
 
 
 def _cjk_value(text: str) -> int:
@@ -243,7 +241,7 @@ def street_parts(lines: pl.Series) -> tuple[pl.Series, pl.Series]:
     """(street_number, rest) of each street line: the first house number with its hyphenated
     parts kept ("2-4-1"), a "No."/"Nr." before it and the unit, level and gate clauses left
     out (null when none); and the folded line without those clauses and that number."""
-    text = _folded(lines).str.replace_all(r"\b(?:no|nr|num|number)\s*\.?\s*(\d)", " $1")
+    text = folded(lines).str.replace_all(r"\b(?:no|nr|num|number)\s*\.?\s*(\d)", " $1")
     at = text.str.contains(_HINT).fill_null(False).arg_true()
     if at.len():
         text = text.scatter(at, _signed(text.gather(at)).str.replace_all(_ANY_MARK, " "))
