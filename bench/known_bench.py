@@ -1,8 +1,8 @@
 """The look-up of known places at warehouse scale: `known_places` over 10M sent rows.
 
-A warehouse file holds `run_rows` of N submitted places (synthetic, in SQL: 50,000 names over
-2,000 cities, US postcodes, house numbers, coordinates, phones); a new run brings M places, half
-of them spellings of known ones. Their block keys are taken as a run's dedupe takes them
+A warehouse file holds `run_rows` of N submitted places (synthetic, in SQL: a name each, 2,000
+cities, US postcodes, house numbers, coordinates, phones); a new run brings M places, half of
+them known ones. Their block keys are taken as a run's dedupe takes them
 (`new_block_keys`), then `known_places` selects the known places sharing one, in a fresh
 process: its wall and CPU time, the rows it returns and its peak RSS (VmHWM).
 
@@ -31,7 +31,7 @@ select
     'pk_' || left(md5(i::varchar), 24) as place_key,
     'file_' || (i % 10) || '.csv' as source_file,
     null::varchar as source_id,
-    'name' || (i % 500000) || ' ' || chr((65 + (i % 26))::integer) as poi_name,
+    'name' || i || ' ' || chr((65 + (i % 26))::integer) as poi_name,
     ((i * 7) % 9999 + 1) || ' Main St' as street,
     null::varchar as address,
     'City ' || (i % 2000) as city,
