@@ -17,7 +17,12 @@ them, one or two perturbed duplicates (same entity) and near-misses (different e
 Precision and recall are over pairs of records: a pair is predicted when the exact place_key or
 the fuzzy pass puts both records in one cluster, true when both come from one entity.
 
-    python3 -m uv run --frozen python bench/matching_eval.py
+It then scores dedupe on real data (bench/matching_real.py: seven public directories with their
+own ids, and the two restaurant guides with their labels) and runs the guides one file at a
+time against one run through the sandbox (bench/matching_runs.py), and writes both sections of
+bench/RESULTS.md.
+
+    .venv/bin/python bench/matching_eval.py [--no-runs]
 """
 
 from __future__ import annotations
@@ -35,6 +40,7 @@ from typing import Any
 import polars as pl
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))  # placeflow, not installed
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # the bench/ siblings
 
 from placeflow.pipeline.match import DEFAULT_THRESHOLD, fuzzy_match
 from placeflow.pipeline.normalize import normalize
@@ -42,7 +48,6 @@ from placeflow.pipeline.placekey import place_keys
 
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLES = ROOT / "data" / "samples"
-SHARED = Path("/work/shared/data")
 STREET_SWAPS = [
     ("street", "st"),
     ("boulevard", "blvd"),
@@ -230,7 +235,7 @@ def _normalised(records: pl.DataFrame, *, phone: bool) -> pl.DataFrame:
         "row_ord",
         pl.lit("eval.csv").alias("source_file"),
         (pl.col("row_ord") + 1).alias("source_row"),
-        pl.col("row_ord").cast(pl.String).alias("source_id"),
+        pl.lit(None, pl.String).alias("source_id"),  # generated: no ids (the id rule off)
         pl.col("name").alias("poi_name"),
         pl.col("street").cast(pl.String),
         pl.lit(None, pl.String).alias("address"),
@@ -289,7 +294,7 @@ def restaurants(out: Path, *, threshold: float) -> dict[str, int]:
     """Fodor's + Zagat through normalise, exact key and fuzzy pass; matched pairs to a CSV."""
     frames = []
     for guide in ("fodors", "zagat"):
-        g = pl.read_csv(SHARED / f"restaurants_{guide}.csv", infer_schema_length=0)
+        g = pl.read_csv(SAMPLES / f"restaurants_{guide}.csv", infer_schema_length=0)
         frames.append(g.with_columns(pl.lit(guide).alias("guide")))
     raw = pl.concat(frames).with_row_index("row_ord").with_columns(pl.col("row_ord").cast(pl.Int64))
     records = raw.select("row_ord", pl.col("name"), pl.col("addr").alias("street"), "city",
@@ -327,6 +332,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--threshold", type=float, default=DEFAULT_THRESHOLD)
     p.add_argument("--out", default=str(ROOT / "bench" / "RESULTS.md"))
     p.add_argument("--no-write", action="store_true")
+    p.add_argument("--no-runs", action="store_true", help="skip the sandbox runs of the guides")
     args = p.parse_args(argv)
     records = build(args.seed, args.airports)
     results = {
@@ -349,7 +355,36 @@ def main(argv: list[str] | None = None) -> int:
 
         write_eval_section(Path(args.out), args=args, records=records, results=results,
                            restaurants=counts)  # fmt: skip
+    real(args)
     return 0
+
+
+def real(args: argparse.Namespace) -> None:
+    """The directories, the guides, and (unless --no-runs) the guides' runs: printed, and
+    written to RESULTS.md unless --no-write."""
+    import matching_real  # bench/ siblings
+    from matching_report import write_real_section
+
+    kw = {"threshold": args.threshold}
+    directories = matching_real.evaluate_directories(**kw)
+    for r in directories:
+        print({k: v for k, v in r.items() if k != "seconds"})
+    guides = matching_real.evaluate_guides(**kw)
+    guides_exact = matching_real.evaluate_guides("exact")
+    print("guides:", guides, "exact:", guides_exact)
+    runs = None
+    if not args.no_runs:
+        import matching_runs
+
+        runs = matching_runs.compare(match_threshold=args.threshold)
+        print("runs:", runs)
+    if not args.no_write:
+        command = ".venv/bin/python bench/matching_eval.py" + (" --no-runs" if args.no_runs else "")
+        if args.threshold != DEFAULT_THRESHOLD:
+            command += f" --threshold {args.threshold}"
+        write_real_section(Path(args.out), command=command, directories=directories,
+                           guides=guides, guides_exact=guides_exact, runs=runs,
+                           threshold=args.threshold)  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -18,7 +18,7 @@ from placeflow.options import RunOptions
 from tests.sandbox_target import served as served_sandbox
 
 KEY = "sk_phone_dedupe_paid_key_1234"
-ROWS = [
+ROWS = [  # the two guides' ids in one file: its runs say so (ids_may_repeat_places)
     ("f1", "aquavit", "13 w. 54th st.", "new york", "US", "212/307-7311"),
     ("z1", "aquavit", "13 w. 54th st.", "new york city", "US", "212-307-7311"),
     ("f2", "le bernardin", "155 w. 51st st.", "new york", "US", "212/489-1515"),
@@ -49,7 +49,10 @@ def _run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, *, phone: bool) -> dic
     path = _write(tmp_path / f"guides-{phone}.csv", phone=phone)
     with served_sandbox(KEY) as (sandbox, target):
         summary = placeflow.run(
-            [str(path)], options=RunOptions(route="job", dedupe="fuzzy"), db=db, target=target
+            [str(path)],
+            options=RunOptions(route="job", dedupe="fuzzy", ids_may_repeat_places=True),
+            db=db,
+            target=target,
         )
         charged = sandbox.stats()["keys"][KEY]["credits"]["charged"]
     with duckdb.connect(str(db), read_only=True) as con:

@@ -36,9 +36,9 @@ def write_inputs(path: Path) -> Path:
         for i in range(60):
             name = "" if i % 13 == 5 else f"Corner Shop {i}"
             writer.writerow([f"u{i}", name, f"{i} Elm Street", "Springfield", "USA", "", ""])
-            if i % 5 == 4:  # a repeat of an earlier place
+            if i % 5 == 4:  # a repeat of an earlier place (its id too: the same record twice)
                 j = i // 2
-                writer.writerow([f"r{i}", f"Corner Shop {j}", f"{j} Elm Street", "Springfield",
+                writer.writerow([f"u{j}", f"Corner Shop {j}", f"{j} Elm Street", "Springfield",
                                  "USA", "", ""])  # fmt: skip
         writer.writerow(["g1", "Harbour Cafe", "1 Quay", "Oslo", "Norway", "59.91", "10.75"])
     return path

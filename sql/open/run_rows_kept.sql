@@ -1,7 +1,7 @@
 -- run_rows_kept: the rows of the run being opened ($run_id) that normalize kept, each with its
 -- disposition (submitted, duplicate, skipped_fresh, held_failing, claimed), the place answering
--- it (and the run buying it, when claimed) and its normalised fields, from the staged plan
--- (pf_staged_marked).
+-- it (and the run buying it, when claimed), its own key (before a merge), its normalised
+-- fields and its match-only fields (phone, website), from the staged plan (pf_staged_marked).
 
 insert into run_rows by name
 select
@@ -28,5 +28,7 @@ select
     postcode,
     country,
     latitude,
-    longitude
+    longitude,
+    phone,
+    website
 from pf_staged_marked

@@ -1,6 +1,7 @@
 -- dedupe_fuzzy_input: what the fuzzy pass is handed of each unique place: the first row of
--- each exact place_key (a key of several rows: pf_dedupe_repeated), its key, row_ord and
--- match fields (those the staged places have), in input order.
+-- each exact place_key (a key of several rows: pf_dedupe_repeated), its key, row_ord, match
+-- fields (those the staged places have) and its input file and id (the id rule), in input
+-- order.
 
 with
 
@@ -22,7 +23,7 @@ firsts as (
 select
     columns(
         '^(place_key|row_ord|poi_name|street|address|city|region|postcode|country|latitude'
-        || '|longitude|phone|website)$'
+        || '|longitude|phone|website|source_file|source_id)$'
     )
 from firsts
 order by row_ord

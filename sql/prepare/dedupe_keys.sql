@@ -4,7 +4,9 @@
 -- row of that place's cluster (its row_ord, source_row and source_file, which a duplicate's
 -- note names). A key the fuzzy pass merged is answered by its cluster's representative and
 -- records the first row of the key it matched, by which rule and with what probability; any
--- other key answers itself. A key not listed is one row, sent as its own place.
+-- other key answers itself. A key not listed is one row, sent as its own place. A cluster
+-- whose representative is not among the staged places is a place already known in the
+-- warehouse (answer_is_known): its first staged row is the one looked up and sent under it.
 
 with
 
@@ -75,6 +77,7 @@ select
     answered.merged_probability,
     clusters.first_row_ord,
     clusters.first_source_row,
-    clusters.first_source_file
+    clusters.first_source_file,
+    answered.answer_key not in (select place_key from own_firsts) as answer_is_known
 from answered
 inner join clusters on answered.answer_key = clusters.answer_key

@@ -1,8 +1,8 @@
 -- dedupe_off: the deduped places under --dedupe off: every staged place (pf_staged_places) is
 -- sent as a place of its own; a repeat of an exact place_key (pf_dedupe_repeated) gets its
--- occurrence number ("pk_...-2" for the second row of the key), and nothing is a duplicate. A
--- "duplicate of ..." note left by an earlier pass is dropped. own_key is the row's own exact
--- key (without the occurrence number).
+-- occurrence number ("pk_...-2" for the second row of the key), and nothing is a duplicate;
+-- own_key keeps the key of the row's fields. A "duplicate of ..." note left by an earlier pass
+-- is dropped.
 
 with
 
@@ -36,11 +36,11 @@ select
             regexp_replace(places.note, '^duplicate of row \d+ of [^;]*(; )?', ''), ''
         ) as note
     ),
-    places.place_key as own_key,
     null::bigint as matched_row,
     null::varchar as match_rule,
     null::double as match_probability,
     'submitted' as disposition,
-    places.row_ord as first_row_ord
+    places.row_ord as first_row_ord,
+    places.place_key as own_key
 from places
 left join repeats on places.row_ord = repeats.row_ord

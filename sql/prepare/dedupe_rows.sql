@@ -3,10 +3,11 @@
 -- a key not listed there is one row, sent as its own place), what it matched (an exact
 -- repeat: its own key's first row, rule exact, probability 1; the first row of a key the fuzzy
 -- pass merged: the first row of the key it matched), disposition (the first row of a cluster
--- is submitted, the rest are duplicates) and first_row_ord. A duplicate's note names the row
--- it repeats, before any note the row already had (a "duplicate of ..." left by an earlier
--- pass is dropped first). own_key keeps the row's own exact key (the place it became is
--- place_key).
+-- is submitted, the rest are duplicates) and first_row_ord; own_key keeps the row's own key.
+-- A duplicate's note names the row it repeats, before any note the row already had (a
+-- "duplicate of ..." left by an earlier pass is dropped first); the first row of a cluster
+-- answered by a place already known in the warehouse (a key not among the staged places) says
+-- so.
 
 with
 
@@ -28,6 +29,7 @@ joined as (
         keys.merged_probability,
         keys.first_source_row,
         keys.first_source_file,
+        keys.answer_is_known,
         coalesce(keys.first_row_ord, places.row_ord) as first_row_ord,
         coalesce(places.row_ord <> keys.own_first_row_ord, false) as is_repeat,
         nullif(
@@ -47,11 +49,16 @@ select
         first_row_ord,
         first_source_row,
         first_source_file,
+        answer_is_known,
         is_repeat,
         earlier_note
     ) replace (
         coalesce(answer_key, place_key) as place_key,
         case
+            when row_ord = first_row_ord and answer_is_known then concat(
+                'the same place as ' || answer_key || ', already known in the warehouse',
+                '; ' || earlier_note
+            )
             when row_ord = first_row_ord then earlier_note
             else concat(
                 'duplicate of row ' || first_source_row || ' of ' || first_source_file,
@@ -59,7 +66,6 @@ select
             )
         end as note
     ),
-    place_key as own_key,
     case
         when is_repeat then own_first_row_ord
         else merged_row
@@ -76,5 +82,6 @@ select
         when row_ord = first_row_ord then 'submitted'
         else 'duplicate'
     end as disposition,
-    first_row_ord
+    first_row_ord,
+    place_key as own_key
 from joined

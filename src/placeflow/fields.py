@@ -66,6 +66,9 @@ MAX_ENRICH_BATCH = 10
 MAX_JOB_ROWS = 10_000
 
 DedupeMode = Literal["exact", "fuzzy", "off"]
+DEFAULT_MATCH_THRESHOLD = 0.99
+"""Match probability the fuzzy dedupe needs to merge two places (precision first; the figures
+behind it are in bench/RESULTS.md)."""
 
 BATCH_ROWS = 200_000
 """Rows read and normalised at a time: polars holds a few copies of one batch, not of the input."""

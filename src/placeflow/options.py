@@ -32,6 +32,7 @@ from placeflow.fields import (
     ALLOWED_ENRICH_ATTRIBUTES,
     BATCH_ROWS,
     DEFAULT_ENRICH_ATTRIBUTES,
+    DEFAULT_MATCH_THRESHOLD,
     MAPPABLE,
     MATCH_ONLY_FIELDS,
     MAX_JOB_ROWS,
@@ -82,8 +83,22 @@ class RunOptions(BaseModel):
     )
     dedupe: DedupeMode = Field(
         default="fuzzy",
-        description="fuzzy: the exact place_key, then probabilistic matching of the places"
-        " (default); exact: the place_key only; off: every row is sent",
+        description="fuzzy: the exact place_key, then probabilistic matching of the places,"
+        " within the inputs and against places already in the warehouse (default); exact: the"
+        " place_key only; off: every row is sent",
+    )
+    match_threshold: float = Field(
+        default=DEFAULT_MATCH_THRESHOLD,
+        description="match probability the fuzzy dedupe needs to merge two places, above 0 and"
+        " at most 1 (default 0.99)",
+        json_schema_extra={"metavar": "P", "identity": "when set"},
+    )
+    ids_may_repeat_places: bool = Field(
+        default=False,
+        description="an input file may hold one place twice under different ids (by default"
+        " two rows of one file with different ids are never merged: a directory's own ids are"
+        " its authority)",
+        json_schema_extra={"identity": "when set"},
     )
     route: Route = Field(
         default="auto",
@@ -206,6 +221,13 @@ class RunOptions(BaseModel):
             raise OptionsError("--max-credits must be 0 or more")
         return value
 
+    @field_validator("match_threshold")
+    @classmethod
+    def _threshold(cls, value: float) -> float:
+        if not 0 < value <= 1:
+            raise OptionsError("--match-threshold must be above 0 and at most 1")
+        return value
+
     @field_validator("max_age_days")
     @classmethod
     def _age(cls, value: float) -> float:
@@ -318,7 +340,8 @@ class RunOptions(BaseModel):
         """What makes two run commands the same run (how long to wait does not)."""
         values = self.model_dump(mode="json", exclude=_identity(False))
         for name in _identity("when set"):
-            if values.get(name) in (None, {}):
+            value = values.get(name)
+            if value in (None, {}) or value == RunOptions.model_fields[name].default:
                 del values[name]
         return json.dumps(values, sort_keys=True)
 
@@ -348,8 +371,8 @@ def _extra(name: str) -> dict[str, Any]:
 
 def _identity(marked: object) -> set[str]:
     """Options whose `identity` mark is `marked`: False (never part of a run's identity) or
-    "when set" (part of it only when given, so an option added later leaves the identity of
-    a run made before it, and its resume, as it was)."""
+    "when set" (part of it only when given another value than its default, so an option added
+    later leaves the identity of a run made before it, and its resume, as it was)."""
     return {n for n in RunOptions.model_fields if _extra(n).get("identity") == marked}
 
 

@@ -19,8 +19,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
+from typing import cast
 
 import duckdb
+import polars as pl
 
 from placeflow.api.client import PlaceApiClient
 from placeflow.carry import carry_out
@@ -28,6 +30,7 @@ from placeflow.errors import BudgetRefused, RunInProgress
 from placeflow.events import Event, Note, StageStarted
 from placeflow.options import RunOptions
 from placeflow.pipeline.account import RunSummary, account
+from placeflow.pipeline.known import KnownLookup, known_places
 from placeflow.pipeline.mapping_report import input_report
 from placeflow.pipeline.notamatch import not_a_match_pairs
 from placeflow.pipeline.plan import estimate, refusal
@@ -35,7 +38,7 @@ from placeflow.pipeline.read import Source
 from placeflow.pipeline.staging import Staging
 from placeflow.prepare import as_source, counts_of, fingerprint, gather, plan_places
 from placeflow.state.owners import owner_of
-from placeflow.state.records import DEDUPED, REJECTS
+from placeflow.state.records import DEDUPED, MATCHED, REJECTS
 from placeflow.state.runstate import (
     Clock,
     RunState,
@@ -162,11 +165,12 @@ def run(
             pairs = not_a_match_pairs(con) if fuzzy else None
             wh.release()  # others may read while the rows are read and deduped, apart
             with Staging.scratch() as scratch:
-                gather(r, source, options, scratch, not_a_match=pairs)
+                known = _known_lookup(wh) if fuzzy else None
+                gather(r, source, options, scratch, not_a_match=pairs, known=known)
                 staging = Staging(con, warehouse=True)
                 with wh.held():  # its temporary tables must outlive the client's waits
                     try:
-                        scratch.move_to(staging, DEDUPED, REJECTS)
+                        scratch.move_to(staging, DEDUPED, MATCHED, REJECTS)
                         state = _open(
                             r, api, staging, source, options,
                             print_=print_, target=target, clock=clock, started=started,
@@ -217,6 +221,19 @@ def resume(
         state.take_over()
         wh.on_wait = state.beat
         return _finish(carry_out(r, api, state, options, workdir_for(db, run_id), started), r)
+
+
+def _known_lookup(wh: Warehouse) -> KnownLookup:
+    """The dedupe stage's look-up of known places: the warehouse taken for the one query
+    (waiting for a writer as any statement does) and let go again."""
+
+    def lookup(keys: pl.DataFrame) -> pl.DataFrame:
+        try:
+            return known_places(cast(duckdb.DuckDBPyConnection, wh), keys)
+        finally:
+            wh.release()
+
+    return lookup
 
 
 def _resumable(

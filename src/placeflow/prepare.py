@@ -22,6 +22,7 @@ from placeflow.events import Event
 from placeflow.options import RunOptions
 from placeflow.pipeline.dedupe import dedupe_staged, keyed
 from placeflow.pipeline.fresh import mark_fresh_staged
+from placeflow.pipeline.known import KnownLookup, known_places
 from placeflow.pipeline.normalize import NormalizeInfo, merged, normalize
 from placeflow.pipeline.notamatch import not_a_match_pairs
 from placeflow.pipeline.plan import Estimate, estimate, plan
@@ -67,9 +68,11 @@ def prepare(
     """read → normalize → dedupe → fresh → plan on one staging (what `preview` runs): `gather`
     then `plan_places`."""
     fuzzy = options.dedupe == "fuzzy" and staging.warehouse
+    con = staging.con
     gather(
-        r, source, options, staging, not_a_match=not_a_match_pairs(staging.con) if fuzzy else None
-    )
+        r, source, options, staging, not_a_match=not_a_match_pairs(con) if fuzzy else None,
+        known=(lambda keys: known_places(con, keys)) if fuzzy else None,
+    )  # fmt: skip
     return plan_places(r, options, staging, now)
 
 
@@ -80,12 +83,14 @@ def gather(
     staging: Staging,
     *,
     not_a_match: pl.DataFrame | None,
+    known: KnownLookup | None = None,
 ) -> None:
-    """read → normalize → dedupe into staging (DEDUPED and REJECTS). Rows are read and
-    normalised a batch at a time and staged (each batch's places keyed: dedupe's first half);
-    dedupe works on the staging tables, in DuckDB, its memory capped. It needs nothing of the
-    warehouse but the pairs a person marked `not_a_match`, so a run does it in a scratch
-    database with the warehouse let go (`placeflow.orchestrate`)."""
+    """read → normalize → dedupe into staging (DEDUPED, MATCHED and REJECTS). Rows are read
+    and normalised a batch at a time and staged (each batch's places keyed: dedupe's first
+    half); dedupe works on the staging tables, in DuckDB, its memory capped. It needs nothing
+    of the warehouse but the pairs a person marked `not_a_match` and (`known`, fuzzy only) the
+    places it already knows that share a block key with these, so a run does it in a scratch
+    database with the warehouse let go but for that look-up (`placeflow.orchestrate`)."""
     with staging.limited():
         read_rows = stream(source, options, options.batch_rows)  # the inputs checked here
         batches = iter(read_rows)
@@ -101,7 +106,11 @@ def gather(
             del places, rejects
         r.done("read", read_rows.info)
         r.done("normalize", merged(infos))
-        r.stage("dedupe", dedupe_staged)(staging, mode=options.dedupe, not_a_match=not_a_match)
+        r.stage("dedupe", dedupe_staged)(
+            staging, mode=options.dedupe, not_a_match=not_a_match,
+            threshold=options.match_threshold, ids_may_repeat=options.ids_may_repeat_places,
+            known=known,
+        )  # fmt: skip
 
 
 def plan_places(r: Stages, options: RunOptions, staging: Staging, now: datetime) -> Plan:

@@ -43,7 +43,9 @@ def _variant(row: dict[str, str], i: int) -> dict[str, str]:
 
 
 def _input(tmp_path: Path) -> Path:
-    """8 originals, their 8 variants, and 2 exact repeats of originals (18 rows, 8 places)."""
+    """8 originals, their 8 variants, and 2 exact repeats of originals (18 rows, 8 places).
+    Variants and repeats carry ids of their own ("2v", "r1"): the file lists one place under
+    several ids, so its runs say so (`ids_may_repeat_places`); by default they stay apart."""
     with (ROOT / "data/samples/restaurants_zagat.csv").open(encoding="utf-8") as f:
         picked = [r for r in csv.DictReader(f) if r["name"] in NAMES]
     assert len(picked) == len(NAMES)
@@ -86,7 +88,7 @@ def test_fuzzy_duplicates_are_paid_once_per_cluster(
     joins its representative's answer; duplicates record matched row, rule and probability."""
     sb = serve_sandbox()
     db = tmp_path / "wh.duckdb"
-    state, s = run_flow(inputs=[str(_input(tmp_path))], db=str(db))
+    state, s = run_flow(inputs=[str(_input(tmp_path))], db=str(db), ids_may_repeat_places=True)
     assert state == "COMPLETED" and s["status"] == "completed"
     assert (s["rows_read"], s["duplicates"], s["fuzzy_duplicates"], s["submitted"]) == (
         18, 10, 8, 8)  # fmt: skip
@@ -129,7 +131,7 @@ def test_a_pair_marked_not_a_match_is_sent_as_two_places(
     with duckdb.connect(str(db), read_only=True) as con:
         marked = con.execute("select place_key_a, place_key_b, note from not_a_match").fetchall()
     assert marked == [(min(first, second), max(first, second), "two places")]
-    state, s = run_flow(inputs=[str(path)], db=str(db))
+    state, s = run_flow(inputs=[str(path)], db=str(db), ids_may_repeat_places=True)
     assert state == "COMPLETED"
     assert (s["duplicates"], s["fuzzy_duplicates"], s["submitted"]) == (9, 7, 9)
     rows = _rows(db, s["run_id"])
@@ -144,7 +146,9 @@ def test_dedupe_exact_sends_every_variant(tmp_path: Path, serve_sandbox: ServeSa
     """--dedupe exact: only the exact repeats are duplicates; the 16 variants are all sent."""
     sb = serve_sandbox()
     db = tmp_path / "wh.duckdb"
-    state, s = run_flow(inputs=[str(_input(tmp_path))], db=str(db), dedupe="exact")
+    state, s = run_flow(
+        inputs=[str(_input(tmp_path))], db=str(db), dedupe="exact", ids_may_repeat_places=True
+    )
     assert state == "COMPLETED"
     assert (s["duplicates"], s["fuzzy_duplicates"], s["submitted"]) == (2, 0, 16)
     assert s["succeeded"] + s["failed"] == 16

@@ -94,7 +94,8 @@ class RunSummary:
 
 def _fuzzy_duplicates(con: duckdb.DuckDBPyConnection, run_id: str) -> int:
     row = con.execute(
-        "select count(*) from run_rows where run_id = ? and match_rule = 'probabilistic'",
+        "select count(*) from run_rows where run_id = ? and match_rule = 'probabilistic'"
+        " and disposition = 'duplicate'",
         [run_id],
     ).fetchone()
     return int(row[0]) if row else 0

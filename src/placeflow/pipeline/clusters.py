@@ -1,5 +1,7 @@
 """Clusters of rows answered by one place: the exact place_key, then (mode `fuzzy`) the fuzzy
-pass over the unique places (`placeflow.pipeline.match`), or (mode `off`) none at all.
+pass over the unique places (`placeflow.pipeline.match`) and the places already known in the
+warehouse that share a block key with them (`placeflow.pipeline.known`), or (mode `off`) none
+at all. A cluster that joined a known place is answered by it (its key is not a staged one).
 
 Every row ends with `place_key` set to the key of the place that answers it (the cluster's
 representative), so `run_rows` joined to `places_latest` on `place_key` gives each row its
@@ -19,13 +21,17 @@ from __future__ import annotations
 
 import polars as pl
 
+from placeflow.fields import DEFAULT_MATCH_THRESHOLD
+from placeflow.pipeline.known import KnownLookup, new_block_keys
 from placeflow.pipeline.staging import Staging
+from placeflow.state.records import MATCHED
 from placeflow.warehouse import sql_text
 
 EXACT = "exact"
 AUDIT_COLUMNS = ("matched_row", "match_rule", "match_probability")
 MATCH_FIELDS = ("place_key", "row_ord", "poi_name", "street", "address", "city", "region",
-                "postcode", "country", "latitude", "longitude", "phone", "website")  # fmt: skip
+                "postcode", "country", "latitude", "longitude", "phone", "website", "source_file",
+                "source_id")  # fmt: skip
 """What the fuzzy pass is handed of each unique place (those present; the columns named in
 sql/prepare/dedupe_fuzzy_input.sql)."""
 
@@ -38,7 +44,8 @@ REPEATED = "pf_dedupe_repeated"
 """Each exact place_key of more than one row: first_row_ord."""
 MATCHES = "pf_dedupe_matches"
 """Each key the fuzzy pass merged: place_key, cluster_key, matched_key, match_rule,
-match_probability."""
+match_probability, evidence, matched_run_id (the run that sent matched_key, when it is a place
+already known in the warehouse). Kept past the stage as MATCHED (the run's run_matches)."""
 KEYS = "pf_dedupe_keys"
 """Each exact place_key of REPEATED or MATCHES: own_first_row_ord, answer_key, merged_row,
 merged_rule, merged_probability, and its cluster's first_row_ord, first_source_row,
@@ -50,6 +57,8 @@ MATCHES_SCHEMA: dict[str, pl.DataType] = {
     "matched_key": pl.String(),
     "match_rule": pl.String(),
     "match_probability": pl.Float64(),
+    "evidence": pl.String(),
+    "matched_run_id": pl.String(),
 }
 
 
@@ -58,28 +67,77 @@ def repeated_keys(staging: Staging) -> None:
     staging.create(REPEATED, sql_text("prepare/dedupe_repeated"))
 
 
-def cluster_keys(staging: Staging, *, fuzzy: bool, not_a_match: pl.DataFrame | None = None) -> int:
+def cluster_keys(
+    staging: Staging,
+    *,
+    fuzzy: bool,
+    not_a_match: pl.DataFrame | None = None,
+    threshold: float = DEFAULT_MATCH_THRESHOLD,
+    ids_may_repeat: bool = False,
+    known: KnownLookup | None = None,
+) -> int:
     """MATCHES (the fuzzy pass's merges when `fuzzy`, never a pair of `not_a_match`; else
-    none) and KEYS (after `repeated_keys`): the place answering each key of several rows or
-    touched by a merge; how many keys the pass merged."""
-    matched = _fuzzy(staging, not_a_match) if fuzzy else None
+    none), MATCHED (a copy the open stage keeps) and KEYS (after `repeated_keys`): the place
+    answering each key of several rows or touched by a merge; how many keys the pass merged.
+    `known` asks the warehouse for the places it already knows that share a block key with
+    these (matched as well: a new place merged into one is answered by it)."""
+    matched = _fuzzy(staging, not_a_match, threshold, ids_may_repeat, known) if fuzzy else None
     if matched is None:
         matched = pl.DataFrame(schema=MATCHES_SCHEMA)
-    staging.drop(MATCHES)
+    staging.drop(MATCHES, MATCHED)
     staging.append(MATCHES, matched.select(pl.col(c).cast(t) for c, t in MATCHES_SCHEMA.items()))
+    staging.create(MATCHED, f"select * from {MATCHES}")  # noqa: S608 - our table names
     staging.create(KEYS, sql_text("prepare/dedupe_keys"))
     return matched.height
 
 
-def _fuzzy(staging: Staging, not_a_match: pl.DataFrame | None) -> pl.DataFrame | None:
-    """The fuzzy pass over the unique places, handed to it in batches (None when there are
-    fewer than two)."""
+def _fuzzy(
+    staging: Staging,
+    not_a_match: pl.DataFrame | None,
+    threshold: float,
+    ids_may_repeat: bool,
+    known: KnownLookup | None,
+) -> pl.DataFrame | None:
+    """The fuzzy pass over the unique places, handed to it in batches after the known places
+    that share a block key with them (None when there is nothing to match)."""
     firsts = sql_text("prepare/dedupe_fuzzy_input")
-    if staging.count(f"({firsts})") < 2:
+    unique = staging.count(f"({firsts})")
+    known_places = known(new_block_keys(staging.con, firsts)) if known and unique else None
+    exact: pl.Series = pl.Series("place_key", [], pl.String)
+    if known_places is not None and known_places.height:
+        exact = _exactly_known(staging, known_places)
+        known_places = known_places.filter(~pl.col("place_key").is_in(exact.implode()))
+    if unique + (0 if known_places is None else known_places.height) < 2:
         return None
     from placeflow.pipeline.match import fuzzy_match_batches  # Splink loads only when used
 
     read = staging.batches(firsts, MATCH_BATCH_ROWS)
-    batches = (b.select(c for c in MATCH_FIELDS if c in b.columns) for b in read)
-    matched, _ = fuzzy_match_batches(batches, not_a_match=not_a_match)
-    return matched
+    batches = (
+        b.select(c for c in MATCH_FIELDS if c in b.columns).with_columns(
+            pl.col("place_key").is_in(exact.implode()).alias("known")
+        )
+        for b in read
+    )
+    matched, _ = fuzzy_match_batches(
+        batches, threshold=threshold, not_a_match=not_a_match, known=known_places,
+        ids_may_repeat=ids_may_repeat,
+    )  # fmt: skip
+    runs = pl.DataFrame(schema={"matched_key": pl.String, "matched_run_id": pl.String})
+    if known_places is not None:
+        runs = known_places.select(
+            pl.col("place_key").alias("matched_key"), pl.col("run_id").alias("matched_run_id")
+        )
+    return matched.join(runs, on="matched_key", how="left", maintain_order="left")
+
+
+def _exactly_known(staging: Staging, known_places: pl.DataFrame) -> pl.Series:
+    """The keys of the staged places that are known places themselves (the same exact key)."""
+    staging.con.register("pf_known_found", known_places.select("place_key").to_arrow())
+    try:
+        found = staging.query(
+            "select distinct place_key from pf_staged_places"
+            " semi join pf_known_found using (place_key)"
+        )
+    finally:
+        staging.con.unregister("pf_known_found")
+    return found.get_column("place_key")

@@ -5,7 +5,9 @@ share a key only when all of them agree after normalisation: conservative, since
 loses a place while a missed one costs a credit):
 
 - name: Unicode NFKC (accents kept: café is not cafe), lower case, "&" -> "and", apostrophes
-  dropped, other punctuation and symbols -> space, a leading "the " and a trailing " the"
+  dropped, a sign before a number spelled out ("LEVEL -1" -> "level minus 1": +1 and -1 are
+  two levels; a hyphen between two parts, "2-4-1", is no sign), other punctuation and symbols
+  -> space, a leading "the " and a trailing " the"
   ("apple pan, the") dropped, trailing legal forms (inc, llc, ltd, co, corp, gmbh, ...) dropped;
   if nothing is left, the plain lower-cased name is used instead.
 - street, address: as the name (without the article and legal-form rules), then each common
@@ -132,8 +134,25 @@ def _words_any(text: pl.Expr) -> pl.Expr:
     )
 
 
+_SIGN_BEFORE = r"(^|[\s(\[,;:/])"
+"""What stands before a sign: the start, a space or an opening punctuation (a hyphen between
+two parts, "2-4-1" or "A-1", is no sign)."""
+
+
+def _signs(text: pl.Expr) -> pl.Expr:
+    """A sign before a number spelled out ("LEVEL -1" -> "LEVEL minus 1"), so that punctuation
+    turned to space does not make +1 and -1 one level."""
+    return text.str.replace_all(_SIGN_BEFORE + r"\+(\d)", "$1 plus $2").str.replace_all(
+        _SIGN_BEFORE + "[-\u2212](\\d)", "$1 minus $2"
+    )
+
+
 def words(values: pl.Series) -> pl.Series:
-    """Lower-case words, one space apart: ASCII rows on the fast path, the rest in full."""
+    """Lower-case words, one space apart: ASCII rows on the fast path, the rest in full; a
+    sign before a number kept as a word (`_signs`)."""
+    maybe = values.str.contains_any(["+", "-", "\u2212"]).fill_null(False)
+    if maybe.any():
+        values = patched(values, maybe, _signs)
     wide = values.str.len_bytes() != values.str.len_chars()
     return patched(apply(values, _words_ascii), wide, _words_any).rename(values.name)
 

@@ -5,10 +5,12 @@ table, and the stages after work on those tables in SQL (DuckDB spills to disk p
 limit), so a run holds one batch of rows in polars at a time, whatever the input's size:
 
     read (batches) ─▶ normalize + keys (per batch) ─▶ PLACES, REJECTS
-    dedupe:  PLACES  ─▶ DEDUPED   (place_key of the answering place, disposition, audit columns)
+    dedupe:  PLACES  ─▶ DEDUPED   (place_key of the answering place, own_key, disposition,
+                                   audit columns), MATCHED (the fuzzy merges, their evidence)
     fresh:   DEDUPED ─▶ MARKED    (skipped_fresh / held_failing, outcome_key)
     plan:    MARKED  ─▶ REQUESTS  (each place's request, chunk_no, position)
-    open:    MARKED, REJECTS, REQUESTS ─▶ run_rows, rejects, run_places, jobs
+    open:    MARKED, MATCHED, REJECTS, REQUESTS ─▶ run_rows, run_matches, rejects,
+                                                 run_places, jobs
 
 The tables are temporary (the connection's own; a read-only warehouse can hold them too) and
 dropped once the next stage has its own. With no warehouse, a scratch in-memory database serves.

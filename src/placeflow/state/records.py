@@ -23,14 +23,19 @@ the PLACE_FIELDS, note, place_key, core_key."""
 REJECTS = "pf_staged_rejects"
 """normalize's rejects: row_ord, source_file, source_row, source_id, field, reason, raw."""
 DEDUPED = "pf_staged_deduped"
-"""PLACES with place_key the answering place's key, own_key (the row's own exact key),
+"""PLACES with own_key (the row's own place_key) and place_key the answering place's key,
 matched_row, match_rule, match_probability, disposition (submitted / duplicate) and
 first_row_ord; note names the row a duplicate repeats."""
+MATCHED = "pf_staged_matches"
+"""What the fuzzy pass merged, for the run's run_matches: place_key (the merged place's own
+key), cluster_key, matched_key, match_rule, match_probability, evidence, matched_run_id."""
 MARKED = "pf_staged_marked"
 """DEDUPED with disposition skipped_fresh / held_failing where so, and outcome_key."""
 REQUESTS = "pf_staged_requests"
 """Each place to send: place_key, request (its JSON), core_key, chunk_no, position."""
-TABLES = (PLACES, REJECTS, DEDUPED, MARKED, REQUESTS)
+TABLES = (PLACES, REJECTS, DEDUPED, MATCHED, MARKED, REQUESTS)
+STAGED = "select count(*) > 0 from duckdb_tables() where temporary and table_name = ?"
+"""Whether a staging table (the parameter) exists on the connection."""
 
 
 # --- the plan and its chunks ----------------------------------------------------------------

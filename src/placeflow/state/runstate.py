@@ -24,7 +24,7 @@ import polars as pl
 from placeflow.errors import IllegalMove
 from placeflow.state.lifecycle import MOVES, NO_RESULT_FILE, UNCERTAIN, UNKNOWN_JOB
 from placeflow.state.owners import owned_now
-from placeflow.state.records import REJECTS, REQUESTS, Chunk, Plan, jobs_table
+from placeflow.state.records import MATCHED, REJECTS, REQUESTS, STAGED, Chunk, Plan, jobs_table
 from placeflow.state.runbook import Clock, RunBook, utc_now
 from placeflow.state.runread import StoredRun, stored_run, unfinished_run
 from placeflow.warehouse import insert_frame, sql_text, transaction
@@ -65,8 +65,8 @@ class RunState(RunBook):
         """Record the run (a `runs` row's columns) and its plan in one transaction.
 
         The plan's rows are copied from its staging tables by DuckDB (run_rows, rejects,
-        run_places: see `placeflow.pipeline.staging`) and its chunks become `jobs`; None
-        records a refused run, finished at once. The copy runs on every core within the
+        run_places, run_matches: see `placeflow.pipeline.staging`) and its chunks become `jobs`;
+        None records a refused run, finished at once. The copy runs on every core within the
         writer's memory cap (WAREHOUSE_SETTINGS): on one thread it took 13.8 s of wall time at
         1M rows before the first request could go out, on two 10.0 s (3.5 CPU s more), the
         peak RSS of the run unchanged.
@@ -86,6 +86,8 @@ class RunState(RunBook):
             run_id = {"run_id": self.run_id}
             self.con.execute(sql_text("open/run_rows_kept"), run_id)
             self.con.execute(sql_text("open/run_rows_rejected"), run_id)
+            if self.con.execute(STAGED, [MATCHED]).fetchall()[0][0]:  # staged by dedupe
+                self.con.execute(sql_text("open/run_matches"), run_id)
             self.con.execute(
                 f"insert into rejects by name select $run_id as run_id, * from {REJECTS}",  # noqa: S608 - our staging table
                 run_id,

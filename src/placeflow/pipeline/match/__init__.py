@@ -2,10 +2,18 @@
 
 from placeflow.pipeline.match.engine import (
     DEFAULT_THRESHOLD,
+    OUTPUT_SCHEMA,
     RULE,
     MatchInfo,
     fuzzy_match,
     fuzzy_match_batches,
 )
 
-__all__ = ["DEFAULT_THRESHOLD", "RULE", "MatchInfo", "fuzzy_match", "fuzzy_match_batches"]
+__all__ = [
+    "DEFAULT_THRESHOLD",
+    "OUTPUT_SCHEMA",
+    "RULE",
+    "MatchInfo",
+    "fuzzy_match",
+    "fuzzy_match_batches",
+]

@@ -25,7 +25,8 @@ from __future__ import annotations
 
 import polars as pl
 
-from placeflow.pipeline.columnar import apply, parallel, per_value
+from placeflow.pipeline.columnar import apply, parallel, patched, per_value
+from placeflow.pipeline.match.evidence import marks, phone_key, street_parts
 from placeflow.pipeline.placekey import STREET_WORDS, name_identity, words
 
 MAX_BLOCK = 40
@@ -40,6 +41,12 @@ CELL_DEGREES = 0.02
 """Side of the coordinate cell blocked on (about 2 km north-south)."""
 BLOCKS = ("b_post_num", "b_post_tok", "b_city_tok", "b_city_last", "b_city_num", "b_cell_tok",
           "b_cell", "b_phone")  # fmt: skip
+EVIDENCE = ("phone_all", "marks", "branch", "id_key", "known")
+"""The columns of `placeflow.pipeline.match.evidence` (beside street_number and country) that
+the hard rules read; the id rule reads id_key (the row's input file and own id, joined by
+U+001F: null without an id, or when ids may repeat places), and known marks a place of the
+warehouse. (One column for file and id: the pass's table stays narrow, which DuckDB inserts
+into several times faster.)"""
 FEATURES = (
     "name_core",
     "name_sorted",
@@ -59,7 +66,7 @@ _BRANCH = (
     r"\s*\([^)]*\)",  # "(downtown)"
     r"\s+[-\u2013\u2014@|/]\s+.*$",  # " - airport", " @ union square"
     r"\s*#\s*\d+\w*",  # "#1234"
-    r"(?i)\s+(?:store|branch|location|unit|no\.?)\s*\d+\w*\b",  # "store 12", "no. 3"
+    r"(?i)\s+(?:store|branch|location|unit|no\.?)\s*\d+\w*(?-u:\b)",  # "store 12", "no. 3"
 )
 _SUITE = r"(?:^|\s)(?:suite|unit|apartment|room|rm|floor|fl|building|space|box)\s+\S+"
 _NUMBER = r"(?:^|\s)(\d{1,6}[a-z]?)(?:\s|$)"
@@ -85,20 +92,41 @@ def _text(places: pl.DataFrame, name: str) -> pl.Series:
     return places.get_column(name).cast(pl.String)
 
 
-def _names(raw: pl.Series) -> pl.Series:
-    stripped = apply(raw, lambda e: _ascii_fold(e).str.replace_all("\u2019", "'"))
+def _names(raw: pl.Series) -> tuple[pl.Series, pl.Series]:
+    """(name_core, branch): the name without its branch suffixes, and the words of the name
+    those suffixes held (sorted, distinct; null when none was cut)."""
+    folded = _fold_ascii_fast(raw).str.replace_all("\u2019", "'")
+    stripped = folded
     for pattern in _BRANCH:
         cut = stripped.str.replace_all(pattern, "")
         stripped = cut.zip_with((cut.str.strip_chars() != "").fill_null(False), stripped)
-    return apply(name_identity(stripped), _spell).rename("name_core")
+    core = apply(name_identity(stripped), _spell).rename("name_core")
+    at = (stripped != folded).fill_null(False).arg_true()
+    branch = pl.Series("branch", [None] * raw.len(), pl.String)
+    if at.len():  # the cut words: the whole name's words less the core's
+        whole = apply(name_identity(folded.gather(at)), _spell).str.split(" ")
+        cut_words = whole.list.set_difference(core.gather(at).str.split(" "))
+        joined = cut_words.list.unique().list.sort().list.join(" ")
+        branch = branch.scatter(at, joined)
+    return core, branch.replace("", None).rename("branch")
 
 
-def _street_line(places: pl.DataFrame) -> pl.Series:
+def _fold_ascii_fast(values: pl.Series) -> pl.Series:
+    """`_ascii_fold` over a column, on the values that are not ASCII alone (case kept)."""
+    text = values.cast(pl.String)
+    return patched(text, text.str.len_bytes() != text.str.len_chars(), _ascii_fold)
+
+
+def _raw_line(places: pl.DataFrame) -> pl.Series:
+    """The street line as given: `street`, else `address`."""
     line = pl.coalesce(pl.col("street"), pl.col("address"))
     frame = pl.DataFrame({"street": _text(places, "street"), "address": _text(places, "address")})
-    raw = frame.select(line.alias("line")).to_series()
-    raw = apply(raw, lambda e: _ascii_fold(e).str.replace_all(r"#\s*", " suite "))
-    return apply(words(raw), _spell)
+    return frame.select(line.alias("line")).to_series()
+
+
+def _street_line(rest: pl.Series) -> pl.Series:
+    """The street name: the folded line's rest (`street_parts`), abbreviations spelled out."""
+    return apply(words(rest.str.replace_all(r"#\s*", " suite ")), _spell)
 
 
 def _postcode(places: pl.DataFrame) -> pl.Series:
@@ -118,21 +146,24 @@ def _postcode(places: pl.DataFrame) -> pl.Series:
 def features(places: pl.DataFrame, *, first_id: int = 0, capped: bool = True) -> pl.DataFrame:
     """One row per input place (same order) with `match_id` (`first_id` + its position) and the
     features; the block keys capped at MAX_BLOCK places among these, unless not `capped`."""
-    done = parallel(
+    raw_line, raw_name = _raw_line(places), _text(places, "poi_name")
+    done: dict[str, tuple[pl.Series, pl.Series]] = parallel(
         {
-            "name": lambda: _names(_text(places, "poi_name")),
-            "line": lambda: _street_line(places),
-            "city": lambda: per_value(
-                _text(places, "city"), lambda v: apply(words(v), _ascii_fold)
+            "name": lambda: _names(raw_name),
+            "street": lambda: street_parts(raw_line),
+            "marks": lambda: (marks(raw_name, raw_line), raw_name),
+            "city": lambda: (
+                per_value(_text(places, "city"), lambda v: apply(words(v), _ascii_fold)),
+                raw_name,
             ),
-            "postcode": lambda: _postcode(places),
+            "postcode": lambda: (_postcode(places), raw_name),
         },
         rows=places.height,
-    )
-    name, line, city = done["name"], done["line"], done["city"]
-    number = line.str.replace_all(_SUITE, " ").str.extract(_NUMBER, 1)
-    street_rest = line.str.replace_all(_SUITE, " ").str.replace(_NUMBER, " ").str.strip_chars()
-    phone = _text(places, "phone").str.replace_all(r"\D", "")
+    )  # each task a pair of columns (the second unused where one is made), so one type
+    (name, branch), (number, rest) = done["name"], done["street"]
+    city = done["city"][0]
+    street_rest = _street_line(rest)
+    phone = phone_key(_text(places, "phone"))
     host = _text(places, "website").str.to_lowercase().str.strip_chars()
     host = host.str.replace(_WEB_PREFIX, "").str.replace(r"[/:?#].*$", "")
 
@@ -149,13 +180,24 @@ def features(places: pl.DataFrame, *, first_id: int = 0, capped: bool = True) ->
             "name_core": name,
             "street_number": number,
             "street_name": street_rest,
-            "postcode": done["postcode"],
+            "postcode": done["postcode"][0],
             "city": city,
             "country": _text(places, "country").str.to_uppercase(),
             "latitude": coordinate("latitude"),
             "longitude": coordinate("longitude"),
             "phone": phone,
+            "phone_all": phone,
             "website": host,
+            "marks": done["marks"][0],
+            "branch": branch,
+            "id_key": pl.DataFrame(
+                {"f": _text(places, "source_file"), "i": _text(places, "source_id")}
+            )
+            .select(pl.concat_str(pl.col("f").fill_null(""), pl.lit("\x1f"), "i"))
+            .to_series(),
+            "known": places.get_column("known").cast(pl.Boolean)
+            if "known" in places.columns
+            else pl.Series([False] * places.height, dtype=pl.Boolean),
         }
     )
     empty_to_null = [
@@ -164,9 +206,6 @@ def features(places: pl.DataFrame, *, first_id: int = 0, capped: bool = True) ->
     ]
     tokens = pl.col("name_core").str.split(" ").list.unique().list.sort()
     frame = frame.with_columns(*empty_to_null).with_columns(
-        pl.when(pl.col("phone").str.len_chars() >= 7)
-        .then(pl.col("phone").str.slice(-10))
-        .alias("phone"),
         tokens.alias("name_tokens"),
         tokens.list.join(" ").alias("name_sorted"),
         pl.col("name_core").str.split(" ").list.first().alias("name_token"),

@@ -4,14 +4,21 @@ The comparisons and blocking rules are defined here; their m and u probabilities
 once with EM (bench/matching_train.py, on generated places) and kept in `model.json` beside this
 file, so a run loads fixed parameters: deterministic, and no training time per run.
 
-Hard rules are part of every blocking rule, so a pair breaking one is never even scored:
-different countries, different street numbers (two branches on one street among them), or more
-than FAR_KM apart, each only when both places have the value.
+Hard rules (HARD_RULES): different countries, different street numbers (two branches on one
+street among them), more than FAR_KM apart, two different phones (each only when both places
+have the value), different ids in one input file (`placeflow.pipeline.match.evidence`), and two
+places both already known in the warehouse. The first three are part of every blocking rule, so
+a pair breaking one is never even scored; the rest, with the rules that need lists or string
+tests (CONFLICT: the marks and the branch of a name) and the rule for a chain's name
+(CHAIN_AGREES), are tested on the pairs scored at or above the threshold (few) and over the
+clusters, in DuckDB. The evidence of a merge (`evidence_sql`) is each comparison's level and
+match weight, computed for those pairs alone from the model's own level conditions.
 """
 
 from __future__ import annotations
 
 import json
+import math
 from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -47,12 +54,66 @@ def _km2(template: str) -> str:
 
 
 _NEAR = f"{_km2('{side}.{col}')} <= {FAR_KM * FAR_KM}"
+_PHONE_DIGITS = "least(len(l.phone_all), len(r.phone_all))"
 HARD_RULES = (
     "(l.country is null or r.country is null or l.country = r.country)",
     "(l.street_number is null or r.street_number is null or l.street_number = r.street_number)",
     f"(l.latitude is null or r.latitude is null or {_NEAR})",
+    f"(l.phone_all is null or r.phone_all is null or right(l.phone_all, {_PHONE_DIGITS})"
+    f" = right(r.phone_all, {_PHONE_DIGITS}))",
+    "(l.id_key is null or r.id_key is null or l.id_key = r.id_key"
+    " or split_part(l.id_key, chr(31), 1) <> split_part(r.id_key, chr(31), 1))",
+    "not (l.known and r.known)",
 )
 """What may never be merged, as SQL over a pair (l, r): each rule must hold."""
+MARKS_MACRO = """
+create or replace macro pf_marks_differ(a, b) as
+    (len(list_filter(list_concat(a, b), lambda m:
+        not (list_contains(a, m) and list_contains(b, m))
+        and list_contains(list_transform(a, lambda x: split_part(x, ':', 1)), split_part(m, ':', 1))
+        and list_contains(list_transform(b, lambda x: split_part(x, ':', 1)), split_part(m, ':', 1))
+    )) > 0)
+    or list_contains(a, 's:drive') <> list_contains(b, 's:drive');
+create or replace macro pf_marks_conflict(a, b) as
+    (a is not null or b is not null)
+    and pf_marks_differ(string_split(coalesce(a, ''), '|'), string_split(coalesce(b, ''), '|'));
+"""
+"""A DuckDB macro: do two places' marks differ in a class both name (or a drive-thru only one
+names)? Created in the pass's DuckDB before CONFLICT is used."""
+BRANCH_ALIKE = 0.9
+_ONLY = (
+    "array_to_string(list_filter(string_split({a}.branch, ' '),"
+    " lambda w: not list_contains(string_split({b}.branch, ' '), w)), ' ')"
+)
+"""The words of one branch name ({a}) that the other ({b}) lacks."""
+CONFLICT = " or ".join(
+    [
+        f"not ({' and '.join(HARD_RULES)})",
+        "pf_marks_conflict(l.marks, r.marks)",
+        "(l.branch is not null and r.branch is not null and l.branch <> r.branch"
+        f" and {_ONLY.format(a='l', b='r')} <> '' and {_ONLY.format(a='r', b='l')} <> ''"
+        f" and jaro_winkler_similarity({_ONLY.format(a='l', b='r')},"
+        f" {_ONLY.format(a='r', b='l')}) < {BRANCH_ALIKE})",
+    ]
+)
+"""A pair (l, r) that may never be merged: a hard rule broken, marks of one class that differ,
+or two branch names each with words the other lacks, those words not alike (not a typo):
+"NRI Koramangala" vs "SME Koramangala", not "Nighoje" vs "Nighjoe" or "Adyar" vs "CAC Adyar"."""
+CHAIN_MIN = 5
+"""Places sharing a name (name_core) in one pass from which the name is a chain's (the pass
+lists those names in its table match_chains)."""
+CHAIN_AGREES = (
+    "(not (l.name_core in (select name_core from match_chains)"  # noqa: S608 - our table, constants
+    " or r.name_core in (select name_core from match_chains))"
+    " or (l.street_number = r.street_number and (l.street_name = r.street_name"
+    " or jaro_winkler_similarity(l.street_name, r.street_name) >= 0.9))"
+    f" or (l.latitude is not null and r.latitude is not null and {_km2('{side}.{col}')} <= 0.0025)"
+    " or (l.phone = r.phone and (l.street_name is null or r.street_name is null"
+    " or jaro_winkler_similarity(l.street_name, r.street_name) >= 0.9)))"
+)
+"""A pair whose name is a chain's (CHAIN_MIN places or more share it) is merged only on
+address-level agreement: the same house number on a like street, within 50 m, or the same
+phone of its own (one no more than MAX_SHARED places hold) with no unlike street."""
 NAMES_ALIKE = (
     "(l.name_core is null or r.name_core is null or l.name_sorted = r.name_sorted"
     " or jaro_winkler_similarity(l.name_core, r.name_core) >= 0.88"
@@ -63,9 +124,14 @@ NAMES_ALIKE = (
 of one hotel share its street, number and phone, and only their names tell them apart."""
 
 
+BLOCKING_HARD_RULES = HARD_RULES[:3]
+"""The hard rules each blocking rule carries (a column's equality or a distance: cheap on every
+candidate pair); the others are tested on the scored pairs (CONFLICT)."""
+
+
 def blocking_rules() -> list[CustomRule]:
-    """One rule per blocking key, each with the hard rules attached."""
-    rules = " and ".join(HARD_RULES)
+    """One rule per blocking key, each with BLOCKING_HARD_RULES attached."""
+    rules = " and ".join(BLOCKING_HARD_RULES)
     return [CustomRule(f"l.{key} = r.{key} and {rules}") for key in BLOCKS]
 
 
@@ -157,19 +223,62 @@ def trained_settings() -> dict[str, Any]:
 
 
 def settings() -> dict[str, Any]:
-    """A copy of the trained model, safe to hand to a Linker (which may change it)."""
+    """A copy of the trained model, safe to hand to a Linker (which may change it), with this
+    module's blocking rules (hard rules attached)."""
     copied: dict[str, Any] = json.loads(json.dumps(trained_settings()))
     copied.pop("linker_uid", None)
     copied["retain_matching_columns"] = False  # the pass reads ids and probability alone
+    copied["blocking_rules_to_generate_predictions"] = [
+        rule.create_blocking_rule_dict("duckdb") for rule in blocking_rules()
+    ]
     return copied
 
 
+EVIDENCE_COLUMNS = ("name_core", "name_sorted", "name_tokens", "street_number", "street_name",
+                    "postcode", "city", "phone", "website", "latitude", "longitude")  # fmt: skip
+"""The columns the comparisons read, which `evidence_sql` needs as <column>_l and <column>_r."""
+
+
+def evidence_sql() -> str:
+    """SQL of a JSON object over a pair whose columns are named as Splink names them
+    (<column>_l, <column>_r: EVIDENCE_COLUMNS): each comparison's name -> the label of the level
+    the pair falls in (the first whose condition holds, as Splink scores it) and its match
+    weight (log2 m/u; 0 for a null level): what a person reviewing a merge reads."""
+    parts = []
+    for comparison in trained_settings()["comparisons"]:
+        labels, weights = [], []
+        for level in comparison["comparison_levels"]:
+            condition = level["sql_condition"]
+            when = "else" if condition.strip().upper() == "ELSE" else f"when {condition} then"
+            weight = (
+                0.0 if level.get("is_null_level")
+                else math.log2(level["m_probability"] / level["u_probability"])
+            )  # fmt: skip
+            labels.append(f"{when} '{_quoted(level['label_for_charts'])}'")
+            weights.append(f"{when} {round(weight, 3)!r}")
+        name = comparison["output_column_name"]
+        level_sql, weight_sql = f"case {' '.join(labels)} end", f"case {' '.join(weights)} end"
+        parts.append(f"'{name}', json_object('level', {level_sql}, 'weight', {weight_sql})")
+    return f"json_object({', '.join(parts)})::varchar"
+
+
+def _quoted(text: str) -> str:
+    return text.replace("'", "''")
+
+
 __all__ = [
+    "BLOCKING_HARD_RULES",
+    "CHAIN_AGREES",
+    "CHAIN_MIN",
+    "CONFLICT",
+    "EVIDENCE_COLUMNS",
     "FAR_KM",
     "HARD_RULES",
+    "MARKS_MACRO",
     "MODEL_PATH",
     "NAMES_ALIKE",
     "blocking_rules",
     "comparisons",
+    "evidence_sql",
     "settings",
 ]

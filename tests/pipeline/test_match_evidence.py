@@ -1,0 +1,235 @@
+"""Each evidence rule of the fuzzy dedupe keeps apart two real-looking places that its other
+evidence would merge; beside each, the same pair without that difference still merges."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import polars as pl
+import pytest
+
+from placeflow.pipeline.dedupe import dedupe
+from placeflow.pipeline.normalize import normalize
+from placeflow.pipeline.placekey import place_keys
+
+FIELDS = ("poi_name", "street", "address", "city", "region", "postcode", "country",
+          "latitude", "longitude", "phone", "website")  # fmt: skip
+
+
+def _rows(*rows: dict[str, Any]) -> pl.DataFrame:
+    """Read rows as a run reads them (file and id given per row, else one file, no ids)."""
+    return pl.DataFrame(
+        [{"row_ord": i, "source_file": r.get("file", "directory.csv"), "source_row": i + 1,
+          "source_id": r.get("id"),
+          **{f: (None if r.get(f) is None else str(r[f])) for f in FIELDS}}
+         for i, r in enumerate(rows)],
+        schema={"row_ord": pl.Int64, "source_file": pl.String, "source_row": pl.Int64,
+                "source_id": pl.String, **dict.fromkeys(FIELDS, pl.String)},
+    )  # fmt: skip
+
+
+def _places(*rows: dict[str, Any]) -> pl.DataFrame:
+    places, _, _ = normalize(_rows(*rows))
+    return places.with_columns(place_keys(places))
+
+
+def _merged(a: dict[str, Any], b: dict[str, Any], *others: dict[str, Any]) -> bool:
+    """Does the default dedupe (exact key, then the fuzzy pass) answer the first two rows by
+    one place (the others are other rows of the same input)?"""
+    places, _, _ = normalize(_rows(a, b, *others))
+    deduped, _ = dedupe(places, mode="fuzzy")
+    keys = deduped.sort("row_ord").get_column("place_key").to_list()
+    return bool(keys[0] == keys[1])
+
+
+AIRPORT = {"street": "1 Airport Boulevard", "city": "Pittsburgh", "postcode": "15231",
+           "country": "US", "latitude": 40.4915, "longitude": -80.2329}  # fmt: skip
+MALL = {"street": "10250 Santa Monica Blvd", "city": "Los Angeles", "postcode": "90067",
+        "country": "US"}  # fmt: skip
+GINZA = {"city": "Chuo-ku", "postcode": "104-0061", "country": "JP"}
+
+
+@pytest.mark.parametrize(
+    ("a", "b", "apart", "like"),
+    [
+        pytest.param(
+            {**AIRPORT, "poi_name": "Starbucks - Terminal C South, Gate C67"},
+            {**AIRPORT, "poi_name": "Starbucks - Terminal A North, Gate A12"},
+            {**AIRPORT, "poi_name": "Starbucks - Terminal C South, Gate C67"},
+            {**AIRPORT, "poi_name": "STARBUCKS - TERMINAL C SOUTH GATE C67"},
+            id="terminal-and-gate",
+        ),
+        pytest.param(
+            {**AIRPORT, "poi_name": "Hudson News T1"},
+            {**AIRPORT, "poi_name": "Hudson News T2"},
+            {**AIRPORT, "poi_name": "Hudson News T1"},
+            {**AIRPORT, "poi_name": "HUDSON NEWS T1"},
+            id="t1-t2",
+        ),
+        pytest.param(
+            {**AIRPORT, "poi_name": "Cinnabon", "street": "Gate C67, 1 Airport Boulevard"},
+            {**AIRPORT, "poi_name": "Cinnabon", "street": "Gate C84, 1 Airport Boulevard"},
+            {**AIRPORT, "poi_name": "Cinnabon", "street": "Gate C67, 1 Airport Boulevard"},
+            {**AIRPORT, "poi_name": "CINNABON", "street": "Gate C67, 1 Airport Blvd"},
+            id="gate-c67-c84",
+        ),
+        pytest.param(
+            {**MALL, "poi_name": "Apple Westfield", "street": "LEVEL +1, 10250 Santa Monica"},
+            {**MALL, "poi_name": "Apple Westfield", "street": "LEVEL -1, 10250 Santa Monica"},
+            {**MALL, "poi_name": "Apple Westfield", "street": "LEVEL +1, 10250 Santa Monica"},
+            {**MALL, "poi_name": "Apple Westfield", "street": "Level 1, 10250 Santa Monica"},
+            id="level-plus-minus",
+        ),
+        pytest.param(
+            {**MALL, "poi_name": "Uniqlo B1"},
+            {**MALL, "poi_name": "Uniqlo 1F"},
+            {**MALL, "poi_name": "Uniqlo B1"},
+            {**MALL, "poi_name": "UNIQLO B1"},
+            id="b1-1f",
+        ),
+        pytest.param(
+            {**MALL, "poi_name": "Sbarro - Upper Level"},
+            {**MALL, "poi_name": "Sbarro - Lower Level"},
+            {**MALL, "poi_name": "Sbarro - Upper Level"},
+            {**MALL, "poi_name": "SBARRO (Upper Level)"},
+            id="upper-lower",
+        ),
+        pytest.param(
+            {**MALL, "poi_name": "Auntie Anne's - Center Court"},
+            {**MALL, "poi_name": "Auntie Anne's - East Wing"},
+            {**MALL, "poi_name": "Auntie Anne's - Center Court"},
+            {**MALL, "poi_name": "Auntie Annes (Center Court)"},
+            id="center-court-east-wing",
+        ),
+        pytest.param(
+            {**GINZA, "poi_name": "一蘭 銀座1店", "street": "銀座4-1-1"},
+            {**GINZA, "poi_name": "一蘭 銀座2店", "street": "銀座4-1-1"},
+            {**GINZA, "poi_name": "一蘭 銀座1店", "street": "銀座4-1-1"},
+            {**GINZA, "poi_name": "一蘭　銀座１店", "street": "銀座4-1-1"},
+            id="1-ten-2-ten",
+        ),
+        pytest.param(
+            {**GINZA, "poi_name": "天下一品 第二", "street": "銀座4-1-1"},
+            {**GINZA, "poi_name": "天下一品 第三", "street": "銀座4-1-1"},
+            {**GINZA, "poi_name": "天下一品 第二", "street": "銀座4-1-1"},
+            {**GINZA, "poi_name": "天下一品　第二", "street": "銀座4-1-1"},
+            id="dai-ni-dai-san",
+        ),
+        pytest.param(
+            {**GINZA, "poi_name": "Tully's Coffee Ginza", "street": "2-4-1 Ginza"},
+            {**GINZA, "poi_name": "Tully's Coffee Ginza", "street": "2-6-1 Ginza"},
+            {**GINZA, "poi_name": "Tully's Coffee Ginza", "street": "2-4-1 Ginza"},
+            {**GINZA, "poi_name": "Tullys Coffee Ginza", "street": "2-4-1, Ginza"},
+            id="2-4-1-2-6-1",
+        ),
+        pytest.param(
+            {**MALL, "poi_name": "McDonald's Drive-Thru"},
+            {**MALL, "poi_name": "McDonald's"},
+            {**MALL, "poi_name": "McDonald's Drive-Thru"},
+            {**MALL, "poi_name": "McDonalds Drive Thru"},
+            id="drive-thru-beside-in-store",
+        ),
+        pytest.param(
+            {**MALL, "poi_name": "Cedars-Sinai Rehabilitation", "phone": "310-423-5000"},
+            {**MALL, "poi_name": "Cedars-Sinai Rehabilitation", "phone": "310-423-3277"},
+            {**MALL, "poi_name": "Cedars-Sinai Rehabilitation", "phone": "310-423-5000"},
+            {**MALL, "poi_name": "Cedars Sinai Rehabilitation", "phone": "+1 (310) 423 5000"},
+            id="two-phones",
+        ),
+        pytest.param(
+            {"poi_name": "HDFC BANK - MUMBAI - MALAD (WEST)", "city": "Mumbai",
+             "postcode": "400064", "country": "IN", "street": "Rajan Pada, Marve Road"},
+            {"poi_name": "HDFC BANK - MUMBAI - MALAD EAST", "city": "Mumbai",
+             "postcode": "400064", "country": "IN", "street": "Rajan Pada, Marve Road"},
+            {"poi_name": "HDFC BANK - MUMBAI - MALAD (WEST)", "city": "Mumbai",
+             "postcode": "400064", "country": "IN", "street": "Rajan Pada, Marve Road"},
+            {"poi_name": "HDFC Bank - Mumbai - Malad (West)", "city": "Mumbai",
+             "postcode": "400064", "country": "IN", "street": "Rajan Pada, Marve Rd"},
+            id="west-east",
+        ),
+        pytest.param(
+            {"poi_name": "HDFC BANK - NIGHOJE", "city": "Pune", "postcode": "410501",
+             "country": "IN", "street": "Tal Khed, Dist Pune"},
+            {"poi_name": "HDFC BANK - SAVARDARI", "city": "Pune", "postcode": "410501",
+             "country": "IN", "street": "Tal Khed, Dist Pune"},
+            {"poi_name": "HDFC BANK - NIGHOJE", "city": "Pune", "postcode": "410501",
+             "country": "IN", "street": "Tal Khed, Dist Pune"},
+            {"poi_name": "HDFC BANK - NIGHJOE", "city": "Pune", "postcode": "410501",
+             "country": "IN", "street": "TAL KHED, DIST PUNE"},
+            id="branch-names",
+        ),
+        pytest.param(
+            {"poi_name": "Alexanderplatz [U2] (S+U), Berlin", "country": "DE",
+             "latitude": 52.521738, "longitude": 13.414042},
+            {"poi_name": "Alexanderplatz [U5] (S+U), Berlin", "country": "DE",
+             "latitude": 52.521657, "longitude": 13.414049},
+            {"poi_name": "Alexanderplatz [U2] (S+U), Berlin", "country": "DE",
+             "latitude": 52.521738, "longitude": 13.414042},
+            {"poi_name": "ALEXANDERPLATZ [U2] (S+U), BERLIN", "country": "DE",
+             "latitude": 52.52175, "longitude": 13.41405},
+            id="numbers-in-the-name",
+        ),
+    ],
+)  # fmt: skip
+def test_evidence_keeps_two_places_apart(
+    a: dict[str, Any], b: dict[str, Any], apart: dict[str, Any], like: dict[str, Any]
+) -> None:
+    """Two outlets that differ only in the evidence are never merged; the same place written
+    the two ways the control pair shows still is."""
+    assert not _merged(a, b)
+    assert _merged(apart, like)
+
+
+CHAIN = [
+    {"poi_name": "Starbucks", "street": f"{n} Pine Street", "city": "Seattle",
+     "postcode": "98101", "country": "US"}
+    for n in (1500, 1600, 1700, 1800, 1900)
+]  # fmt: skip
+
+
+def test_a_chain_name_needs_address_agreement() -> None:
+    """A name five places of the input share is a chain's: a listing without a house number
+    is not merged into one of its branches on name, city and postcode (it is when the name is
+    rare), and two listings of one branch's address still are."""
+    branch = {"poi_name": "Starbucks", "street": "1500 Pine Street", "city": "Seattle",
+              "postcode": "98101", "country": "US"}  # fmt: skip
+    bare = {**branch, "street": "Pine St"}
+    assert _merged(branch, bare)  # the name twice only: no chain
+    assert not _merged(branch, bare, *CHAIN[1:])
+    assert _merged(branch, {**branch, "poi_name": "STARBUCKS", "street": "1500 Pine St"},
+                   *CHAIN[1:])  # fmt: skip
+
+
+def test_different_ids_in_one_file_never_merge() -> None:
+    """Two rows of one file with different ids are two places, even with the same fields (the
+    exact key) or variants of them (the fuzzy pass); across two files, or with
+    --ids-may-repeat-places, they merge."""
+    store = {**MALL, "poi_name": "Sephora"}
+    rows = _rows({**store, "id": "1044"}, {**store, "id": "1045"},
+                 {**store, "poi_name": "SEPHORA", "street": "10250 Santa Monica Boulevard",
+                  "id": "1046"})  # fmt: skip
+    places, _, _ = normalize(rows)
+    deduped, info = dedupe(places, mode="fuzzy")
+    assert deduped.get_column("place_key").n_unique() == 3 and info.duplicates == 0
+    both, _ = dedupe(places, mode="fuzzy", ids_may_repeat=True)
+    assert both.get_column("place_key").n_unique() == 1
+    files = rows.with_columns(pl.format("file{}.csv", pl.col("row_ord")).alias("source_file"))
+    across, _ = dedupe(normalize(files)[0], mode="fuzzy")
+    assert across.get_column("place_key").n_unique() == 1
+
+
+def test_the_exact_key_keeps_the_sign_of_a_level() -> None:
+    """'LEVEL +1' and 'LEVEL -1' are two exact keys (the sign is not punctuation); the same
+    level written in other case is one; a hyphen between two parts is no sign."""
+    keys = (
+        _places(
+            {**MALL, "poi_name": "Zara", "street": "LEVEL +1, Westfield Century City"},
+            {**MALL, "poi_name": "Zara", "street": "LEVEL -1, Westfield Century City"},
+            {**MALL, "poi_name": "ZARA", "street": "level +1, westfield century city"},
+            {**GINZA, "poi_name": "Zara", "street": "2-4-1 Ginza"},
+            {**GINZA, "poi_name": "Zara", "street": "2 4 1 Ginza"},
+        )
+        .get_column("place_key")
+        .to_list()
+    )
+    assert keys[0] != keys[1] and keys[0] == keys[2] and keys[3] == keys[4]
