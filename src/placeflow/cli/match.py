@@ -1,38 +1,117 @@
-"""`placeflow not-a-match`: mark two places as different, so the fuzzy pass never merges them.
+"""`placeflow matches` and `placeflow not-a-match`: review the merges a run's fuzzy dedupe made,
+with their evidence, and undo a wrong one for every later run.
 
-placeflow not-a-match KEY_A KEY_B [--note TEXT] [--db PATH]
+placeflow matches RUN_ID [--db PATH] [--out FILE.csv|FILE.parquet] [--json]
+placeflow not-a-match REF_A REF_B [--run RUN_ID] [--note TEXT] [--db PATH] [--json]
+
+A REF is FILE:ROW, id:VALUE or a place key (`placeflow.pipeline.notamatch`).
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+from pathlib import Path
 from typing import Any
 
-from placeflow.cli.args import add_db
+from placeflow.cli.args import add_db, add_json
 from placeflow.errors import EXIT_OK
-from placeflow.pipeline.notamatch import mark_not_a_match
+from placeflow.pipeline.notamatch import mark_not_a_match, merges, resolve
+from placeflow.rows import write_rows
+from placeflow.state.runread import stored_run
 from placeflow.state.runstate import utc_now
+from placeflow.text import printable
+from placeflow.warehouse import reading
 from placeflow.writer import Warehouse
 
 
 def add_parser(sub: Any) -> None:
-    """Add `not-a-match` to the CLI's subparsers (its handler in `func`)."""
+    """Add `matches` and `not-a-match` to the CLI's subparsers (their handlers in `func`)."""
+    m = sub.add_parser(
+        "matches",
+        help="list the merges a run's fuzzy dedupe made, with their evidence",
+        description="List every place the fuzzy dedupe of RUN_ID merged into another (of the"
+        " same run, or one an earlier run sent): both rows as the input had them (file, row,"
+        " id, name, street, city, phone), the match probability and the evidence (each"
+        " comparison's level and match weight). --out writes them all for review; a wrong"
+        " merge is undone for later runs with `placeflow not-a-match`.",
+    )
+    m.add_argument("run_id", metavar="RUN_ID")
+    m.add_argument("--out", default=None, metavar="FILE", help="write them to a .csv or .parquet")
+    add_db(m)
+    add_json(m, help="print the merges as one JSON document")
+    m.set_defaults(func=matches_command)
     p = sub.add_parser(
         "not-a-match",
         help="mark two places as different: later runs never merge them",
-        description="Record in the warehouse's not_a_match table that the places KEY_A and"
-        " KEY_B (their place_key) are different places. Every later run with --dedupe fuzzy"
-        " keeps them apart and sends each of them.",
+        description="Record that the places of two rows are different places (the"
+        " not_a_match table): every later run keeps them apart and sends each of them. Name"
+        " each row as FILE:ROW (the data row number, header excluded), id:VALUE (the file's id"
+        " column) or a place key; the newest run that read it unless --run says which. A"
+        " reference no row answers is refused (exit 2).",
     )
-    p.add_argument("key_a", metavar="KEY_A", help="place_key of one place")
-    p.add_argument("key_b", metavar="KEY_B", help="place_key of the other")
+    p.add_argument("ref_a", metavar="REF_A", help="FILE:ROW, id:VALUE or a place key")
+    p.add_argument("ref_b", metavar="REF_B", help="the other row, named the same ways")
+    p.add_argument("--run", default=None, metavar="RUN_ID", help="the run whose rows are named")
     p.add_argument("--note", default=None, metavar="TEXT", help="why they differ")
     add_db(p)
+    add_json(p, help="print what was marked as one JSON document")
     p.set_defaults(func=not_a_match_command)
 
 
 def not_a_match_command(args: argparse.Namespace) -> int:
     with Warehouse(args.db) as wh:
-        a, b = mark_not_a_match(wh.live(), args.key_a, args.key_b, note=args.note, now=utc_now())
-    print(f"not a match: {a} {b}")
+        con = wh.live()
+        a = resolve(con, args.ref_a, args.run)
+        b = resolve(con, args.ref_b, args.run)
+        pair = mark_not_a_match(con, a.own_key, b.own_key, note=args.note, now=utc_now())
+    if args.json:
+        sides = [
+            {"reference": r.reference, "own_key": r.own_key, "run_id": r.run_id,
+             "source_file": r.source_file, "source_row": r.source_row, "source_id": r.source_id}
+            for r in (a, b)
+        ]  # fmt: skip
+        print(json.dumps({"not_a_match": list(pair), "rows": sides, "exit_code": EXIT_OK}))
+    else:
+        for r in (a, b):
+            said = f"{r.source_file}:{r.source_row}" + (
+                f" (id {r.source_id})" if r.source_id else ""
+            )
+            print(printable(f"{r.reference}: {said}, place {r.own_key} (run {r.run_id})"))
+        print(f"not a match: {pair[0]} {pair[1]}: later runs keep them apart")
     return EXIT_OK
+
+
+def matches_command(args: argparse.Namespace) -> int:
+    with reading(args.db) as con:
+        stored_run(con, args.run_id)  # an unknown run: UnknownRun, exit 2
+        found = merges(con, args.run_id)
+    if args.out:
+        write_rows(found, Path(args.out))
+    if args.json:
+        print(json.dumps({"run_id": args.run_id, "merges": found.to_dicts(),
+                          "out": args.out, "exit_code": EXIT_OK}, default=str))  # fmt: skip
+        return EXIT_OK
+    print(f"run {args.run_id}: {found.height:,} merge(s) by the fuzzy dedupe")
+    for m in found.iter_rows(named=True):
+        print(
+            printable(
+                f"  {_side(m, '')}  ->  {_side(m, 'matched_')}  p={m['match_probability']:.4f}"
+            )
+        )
+        for name, said in json.loads(m["evidence"] or "{}").items():
+            weight = float(said.get("weight") or 0.0)
+            print(printable(f"      {name}: {said.get('level')} (weight {weight:+.2f})"))
+    if args.out:
+        print(f"written to {args.out}")
+    return EXIT_OK
+
+
+def _side(m: dict[str, Any], prefix: str) -> str:
+    """One side of a merge as the input had it: file:row (id), name, street, city."""
+    row = m["matched_source_row"] if prefix else m["source_row"]
+    file = m[f"{prefix}file"] if prefix else m["source_file"]
+    ident = m[f"{prefix}id"] if prefix else m["source_id"]
+    where = ", ".join(str(v) for v in (m[f"{prefix}name" if prefix else "poi_name"],
+                                       m[f"{prefix}street"], m[f"{prefix}city"]) if v)  # fmt: skip
+    return f"{Path(str(file)).name}:{row}" + (f" (id {ident})" if ident else "") + f" {where}"
