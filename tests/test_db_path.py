@@ -51,6 +51,7 @@ def argv_for(command: str, db: Path, places: Path) -> list[str]:
         "report": ["report", "run_20260101T000000_abcdef", "--out", str(db.parent / "r.html")],
         "runs": ["runs"],
         "not-a-match": ["not-a-match", "pk_a", "pk_b"],
+        "matches": ["matches", "run_20260101T000000_abcdef"],
         "rows": ["rows", "run_20260101T000000_abcdef", "--out", str(db.parent / "o.csv")],
         "query": ["query", "select 1"],
     }
@@ -70,7 +71,7 @@ def commands_taking_db() -> set[str]:
 
 COMMANDS = sorted(
     ["run", "estimate", "resume", "refresh", "research", "export", "report", "runs",
-     "not-a-match", "rows", "query"]
+     "not-a-match", "matches", "rows", "query"]
 )  # fmt: skip
 
 

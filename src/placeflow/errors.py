@@ -14,6 +14,8 @@
     │   ├── ConfigError                 the environment does not fit: its settings, or a state
     │   │                               directory others can write (also a ValueError)
     │   ├── UnknownRun                  no such run in this warehouse (also a LookupError)
+    │   ├── UnknownReference            a row reference (FILE:ROW, id:VALUE, a key) no row of
+    │   │                               the warehouse answers (placeflow.pipeline.notamatch)
     │   ├── NoWarehouse                 no warehouse where a reader looked: a run creates it
     │   │                               (also a FileNotFoundError)
     │   ├── NotAWarehouse               the warehouse path names a directory or a file that is not
