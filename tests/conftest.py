@@ -1,26 +1,43 @@
-"""Session-wide ordering: the tests that need the Prefect test server run last, and that server
-starts as soon as collection shows one is needed, so it boots while the other tests run."""
+"""Session-wide ordering of the tests that need the Prefect test server (`prefect_api`).
+
+Run alone, the suite moves them to the end and starts that server as soon as collection shows
+one is needed, so it boots while the other tests run. Run by pytest-xdist's workers (the
+default: `-n auto --dist loadgroup` in pyproject.toml), they are one group, given first to one
+worker, which starts the one server when its first test asks; the other workers run the rest
+meanwhile, and no worker boots a server it never uses.
+"""
 
 from __future__ import annotations
+
+import os
 
 import pytest
 
 from tests.prefect_harness import EARLY, EarlyServer
 
+PREFECT_GROUP = "prefect-server"
+
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Move the tests that use `prefect_api` to the end (stable order) and start its server."""
+    """Order the tests that use `prefect_api` (last alone, first as one group under xdist) and,
+    alone, start their server now."""
     if config.option.collectonly:
         return
     needs = [item for item in items if "prefect_api" in getattr(item, "fixturenames", ())]
     if not needs:
         return
-    items[:] = [item for item in items if item not in needs] + needs
+    rest = [item for item in items if item not in needs]
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        for item in needs:
+            item.add_marker(pytest.mark.xdist_group(PREFECT_GROUP))
+        items[:] = needs + rest
+        return
+    items[:] = rest + needs
     if not EARLY:
         EARLY.append(EarlyServer())
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:
-    """Stop the early server whether or not a test reached it."""
+    """Stop the session's server whether or not a test reached it."""
     while EARLY:
         EARLY.pop().stop()
