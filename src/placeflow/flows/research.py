@@ -27,10 +27,15 @@ from placeflow.flows.credentials import ExportTo, export_password
 from placeflow.flows.progress_artifact import ProgressArtifact
 from placeflow.flows.run import as_state, exporter, service_target
 from placeflow.reporting.published import Exported
-from placeflow.research.warehouse import PREFIX, research_markdown, research_outcome
+from placeflow.research.warehouse import (
+    OWNER_FIELDS,
+    PREFIX,
+    research_markdown,
+    research_outcome,
+)
 from placeflow.warehouse import DEFAULT_DB
 
-__all__ = ["PREFIX", "publish_research", "research_stale_places"]
+__all__ = ["OWNER_FIELDS", "PREFIX", "publish_research", "research_stale_places"]
 
 
 def publish_research(out: dict[str, Any], exported: Exported | None) -> None:
@@ -46,7 +51,7 @@ def publish_research(out: dict[str, Any], exported: Exported | None) -> None:
 @flow(name="research_stale_places", log_prints=False)
 def research_stale_places(
     db: str = DEFAULT_DB,
-    fields: list[str] | str = "owner_person",
+    fields: list[str] | str | None = None,
     older_than: str = "30d",
     max_credits: int | None = None,
     limit: int | None = None,
@@ -61,7 +66,8 @@ def research_stale_places(
     """Research the warehouse's places whose research is `older_than` old, within a budget.
 
     `fields` are field specs as `placeflow research --field` takes them
-    (`NAME[:TYPE[:A|B]]`), or the path of a YAML or JSON file of them (`--fields`). Returns the
+    (`NAME[:TYPE[:A|B]]`), or the path of a YAML or JSON file of them (`--fields`); by default
+    the owner lookup (`OWNER_FIELDS`: owner_person, owner_org). Returns the
     research summary as a dict (also the `research-summary` artifact); a research that did not
     complete (refused over `max_credits` or the balance, stopped part way, a failed export)
     returns a Failed state carrying the same dict and its exit code. With `export_to`, a
@@ -80,8 +86,9 @@ def research_stale_places(
     )
     outcome = research_outcome(
         service=service_target, publish=publish_research, exporter=exporter(password), db=db,
-        fields=fields, older_than=older_than, max_credits=max_credits, limit=limit,
-        country=country, verify_identity=verify_identity, validate_existence=validate_existence,
+        fields=OWNER_FIELDS if fields is None else fields, older_than=older_than,
+        max_credits=max_credits, limit=limit, country=country, verify_identity=verify_identity,
+        validate_existence=validate_existence,
         resend_uncertain=resend_uncertain, export_to=export_to, on_event=progress,
     )  # fmt: skip
     return as_state(outcome)

@@ -44,6 +44,9 @@ from placeflow.warehouse import reading
 
 PREFIX = "research"
 """The flow's artifact keys' prefix: research-summary, research-progress."""
+OWNER_FIELDS = ("owner_person", "owner_org")
+"""The owner lookup: the spec's reserved owner fields (an individual owner, else the parent
+organisation), what a scheduled research buys by default."""
 
 Clock = Callable[[], datetime]
 
