@@ -69,7 +69,10 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
         help="with --from-warehouse: only places whose latest answer is this old (default 0: all)",
     )
     p.add_argument("--country", metavar="CC", help="with --from-warehouse: only this country")
-    p.add_argument("--limit", type=int, metavar="N", help="with --from-warehouse: at most N places")
+    p.add_argument(
+        "--limit", type=int, metavar="N",
+        help="with --from-warehouse: at most N places due (research older than --max-age)",
+    )  # fmt: skip
     p.add_argument(
         "--field",
         action="append",
