@@ -141,3 +141,21 @@ def test_a_budget_under_the_estimate_is_refused_and_the_flow_run_fails(
     assert research_stats(sb.sandbox.backend)["credits"] == 0
     assert answered(db) == {}
     assert out["message"] in research_summary(flow_state)
+
+
+def test_bad_parameters_fail_the_flow_run_before_anything_is_sent(
+    tmp_path: Path, serve_sandbox: ServeSandbox
+) -> None:
+    """No warehouse at db, a field spec the spec refuses, or a password in export_to: the flow
+    run ends Failed with exit code 2 and says why; the sandbox saw no request."""
+    sb = serve_sandbox(fail_rate=0.0)
+    missing = str(tmp_path / "none.duckdb")
+    state, out, _ = research_flow(db=missing, fields=FIELDS)
+    assert (state, out["exit_code"]) == ("FAILED", 2) and "no warehouse" in out["message"]
+    state, out, _ = research_flow(db=missing, fields=["owner_person:colour"])
+    assert (state, out["exit_code"]) == ("FAILED", 2) and "colour" in out["message"]
+    leaky = "postgresql://etl:s3cret@127.0.0.1/wh"
+    state, out, _ = research_flow(db=missing, fields=FIELDS, export_to=leaky)
+    assert (state, out["exit_code"]) == ("FAILED", 2) and "s3cret" not in out["message"]
+    assert not Path(missing).exists()
+    assert sb.stats()["requests"] == {}
