@@ -23,8 +23,9 @@ DEPLOYMENT = "scheduled-refresh"
 POOL = "placeflow-test"
 ACTIVE = {"PENDING", "RUNNING", "CANCELLING"}
 BROKEN = {"FAILED", "CRASHED", "CANCELLED"}
-FLOW_NAMES = {"run_files": "run-files"}
-"""Flows named otherwise than their function (@flow(name=...)): deployments go by the name."""
+FLOW_NAMES: dict[str, str] = {}
+"""Flows named otherwise than their function (@flow(name=...)): deployments go by the name.
+None today: `prefect deployment ls` lists run_files/file-run, refresh_stale_places/... ."""
 
 
 @dataclass(frozen=True)
