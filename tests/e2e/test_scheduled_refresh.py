@@ -23,8 +23,9 @@ DEPLOYMENT = "scheduled-refresh"
 POOL = "placeflow-test"
 ACTIVE = {"PENDING", "RUNNING", "CANCELLING"}
 BROKEN = {"FAILED", "CRASHED", "CANCELLED"}
-FLOW_NAMES = {"run_files": "run-files"}
-"""Flows named otherwise than their function (@flow(name=...)): deployments go by the name."""
+FLOW_NAMES: dict[str, str] = {}
+"""Flows named otherwise than their function (@flow(name=...)): deployments go by the name.
+None today: `prefect deployment ls` lists run_files/file-run, refresh_stale_places/... ."""
 
 
 @dataclass(frozen=True)
@@ -35,6 +36,8 @@ class Scheduled:
     entrypoint: str
     parameters: Callable[[Path], dict[str, Any]]
     check: Callable[[Path], None]
+    deployment: str = DEPLOYMENT
+    """The deployment of prefect.yaml it is deployed as (its other settings kept)."""
 
 
 def query(db: Path, sql: str) -> list[tuple[Any, ...]]:
@@ -62,10 +65,11 @@ RUN_FILES = Scheduled(
 
 
 def deployment_file(tmp: Path, flow: Scheduled, interval: int) -> Path:
-    """The repository's prefect.yaml with its `scheduled-refresh` deployment aimed at `flow`,
-    the test's work pool and an interval schedule of `interval` seconds."""
+    """The repository's prefect.yaml with `flow`'s deployment (`scheduled-refresh` unless it
+    names another) aimed at `flow`, the test's work pool and an interval schedule of
+    `interval` seconds."""
     config = yaml.safe_load((REPO / "prefect.yaml").read_text())
-    (deployment,) = (d for d in config["deployments"] if d["name"] == DEPLOYMENT)
+    (deployment,) = (d for d in config["deployments"] if d["name"] == flow.deployment)
     assert deployment["schedules"], "the repository's deployment has a schedule"
     deployment.update(
         entrypoint=flow.entrypoint,
@@ -146,7 +150,45 @@ REFRESH = Scheduled(
 )
 
 
-@pytest.mark.parametrize("flow", [PROBE, RUN_FILES, REFRESH], ids=["probe", "run_files", "refresh"])
+def validated_fodors(tmp: Path) -> dict[str, Any]:
+    """The Fodor's sample validated into the test's warehouse (an embedded sandbox); the
+    research's parameters: the deployment's owner lookup of every place, within a budget."""
+    import placeflow
+    from placeflow.target import embedded_sandbox
+
+    db = tmp / "wh.duckdb"
+    options = placeflow.RunOptions(mode="validate", route="sync", dedupe="exact")
+    with embedded_sandbox() as target:
+        built = placeflow.run([str(SAMPLES / "restaurants_fodors.csv")], options=options, db=db,
+                              target=target)  # fmt: skip
+    assert built.status == "completed"
+    return {"db": str(db), "older_than": "30d", "max_credits": 5000}
+
+
+def researched_the_warehouse(db: Path) -> None:
+    """A scheduled research completed with owner answers landed; the later ones bought again
+    at most the few places whose research errored (free; the sandbox fails about 1 %)."""
+    runs = query(db, "select status, submitted from research_runs order by created_at")
+    assert runs and all(status == "completed" for status, _ in runs), runs
+    first = runs[0][1]
+    assert first > 0 and all(submitted <= first // 20 for _, submitted in runs[1:]), runs
+    ((places, fields),) = query(
+        db, "select count(distinct place_key), count(distinct field) from research_answers"
+    )
+    assert places > 0 and fields == 2
+
+
+RESEARCH = Scheduled(
+    entrypoint="src/placeflow/flows/research.py:research_stale_places",
+    parameters=validated_fodors,
+    check=researched_the_warehouse,
+    deployment="research-refresh",
+)
+
+
+@pytest.mark.parametrize(
+    "flow", [PROBE, RUN_FILES, REFRESH, RESEARCH], ids=["probe", "run_files", "refresh", "research"]
+)
 def test_a_scheduled_run_completes_under_a_worker(tmp_path: Path, flow: Scheduled) -> None:
     """`prefect deploy` of prefect.yaml to a process pool with a 5 s interval: the scheduler
     creates runs, a worker runs one to completion, and it updated the warehouse."""
@@ -158,14 +200,14 @@ def test_a_scheduled_run_completes_under_a_worker(tmp_path: Path, flow: Schedule
             "--prefect-file",
             str(deployment_file(tmp_path, flow, interval=5)),
             "--name",
-            DEPLOYMENT,
+            flow.deployment,
             cwd=REPO,
         )
         listed = server.prefect("deployment", "ls").stdout
         function = flow.entrypoint.rsplit(":", 1)[1]
         flow_name = FLOW_NAMES.get(function, function)
-        assert f"{flow_name}/{DEPLOYMENT}" in listed
-        deployment = server.api("GET", f"/deployments/name/{flow_name}/{DEPLOYMENT}")
+        assert f"{flow_name}/{flow.deployment}" in listed
+        deployment = server.api("GET", f"/deployments/name/{flow_name}/{flow.deployment}")
         assert deployment["work_pool_name"] == POOL
         assert [s["schedule"]["interval"] for s in deployment["schedules"]] == [5.0]
         wait_for(

@@ -8,9 +8,11 @@ dispatch, `if args.command == "research": return research_cli.handle(args)`. It 
     placeflow research --from-warehouse [--older-than D] [--country CC] [--limit N] --field ...
 
 `--from-warehouse` researches the places runs already loaded into `--db` (refresh's selection,
-`placeflow.refresh.WarehouseSource`; `--older-than 0`, the default, takes them all), so no file
-is needed. On a terminal a live display (`placeflow.cli.progress`) follows the research's events on
-stderr; `--json` prints exactly one JSON document on stdout, notices on stderr.
+`placeflow.refresh.WarehouseSource`; `--older-than 0`, the default, takes them all) whose
+research is older than `--max-age` (`placeflow.research.warehouse.due_source`: `--limit` counts
+places due), so no file is needed. On a terminal a live display (`placeflow.cli.progress`)
+follows the research's events on stderr; `--json` prints exactly one JSON document on stdout,
+notices on stderr.
 """
 
 from __future__ import annotations
@@ -19,18 +21,18 @@ import argparse
 import json
 import sys
 from collections.abc import Sequence
-from pathlib import Path
+from datetime import timedelta
 from typing import Any
 
 from placeflow.cli.args import add_db, add_json, add_quiet, one_command
 from placeflow.config import in_ci, load_settings
 from placeflow.errors import EXIT_USAGE, PlaceflowError, UsageError, exit_code
 from placeflow.options import RunOptions
-from placeflow.pipeline.read import InputError, Source
-from placeflow.refresh import WarehouseSource, parse_duration
+from placeflow.pipeline.read import Source
 from placeflow.research.fields import FieldSpecError, build_specs
 from placeflow.research.plan import ResearchSpec
 from placeflow.research.run import ResearchOptions, read_options, research
+from placeflow.research.warehouse import due_source
 from placeflow.text import printable
 
 
@@ -67,7 +69,10 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
         help="with --from-warehouse: only places whose latest answer is this old (default 0: all)",
     )
     p.add_argument("--country", metavar="CC", help="with --from-warehouse: only this country")
-    p.add_argument("--limit", type=int, metavar="N", help="with --from-warehouse: at most N places")
+    p.add_argument(
+        "--limit", type=int, metavar="N",
+        help="with --from-warehouse: at most N places due (research older than --max-age)",
+    )  # fmt: skip
     p.add_argument(
         "--field",
         action="append",
@@ -113,8 +118,9 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
     return p
 
 
-def _source(args: argparse.Namespace) -> Sequence[str] | Source:
-    """The files given, or (--from-warehouse) the warehouse's places by refresh's selection."""
+def _source(args: argparse.Namespace, spec: ResearchSpec) -> Sequence[str] | Source:
+    """The files given, or (--from-warehouse) the warehouse's places that are due
+    (`placeflow.research.warehouse.due_source`, the research flow's selection too)."""
     if not args.from_warehouse:
         if not args.inputs:
             raise FieldSpecError("give INPUT files, or --from-warehouse")
@@ -125,13 +131,10 @@ def _source(args: argparse.Namespace) -> Sequence[str] | Source:
         raise FieldSpecError(
             "--map, --encoding and --separator read INPUT files, not the warehouse"
         )
-    if args.limit is not None and args.limit < 0:
-        raise FieldSpecError("--limit takes N >= 0")
-    if not Path(args.db).exists():
-        raise InputError(f"no warehouse at {args.db}: --from-warehouse researches its places")
-    return WarehouseSource(
-        args.db, older_than=parse_duration(args.older_than), country=args.country,
-        limit=args.limit,
+    return due_source(
+        args.db, spec=spec, max_age=timedelta(days=args.max_age),
+        answered_older_than=args.older_than, country=args.country, limit=args.limit,
+        force=args.force,
     )  # fmt: skip
 
 
@@ -159,7 +162,7 @@ def handle(args: argparse.Namespace) -> int:
             estimate_only=args.estimate,
             read_as=read_options(args.mapping, args.encoding, args.separator),
         )
-        source = _source(args)
+        source = _source(args, options.spec)
         settings = load_settings()
     except (UsageError, ValueError) as exc:  # FieldSpecError, OptionsError, InputError, ...
         return _fail(exc, exit_code(exc) or EXIT_USAGE, as_json=args.json)

@@ -1,0 +1,54 @@
+"""The Prefect-free parts of research from the warehouse: the selection's checks, the field
+parameter's two forms, and the summary's markdown."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from placeflow.errors import InputError
+from placeflow.research.fields import FieldSpecError
+from placeflow.research.warehouse import due_source, research_markdown, research_spec
+
+from .conftest import spec
+
+
+def test_due_source_refuses_a_negative_limit_and_a_missing_warehouse(tmp_path: Path) -> None:
+    """A negative limit and a warehouse that is not there are refused (exit code 2 errors)."""
+    db = tmp_path / "none.duckdb"
+    with pytest.raises(FieldSpecError, match="--limit"):
+        due_source(db, spec=spec(), max_age="30d", limit=-1)
+    with pytest.raises(InputError, match="no warehouse"):
+        due_source(db, spec=spec(), max_age="30d")
+    db.touch()
+    source = due_source(db, spec=spec(), max_age="30d", limit=5)
+    assert source.max_age.days == 30 and source.limit == 5
+    assert "research_older_than=2.592e+06s|due_limit=5" in source.identity()[1]
+
+
+def test_fields_are_specs_or_the_path_of_a_fields_file(tmp_path: Path) -> None:
+    """A list takes --field specs; a string is a --fields YAML file, as the CLI reads it."""
+    listed = research_spec(["owner_person", "vegan:bool"], verify_identity=True)
+    assert [f.name for f in listed.fields] == ["owner_person", "vegan"]
+    assert listed.verify_identity and not listed.validate_existence
+    path = tmp_path / "fields.yaml"
+    path.write_text("- name: owner_org\n- name: cuisine\n  value_type: enum\n"
+                    "  allowed_values: [thai, other]\n")  # fmt: skip
+    assert [f.name for f in research_spec(str(path)).fields] == ["owner_org", "cuisine"]
+    with pytest.raises(FieldSpecError):
+        research_spec([])
+
+
+def test_the_markdown_says_the_status_the_reason_the_figures_and_the_export() -> None:
+    """The summary's markdown: its run and status, the message in bold, the figures that are
+    set (thousands separated), and an export's failure."""
+    out = {"run_id": "rr_1", "status": "refused", "target": "sandbox", "exit_code": 3,
+           "message": "over --max-credits", "rows_read": 1200, "not_due": 3, "charged": 0,
+           "usage_delta": None}  # fmt: skip
+    text = research_markdown(out, (None, "OSError: disk full"))
+    assert text.startswith("# placeflow research rr_1: refused")
+    assert "**over --max-credits**" in text and "exit code 3" in text
+    assert "| rows read | 1,200 |" in text and "| not due | 3 |" in text
+    assert "| charged | 0 |" in text and "usage delta" not in text
+    assert "**Export failed**: OSError: disk full" in text
