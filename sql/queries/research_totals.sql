@@ -23,7 +23,7 @@ ledger as (
     select
         kind,
         credits
-    from research_ledger
+    from credit_ledger
     where run_id = $run_id
 ),
 

@@ -1,10 +1,11 @@
-"""Account for a research run: its row in research_runs, and the summary `placeflow run`'s
-shape (rows, places, credits estimated/charged, usage delta) with the research figures."""
+"""Account for a research run: its row in runs, and the summary `placeflow run`'s shape (rows,
+places, credits estimated/charged, usage delta) with the research figures."""
 
 from __future__ import annotations
 
+import json
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import duckdb
 
@@ -12,15 +13,48 @@ from placeflow.api.client import PlaceApiClient
 from placeflow.api.errors import Unprocessable
 from placeflow.pipeline.account import read_usage_after
 from placeflow.research.send import rejected_fields
+from placeflow.state.runbook import RunBook
 from placeflow.warehouse import sql_text
+
+if TYPE_CHECKING:  # run.py imports this module: its types only
+    from placeflow.research.plan import Estimate, Rates
+    from placeflow.research.run import ResearchOptions
 
 
 def set_run(con: duckdb.DuckDBPyConnection, run_id: str, **values: Any) -> None:
-    names = ", ".join(f"{k} = ?" for k in values)
-    con.execute(
-        f"update research_runs set {names} where run_id = ?",  # noqa: S608 - our names
-        [*values.values(), run_id],
-    )
+    RunBook(con, run_id).update(**values)
+
+
+def run_row(
+    run_id: str,
+    created_at: datetime,
+    options: ResearchOptions,
+    *,
+    fingerprint: str,
+    inputs: tuple[str, ...],
+    target: str,
+    key_hint: str,
+    estimate: Estimate,
+    rates: Rates,
+) -> dict[str, Any]:
+    """A new research run's row in runs: mode research, its signature, its options (with how
+    its inputs were read, `read_as`, for `placeflow rows`), its fields, flags and rates."""
+    spec = options.spec
+    stored = {
+        "mode": "research", "max_credits": options.max_credits, "sample": options.sample,
+        "max_age_days": options.max_age_days, "force": options.force,
+        "read_as": options.read_as.model_dump(mode="json"),
+    }  # fmt: skip
+    return {
+        "run_id": run_id, "created_at": created_at, "status": "planned", "mode": "research",
+        "signature": spec.signature(), "options": json.dumps(stored),
+        "fields": spec.fields_json(), "verify_identity": spec.verify_identity,
+        "validate_existence": spec.validate_existence, "sample": options.sample,
+        "max_credits": options.max_credits, "fingerprint": fingerprint,
+        "inputs": json.dumps(list(inputs)), "target": target, "key_hint": key_hint[-4:] or None,
+        "credits_estimated": estimate.credits, "credits_per_field": rates.per_field,
+        "credits_per_identity": rates.per_identity,
+    }  # fmt: skip
 
 
 def policy_message(exc: Unprocessable) -> str:
@@ -43,7 +77,7 @@ def summary(
     usage_after, usage_note = read_usage_after(api) if account else (None, None)
     if usage_after is not None:
         set_run(con, run_id, usage_after=usage_after)
-    status = con.execute("select status from research_runs where run_id = ?", [run_id]).fetchone()
+    status = con.execute("select status from runs where run_id = ?", [run_id]).fetchone()
     if status is not None and status[0] in ("completed", "refused"):
         set_run(con, run_id, finished_at=now)
     run = con.execute(sql_text("queries/research_run"), {"run_id": run_id}).fetchone()
@@ -53,6 +87,7 @@ def summary(
     requests, answered_requests, open_requests, doubtful, answered, errored, charged, possible = (
         int(v) for v in totals
     )
+    set_run(con, run_id, succeeded=answered, failed=errored)
     before, after = run[8], run[9]
     delta = after - before if after is not None and before is not None else None
     return {
@@ -64,7 +99,8 @@ def summary(
         "usage_before": before, "usage_after": after, "usage_delta": delta,
         "ledger_vs_usage": None if delta is None else delta - charged,
         "possible_extra_credits": possible, "chunks": requests,
-        "chunks_failed": open_requests + doubtful, "requests_answered": answered_requests,
+        "chunks_failed": doubtful, "requests_open": open_requests,
+        "requests_answered": answered_requests,
         "seconds": round((now - started).total_seconds(), 3),
         "message": "; ".join(m for m in (run[10], usage_note) if m) or None,
         "exit_code": code,

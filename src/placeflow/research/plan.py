@@ -72,6 +72,13 @@ class ResearchSpec:
     def fields_json(self) -> str:
         return json.dumps([f.model_dump(mode="json") for f in self.fields], separators=(",", ":"))
 
+    def signature(self) -> str:
+        """The run's signature (runs.signature): research|<hash of the fields and flags>|, as
+        migration 017 gives the research runs it moved (answers are fresh per field instead)."""
+        flags = f"{self.fields_json()}|{json.dumps(self.verify_identity)}|"
+        flags += json.dumps(self.validate_existence)
+        return f"research|{hashlib.sha256(flags.encode()).hexdigest()[:16]}|"
+
     def body_tail(self) -> str:
         """The body after the pois array: attributes and the flags."""
         return (
