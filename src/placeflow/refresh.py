@@ -100,8 +100,7 @@ def _stale_places(con: duckdb.DuckDBPyConnection, params: dict[str, object]) -> 
     signature_answers ("BindBuiltinScalarFunction did not return a BoundFunctionExpression"):
     there the query is planned without statistics propagation; elsewhere as it always was."""
     query = sql_text("queries/stale_places")
-    row = con.execute("select exists (select 1 from runs)").fetchone()
-    if row is not None and row[0]:
+    if con.execute("select exists (select 1 from runs)").fetchall()[0][0]:  # all: none left
         found: pl.DataFrame = con.sql(query, params=params).pl()
         return found
     with settings(con, disabled_optimizers="statistics_propagation"):

@@ -69,7 +69,7 @@ def row_outcomes(
         rows: pl.DataFrame = con.sql(ROWS_SQL, params=[run_id, wanted, wanted]).pl()
     if not original or rows.height == 0:
         return rows
-    options = read_options(stored[0][0])
+    options = stored_read_options(stored[0][0])
     parts = []
     for (name,), part in rows.group_by(["source_file"], maintain_order=True):  # per file
         found = _original(Path(str(name)), options)
@@ -85,7 +85,7 @@ def row_outcomes(
     return pl.concat(parts, how="diagonal_relaxed").sort("row_ord")
 
 
-def read_options(stored: str | None) -> RunOptions:
+def stored_read_options(stored: str | None) -> RunOptions:
     """How the run read its inputs, from runs.options: a run's own options, or what a research
     run keeps of them (its `read_as`: column mapping, encoding, separator)."""
     if not stored:

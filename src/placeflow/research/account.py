@@ -16,9 +16,8 @@ from placeflow.research.send import rejected_fields
 from placeflow.state.runbook import RunBook
 from placeflow.warehouse import sql_text
 
-if TYPE_CHECKING:  # run.py imports this module: its types only
-    from placeflow.research.plan import Estimate, Rates
-    from placeflow.research.run import ResearchOptions
+if TYPE_CHECKING:
+    from placeflow.research.plan import Estimate, Rates, ResearchOptions
 
 
 def set_run(con: duckdb.DuckDBPyConnection, run_id: str, **values: Any) -> None:

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import secrets
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -38,6 +38,7 @@ from placeflow.pipeline.read import FileSource, Source
 from placeflow.research.account import run_row, set_run, summary
 from placeflow.research.estimate import estimate_summary, first_request, refusal_of
 from placeflow.research.fields import field_signature, make_spec
+from placeflow.research.plan import READ_AS as READ_AS
 from placeflow.research.plan import (
     Estimate,
     Rates,
@@ -48,6 +49,8 @@ from placeflow.research.plan import (
     plan_requests,
     requests_of,
 )
+from placeflow.research.plan import ResearchOptions as ResearchOptions
+from placeflow.research.plan import read_options as read_options
 from placeflow.research.send import Hook, SendContext, Stop, ledger_totals, send_all
 from placeflow.state.runbook import RunBook
 from placeflow.state.runstate import record_rows
@@ -57,35 +60,6 @@ from placeflow.warehouse import connect, insert_frame, sql_text, transaction
 ROW_FIELDS = (*PLACE_FIELDS, "phone", "website")
 """A row's normalised fields, kept in run_rows as a run of files keeps them (its match-only
 phone and website too): `placeflow rows` and the crosswalk show the place each row named."""
-READ_AS = RunOptions.parse({"mode": "validate", "attributes": (), "include_summary": False})
-"""The options a source reads with unless told otherwise (`read_options`): no column mapping,
-UTF-8, commas, and (for the warehouse) every place some run answered, whatever it asked."""
-
-
-def read_options(
-    mapping: Mapping[str, str] | Sequence[str] | None = None,
-    encoding: str | None = None,
-    separator: str | None = None,
-) -> RunOptions:
-    """How input files are read: READ_AS with a column mapping (FIELD=COLUMN strings or a
-    dict), an encoding or a separator, checked as `placeflow run` checks them (OptionsError)."""
-    given = {"mapping": mapping, "encoding": encoding, "separator": separator}
-    chosen = {name: value for name, value in given.items() if value}
-    return RunOptions.parse({**READ_AS.model_dump(), **chosen}) if chosen else READ_AS
-
-
-@dataclass(frozen=True)
-class ResearchOptions:
-    spec: ResearchSpec
-    sample: int | None = None
-    max_credits: int | None = None
-    max_age_days: float = 30.0
-    force: bool = False
-    resend_uncertain: bool = False
-    exclusive_key: bool = True
-    estimate_only: bool = False
-    read_as: RunOptions = READ_AS
-    """How input files are read (`read_options`): their column mapping, encoding, separator."""
 
 
 @dataclass(frozen=True)
