@@ -4,17 +4,13 @@ export, and refresh or research --from-warehouse on a warehouse of research runs
 
 from __future__ import annotations
 
-import argparse
-import io
 import json
-from contextlib import redirect_stdout
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
 import duckdb
 
-from placeflow.cli.report import add_parsers
 from placeflow.export import export
 from placeflow.fields import RateLimits
 from placeflow.redact import Secret
@@ -23,21 +19,12 @@ from placeflow.research.run import ResearchOptions, research
 from placeflow.rows import row_outcomes
 from placeflow.state.checks import check_names, run_checks
 from placeflow.target import Target
+from tests.report.test_report import _cli
 
 from .conftest import KEY, SCALE, Served, ServeSandbox, places, spec, write_csv
 from .test_from_warehouse import loaded_warehouse
 
 PER_ROW = 4  # 3 fields + identity
-
-
-def _cli(*argv: str) -> tuple[int, str]:
-    parser = argparse.ArgumentParser(prog="placeflow")
-    add_parsers(parser.add_subparsers(dest="command", required=True))
-    args = parser.parse_args(argv)
-    out = io.StringIO()
-    with redirect_stdout(out):
-        code = int(args.func(args))
-    return code, out.getvalue()
 
 
 def _one(db: Path, query: str) -> Any:

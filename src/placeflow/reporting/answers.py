@@ -3,9 +3,8 @@ one stacked bar per field (the same plotter and layout as the run's status mix).
 
 from __future__ import annotations
 
-from placeflow.reporting.charts import LEGEND, _chart, _stacked, _upto, label_room
+from placeflow.reporting.charts import stacked_bars
 from placeflow.reporting.data import Row
-from placeflow.reporting.svg import nice_ticks
 
 STATUS_COLOURS = {
     "confirmed": "#2e7d32",
@@ -46,17 +45,4 @@ def answer_mix(answers: list[Row], measure: str) -> str:
     for i, value in enumerate(values):
         colour = known.get(value, _OTHER[i % len(_OTHER)])
         layers.append((value, colour, [float(counts.get((f, value), 0)) for f in fields]))
-    legend_rows = -(-len(values) // 7)
-    c = _chart(
-        f"answers-{measure}",
-        0.1 + 0.3 * max(len(fields), 1),
-        left=label_room(fields),
-        top=LEGEND * legend_rows + 0.05,
-    )
-    totals = [sum(v[i] for _, _, v in layers) for i in range(len(fields))]
-    c.xlim = (0.0, _upto(max(totals, default=0)))
-    _stacked(c, fields, layers)
-    c.xaxis(nice_ticks(*c.xlim, integer=True), "answers (one per place per field)")
-    c.spines()
-    c.legend_above([(n, colour) for n, colour, _ in layers], 7)
-    return c.svg()
+    return stacked_bars(f"answers-{measure}", fields, layers, "answers (one per place per field)")
