@@ -92,9 +92,11 @@ select
         'sample', research_runs.sample
     )::varchar as options,
     research_runs.target,
+    -- as runs keep it (the client's hint, …a1b2), so runs on one key are seen to share it
     case
-        when length(research_runs.key_hint) <= 4 then research_runs.key_hint
-        else right(research_runs.key_hint, 4)
+        when research_runs.key_hint like '…%' or length(research_runs.key_hint) < 4
+            then research_runs.key_hint
+        else '…' || right(research_runs.key_hint, 4)
     end as key_hint,
     research_runs.fingerprint,
     research_runs.rows_read,
@@ -199,7 +201,7 @@ alter table credit_ledger_017 rename to credit_ledger;
 comment on table credit_ledger is 'Every credit movement a run caused: holds at job submission, charges, releases, adjustments to the service''s own usage, and research requests'' possible charges.';
 comment on column credit_ledger.run_id is 'The run that spent the credits.';
 comment on column credit_ledger.chunk_no is 'The chunk (job or sync batch; a research run''s request_no) the entry belongs to; null for a run''s adjustment.';
-comment on column credit_ledger.ref is 'The job''s batch_id, or the request id (else the chunk ref) of a synchronous batch or research request (rq-<run>-<request_no> when its answer was lost); usage for an adjustment.';
+comment on column credit_ledger.ref is 'The job''s batch_id, or the request id (else the chunk ref) of a synchronous batch or research request (rq-<run>-<request_no>[-<attempt> after the first] when its answer was lost); usage for an adjustment.';
 comment on column credit_ledger.kind is 'hold (reserved at submission), charge (settled), release (a hold given back), adjustment (signed: the service''s usage delta minus the charges, once the run settled) or possible (a research request that may have been billed without its answer: not ruled out, not counted as charged).';
 comment on column credit_ledger.credits is 'Credits moved (never negative except an adjustment, whose sign is its direction).';
 comment on column credit_ledger.recorded_at is 'When placeflow recorded the entry (named so because AT is a keyword in DuckDB 2).';

@@ -54,7 +54,7 @@ comment on column research_runs.max_credits is 'The run''s budget (--max-credits
 comment on column research_runs.fingerprint is 'sha256 of the inputs (paths, sizes, mtimes) and the field spec: finds an unfinished run of the same command to resume.';
 comment on column research_runs.inputs is 'JSON array of the input paths as given.';
 comment on column research_runs.target is 'The service the run talked to.';
-comment on column research_runs.key_hint is 'The last 4 characters of the API key; never more.';
+comment on column research_runs.key_hint is 'The last 4 characters of the API key after an ellipsis (…a1b2), as runs keep it; never more.';
 comment on column research_runs.rows_read is 'Input rows read, over all input files.';
 comment on column research_runs.rejected is 'Input rows rejected before sending (see rejects).';
 comment on column research_runs.duplicates is 'Input rows whose place an earlier row of the run already had.';

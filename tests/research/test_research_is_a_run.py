@@ -155,3 +155,33 @@ def test_a_refused_research_run_reports_no_failed_chunk(
     page = tmp_path / "report.html"
     assert _cli("report", out["run_id"], "--db", str(db), "--out", str(page))[0] == 0
     assert "No answers were loaded for this run." in page.read_text()
+
+
+def test_a_possible_charge_the_service_billed_is_adjusted_to_its_usage(
+    tmp_path: Path, serve: ServeSandbox
+) -> None:
+    """An answer lost (billed per the usage: a charge), resent by --resend-uncertain and lost
+    again (held as possibly billed), then bought: once the run completes, the one ledger's
+    charges and its adjustment are what the sandbox billed, each entry its own ref, and no
+    check sees a double charge or an unexplained usage."""
+    sb = serve(fail_rate=0.0)
+    csv, db = write_csv(tmp_path / "p.csv", places(10)), tmp_path / "wh.duckdb"
+
+    def lose(moment: str, sent: int) -> None:
+        if moment == "sent":
+            sb.sandbox.inject("POST /v1/deep-research", "drop_response")
+
+    first = sb.run(csv, db, ResearchOptions(spec=spec()), hook=lose)
+    again = sb.run(csv, db, ResearchOptions(spec=spec(), resend_uncertain=True), hook=lose)
+    assert first["exit_code"] == again["exit_code"] == 1, (first, again)
+    assert again["possible_extra_credits"] == 10 * PER_ROW
+    last = sb.run(csv, db, ResearchOptions(spec=spec(), resend_uncertain=True))
+    assert last["exit_code"] == 0 and last["status"] == "completed", last
+    assert last["charged"] == 2 * 10 * PER_ROW and last["adjustment"] == 10 * PER_ROW
+    assert last["ledger_vs_usage"] == 0 and "possibly billed" in last["message"]
+    assert _ledger_total(db) == sb.credits()["charged"] == 3 * 10 * PER_ROW
+    with duckdb.connect(str(db), read_only=True) as con:
+        entries = con.execute("select ref, kind from credit_ledger").fetchall()
+        assert len(entries) == len(set(entries)) == 4  # charge, possible, charge, adjustment
+        checks = run_checks(con)
+        assert checks["ledger_double_charge"] == checks["usage_delta_unexplained"] == 0

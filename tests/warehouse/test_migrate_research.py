@@ -34,9 +34,9 @@ def _pre_017(path: Path) -> None:
         " credits_estimated, usage_before, usage_after) values"
         " ('run_a', '2026-01-01 10:00:00+00', '2026-01-01 10:05:00+00', 'completed',"
         "  'validate', 'validate||', '[\"a.csv\"]', '{\"mode\":\"validate\",\"max_credits\":50}',"
-        "  'sandbox', 'c5c5', 'fa', 3, 3, 3, 0, 3, 100, 104),"
+        "  'sandbox', '…c5c5', 'fa', 3, 3, 3, 0, 3, 100, 104),"
         " ('run_b', '2026-01-03 10:00:00+00', null, 'interrupted', 'enrich',"
-        "  'enrich|phone|', '[\"b.csv\"]', '{\"mode\":\"enrich\"}', 'sandbox', 'c5c5', 'fb',"
+        "  'enrich|phone|', '[\"b.csv\"]', '{\"mode\":\"enrich\"}', 'sandbox', '…c5c5', 'fb',"
         "  2, 2, 0, 0, 4, 130, null)"
     )
     con.execute(
@@ -125,7 +125,9 @@ def test_migration_017_keeps_every_run_and_every_credit(tmp_path: Path) -> None:
         assert [r[:width] for r in kept] == old_runs  # runs of files: every column as it was
         names = ", ".join(columns)
         moved = f"select {names} from research_runs order by run_id"
-        assert _rows(con, moved) == old_research
+        hint = columns.index("key_hint")  # now as runs keep it: the client's …c5c5
+        assert [(*r[:hint], "c5c5", *r[hint + 1 :]) for r in _rows(con, moved)] == old_research
+        assert {r[hint] for r in _rows(con, moved)} == {"…c5c5"}
         assert _rows(con, "select * from research_ledger order by all") == old_research_ledger
         new_entries = _rows(con, ledger.format("credit_ledger"))
         assert sorted(new_entries, key=repr) == sorted(old_entries, key=repr)

@@ -11,7 +11,9 @@ import duckdb
 
 from placeflow.api.client import PlaceApiClient
 from placeflow.api.errors import Unprocessable
+from placeflow.api.journal import SpendJournal
 from placeflow.pipeline.account import read_usage_after
+from placeflow.pipeline.reconcile import balance
 from placeflow.research.send import rejected_fields
 from placeflow.state.runbook import RunBook
 from placeflow.warehouse import sql_text
@@ -50,7 +52,7 @@ def run_row(
         "fields": spec.fields_json(), "verify_identity": spec.verify_identity,
         "validate_existence": spec.validate_existence, "sample": options.sample,
         "max_credits": options.max_credits, "fingerprint": fingerprint,
-        "inputs": json.dumps(list(inputs)), "target": target, "key_hint": key_hint[-4:] or None,
+        "inputs": json.dumps(list(inputs)), "target": target, "key_hint": key_hint or None,
         "credits_estimated": estimate.credits, "credits_per_field": rates.per_field,
         "credits_per_identity": rates.per_identity,
     }  # fmt: skip
@@ -71,8 +73,12 @@ def summary(
     started: datetime,
     *,
     account: bool,
+    journal: SpendJournal | None = None,
 ) -> dict[str, Any]:
-    """The run's summary, the shape `placeflow run` prints, with the research figures."""
+    """The run's summary, the shape `placeflow run` prints, with the research figures. A run
+    that completed with the key's usage known has its ledger balanced to the usage delta
+    (`placeflow.pipeline.reconcile.balance`, as a run's: one signed adjustment, unless another
+    run or process used the key meanwhile, or the delta is more than the run could explain)."""
     usage_after, usage_note = read_usage_after(api) if account else (None, None)
     if usage_after is not None:
         set_run(con, run_id, usage_after=usage_after)
@@ -83,12 +89,30 @@ def summary(
     assert run is not None
     totals = con.execute(sql_text("queries/research_totals"), {"run_id": run_id}).fetchone()
     assert totals is not None
-    requests, answered_requests, open_requests, doubtful, answered, errored, charged, possible = (
-        int(v) for v in totals
+    requests, answered_requests, open_requests, doubtful, answered, errored = (
+        int(v) for v in totals[:6]
     )
+    charged, possible, adjusted, most = (int(v) for v in totals[6:])
     set_run(con, run_id, succeeded=answered, failed=errored)
     before, after = run[8], run[9]
     delta = after - before if after is not None and before is not None else None
+    balanced = None
+    if delta is not None and run[0] == "completed":  # settled: nothing open, nothing doubtful
+        book = RunBook(con, run_id, clock=lambda: now)
+        ledger = {"charge": charged, "adjustment": adjusted}
+        diff = delta - charged - adjusted
+        why = None
+        if 0 < diff <= possible:
+            why = f"request(s) held as possibly billed ({possible:,} credits) were billed"
+        balanced = balance(
+            book, delta, ledger, submitted=most, extra=possible, journal=journal, why=why
+        )
+        found = con.execute(
+            "select coalesce(sum(credits), 0) from credit_ledger"
+            " where run_id = ? and kind = 'adjustment'",
+            [run_id],
+        ).fetchall()
+        adjusted = int(found[0][0])
     return {
         "run_id": run_id, "status": run[0], "target": run[1], "rows_read": run[2],
         "rejected": run[3], "duplicates": run[4], "skipped_fresh": run[5],
@@ -96,11 +120,11 @@ def summary(
         "not_answered": int(run[6]) - answered - errored,
         "credits_estimated": run[7] or 0, "held": 0, "charged": charged, "released": 0,
         "usage_before": before, "usage_after": after, "usage_delta": delta,
-        "ledger_vs_usage": None if delta is None else delta - charged,
-        "possible_extra_credits": possible, "chunks": requests,
+        "ledger_vs_usage": None if delta is None else delta - charged - adjusted,
+        "adjustment": adjusted, "possible_extra_credits": possible, "chunks": requests,
         "chunks_failed": doubtful, "requests_open": open_requests,
         "requests_answered": answered_requests,
         "seconds": round((now - started).total_seconds(), 3),
-        "message": "; ".join(m for m in (run[10], usage_note) if m) or None,
+        "message": "; ".join(m for m in (run[10], balanced, usage_note) if m) or None,
         "exit_code": code,
     }  # fmt: skip

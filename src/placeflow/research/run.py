@@ -359,7 +359,9 @@ def _account(
     account: bool,
 ) -> dict[str, Any]:
     loop.emit(StageStarted("account"))
-    out = summary(con, api, run_id, code, loop.clock(), loop.started, account=account)
+    out = summary(
+        con, api, run_id, code, loop.clock(), loop.started, account=account, journal=api.journal
+    )
     counts = {k: int(out[k]) for k in ("succeeded", "failed", "charged") if out.get(k) is not None}
     loop.emit(StageFinished("account", out, counts))
     return out

@@ -115,6 +115,18 @@ def _request(ctx: SendContext, request_no: int) -> tuple[str, int, str, int | No
     return str(row[0]), int(row[1]), str(row[2]), row[3], int(row[4])
 
 
+def _lost_ref(ctx: SendContext, request_no: int) -> str:
+    """The ledger ref of a request's lost answer: rq-<run>-<request_no>, with -<attempt> after
+    its first attempt (resent by --resend-uncertain and lost again: another charge, its own)."""
+    found = ctx.con.execute(
+        "select attempts from research_requests where run_id = ? and request_no = ?",
+        [ctx.run_id, request_no],
+    ).fetchall()
+    attempt = int(found[0][0]) if found else 1
+    ref = f"rq-{ctx.run_id}-{request_no}"
+    return ref if attempt <= 1 else f"{ref}-{attempt}"
+
+
 def _place_keys(ctx: SendContext, request_no: int) -> list[str]:
     rows = ctx.con.execute(
         "select place_key from run_places where run_id = ? and chunk_no = ? order by position",
@@ -231,7 +243,7 @@ def resolve_sent(ctx: SendContext, request_no: int) -> str:
             " before sending anything else",
         ) from None
     delta = None if expected is None else usage - expected
-    ref = f"rq-{ctx.run_id}-{request_no}"
+    ref = _lost_ref(ctx, request_no)
     now = ctx.now()
     alone = ctx.exclusive_key and not _others_spent(ctx, request_no)
     book = RunBook(ctx.con, ctx.run_id, clock=ctx.now)
