@@ -183,5 +183,7 @@ def test_a_possible_charge_the_service_billed_is_adjusted_to_its_usage(
     with duckdb.connect(str(db), read_only=True) as con:
         entries = con.execute("select ref, kind from credit_ledger").fetchall()
         assert len(entries) == len(set(entries)) == 4  # charge, possible, charge, adjustment
+        kept = con.execute("select message from runs where run_id = ?", [last["run_id"]])
+        assert "possibly billed" in kept.fetchall()[0][0]
         checks = run_checks(con)
         assert checks["ledger_double_charge"] == checks["usage_delta_unexplained"] == 0

@@ -113,6 +113,8 @@ def summary(
             [run_id],
         ).fetchall()
         adjusted = int(found[0][0])
+        if balanced:  # kept with the run, as a run's balance note is
+            set_run(con, run_id, message="; ".join(m for m in (run[10], balanced) if m))
     return {
         "run_id": run_id, "status": run[0], "target": run[1], "rows_read": run[2],
         "rejected": run[3], "duplicates": run[4], "skipped_fresh": run[5],
