@@ -7,11 +7,14 @@ from pathlib import Path
 from typing import Any
 
 import duckdb
+import pytest
 
 from placeflow import warehouse
+from placeflow.errors import UnknownRun
 from placeflow.research.fields import build_specs
 from placeflow.research.plan import ResearchSpec
 from placeflow.state.checks import run_checks
+from placeflow.state.runread import stored_run
 from placeflow.warehouse import connect, sql_text
 
 FIELDS = ("cuisine:enum:italian|thai", "owner_person")
@@ -96,7 +99,8 @@ def test_migration_017_keeps_every_run_and_every_credit(tmp_path: Path) -> None:
     """Every run (of files and of research) is one row of runs, the research ones as they were
     (research_runs, now a view, gives back the very rows); every ledger entry of both ledgers is
     in credit_ledger, to the credit, per run and kind; run_credits counts research charges and
-    possible charges, and the ledger explains the service's usage; the warehouse reopens."""
+    possible charges, and the ledger explains the service's usage; `placeflow resume` leaves a
+    research run to its own command; the warehouse reopens."""
     path = tmp_path / "old.duckdb"
     _pre_017(path)
     with duckdb.connect(str(path), read_only=True) as old:
@@ -169,6 +173,9 @@ def test_migration_017_keeps_every_run_and_every_credit(tmp_path: Path) -> None:
         ]
         checks = run_checks(con)
         assert checks["usage_delta_unexplained"] == checks["ledger_double_charge"] == 0
+        with pytest.raises(UnknownRun, match="research run: the same `placeflow research`"):
+            stored_run(con, "rr_2")  # `placeflow resume` leaves it to the research command
+        assert stored_run(con, "run_b").status == "interrupted"
     finally:
         con.close()
     with duckdb.connect(str(path), read_only=True) as again:  # the migration was checkpointed
