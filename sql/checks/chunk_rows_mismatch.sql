@@ -18,7 +18,7 @@ planned_counts as (
         chunk_no,
         count(*) as places
     from run_places
-    where run_id not in (select run_id from research_runs)
+    where run_id not in (select run_id from runs where mode = 'research')
     group by run_id, chunk_no
 ),
 

@@ -1,14 +1,15 @@
 -- completed_run_missing_outcomes: a place a completed run sent that has no outcome (success or
 -- failure), although its chunk was loaded or never reported ending without results. Places of
 -- chunks that failed or timed out, and the unprocessed tail of a cancelled job's partial file,
--- are known to be unanswered and are not reported.
+-- are known to be unanswered and are not reported. A research run's answers are research_answers,
+-- not outcomes: its places are not counted here.
 
 with
 
 completed_runs as (
     select run_id
     from runs
-    where status = 'completed'
+    where status = 'completed' and mode <> 'research'
 ),
 
 planned as (

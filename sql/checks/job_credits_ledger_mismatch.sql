@@ -1,5 +1,6 @@
 -- job_credits_ledger_mismatch: a chunk whose credits_held, credits_charged or credits_released
--- in jobs disagree with its ledger entries.
+-- in jobs disagree with its ledger entries. A research run's entries belong to its requests
+-- (research_requests), not to jobs: not counted here.
 
 with
 
@@ -21,6 +22,7 @@ ledger_by_chunk as (
         coalesce(sum(credits) filter (where kind = 'charge'), 0) as charged,
         coalesce(sum(credits) filter (where kind = 'release'), 0) as released
     from credit_ledger
+    where run_id not in (select run_id from runs where mode = 'research')
     group by run_id, chunk_no
 ),
 

@@ -1,5 +1,6 @@
 -- report_run: the run's own record and its credits, one row: what the report's header,
--- funnel and credit sections show. Parameters: $run_id.
+-- funnel and credit sections show. A research run's chunks are its requests (failed: lost or
+-- uncertain; a request refused or not yet sent has not failed). Parameters: $run_id.
 
 with
 
@@ -13,13 +14,26 @@ credits as (
     where run_id = $run_id
 ),
 
+chunks as (
+    select
+        route,
+        status in ('failed', 'timed_out', 'cancelled') as failed
+    from jobs
+    where run_id = $run_id
+    union all
+    select
+        'research' as route,
+        state in ('lost', 'uncertain') as failed
+    from research_requests
+    where run_id = $run_id
+),
+
 job_counts as (
     select
         count(*) as chunks,
         count(*) filter (where route = 'job') as jobs,
-        count(*) filter (where status in ('failed', 'timed_out', 'cancelled')) as chunks_failed
-    from jobs
-    where run_id = $run_id
+        count(*) filter (where failed) as chunks_failed
+    from chunks
 ),
 
 final as (

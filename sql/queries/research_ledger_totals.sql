@@ -3,5 +3,5 @@
 select
     coalesce(sum(credits) filter (where kind = 'charge'), 0) as charged,
     coalesce(sum(credits) filter (where kind = 'possible'), 0) as possible
-from research_ledger
+from credit_ledger
 where run_id = $run_id

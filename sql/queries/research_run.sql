@@ -11,5 +11,5 @@ select
     usage_before,
     usage_after,
     message
-from research_runs
+from runs
 where run_id = $run_id

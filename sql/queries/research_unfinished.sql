@@ -8,8 +8,8 @@ runs as (
         run_id,
         created_at,
         status
-    from research_runs
-    where fingerprint = $fingerprint
+    from runs
+    where mode = 'research' and fingerprint = $fingerprint
 ),
 
 final as (

@@ -17,11 +17,6 @@ opened as (
         run_id,
         created_at
     from runs
-    union all
-    select
-        run_id,
-        created_at
-    from research_runs
 ),
 
 final as (

@@ -1,6 +1,8 @@
 -- run_credits: per run, the credits estimated before it, held, charged and released per the
 -- ledger, and the service's usage delta over the run; ledger_vs_usage = usage_delta - charged
--- is 0 when the ledger explains the service's count (up to possible_extra_credits more).
+-- is 0 when the ledger explains the service's count (up to possible_extra_credits more). Research
+-- runs are runs too: their charges are in the ledger, and their possible charges (entries of
+-- kind possible) count in possible_extra_credits.
 
 create or replace view run_credits as
 
@@ -31,7 +33,8 @@ ledger_totals as (
         sum(credits) filter (where kind = 'hold') as held,
         sum(credits) filter (where kind = 'charge') as charged,
         sum(credits) filter (where kind = 'release') as released,
-        sum(credits) filter (where kind = 'adjustment') as adjustment
+        sum(credits) filter (where kind = 'adjustment') as adjustment,
+        sum(credits) filter (where kind = 'possible') as possible
     from ledger_entries
     group by run_id
 ),
@@ -52,7 +55,8 @@ final as (
         coalesce(ledger_totals.adjustment, 0) as adjustment,
         run_facts.usage_after - run_facts.usage_before - coalesce(ledger_totals.charged, 0)
             - coalesce(ledger_totals.adjustment, 0) as ledger_vs_usage,
-        run_facts.possible_extra_credits
+        run_facts.possible_extra_credits + coalesce(ledger_totals.possible, 0)
+            as possible_extra_credits
     from run_facts
     left join ledger_totals on run_facts.run_id = ledger_totals.run_id
 )
@@ -72,4 +76,4 @@ comment on column run_credits.usage_delta is 'usage_after - usage_before: what t
 comment on column run_credits.difference is 'usage_delta - charged, before any adjustment: what the spec''s rule did not explain.';
 comment on column run_credits.adjustment is 'Signed adjustment entries (ledger) that balanced the ledger to the service''s usage.';
 comment on column run_credits.ledger_vs_usage is 'usage_delta - charged - adjustment: 0 when the ledger explains the service''s count.';
-comment on column run_credits.possible_extra_credits is 'Charges the client could not rule out: requests whose answers were lost (held as uncertain), and places sent again by --resend-uncertain.';
+comment on column run_credits.possible_extra_credits is 'Charges the client could not rule out: requests whose answers were lost (held as uncertain), places sent again by --resend-uncertain, and research requests'' possible charges (ledger).';

@@ -32,7 +32,7 @@ from placeflow.options import RunOptions
 from placeflow.pipeline.read import ReadInfo, ReadStream
 from placeflow.state.runstate import Clock, unfinished_run, utc_now
 from placeflow.steps import Step, direct
-from placeflow.warehouse import reading, sql_text
+from placeflow.warehouse import reading, settings, sql_text
 
 if TYPE_CHECKING:
     from placeflow.events import Event
@@ -89,8 +89,23 @@ def select_stale(
     if credits_per_place < 1:
         raise OptionsError("credits_per_place must be 1 or more")
     params = {"signature": signature, "cutoff": now - older_than, "country": country, "now": now}
-    stale: pl.DataFrame = con.sql(sql_text("queries/stale_places"), params=params).pl()
+    stale = _stale_places(con, params)
     return choose(stale, limit=limit, budget=budget, credits_per_place=credits_per_place)
+
+
+def _stale_places(con: duckdb.DuckDBPyConnection, params: dict[str, object]) -> pl.DataFrame:
+    """sql/queries/stale_places.sql's rows. On a warehouse without a row in runs (none yet, or
+    only research runs, read before migration 017 moved them there) DuckDB 2.0's statistics
+    prove every outcome's signature null and its optimizer then fails to rebind
+    signature_answers ("BindBuiltinScalarFunction did not return a BoundFunctionExpression"):
+    there the query is planned without statistics propagation; elsewhere as it always was."""
+    query = sql_text("queries/stale_places")
+    if con.execute("select exists (select 1 from runs)").fetchall()[0][0]:  # all: none left
+        found: pl.DataFrame = con.sql(query, params=params).pl()
+        return found
+    with settings(con, disabled_optimizers="statistics_propagation"):
+        found = con.sql(query, params=params).pl()
+    return found
 
 
 def choose(

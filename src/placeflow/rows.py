@@ -10,6 +10,7 @@ The original columns are read as the file is now, as text; a name the output alr
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Sequence
 from pathlib import Path
@@ -68,7 +69,7 @@ def row_outcomes(
         rows: pl.DataFrame = con.sql(ROWS_SQL, params=[run_id, wanted, wanted]).pl()
     if not original or rows.height == 0:
         return rows
-    options = RunOptions.parse(stored[0][0]) if stored[0][0] else RunOptions()
+    options = stored_read_options(stored[0][0])
     parts = []
     for (name,), part in rows.group_by(["source_file"], maintain_order=True):  # per file
         found = _original(Path(str(name)), options)
@@ -82,6 +83,17 @@ def row_outcomes(
         joined = part.join(found, on="source_row", how="left", maintain_order="left")
         parts.append(joined.select(*found.columns[1:], *part.columns))
     return pl.concat(parts, how="diagonal_relaxed").sort("row_ord")
+
+
+def stored_read_options(stored: str | None) -> RunOptions:
+    """How the run read its inputs, from runs.options: a run's own options, or what a research
+    run keeps of them (its `read_as`: column mapping, encoding, separator)."""
+    if not stored:
+        return RunOptions()
+    values = json.loads(stored)
+    if isinstance(values, dict) and values.get("mode") == "research":
+        return RunOptions.parse(values.get("read_as") or {})
+    return RunOptions.parse(stored)
 
 
 FORMULA_START = r"^[=+\-@\t\r]"

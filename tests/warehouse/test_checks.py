@@ -108,9 +108,10 @@ def test_a_research_runs_planned_places_are_not_chunks_without_jobs(
     requests in research_requests, never in jobs: every check still passes; the same places
     under a run that is not research's are a chunk without a jobs row."""
     clean.execute(
-        "insert into research_runs (run_id, created_at, status, fields, verify_identity,"
-        " validate_existence, fingerprint) values"
-        " ('rr_1', now(), 'completed', 'cuisine', false, false, 'f')"
+        "insert into runs (run_id, created_at, status, mode, signature, fields, verify_identity,"
+        " validate_existence, fingerprint, rows_read, submitted, succeeded) values"
+        " ('rr_1', now(), 'completed', 'research', 'research|x|', 'cuisine', false, false, 'f',"
+        " 1, 1, 1)"
     )
     clean.execute(
         "insert into run_places (run_id, place_key, chunk_no, position, request)"

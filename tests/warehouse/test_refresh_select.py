@@ -226,3 +226,15 @@ def test_the_warehouses_places_stream_without_phone_or_website(warehouse: Runs) 
     for frame in frames:
         assert frame.get_column("phone").null_count() == frame.height
         assert frame.get_column("website").null_count() == frame.height
+
+
+def test_a_warehouse_without_runs_selects_nothing_and_does_not_fail_to_bind() -> None:
+    """No row in runs (DuckDB 2.0's statistics then prove every outcome's signature null):
+    the selection is empty, with its columns, for each mode, instead of a binder error."""
+    con = connect(":memory:")
+    now = datetime.now(UTC)
+    for mode, signature in (("validate", "validate||"), ("enrich", "enrich|existence|")):
+        found = select_stale(con, older_than=timedelta(0), mode=mode, signature=signature, now=now)
+        assert found.height == 0 and "request" in found.columns
+    assert con.execute("select current_setting('disabled_optimizers')").fetchall() == [("",)]
+    con.close()

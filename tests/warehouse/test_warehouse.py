@@ -27,12 +27,12 @@ from placeflow.warehouse import (
 TABLES = {
     "runs", "run_rows", "rejects", "run_places", "jobs", "validations", "enrichments",
     "credit_ledger", "schema_migrations", "billing_readings", "place_changes", "not_a_match",
-    "export_state", "export_log", "research_runs", "research_requests", "research_answers",
-    "research_ledger", "run_matches",
+    "export_state", "export_log", "research_requests", "research_answers", "run_matches",
 }  # fmt: skip
 VIEWS = {
     "place_outcomes", "places_latest", "run_credits", "place_facts", "place_history",
     "place_claims", "research_latest", "run_row_outcomes", "crosswalk",
+    "research_runs", "research_ledger",  # runs and credit_ledger in their pre-017 shapes
 }  # fmt: skip
 
 

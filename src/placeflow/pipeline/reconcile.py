@@ -2,7 +2,7 @@
 
 The ledger charges by the spec's rule as each chunk loads; the service's `current_usage` delta
 over the run is what the user pays. Once nothing of the run is left open, any difference is
-recorded as one signed `adjustment` entry (`RunState.adjusted`) with its reason, unless the
+recorded as one signed `adjustment` entry (`RunBook.adjusted`) with its reason, unless the
 key was plainly used by someone else: another run on the same key overlapped this one in the
 warehouse or in the key's spend journal (any process of this machine, research too), or the
 usage moved by more than the run could explain. Those are said, not adjusted.
@@ -17,14 +17,14 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from placeflow.api.journal import SpendJournal
-from placeflow.state.runstate import RunState
+from placeflow.state.runbook import RunBook
 from placeflow.warehouse import sql_text
 
 NULL_STATUS = "null_status"
 """A success whose status object is present with only nulls, and no other value."""
 
 
-def concurrent_runs(state: RunState, journal: SpendJournal | None = None) -> list[str]:
+def concurrent_runs(state: RunBook, journal: SpendJournal | None = None) -> list[str]:
     """Other runs on the same key and service whose time overlapped this run's: in this
     warehouse, and (with the key's `journal`) in any process of this machine, research
     included, whose spend was in flight since this run opened."""
@@ -41,20 +41,20 @@ def concurrent_runs(state: RunState, journal: SpendJournal | None = None) -> lis
     return sorted(found)
 
 
-def null_status_rows(state: RunState) -> int:
+def null_status_rows(state: RunBook) -> int:
     row = state.con.execute(sql_text("queries/null_status_rows"), {"run_id": state.run_id})
     found = row.fetchone()
     return int(found[0]) if found else 0
 
 
-def _target(state: RunState) -> str:
+def _target(state: RunBook) -> str:
     row = state.con.execute("select target from runs where run_id = ?", [state.run_id])
     found = row.fetchone()
     return str(found[0]) if found else ""
 
 
 def balance(
-    state: RunState,
+    state: RunBook,
     delta: int,
     totals: Mapping[str, int],
     *,
@@ -62,11 +62,13 @@ def balance(
     extra: int,
     journal: SpendJournal | None = None,
     lost: Mapping[int, int] | None = None,
+    why: str | None = None,
 ) -> str | None:
     """Adjust the ledger to the usage `delta` when the key was ours alone; a message, or None
     when the ledger already balances. `lost` are the chunks held because their answers were
     lost (chunk number: rows), the only ones left open: what the usage shows beyond the
-    ledger, up to their rows, is what they cost, booked as an adjustment that names them."""
+    ledger, up to their rows, is what they cost, booked as an adjustment that names them.
+    `why`: the caller's reason for a difference, when it knows one (else the spec's rule)."""
     charged = totals.get("charge", 0)
     diff = delta - charged - totals.get("adjustment", 0)
     if diff == 0:
@@ -79,7 +81,7 @@ def balance(
         return f"{said}; not adjusted: more than this run could explain (another user of the key?)"
     if lost and diff > 0:
         return _book_lost(state, diff, said, lost)
-    why = "the service billed differently from the spec's rule"
+    why = why or "the service billed differently from the spec's rule"
     nulls = null_status_rows(state) if diff < 0 else 0
     if nulls and nulls == -diff:
         why = f"the service did not bill {nulls:,} row(s) whose status held only nulls"
@@ -88,7 +90,7 @@ def balance(
     return f"ledger adjusted by {diff:+,} to the service's usage: {why}"
 
 
-def _book_lost(state: RunState, diff: int, said: str, lost: Mapping[int, int]) -> str:
+def _book_lost(state: RunBook, diff: int, said: str, lost: Mapping[int, int]) -> str:
     """The usage beyond the ledger while only chunks whose answers were lost are open: what
     they cost (the service billed them, the answers never came), booked as one adjustment
     naming them, when it is no more than their rows; a later balance corrects it (a lost job

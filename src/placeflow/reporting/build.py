@@ -31,7 +31,8 @@ def write_report(con: duckdb.DuckDBPyConnection, run_id: str, out: Path | str) -
     partial = target.with_name(f".{target.name}.{os.getpid()}.partial")
     partial.write_bytes(page)
     partial.replace(target)
-    sections = ["summary", "funnel", "outcomes", "credits", "timeline"]
+    found = "answers" if data.research else "outcomes"
+    sections = ["summary", "funnel", found, "credits", "timeline"]
     sections += ["changes"] if data.changes else []
     sections += ["map"] if data.points else []
     return ReportInfo(run_id=run_id, path=target, bytes=len(page), sections=tuple(sections))

@@ -149,20 +149,29 @@ def status_mix(outcomes: list[Row], countries: list[str], *, most: int = 12) -> 
     rest = [c for c in countries if c not in shown]
     blank = "all places" if len(shown) == 1 else "no country"
     rows = [c or blank for c in shown] + (["other countries"] if rest else [])
-    legend_rows = -(-len(statuses) // 7)
     layers = []
     for i, status in enumerate(statuses):
         values = [float(counts.get((c, status), 0)) for c in shown]
         if rest:
             values.append(float(sum(counts.get((c, status), 0) for c in rest)))
         layers.append((status, _colour(status, i), values))
+    return stacked_bars("status", rows, layers, "places")
+
+
+def stacked_bars(
+    name: str, rows: Sequence[str], layers: Sequence[tuple[str, str, list[float]]], xlabel: str
+) -> str:
+    """One horizontal bar per row (top down), each the sum of the layers' (label, colour,
+    values) left to right, the layers' legend above in rows of 7."""
+    legend_rows = -(-len(layers) // 7)
     c = _chart(
-        "status", 0.1 + 0.3 * len(rows), left=label_room(rows), top=LEGEND * legend_rows + 0.05
-    )
+        name, 0.1 + 0.3 * max(len(rows), 1), left=label_room(rows),
+        top=LEGEND * legend_rows + 0.05,
+    )  # fmt: skip
     totals = [sum(v[i] for _, _, v in layers) for i in range(len(rows))]
     c.xlim = (0.0, _upto(max(totals, default=0)))
     _stacked(c, rows, layers)
-    c.xaxis(nice_ticks(*c.xlim, integer=True), "places")
+    c.xaxis(nice_ticks(*c.xlim, integer=True), xlabel)
     c.spines()
     c.legend_above([(n, colour) for n, colour, _ in layers], 7)
     return c.svg()

@@ -41,6 +41,14 @@ class ReportData:
     points: list[Row]
     changes: list[Row] = field(default_factory=list)
     first_changes: list[Row] = field(default_factory=list)
+    answers: list[Row] = field(default_factory=list)
+    """A research run's answers per field by status and by confidence (measure, field, value,
+    answers); empty for other runs."""
+
+    @property
+    def research(self) -> bool:
+        """Whether the run is a research run (its chunks are requests, its answers fields)."""
+        return bool(self.run["mode"] == "research")
 
     @property
     def countries(self) -> list[str]:
@@ -99,14 +107,17 @@ def collect(
         points = query(con, "report_map", points=map_points)
     finally:
         con.execute("drop table if exists temp.report_places")
+    research = run[0]["mode"] == "research"
+    chunks = "report_research_requests" if research else "report_jobs"
     return ReportData(
         run=run[0],
         rejects=query(con, "report_rejects", run_id=run_id, top=top_reasons),
         outcomes=outcomes,
         confidence=query(con, "report_confidence", run_id=run_id),
         verdicts=query(con, "report_verdicts", run_id=run_id),
-        jobs=query(con, "report_jobs", run_id=run_id, limit=job_limit),
+        jobs=query(con, chunks, run_id=run_id, limit=job_limit),
         points=points,
         changes=changes,
         first_changes=first_changes,
+        answers=query(con, "report_research_answers", run_id=run_id) if research else [],
     )

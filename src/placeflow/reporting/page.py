@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-from placeflow.reporting import charts
+from placeflow.reporting import answers, charts
 from placeflow.reporting.data import ReportData
 from placeflow.text import printable
 
@@ -118,6 +118,25 @@ def _outcomes(d: ReportData) -> str:
     return _section("outcomes", "Outcomes", *body)
 
 
+def _answers(d: ReportData) -> str:
+    if not d.answers:
+        return _section("answers", "Answers", _note("No answers were loaded for this run."))
+    fields = answers.fields_of(d.answers)
+    return _section(
+        "answers",
+        f"Answers ({len(fields)} field{'s' if len(fields) != 1 else ''})",
+        "<h3>By field status</h3>",
+        answers.answer_mix(d.answers, "status"),
+        "<h3>By confidence</h3>",
+        answers.answer_mix(d.answers, "confidence"),
+        _note(
+            "One answer per place per field (research_answers): confirmed, estimated and"
+            " unconfirmed answers are billed; an errored row, a rejected field and a capped one"
+            " are not. Estimated answers always have low confidence."
+        ),
+    )
+
+
 def _credits(d: ReportData) -> str:
     r = d.run
     body = [charts.credits(r)]
@@ -128,28 +147,20 @@ def _credits(d: ReportData) -> str:
             " ledger charged.</p>"
         )
     if d.jobs:
-        body.append("<h3>Per chunk</h3>")
+        body.append("<h3>Per request</h3>" if d.research else "<h3>Per chunk</h3>")
         if len(d.jobs) > 1:
             body.append(charts.credits_per_job(d.jobs))
-        rows = [
-            (
-                j["chunk_no"],
-                j["route"],
-                j["status"],
-                j["rows"],
-                j["held"],
-                j["charged"],
-                j["released"],
-            )
-            for j in d.jobs[:50]
-        ]
-        body.append(
-            _table(
-                ("chunk", "route", "status", "places", "held", "charged", "released"),
-                rows,
-                {0, 3, 4, 5, 6},
-            )
-        )
+        head: tuple[str, ...]
+        keys: tuple[str, ...]
+        if d.research:  # requests: no holds, no releases; what each may have been billed
+            head = ("request", "state", "places", "charged", "possibly charged")
+            keys = ("chunk_no", "status", "rows", "charged", "possible")
+        else:
+            head = ("chunk", "route", "status", "places", "held", "charged", "released")
+            keys = ("chunk_no", "route", "status", "rows", "held", "charged", "released")
+        rows = [tuple(j[k] for k in keys) for j in d.jobs[:50]]
+        numeric = {i for i, k in enumerate(keys) if k not in ("route", "status")}
+        body.append(_table(head, rows, numeric))
         if len(d.jobs) > 50 or int(r["chunks"] or 0) > len(d.jobs):
             body.append(_note(f"First {min(len(d.jobs), 50)} of {r['chunks']:,} chunks listed."))
     return _section("credits", "Credits", *body)
@@ -226,14 +237,14 @@ def render(d: ReportData, *, generated: datetime | None = None) -> str:
             ("succeeded", r["succeeded"]),
             ("failed", r["failed"]),
             ("credits charged", r["charged"]),
-            ("chunks", r["chunks"]),
+            ("requests" if d.research else "chunks", r["chunks"]),
             ("seconds", r["seconds"]),
         ]
     )
     parts = [_section("summary", "Summary", tiles)]
     if r["message"]:
         parts.append(f'<p class="message">{_e(r["message"])}</p>')
-    parts += [_funnel(d), _outcomes(d), _credits(d), _timeline(d)]
+    parts += [_funnel(d), _answers(d) if d.research else _outcomes(d), _credits(d), _timeline(d)]
     if d.changes:
         parts.append(_changes(d))
     if d.points:

@@ -1,26 +1,61 @@
-"""Account for a research run: its row in research_runs, and the summary `placeflow run`'s
-shape (rows, places, credits estimated/charged, usage delta) with the research figures."""
+"""Account for a research run: its row in runs, and the summary `placeflow run`'s shape (rows,
+places, credits estimated/charged, usage delta) with the research figures."""
 
 from __future__ import annotations
 
+import json
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import duckdb
 
 from placeflow.api.client import PlaceApiClient
 from placeflow.api.errors import Unprocessable
+from placeflow.api.journal import SpendJournal
 from placeflow.pipeline.account import read_usage_after
+from placeflow.pipeline.reconcile import balance
 from placeflow.research.send import rejected_fields
+from placeflow.state.runbook import RunBook
 from placeflow.warehouse import sql_text
+
+if TYPE_CHECKING:
+    from placeflow.research.plan import Estimate, Rates, ResearchOptions
 
 
 def set_run(con: duckdb.DuckDBPyConnection, run_id: str, **values: Any) -> None:
-    names = ", ".join(f"{k} = ?" for k in values)
-    con.execute(
-        f"update research_runs set {names} where run_id = ?",  # noqa: S608 - our names
-        [*values.values(), run_id],
-    )
+    RunBook(con, run_id).update(**values)
+
+
+def run_row(
+    run_id: str,
+    created_at: datetime,
+    options: ResearchOptions,
+    *,
+    fingerprint: str,
+    inputs: tuple[str, ...],
+    target: str,
+    key_hint: str,
+    estimate: Estimate,
+    rates: Rates,
+) -> dict[str, Any]:
+    """A new research run's row in runs: mode research, its signature, its options (with how
+    its inputs were read, `read_as`, for `placeflow rows`), its fields, flags and rates."""
+    spec = options.spec
+    stored = {
+        "mode": "research", "max_credits": options.max_credits, "sample": options.sample,
+        "max_age_days": options.max_age_days, "force": options.force,
+        "read_as": options.read_as.model_dump(mode="json"),
+    }  # fmt: skip
+    return {
+        "run_id": run_id, "created_at": created_at, "status": "planned", "mode": "research",
+        "signature": spec.signature(), "options": json.dumps(stored),
+        "fields": spec.fields_json(), "verify_identity": spec.verify_identity,
+        "validate_existence": spec.validate_existence, "sample": options.sample,
+        "max_credits": options.max_credits, "fingerprint": fingerprint,
+        "inputs": json.dumps(list(inputs)), "target": target, "key_hint": key_hint or None,
+        "credits_estimated": estimate.credits, "credits_per_field": rates.per_field,
+        "credits_per_identity": rates.per_identity,
+    }  # fmt: skip
 
 
 def policy_message(exc: Unprocessable) -> str:
@@ -38,23 +73,48 @@ def summary(
     started: datetime,
     *,
     account: bool,
+    journal: SpendJournal | None = None,
 ) -> dict[str, Any]:
-    """The run's summary, the shape `placeflow run` prints, with the research figures."""
+    """The run's summary, the shape `placeflow run` prints, with the research figures. A run
+    that completed with the key's usage known has its ledger balanced to the usage delta
+    (`placeflow.pipeline.reconcile.balance`, as a run's: one signed adjustment, unless another
+    run or process used the key meanwhile, or the delta is more than the run could explain)."""
     usage_after, usage_note = read_usage_after(api) if account else (None, None)
     if usage_after is not None:
         set_run(con, run_id, usage_after=usage_after)
-    status = con.execute("select status from research_runs where run_id = ?", [run_id]).fetchone()
+    status = con.execute("select status from runs where run_id = ?", [run_id]).fetchone()
     if status is not None and status[0] in ("completed", "refused"):
         set_run(con, run_id, finished_at=now)
     run = con.execute(sql_text("queries/research_run"), {"run_id": run_id}).fetchone()
     assert run is not None
     totals = con.execute(sql_text("queries/research_totals"), {"run_id": run_id}).fetchone()
     assert totals is not None
-    requests, answered_requests, open_requests, doubtful, answered, errored, charged, possible = (
-        int(v) for v in totals
+    requests, answered_requests, open_requests, doubtful, answered, errored = (
+        int(v) for v in totals[:6]
     )
+    charged, possible, adjusted, most = (int(v) for v in totals[6:])
+    set_run(con, run_id, succeeded=answered, failed=errored)
     before, after = run[8], run[9]
     delta = after - before if after is not None and before is not None else None
+    balanced = None
+    if delta is not None and run[0] == "completed":  # settled: nothing open, nothing doubtful
+        book = RunBook(con, run_id, clock=lambda: now)
+        ledger = {"charge": charged, "adjustment": adjusted}
+        diff = delta - charged - adjusted
+        why = None
+        if 0 < diff <= possible:
+            why = f"request(s) held as possibly billed ({possible:,} credits) were billed"
+        balanced = balance(
+            book, delta, ledger, submitted=most, extra=possible, journal=journal, why=why
+        )
+        found = con.execute(
+            "select coalesce(sum(credits), 0) from credit_ledger"
+            " where run_id = ? and kind = 'adjustment'",
+            [run_id],
+        ).fetchall()
+        adjusted = int(found[0][0])
+        if balanced:  # kept with the run, as a run's balance note is
+            set_run(con, run_id, message="; ".join(m for m in (run[10], balanced) if m))
     return {
         "run_id": run_id, "status": run[0], "target": run[1], "rows_read": run[2],
         "rejected": run[3], "duplicates": run[4], "skipped_fresh": run[5],
@@ -62,10 +122,11 @@ def summary(
         "not_answered": int(run[6]) - answered - errored,
         "credits_estimated": run[7] or 0, "held": 0, "charged": charged, "released": 0,
         "usage_before": before, "usage_after": after, "usage_delta": delta,
-        "ledger_vs_usage": None if delta is None else delta - charged,
-        "possible_extra_credits": possible, "chunks": requests,
-        "chunks_failed": open_requests + doubtful, "requests_answered": answered_requests,
+        "ledger_vs_usage": None if delta is None else delta - charged - adjusted,
+        "adjustment": adjusted, "possible_extra_credits": possible, "chunks": requests,
+        "chunks_failed": doubtful, "requests_open": open_requests,
+        "requests_answered": answered_requests,
         "seconds": round((now - started).total_seconds(), 3),
-        "message": "; ".join(m for m in (run[10], usage_note) if m) or None,
+        "message": "; ".join(m for m in (run[10], balanced, usage_note) if m) or None,
         "exit_code": code,
     }  # fmt: skip

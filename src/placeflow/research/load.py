@@ -1,5 +1,6 @@
 """Load a deep-research answer: rows into `research_answers` (one per place per field), the
-credits it charged into `research_ledger`, the request marked answered, in one transaction.
+credits it charged into `credit_ledger` (`placeflow.state.runbook`), the request marked
+answered, in one transaction.
 
 What an answer charged follows the spec: nothing when research was unavailable
 (stopped_reason agent_unavailable) or for a row that errored; else credits_per_field for every
@@ -23,6 +24,7 @@ from placeflow.api.errors import UnexpectedResponse
 from placeflow.api.models import DeepResearchResponse, DeepResearchRow
 from placeflow.api.retry import parse_timestamp
 from placeflow.research.plan import Rates, ResearchSpec
+from placeflow.state.runbook import RunBook
 from placeflow.text import cap_strings, cap_text
 from placeflow.warehouse import insert_frame, sql_text, transaction
 
@@ -178,24 +180,16 @@ def load_answer(con: duckdb.DuckDBPyConnection, answer: Answer) -> Loaded:
             "delete from research_answers where run_id = ? and request_no = ?",
             [run_id, request_no],
         )
-        con.execute(
-            sql_text("queries/research_clear_charge"),
-            {"run_id": run_id, "request_no": request_no, "ref": response.request_id or ""},
-        )
         insert_frame(con, "research_answers", frame)
-        if credits:
-            rows = len(response.rows) - errored
-            con.execute(
-                "insert into research_ledger values (?, ?, ?, 'charge', ?, ?, ?)",
-                [
-                    run_id,
-                    request_no,
-                    response.request_id or f"rq-{run_id}-{request_no}",
-                    credits,
-                    now,
-                    f"{rows} row(s) researched, {errored} errored (free), {capped} capped",
-                ],
-            )
+        rows = len(response.rows) - errored
+        RunBook(con, run_id).charge(
+            request_no,
+            response.request_id or f"rq-{run_id}-{request_no}",
+            credits,
+            f"{rows} row(s) researched, {errored} errored (free), {capped} capped",
+            now,
+            replaces=response.request_id or "",
+        )
         con.execute(
             sql_text("queries/research_mark_answered"),
             {

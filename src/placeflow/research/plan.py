@@ -1,4 +1,5 @@
-"""Plan a research run: requests of 10 places, the estimate from the rate card, the budget.
+"""Plan a research run: its options (`ResearchOptions`, and how its inputs are read), requests of
+10 places, the estimate from the rate card, the budget.
 
 Requests are built once, columnar, and stored with the run (`research_requests.body`), so a
 resumed run sends the same places and fields. The estimate is local: places x (fields +
@@ -11,7 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -25,6 +26,7 @@ from placeflow.api.models import (
 )
 from placeflow.errors import RateCardError
 from placeflow.fields import PLACE_FIELDS
+from placeflow.options import RunOptions
 
 FIELD_RATE = "deep_research_field"
 IDENTITY_RATE = "verify_identity"
@@ -72,6 +74,13 @@ class ResearchSpec:
     def fields_json(self) -> str:
         return json.dumps([f.model_dump(mode="json") for f in self.fields], separators=(",", ":"))
 
+    def signature(self) -> str:
+        """The run's signature (runs.signature): research|<hash of the fields and flags>|, as
+        migration 017 gives the research runs it moved (answers are fresh per field instead)."""
+        flags = f"{self.fields_json()}|{json.dumps(self.verify_identity)}|"
+        flags += json.dumps(self.validate_existence)
+        return f"research|{hashlib.sha256(flags.encode()).hexdigest()[:16]}|"
+
     def body_tail(self) -> str:
         """The body after the pois array: attributes and the flags."""
         return (
@@ -79,6 +88,37 @@ class ResearchSpec:
             f',"validate_existence":{json.dumps(self.validate_existence)}'
             f',"verify_identity":{json.dumps(self.verify_identity)}}}'
         )
+
+
+READ_AS = RunOptions.parse({"mode": "validate", "attributes": (), "include_summary": False})
+"""The options a source reads with unless told otherwise (`read_options`): no column mapping,
+UTF-8, commas, and (for the warehouse) every place some run answered, whatever it asked."""
+
+
+def read_options(
+    mapping: Mapping[str, str] | Sequence[str] | None = None,
+    encoding: str | None = None,
+    separator: str | None = None,
+) -> RunOptions:
+    """How input files are read: READ_AS with a column mapping (FIELD=COLUMN strings or a
+    dict), an encoding or a separator, checked as `placeflow run` checks them (OptionsError)."""
+    given = {"mapping": mapping, "encoding": encoding, "separator": separator}
+    chosen = {name: value for name, value in given.items() if value}
+    return RunOptions.parse({**READ_AS.model_dump(), **chosen}) if chosen else READ_AS
+
+
+@dataclass(frozen=True)
+class ResearchOptions:
+    spec: ResearchSpec
+    sample: int | None = None
+    max_credits: int | None = None
+    max_age_days: float = 30.0
+    force: bool = False
+    resend_uncertain: bool = False
+    exclusive_key: bool = True
+    estimate_only: bool = False
+    read_as: RunOptions = READ_AS
+    """How input files are read (`read_options`): their column mapping, encoding, separator."""
 
 
 def place_requests(unique: pl.DataFrame) -> pl.DataFrame:

@@ -8,16 +8,16 @@ and the service's own `estimate_only` answer agrees with it. The same command re
 that stopped (crash, budget, credits, unavailable research) instead of planning it again.
 The input is files or any read-stage `Source` (the warehouse's places: `WarehouseSource`); the
 stages report typed events (`placeflow.events`) to an `on_event` callback, as runs do. The input
-rows, rejects and places are recorded by `placeflow.state.runstate` (their one writer); the research
-tables (research_runs, research_requests, research_answers, research_ledger) by this package.
+rows, rejects and places, its row in `runs` and its credits in `credit_ledger` are recorded by
+`placeflow.state` (their one writer); its requests and answers (research_requests,
+research_answers) by this package.
 """
 
 from __future__ import annotations
 
-import json
 import secrets
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -30,13 +30,15 @@ from placeflow.api.client import PlaceApiClient
 from placeflow.api.errors import InsufficientCredits
 from placeflow.errors import EXIT_FAILED, EXIT_OK, EXIT_REFUSED
 from placeflow.events import Emit, Event, Note, StageFinished, StageStarted, ignore
+from placeflow.fields import PLACE_FIELDS
 from placeflow.options import RunOptions
 from placeflow.pipeline.dedupe import dedupe
 from placeflow.pipeline.normalize import normalize
 from placeflow.pipeline.read import FileSource, Source
-from placeflow.research.account import set_run, summary
+from placeflow.research.account import run_row, set_run, summary
 from placeflow.research.estimate import estimate_summary, first_request, refusal_of
 from placeflow.research.fields import field_signature, make_spec
+from placeflow.research.plan import READ_AS as READ_AS
 from placeflow.research.plan import (
     Estimate,
     Rates,
@@ -47,40 +49,17 @@ from placeflow.research.plan import (
     plan_requests,
     requests_of,
 )
+from placeflow.research.plan import ResearchOptions as ResearchOptions
+from placeflow.research.plan import read_options as read_options
 from placeflow.research.send import Hook, SendContext, Stop, ledger_totals, send_all
+from placeflow.state.runbook import RunBook
 from placeflow.state.runstate import record_rows
 from placeflow.steps import emitter
 from placeflow.warehouse import connect, insert_frame, sql_text, transaction
 
-READ_AS = RunOptions.parse({"mode": "validate", "attributes": (), "include_summary": False})
-"""The options a source reads with unless told otherwise (`read_options`): no column mapping,
-UTF-8, commas, and (for the warehouse) every place some run answered, whatever it asked."""
-
-
-def read_options(
-    mapping: Mapping[str, str] | Sequence[str] | None = None,
-    encoding: str | None = None,
-    separator: str | None = None,
-) -> RunOptions:
-    """How input files are read: READ_AS with a column mapping (FIELD=COLUMN strings or a
-    dict), an encoding or a separator, checked as `placeflow run` checks them (OptionsError)."""
-    given = {"mapping": mapping, "encoding": encoding, "separator": separator}
-    chosen = {name: value for name, value in given.items() if value}
-    return RunOptions.parse({**READ_AS.model_dump(), **chosen}) if chosen else READ_AS
-
-
-@dataclass(frozen=True)
-class ResearchOptions:
-    spec: ResearchSpec
-    sample: int | None = None
-    max_credits: int | None = None
-    max_age_days: float = 30.0
-    force: bool = False
-    resend_uncertain: bool = False
-    exclusive_key: bool = True
-    estimate_only: bool = False
-    read_as: RunOptions = READ_AS
-    """How input files are read (`read_options`): their column mapping, encoding, separator."""
+ROW_FIELDS = (*PLACE_FIELDS, "phone", "website")
+"""A row's normalised fields, kept in run_rows as a run of files keeps them (its match-only
+phone and website too): `placeflow rows` and the crosswalk show the place each row named."""
 
 
 @dataclass(frozen=True)
@@ -173,7 +152,8 @@ def prepare(
                 pl.when(pl.col("disposition") == "duplicate")
                 .then(pl.lit("same place as row ") + pl.col("first_row_ord").cast(pl.String))
                 .alias("note"),
-                "own_key", "match_rule", "match_probability",
+                "own_key", "matched_row", "match_rule", "match_probability", "core_key",
+                *ROW_FIELDS,
             ),
             rejects.select(
                 "row_ord", "source_file", "source_row", "source_id",
@@ -183,7 +163,7 @@ def prepare(
                 pl.lit(None, pl.Float64).alias("match_probability"),
             ),
         ],
-        how="vertical_relaxed",
+        how="diagonal_relaxed",  # a reject has no place: its place columns are null
     ).sort("row_ord")  # fmt: skip
     return Prepared(run_rows, rejects, plan, rows_read, estimate(plan.height, options.spec, rates))
 
@@ -198,11 +178,7 @@ def _record(
     counts = prepared.run_rows.group_by("disposition").len()
     by = dict(counts.iter_rows())
     with transaction(con):
-        insert_frame(
-            con,
-            "research_runs",
-            pl.DataFrame([{**run, **counts_of(prepared, by)}]),
-        )
+        RunBook(con, run_id).record({**run, **counts_of(prepared, by)})
         record_rows(
             con,
             run_id,
@@ -280,16 +256,10 @@ def research(
             rows = read_source(source, emit, options.read_as)
             prepared = prepare(rows, options, rates, con=con, now=started, emit=emit)
             run_id = f"rr_{started:%Y%m%dT%H%M%S}_{secrets.token_hex(3)}"
-            run = {
-                "run_id": run_id, "created_at": started, "status": "planned",
-                "fields": spec.fields_json(), "verify_identity": spec.verify_identity,
-                "validate_existence": spec.validate_existence, "sample": options.sample,
-                "max_credits": options.max_credits, "fingerprint": print_,
-                "inputs": json.dumps(list(source.inputs)), "target": target,
-                "key_hint": api.key_hint[-4:] or None,
-                "credits_estimated": prepared.estimate.credits,
-                "credits_per_field": rates.per_field, "credits_per_identity": rates.per_identity,
-            }  # fmt: skip
+            run = run_row(
+                run_id, started, options, fingerprint=print_, inputs=source.inputs,
+                target=target, key_hint=api.key_hint, estimate=prepared.estimate, rates=rates,
+            )  # fmt: skip
             _record(con, prepared, run)
             fresh_run = True
         else:
@@ -345,9 +315,7 @@ def _go(
         emit(Note(refusal))
         set_run(con, run_id, status="refused", message=refusal)
         return _account(con, api, run_id, EXIT_REFUSED, loop, account=False)
-    stored = con.execute(
-        "select usage_before from research_runs where run_id = ?", [run_id]
-    ).fetchone()
+    stored = con.execute("select usage_before from runs where run_id = ?", [run_id]).fetchone()
     if stored is not None and stored[0] is not None:
         usage_before = int(stored[0])
     set_run(con, run_id, status="running", usage_before=usage_before, message=None)
@@ -391,7 +359,9 @@ def _account(
     account: bool,
 ) -> dict[str, Any]:
     loop.emit(StageStarted("account"))
-    out = summary(con, api, run_id, code, loop.clock(), loop.started, account=account)
+    out = summary(
+        con, api, run_id, code, loop.clock(), loop.started, account=account, journal=api.journal
+    )
     counts = {k: int(out[k]) for k in ("succeeded", "failed", "charged") if out.get(k) is not None}
     loop.emit(StageFinished("account", out, counts))
     return out

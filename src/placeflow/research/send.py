@@ -37,6 +37,7 @@ from placeflow.errors import EXIT_FAILED, EXIT_REFUSED
 from placeflow.events import ChunkSubmitted, CreditsCharged, Emit, Note, RowsLoaded, ignore
 from placeflow.research.load import UNAVAILABLE, Answer, load_answer
 from placeflow.research.plan import Rates, ResearchSpec
+from placeflow.state.runbook import RunBook
 from placeflow.text import cap_strings
 from placeflow.warehouse import sql_text, transaction
 
@@ -112,6 +113,18 @@ def _request(ctx: SendContext, request_no: int) -> tuple[str, int, str, int | No
     ).fetchone()
     assert row is not None
     return str(row[0]), int(row[1]), str(row[2]), row[3], int(row[4])
+
+
+def _lost_ref(ctx: SendContext, request_no: int) -> str:
+    """The ledger ref of a request's lost answer: rq-<run>-<request_no>, with -<attempt> after
+    its first attempt (resent by --resend-uncertain and lost again: another charge, its own)."""
+    found = ctx.con.execute(
+        "select attempts from research_requests where run_id = ? and request_no = ?",
+        [ctx.run_id, request_no],
+    ).fetchall()
+    attempt = int(found[0][0]) if found else 1
+    ref = f"rq-{ctx.run_id}-{request_no}"
+    return ref if attempt <= 1 else f"{ref}-{attempt}"
 
 
 def _place_keys(ctx: SendContext, request_no: int) -> list[str]:
@@ -230,9 +243,10 @@ def resolve_sent(ctx: SendContext, request_no: int) -> str:
             " before sending anything else",
         ) from None
     delta = None if expected is None else usage - expected
-    ref = f"rq-{ctx.run_id}-{request_no}"
+    ref = _lost_ref(ctx, request_no)
     now = ctx.now()
     alone = ctx.exclusive_key and not _others_spent(ctx, request_no)
+    book = RunBook(ctx.con, ctx.run_id, clock=ctx.now)
     with transaction(ctx.con):
         if alone and delta == 0:
             _set(
@@ -244,11 +258,9 @@ def resolve_sent(ctx: SendContext, request_no: int) -> str:
             )
             return "planned"
         if alone and delta is not None and 0 < delta <= credits_max:
-            ctx.con.execute(
-                "insert into research_ledger values (?, ?, ?, 'charge', ?, ?, ?)",
-                [ctx.run_id, request_no, ref, delta, now,
-                 "answer lost; billed per the key's usage delta"],
-            )  # fmt: skip
+            book.charge(
+                request_no, ref, delta, "answer lost; billed per the key's usage delta", now
+            )
             _set(
                 ctx,
                 request_no,
@@ -262,10 +274,9 @@ def resolve_sent(ctx: SendContext, request_no: int) -> str:
             ctx.emit(CreditsCharged(request_no, delta, 0))
             ctx.emit(Note(ctx.notes[-1]))
             return "lost"
-        ctx.con.execute(
-            "insert into research_ledger values (?, ?, ?, 'possible', ?, ?, ?)",
-            [ctx.run_id, request_no, ref, credits_max, now,
-             "sent without an answer; the key's usage cannot tell whether it was billed"],
+        book.possible(
+            request_no, ref, credits_max,
+            "sent without an answer; the key's usage cannot tell whether it was billed",
         )  # fmt: skip
         _set(
             ctx,

@@ -17,7 +17,7 @@ from placeflow.state.owners import BEAT_EVERY, owned_now
 from placeflow.state.runread import RunReader
 
 Clock = Callable[[], datetime]
-LedgerKind = Literal["hold", "charge", "release", "adjustment"]
+LedgerKind = Literal["hold", "charge", "release", "adjustment", "possible"]
 
 
 def utc_now() -> datetime:
@@ -36,6 +36,48 @@ class RunBook(RunReader):
         self._thread = threading.get_ident()
 
     # --- the run --------------------------------------------------------------------------------
+
+    def record(self, run: dict[str, Any]) -> None:
+        """Insert the run's row (a `runs` row's columns), this process its owner."""
+        self._beaten = run["created_at"]
+        values = {**run, "run_id": self.run_id, **owned_now(run["created_at"])}
+        names = ", ".join(values)
+        marks = ", ".join("?" for _ in values)
+        self.con.execute(
+            f"insert into runs ({names}) values ({marks})",  # noqa: S608 - our columns
+            list(values.values()),
+        )
+
+    def update(self, **values: Any) -> None:
+        """Set columns of the run's row (a research run's status, usage, counts, message)."""
+        self._run(**values)
+
+    def charge(
+        self,
+        chunk_no: int,
+        ref: str,
+        credits: int,
+        note: str,
+        at: datetime | None = None,
+        *,
+        replaces: str | None = None,
+    ) -> None:
+        """What a request was charged (a research request's answer, or its lost answer per the
+        key's usage); nothing is written for 0 credits. `replaces`: the ref of an earlier load's
+        charge of the same answer (a load repeated after a crash) replaced, never added to."""
+        if replaces is not None:
+            self.con.execute(
+                "delete from credit_ledger where run_id = ? and chunk_no = ? and kind = 'charge'"
+                " and ref = ?",
+                [self.run_id, chunk_no, replaces],
+            )
+        if credits:
+            self._ledger(chunk_no, ref, "charge", credits, note, at)
+
+    def possible(self, chunk_no: int, ref: str, credits: int, note: str) -> None:
+        """A research request that may have been billed without its answer: its possible
+        credits (not ruled out, not counted as charged)."""
+        self._ledger(chunk_no, ref, "possible", credits, note)
 
     def adjusted(self, credits: int, note: str) -> None:
         """The ledger balanced to the service's usage: a signed entry of the difference."""

@@ -54,11 +54,15 @@ def unfinished_run(con: duckdb.DuckDBPyConnection, fingerprint: str) -> str | No
 
 def stored_run(con: duckdb.DuckDBPyConnection, run_id: str) -> StoredRun:
     rows = con.execute(
-        "select status, options, inputs from runs where run_id = ?", [run_id]
+        "select status, options, inputs, mode from runs where run_id = ?", [run_id]
     ).fetchall()  # all: a result left unfinished would refuse the caller's next query
     row = rows[0] if rows else None
     if row is None:
         raise UnknownRun(f"no run {run_id} in this database: `placeflow runs` lists them")
+    if row[3] == "research":
+        raise UnknownRun(
+            f"{run_id} is a research run: the same `placeflow research` command resumes it"
+        )
     return StoredRun(run_id, str(row[0]), RunOptions.parse(str(row[1])), tuple(json.loads(row[2])))
 
 

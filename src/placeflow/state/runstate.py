@@ -23,7 +23,6 @@ import polars as pl
 
 from placeflow.errors import IllegalMove
 from placeflow.state.lifecycle import MOVES, NO_RESULT_FILE, UNCERTAIN, UNKNOWN_JOB
-from placeflow.state.owners import owned_now
 from placeflow.state.records import MATCHED, REJECTS, REQUESTS, STAGED, Chunk, Plan, jobs_table
 from placeflow.state.runbook import Clock, RunBook, utc_now
 from placeflow.state.runread import StoredRun, stored_run, unfinished_run
@@ -45,9 +44,9 @@ def open_run(state: RunState, run: dict[str, Any], plan: Plan | None) -> None:
 
 
 def record_rows(con: duckdb.DuckDBPyConnection, run_id: str, plan: dict[str, pl.DataFrame]) -> None:
-    """Record the input rows, rejects and places of a run kept elsewhere (a research run, whose
-    own row is in research_runs): `plan` holds any of run_rows, rejects and run_places (without
-    run_id). Call it inside the transaction that records the run itself."""
+    """Record the input rows, rejects and places of a run planned outside staging (a research
+    run): `plan` holds any of run_rows, rejects and run_places (without run_id). Call it inside
+    the transaction that records the run itself (`RunBook.record`)."""
     with_run = pl.lit(run_id).alias("run_id")
     for table in ("run_rows", "rejects", "run_places"):
         frame = plan.get(table)
@@ -71,17 +70,10 @@ class RunState(RunBook):
         1M rows before the first request could go out, on two 10.0 s (3.5 CPU s more), the
         peak RSS of the run unchanged.
         """
-        self._beaten = run["created_at"]
-        values = {**run, "run_id": self.run_id, **owned_now(run["created_at"])}
-        names = ", ".join(values)
-        marks = ", ".join("?" for _ in values)
         with transaction(self.con):
-            self.con.execute(
-                f"insert into runs ({names}) values ({marks})",  # noqa: S608 - our columns
-                list(values.values()),
-            )
+            self.record(run)
             if plan is None:
-                self._run(finished_at=values["created_at"])
+                self._run(finished_at=run["created_at"])
                 return
             run_id = {"run_id": self.run_id}
             self.con.execute(sql_text("open/run_rows_kept"), run_id)
