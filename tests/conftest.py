@@ -18,6 +18,7 @@ from tests.prefect_harness import EARLY, EarlyServer
 PREFECT_GROUP = "prefect-server"
 
 
+@pytest.hookimpl(tryfirst=True)  # before xdist's own, which reads the groups' marks
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Order the tests that use `prefect_api` (last alone, first as one group under xdist) and,
     alone, start their server now."""

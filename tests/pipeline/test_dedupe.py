@@ -262,7 +262,7 @@ places_rows = st.lists(
 )
 
 
-@FAST
+@settings(FAST, max_examples=15)  # two dedupes (fuzzy pass included) per example: ~0.3 s each
 @given(places_rows)
 def test_dedupe_keeps_every_row_once_and_is_idempotent(data: list[dict[str, object]]) -> None:
     """Every row comes out once, in order, one submitted per key; a second pass changes nothing."""
