@@ -13,6 +13,8 @@ DuckDB lets one process open a database for writing; a second one gets `Warehous
 
 from __future__ import annotations
 
+import functools
+import hashlib
 import os
 import re
 import secrets
@@ -120,8 +122,8 @@ def connect(
     else:
         try:
             writer_settings(con)
-            migrate(con)
-            apply_views(con)
+            migrated = migrate(con)
+            apply_views(con, force=bool(migrated))
         except BaseException:
             con.close()
             raise
@@ -271,8 +273,31 @@ def migrate(con: duckdb.DuckDBPyConnection) -> list[str]:
     return done
 
 
-def apply_views(con: duckdb.DuckDBPyConnection) -> list[str]:
-    """(Re)create every view of sql/views/, dependencies first whatever the file order."""
+@functools.cache
+def views_digest() -> str:
+    """sha256 of every sql/views/ file's name and text, in name order (read once a process)."""
+    digest = hashlib.sha256()
+    for name in sql_names("views"):
+        digest.update(f"{name}\0{sql_text(f'views/{name}')}\0".encode())
+    return digest.hexdigest()
+
+
+def views_current(con: duckdb.DuckDBPyConnection) -> bool:
+    """Whether the warehouse's views (and macros) were created from today's sql/views/ and
+    none of those views is gone since."""
+    row = con.execute(
+        "select digest = ? and views = (select count(*) from duckdb_views() where not internal)"
+        " from view_set",
+        [views_digest()],
+    ).fetchone()
+    return bool(row and row[0])
+
+
+def apply_views(con: duckdb.DuckDBPyConnection, *, force: bool = False) -> list[str]:
+    """(Re)create every view of sql/views/, dependencies first whatever the file order, unless
+    the warehouse has them from the same files already (`force`: after a migration, always)."""
+    if not force and views_current(con):
+        return []
     pending = sql_names("views")
     created: list[str] = []
     while pending:
@@ -290,6 +315,13 @@ def apply_views(con: duckdb.DuckDBPyConnection) -> list[str]:
         if len(failed) == len(pending):
             raise MigrationError(f"views {', '.join(failed)} cannot be created: {last}")
         pending = failed
+    with transaction(con):
+        con.execute("delete from view_set")
+        con.execute(
+            "insert into view_set select ?, (select count(*) from duckdb_views()"
+            " where not internal), ?",
+            [views_digest(), datetime.now(UTC)],
+        )
     return created
 
 
