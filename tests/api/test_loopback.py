@@ -55,6 +55,7 @@ def count(sandbox: Sandbox, route: str, status: str | None = None) -> int:
     return int(sum(by_status.values()) if status is None else by_status.get(status, 0))
 
 
+@pytest.mark.slow  # real-time windows: parallel workers loading the machine make arrivals lag
 def test_concurrent_tasks_sharing_a_limiter_stay_within_both_windows() -> None:
     """110 requests from 8 threads on two clients of one key: no 429, peaks within 10/s, 100/min.
 
