@@ -97,7 +97,8 @@ def test_rows_gives_every_input_row_back_with_its_outcome(
     shutil.copy(FIXTURE, data)
     with data.open("a", encoding="utf-8") as f:
         f.write(
-            "10001-9,Harbor Coffee,Company Owned,1 Main St,San Juan,PR,PRI,901,,,-66.1,18.45\r\n"
+            # the same store listed again (its number too: two store numbers are two stores)
+            "10001-1,Harbor Coffee,Company Owned,1 Main St,San Juan,PR,PRI,901,,,-66.1,18.45\r\n"
         )
         f.write("bad,,Licensed,,,,USA,,,,,\r\n")
     db = tmp_path / "wh.duckdb"
@@ -112,7 +113,7 @@ def test_rows_gives_every_input_row_back_with_its_outcome(
     back = pl.read_csv(out, infer_schema=False)
     assert back.height == 10
     assert back.columns[:3] == ["Store Number", "Store Name", "Ownership Type"]
-    assert back.get_column("Store Number").to_list()[-2:] == ["10001-9", "bad"]
+    assert back.get_column("Store Number").to_list()[-2:] == ["10001-1", "bad"]
     dup = back.row(8, named=True)
     assert dup["disposition"] == "duplicate"
     assert dup["note"].startswith(f"duplicate of row 1 of {data}; postcode 901 restored")
