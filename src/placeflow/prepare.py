@@ -102,7 +102,7 @@ def gather(
             del rows
             infos.append(info)
             staging.append(REJECTS, rejects)
-            staging.append(PLACES, r.batch("dedupe", keyed)(places))
+            staging.append(PLACES, r.batch("dedupe", keyed)(places, keys_given=source.keys_given))
             del places, rejects
         r.done("read", read_rows.info)
         r.done("normalize", merged(infos))

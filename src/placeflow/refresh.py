@@ -182,6 +182,11 @@ class WarehouseSource:
     def inputs(self) -> tuple[str, ...]:
         return (self.name,)
 
+    @property
+    def keys_given(self) -> bool:
+        """Each row's source_id is the place's key in the warehouse: kept, never made anew."""
+        return True
+
     def identity(self) -> list[str]:
         """The warehouse and the selection's terms (not the places found: an unfinished
         refresh of the same terms is resumed, never sent again)."""

@@ -52,10 +52,14 @@ class DedupeInfo:
     known: int = 0
 
 
-def keyed(places: pl.DataFrame) -> pl.DataFrame:
+def keyed(places: pl.DataFrame, *, keys_given: bool = False) -> pl.DataFrame:
     """A normalised places batch with each row's own `place_key` and `core_key` (see
-    `corekey`) set: what is staged in PLACES."""
-    return places.with_columns(*keys_and_cores(places))
+    `corekey`) set: what is staged in PLACES. With `keys_given` (a source of the warehouse's
+    own places, `Source.keys_given`) a row's source_id is its place_key, kept as it is."""
+    keys, cores = keys_and_cores(places)
+    if keys_given:
+        keys = places.get_column("source_id").fill_null(keys).rename("place_key")
+    return places.with_columns(keys, cores)
 
 
 def dedupe_staged(
@@ -128,10 +132,12 @@ def dedupe(
     not_a_match: pl.DataFrame | None = None,
     threshold: float = DEFAULT_MATCH_THRESHOLD,
     ids_may_repeat: bool = False,
+    keys_given: bool = False,
 ) -> tuple[pl.DataFrame, DedupeInfo]:
-    """`dedupe_staged` on a frame: its rows keyed (`keyed`) and staged in a scratch database;
-    the deduped rows come back in row_ord order, with the columns `dedupe_staged` adds after
-    the frame's own (`place_key` and `core_key` among them, set anew).
+    """`dedupe_staged` on a frame: its rows keyed (`keyed`, `keys_given` as there) and staged
+    in a scratch database; the deduped rows come back in row_ord order, with the columns
+    `dedupe_staged` adds after the frame's own (`place_key` and `core_key` among them, set
+    anew).
 
     Running it again on its own output changes nothing: the columns it added are dropped, and
     the keys and notes made anew.
@@ -141,7 +147,7 @@ def dedupe(
     if not has_note:
         own = own.with_columns(pl.lit(None, pl.String).alias("note"))
     with Staging.scratch() as staging, staging.limited():
-        staging.append(PLACES, keyed(own))
+        staging.append(PLACES, keyed(own, keys_given=keys_given))
         del own
         info = dedupe_staged(
             staging, mode=mode, not_a_match=not_a_match, threshold=threshold,

@@ -341,11 +341,17 @@ class Source(Protocol):
     `batch_rows` rows each, its `info` the summary once exhausted; `rows` returns them in one
     frame, with the summary (small sources, research); `inputs` names the source in the run's
     record; `identity` says what makes two runs of it the same command (an unfinished run with
-    the same identity and options is resumed).
+    the same identity and options is resumed); `keys_given` is true when each row's source_id
+    is the place_key the warehouse already knows the place by (the warehouse's own places): the
+    row keeps that key, never keyed anew from its fields (a key made unique by a phone or an id
+    the stored request does not carry would come out another).
     """
 
     @property
     def inputs(self) -> tuple[str, ...]: ...
+
+    @property
+    def keys_given(self) -> bool: ...
 
     def identity(self) -> list[str]: ...
 
@@ -359,6 +365,11 @@ class FileSource:
     """CSV and Parquet files, or globs of them, read in the order given."""
 
     inputs: tuple[str, ...]
+
+    @property
+    def keys_given(self) -> bool:
+        """A file's places are keyed from their fields."""
+        return False
 
     def identity(self) -> list[str]:
         """Each file's resolved path, size and modification time."""

@@ -109,13 +109,15 @@ def prepare(
     con: duckdb.DuckDBPyConnection | None,
     now: datetime,
     emit: Emit = ignore,
+    keys_given: bool = False,
 ) -> Prepared:
-    """Everything after reading up to the first request; nothing sent, nothing written."""
+    """Everything after reading up to the first request; nothing sent, nothing written
+    (`keys_given`: the rows' source_ids are their place_keys, `Source.keys_given`)."""
     emit(StageStarted("normalize"))
     places, rejects, norm = normalize(rows)
     emit(StageFinished("normalize", norm, {"rows": norm.rows, "rejected": norm.rejected}))
     emit(StageStarted("dedupe"))
-    deduped, info = dedupe(places)
+    deduped, info = dedupe(places, keys_given=keys_given)
     emit(StageFinished("dedupe", info, {"unique": info.unique, "duplicates": info.duplicates}))
     submitted = pl.col("disposition") == "submitted"
     if options.sample is not None:  # a first look: the rows up to the N-th place to research
@@ -236,7 +238,10 @@ def research(
         existing = Path(db).exists() and str(db) != ":memory:"
         con = connect(db, read_only=True) if existing else None
         try:
-            prepared = prepare(rows, options, rates, con=con, now=started, emit=emit)
+            prepared = prepare(
+                rows, options, rates, con=con, now=started, emit=emit,
+                keys_given=source.keys_given,
+            )  # fmt: skip
         finally:
             if con is not None:
                 con.close()
@@ -254,7 +259,10 @@ def research(
         ).fetchone()
         if found is None:
             rows = read_source(source, emit, options.read_as)
-            prepared = prepare(rows, options, rates, con=con, now=started, emit=emit)
+            prepared = prepare(
+                rows, options, rates, con=con, now=started, emit=emit,
+                keys_given=source.keys_given,
+            )  # fmt: skip
             run_id = f"rr_{started:%Y%m%dT%H%M%S}_{secrets.token_hex(3)}"
             run = run_row(
                 run_id, started, options, fingerprint=print_, inputs=source.inputs,

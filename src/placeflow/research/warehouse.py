@@ -90,6 +90,10 @@ class DueSource:
     def inputs(self) -> tuple[str, ...]:
         return self.places.inputs
 
+    @property
+    def keys_given(self) -> bool:
+        return self.places.keys_given
+
     def identity(self) -> list[str]:
         """The warehouse and the selection's terms (never the places found or the time: an
         unfinished research of the same terms is resumed, never planned again)."""
