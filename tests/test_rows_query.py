@@ -175,9 +175,9 @@ def test_places_that_keep_failing_are_held_back(
 def test_a_newly_mapped_region_buys_nothing_again(
     served: tuple[Sandbox, Target], tmp_path: Path
 ) -> None:
-    """Run a file without its region, then map the region: keys change, but the fresh stage
-    finds the earlier outcomes by core key, sends nothing, and says why; when those outcomes
-    are stale the places are sent again, with a warning."""
+    """Run a file without its region, then map the region: keys change, but the places are
+    matched to the ones the warehouse knows (or found by core key), nothing is sent, and the
+    run says why; when those outcomes are stale the places are sent again, with a warning."""
     sandbox, target = served
     data = tmp_path / "stores.csv"
     text = FIXTURE.read_text(encoding="utf-8-sig").replace("State/Province", "Area")
@@ -197,13 +197,16 @@ def test_a_newly_mapped_region_buys_nothing_again(
         for w in second.inputs["warnings"]
     )
     with duckdb.connect(str(db), read_only=True) as con:
-        keys = con.execute(
-            "select count(*) filter (where outcome_key <> place_key),"
-            " count(*) filter (where success) from run_row_outcomes where run_id = ?",
-            [second.run_id],
+        keys = con.execute(  # keyed anew, each answered by the first run's outcome
+            "select count(*) filter (where outcome_key in"
+            "  (select place_key from run_places where run_id = $first)),"
+            " count(*) filter (where success),"
+            " (select count(*) from run_rows where run_id = $second and own_key <> place_key)"
+            " from run_row_outcomes where run_id = $second",
+            {"first": first.run_id, "second": second.run_id},
         ).fetchall()
         assert run_checks(con) == {} or all(v == 0 for v in run_checks(con).values())
-    assert keys == [(8, 8)]
+    assert keys == [(8, 8, 8)]
     stale = placeflow.run(
         [str(data)], options=RunOptions(route="sync", mapping={"region": "Area"}, max_age_days=0),
         db=db, target=target,

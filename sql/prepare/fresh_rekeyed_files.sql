@@ -1,7 +1,10 @@
 -- fresh_rekeyed_files: each input file most of whose places to send (pf_fresh_candidates) were
--- run before under other keys (pf_fresh_rekeyed), in the order of the files' first rows: how
--- many places it sends, how many were re-keyed, and how many of those an earlier key's fresh
--- outcome answers (pf_fresh_core). The fresh stage warns of each.
+-- run before under other keys, in the order of the files' first rows: how many places it
+-- sends, how many were re-keyed, and how many of those an earlier key's fresh outcome answers.
+-- A place was re-keyed when an earlier key of its core was run (pf_fresh_rekeyed; answered by
+-- pf_fresh_core), or when the dedupe matched it to a place the warehouse knows (its key is no
+-- row's own key in pf_staged_deduped; answered when that key is fresh, pf_fresh_own). The
+-- fresh stage warns of each.
 
 with
 
@@ -13,12 +16,25 @@ candidates as (
     from pf_fresh_candidates
 ),
 
+own_keys as (
+    select distinct own_key as place_key from pf_staged_deduped
+),
+
+known as (
+    select distinct place_key from candidates
+    anti join own_keys using (place_key)
+),
+
 rekeyed as (
-    select distinct place_key from pf_fresh_rekeyed
+    select place_key from pf_fresh_rekeyed
+    union
+    select place_key from known
 ),
 
 answered as (
-    select distinct place_key from pf_fresh_core
+    select place_key from pf_fresh_core
+    union
+    select place_key from pf_fresh_own semi join known using (place_key)
 ),
 
 flagged as (

@@ -119,27 +119,37 @@ def test_fuzzy_duplicates_are_paid_once_per_cluster(
 def test_a_pair_marked_not_a_match_is_sent_as_two_places(
     tmp_path: Path, serve_sandbox: ServeSandbox, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """`placeflow not-a-match` on an original and its variant: the next run sends both."""
+    """A run merges a variant into its original; `placeflow not-a-match FILE:ROW FILE:ROW`
+    (the rows as the user sees them) parts them; the next run of the file sends the variant
+    under its own key (the original's answer is fresh: not bought again)."""
     sb = serve_sandbox()
     db = tmp_path / "wh.duckdb"
     path = _input(tmp_path)
-    first = _own_key(path, "2")  # asahi ramen (Zagat id 2)
-    second = _own_key(path, "2v")
+    first, second = _own_key(path, "2"), _own_key(path, "2v")  # asahi ramen, Zagat id 2
     assert first != second
-    assert main(["not-a-match", second, first, "--note", "two places", "--db", str(db)]) == 0
+    state, s = run_flow(inputs=[str(path)], db=str(db), ids_may_repeat_places=True)
+    assert state == "COMPLETED" and s["fuzzy_duplicates"] == 8
+    rows = _rows(db, s["run_id"]).with_row_index("line", offset=1)  # data rows, file order
+    merged = rows.filter(pl.col("source_id") == "2v").row(0, named=True)
+    original = rows.filter(pl.col("source_id") == "2").row(0, named=True)
+    assert merged["disposition"] == "duplicate" and merged["place_key"] == original["place_key"]
+    refs = [f"{path}:{merged['line']}", f"{path}:{original['line']}"]
+    assert main(["not-a-match", *refs, "--note", "two places", "--db", str(db)]) == 0
     assert first in capsys.readouterr().out
     with duckdb.connect(str(db), read_only=True) as con:
         marked = con.execute("select place_key_a, place_key_b, note from not_a_match").fetchall()
     assert marked == [(min(first, second), max(first, second), "two places")]
-    state, s = run_flow(inputs=[str(path)], db=str(db), ids_may_repeat_places=True)
+    billed_before = set(_billed(sb))
+    assert first in billed_before and second not in billed_before
+    state, again = run_flow(inputs=[str(path)], db=str(db), ids_may_repeat_places=True)
     assert state == "COMPLETED"
-    assert (s["duplicates"], s["fuzzy_duplicates"], s["submitted"]) == (9, 7, 9)
-    rows = _rows(db, s["run_id"])
-    sent = set(rows.filter(pl.col("disposition") == "submitted")["place_key"])
-    assert {first, second} <= sent
+    assert again["submitted"] == 1 and again["fuzzy_duplicates"] == 7
+    rows = _rows(db, again["run_id"])
+    sent = rows.filter(pl.col("disposition") == "submitted")
+    assert sent["place_key"].to_list() == [second] and sent["source_id"].to_list() == ["2v"]
     billed = _billed(sb)
-    assert len(billed) == len(set(billed)) == s["succeeded"]
-    assert s["succeeded"] + s["failed"] == 9
+    assert len(billed) == len(set(billed)) and set(billed) - billed_before <= {second}
+    assert sb.credits()["charged"] == s["charged"] + again["charged"] == len(billed)
 
 
 def test_dedupe_exact_sends_every_variant(tmp_path: Path, serve_sandbox: ServeSandbox) -> None:

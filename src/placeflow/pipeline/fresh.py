@@ -133,8 +133,8 @@ def _rekey_warnings(staging: Staging) -> tuple[str, ...]:
     their earlier outcomes were used or they are bought again."""
     return tuple(
         f"{file}: {m:,} of {n:,} places were run before under other keys (region or postcode"
-        f" newly filled or mapped differently?); {u:,} use their earlier fresh outcomes,"
-        f" {m - u:,} are sent again"
+        f" newly filled or mapped differently, or spelled otherwise?); {u:,} use their earlier"
+        f" fresh outcomes, {m - u:,} are sent again"
         for file, n, m, u in staging.con.sql(sql_text("prepare/fresh_rekeyed_files")).fetchall()
     )
 
