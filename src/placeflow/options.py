@@ -11,7 +11,6 @@ wait, not what to do). `attributes` also takes the CLI's
 
 from __future__ import annotations
 
-import argparse
 import json
 from collections.abc import Mapping
 from typing import Any, Literal
@@ -364,7 +363,8 @@ def _reason(error: ErrorDetails) -> str:
     return f"{'.'.join(str(p) for p in error['loc'])}: {message}"
 
 
-def _extra(name: str) -> dict[str, Any]:
+def option_extra(name: str) -> dict[str, Any]:
+    """An option's `json_schema_extra` marks (flag, metavar, cli, estimate, identity)."""
     extra = RunOptions.model_fields[name].json_schema_extra
     return dict(extra) if isinstance(extra, dict) else {}
 
@@ -373,36 +373,7 @@ def _identity(marked: object) -> set[str]:
     """Options whose `identity` mark is `marked`: False (never part of a run's identity) or
     "when set" (part of it only when given another value than its default, so an option added
     later leaves the identity of a run made before it, and its resume, as it was)."""
-    return {n for n in RunOptions.model_fields if _extra(n).get("identity") == marked}
-
-
-def add_option_flags(parser: argparse.ArgumentParser, *, command: str) -> None:
-    """One flag per option (defaults left to the model: a flag not given is not passed)."""
-    for name, info in RunOptions.model_fields.items():
-        extra = _extra(name)
-        if extra.get("cli") is False or (command == "estimate" and extra.get("estimate") is False):
-            continue
-        flag = str(extra.get("flag", "--" + name.replace("_", "-")))
-        kw: dict[str, Any] = {"dest": name, "help": info.description, "default": argparse.SUPPRESS}
-        if "metavar" in extra:
-            kw["metavar"] = extra["metavar"]
-        annotation = info.annotation
-        if annotation is bool:
-            kw["action"] = "store_true"
-        elif name in ("mapping", "constants"):
-            kw["action"] = "append"
-        elif getattr(annotation, "__origin__", None) is Literal:
-            kw["choices"] = annotation.__args__  # type: ignore[union-attr]  # a Literal's values
-        elif name != "attributes":
-            text = annotation in (str, str | None)
-            kw["type"] = float if annotation is float else (str if text else int)
-        parser.add_argument(flag, **kw)
-
-
-def options_from_args(args: argparse.Namespace, **overrides: Any) -> RunOptions:
-    """The options the parsed flags give (flags not given keep the model's defaults)."""
-    given = {n: getattr(args, n) for n in RunOptions.model_fields if hasattr(args, n)}
-    return RunOptions.parse({**given, **overrides})
+    return {n for n in RunOptions.model_fields if option_extra(n).get("identity") == marked}
 
 
 def split_options(params: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -416,7 +387,6 @@ __all__ = [
     "DedupeMode",
     "Route",
     "RunOptions",
-    "add_option_flags",
-    "options_from_args",
+    "option_extra",
     "split_options",
 ]

@@ -10,8 +10,9 @@ from pathlib import Path
 import pytest
 
 from placeflow.cli.main import build_parser
+from placeflow.cli.options import options_from_args
 from placeflow.errors import InputError, OptionsError
-from placeflow.options import RunOptions, options_from_args
+from placeflow.options import RunOptions
 from placeflow.pipeline.mapping_report import describe, input_report
 from placeflow.pipeline.normalize import normalize
 from placeflow.pipeline.read import read_inputs

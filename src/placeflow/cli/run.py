@@ -12,9 +12,10 @@ from typing import TYPE_CHECKING, Any
 
 from placeflow.cli.args import add_db, add_json, add_quiet
 from placeflow.cli.carried import add_prefect, carried, watched
+from placeflow.cli.options import add_option_flags, options_from_args
 from placeflow.config import load_settings
 from placeflow.errors import EXIT_FAILED, EXIT_OK, EXIT_USAGE, UsageError
-from placeflow.options import RunOptions, add_option_flags, options_from_args
+from placeflow.options import RunOptions
 from placeflow.text import printable
 
 if TYPE_CHECKING:

@@ -4,8 +4,8 @@ Every draw comes from one keyed hash of a place's fingerprint (synth_draws), so 
 seed and epoch always give the same outcome and the client's `id` never changes it. Result lines
 are assembled from JSON fragments serialised once at import (no json.dumps per row), so a bulk
 file renders at around 10^5 rows/s; `validate_outcome` / `enrich_outcome` return those very
-lines parsed, so a single-place answer and a job file line can never disagree. The tables, the
-attribute values and the deep research rows live in synth_research.
+lines parsed, so a single-place answer and a job file line can never disagree. The tables and
+the attribute values live in synth_tables, the deep research rows in synth_research.
 """
 
 from __future__ import annotations
@@ -26,7 +26,9 @@ from placeflow.emulator.synth_draws import (
 )
 from placeflow.emulator.synth_draws import SynthSettings as SynthSettings  # re-export
 from placeflow.emulator.synth_draws import place_fingerprint as place_fingerprint  # re-export
-from placeflow.emulator.synth_research import (
+from placeflow.emulator.synth_research import Place, research_row
+from placeflow.emulator.synth_research import research_estimate as research_estimate  # re-export
+from placeflow.emulator.synth_tables import (
     ATTR_CELL_TAIL,
     ATTR_KEY,
     ATTR_NULL,
@@ -37,13 +39,10 @@ from placeflow.emulator.synth_research import (
     OP_JSON,
     REASON_OF,
     STATUS_OF,
-    Place,
     place_slug,
-    research_row,
     summary_sentence,
     value_json,
 )
-from placeflow.emulator.synth_research import research_estimate as research_estimate  # re-export
 from placeflow.fields import DEFAULT_ENRICH_ATTRIBUTES, VALUE_ATTRIBUTES
 
 

@@ -17,7 +17,7 @@ from json.encoder import encode_basestring_ascii
 from operator import itemgetter
 from typing import Any
 
-from placeflow.emulator.synth_research import compact
+from placeflow.emulator.synth_tables import compact
 
 
 @dataclass(frozen=True)
