@@ -40,7 +40,7 @@ def build(work: Path, csv: Path) -> None:
     from placeflow.options import RunOptions
     from placeflow.pipeline.dedupe import dedupe
     from placeflow.pipeline.normalize import normalize
-    from placeflow.pipeline.read import FileSource, read
+    from placeflow.pipeline.source import FileSource, read
     from placeflow.warehouse import connect
 
     options = RunOptions(mode="validate")

@@ -103,7 +103,7 @@ def _as_the_pipeline_sees(frame: pl.DataFrame) -> pl.DataFrame:
     from placeflow.options import RunOptions
     from placeflow.pipeline.dedupe import dedupe
     from placeflow.pipeline.normalize import normalize
-    from placeflow.pipeline.read import FileSource, read
+    from placeflow.pipeline.source import FileSource, read
 
     with tempfile.TemporaryDirectory(prefix="pool_") as tmp:
         path = Path(tmp) / "pool.csv"

@@ -34,7 +34,7 @@ if TYPE_CHECKING:
     from placeflow.options import RunOptions
     from placeflow.orchestrate import resume, run
     from placeflow.pipeline.account import RunSummary
-    from placeflow.pipeline.read import FileSource, Source
+    from placeflow.pipeline.source import FileSource, Source
     from placeflow.prepare import Preview, preview
     from placeflow.steps import Step
     from placeflow.target import Target
@@ -47,8 +47,8 @@ _LAZY = {
     "Step": "placeflow.steps",
     "RunOptions": "placeflow.options",
     "RunSummary": "placeflow.pipeline.account",
-    "Source": "placeflow.pipeline.read",
-    "FileSource": "placeflow.pipeline.read",
+    "Source": "placeflow.pipeline.source",
+    "FileSource": "placeflow.pipeline.source",
     "Target": "placeflow.target",
     "PlaceflowError": "placeflow.errors",
 }

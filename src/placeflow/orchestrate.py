@@ -34,7 +34,7 @@ from placeflow.pipeline.known import KnownLookup, known_places
 from placeflow.pipeline.mapping_report import input_report
 from placeflow.pipeline.notamatch import not_a_match_pairs
 from placeflow.pipeline.plan import estimate, refusal
-from placeflow.pipeline.read import Source
+from placeflow.pipeline.source import Source
 from placeflow.pipeline.staging import Staging
 from placeflow.prepare import as_source, counts_of, fingerprint, gather, plan_places
 from placeflow.state.owners import owner_of

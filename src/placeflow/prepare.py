@@ -26,7 +26,8 @@ from placeflow.pipeline.known import KnownLookup, known_places
 from placeflow.pipeline.normalize import NormalizeInfo, merged, normalize
 from placeflow.pipeline.notamatch import not_a_match_pairs
 from placeflow.pipeline.plan import Estimate, estimate, plan
-from placeflow.pipeline.read import OUTPUT_SCHEMA, FileSource, Source, stream
+from placeflow.pipeline.read import OUTPUT_SCHEMA
+from placeflow.pipeline.source import FileSource, Source, stream
 from placeflow.pipeline.staging import Staging
 from placeflow.state.records import PLACES, REJECTS, Plan
 from placeflow.state.runstate import Clock, utc_now

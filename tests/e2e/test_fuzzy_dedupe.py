@@ -16,7 +16,7 @@ from placeflow.cli.main import main
 from placeflow.options import RunOptions
 from placeflow.pipeline.normalize import normalize
 from placeflow.pipeline.placekey import place_keys
-from placeflow.pipeline.read import FileSource, read
+from placeflow.pipeline.source import FileSource, read
 
 from .conftest import KEY, ServeSandbox, run_flow, write_csv
 

@@ -18,14 +18,13 @@ from polars.testing import assert_frame_equal
 from placeflow.options import RunOptions
 from placeflow.pipeline.read import (
     OUTPUT_SCHEMA,
-    FileSource,
     InputError,
     ReadInfo,
     ReadStream,
     read_inputs,
-    stream,
     stream_inputs,
 )
+from placeflow.pipeline.source import FileSource, stream
 from tests.pipeline.conftest import SAMPLES, WriteFile
 
 SIZES = (1, 2, 3, 7, 1_000_000)

@@ -28,7 +28,7 @@ from placeflow.cli.args import add_db, add_json, add_quiet, one_command
 from placeflow.config import in_ci, load_settings
 from placeflow.errors import EXIT_USAGE, PlaceflowError, UsageError, exit_code
 from placeflow.options import RunOptions
-from placeflow.pipeline.read import Source
+from placeflow.pipeline.source import Source
 from placeflow.research.fields import FieldSpecError, build_specs
 from placeflow.research.plan import ResearchSpec
 from placeflow.research.run import ResearchOptions, read_options, research

@@ -34,7 +34,7 @@ from placeflow.fields import PLACE_FIELDS
 from placeflow.options import RunOptions
 from placeflow.pipeline.dedupe import dedupe
 from placeflow.pipeline.normalize import normalize
-from placeflow.pipeline.read import FileSource, Source
+from placeflow.pipeline.source import FileSource, Source
 from placeflow.research.account import run_row, set_run, summary
 from placeflow.research.estimate import estimate_summary, first_request, refusal_of
 from placeflow.research.fields import field_signature, make_spec
