@@ -19,6 +19,7 @@ import os
 import re
 import secrets
 import sys
+import tempfile
 import threading
 import time
 from collections.abc import Iterator
@@ -114,6 +115,7 @@ def connect(
         if not read_only:
             target.parent.mkdir(parents=True, exist_ok=True)
     config = {"enable_external_access": False} if sealed else None
+    copied = not in_memory and not read_only and _copy_template(target)
     con = open_database(
         MEMORY if in_memory else target, read_only=read_only, wait=wait, config=config
     )
@@ -122,12 +124,73 @@ def connect(
     else:
         try:
             writer_settings(con)
+            if copied:  # its migrations and views were applied now, by this copy
+                now = datetime.now(UTC)
+                with transaction(con):
+                    con.execute("update schema_migrations set applied_at = ?", [now])
+                    con.execute("update view_set set applied_at = ?", [now])
             migrated = migrate(con)
             apply_views(con, force=bool(migrated))
         except BaseException:
             con.close()
             raise
     return con
+
+
+class _Template:
+    """A process's migrated empty warehouse, as bytes: its first new warehouse file is migrated
+    in place; from its second on (a test run, a benchmark, a worker) this template is made once
+    by `migrate` and `apply_views` themselves, and each new file is a copy of it (0.08 CPU s,
+    not 0.7). Its schema, views and migration history are theirs; `connect` then stamps the
+    history with the copy's time and runs `migrate` and `apply_views` as ever (no-ops unless
+    sql/ changed since)."""
+
+    lock = threading.Lock()
+    new_files = 0
+    image: bytes | None = None
+
+
+def _migrated_image() -> bytes:
+    """The bytes of a new warehouse file, migrated and its views applied, then closed."""
+    with tempfile.TemporaryDirectory(prefix="placeflow-template-") as folder:
+        made = Path(folder) / "template.duckdb"
+        con = open_database(made, read_only=False, wait=0.0)
+        try:
+            writer_settings(con)
+            migrate(con)
+            apply_views(con, force=True)
+        finally:
+            con.close()
+        return made.read_bytes()
+
+
+def _copy_template(target: Path) -> bool:
+    """Place a copy of the template at `target` when no database is there; whether it did. It
+    appears whole or not at all (a hard link of a finished copy), so a process opening the
+    same new path meanwhile opens either nothing or a migrated warehouse; on any failure (no
+    hard links here, a read-only folder) nothing is placed and `connect` migrates as before."""
+    if target.exists() or Path(f"{target}.wal").exists():
+        return False
+    with _Template.lock:
+        _Template.new_files += 1
+        if _Template.new_files == 1:
+            return False
+        if _Template.image is None:
+            try:
+                _Template.image = _migrated_image()
+            except (OSError, duckdb.Error, WarehouseError):  # the file is migrated in place
+                return False
+        image = _Template.image
+    partial = target.with_name(f".{target.name}.{secrets.token_hex(4)}.partial")
+    try:
+        partial.write_bytes(image)
+        os.link(partial, target)
+    except OSError:
+        return False
+    finally:
+        with suppress(OSError):
+            partial.unlink()
+    return True
 
 
 CHECKPOINT_THRESHOLD = "512MiB"
