@@ -49,8 +49,8 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
 
 @pytest.hookimpl(trylast=True)  # after `-m 'not slow'` deselected: only tests that will run
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Order the tests that use `prefect_api` (last alone, first as one group under xdist) and,
-    alone, start their server now."""
+    """Order the tests that use `prefect_api` (last alone; under xdist one group, the groups
+    written for the controller's scheduler) and, alone, start their server now."""
     if config.option.collectonly:
         return
     needs = [item for item in items if "prefect_api" in getattr(item, "fixturenames", ())]
