@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 
 import duckdb
 
-from placeflow.dbfile import check_warehouse
+from placeflow.dbfile import check_warehouse, copy_template
 from placeflow.errors import NoWarehouse, OptionsError, WarehouseError
 
 if TYPE_CHECKING:  # polars loads only where a frame is written (a report needs none)
@@ -115,7 +115,7 @@ def connect(
         if not read_only:
             target.parent.mkdir(parents=True, exist_ok=True)
     config = {"enable_external_access": False} if sealed else None
-    copied = not in_memory and not read_only and _copy_template(target)
+    copied = not in_memory and not read_only and copy_template(target, _migrated_image)
     con = open_database(
         MEMORY if in_memory else target, read_only=read_only, wait=wait, config=config
     )
@@ -137,60 +137,23 @@ def connect(
     return con
 
 
-class _Template:
-    """A process's migrated empty warehouse, as bytes: its first new warehouse file is migrated
-    in place; from its second on (a test run, a benchmark, a worker) this template is made once
-    by `migrate` and `apply_views` themselves, and each new file is a copy of it (0.08 CPU s,
-    not 0.7). Its schema, views and migration history are theirs; `connect` then stamps the
-    history with the copy's time and runs `migrate` and `apply_views` as ever (no-ops unless
-    sql/ changed since)."""
-
-    lock = threading.Lock()
-    new_files = 0
-    image: bytes | None = None
-
-
-def _migrated_image() -> bytes:
-    """The bytes of a new warehouse file, migrated and its views applied, then closed."""
-    with tempfile.TemporaryDirectory(prefix="placeflow-template-") as folder:
-        made = Path(folder) / "template.duckdb"
-        con = open_database(made, read_only=False, wait=0.0)
-        try:
-            writer_settings(con)
-            migrate(con)
-            apply_views(con, force=True)
-        finally:
-            con.close()
-        return made.read_bytes()
-
-
-def _copy_template(target: Path) -> bool:
-    """Place a copy of the template at `target` when no database is there; whether it did. It
-    appears whole or not at all (a hard link of a finished copy), so a process opening the
-    same new path meanwhile opens either nothing or a migrated warehouse; on any failure (no
-    hard links here, a read-only folder) nothing is placed and `connect` migrates as before."""
-    if target.exists() or Path(f"{target}.wal").exists():
-        return False
-    with _Template.lock:
-        _Template.new_files += 1
-        if _Template.new_files == 1:
-            return False
-        if _Template.image is None:
-            try:
-                _Template.image = _migrated_image()
-            except (OSError, duckdb.Error, WarehouseError):  # the file is migrated in place
-                return False
-        image = _Template.image
-    partial = target.with_name(f".{target.name}.{secrets.token_hex(4)}.partial")
+def _migrated_image() -> bytes | None:
+    """The bytes of a new warehouse file migrated and its views applied by `migrate` and
+    `apply_views` themselves, then closed: the template of `copy_template`; None when it
+    cannot be made (the new file is then migrated in place)."""
     try:
-        partial.write_bytes(image)
-        os.link(partial, target)
-    except OSError:
-        return False
-    finally:
-        with suppress(OSError):
-            partial.unlink()
-    return True
+        with tempfile.TemporaryDirectory(prefix="placeflow-template-") as folder:
+            made = Path(folder) / "template.duckdb"
+            con = open_database(made, read_only=False, wait=0.0)
+            try:
+                writer_settings(con)
+                migrate(con)
+                apply_views(con, force=True)
+            finally:
+                con.close()
+            return made.read_bytes()
+    except (OSError, duckdb.Error, WarehouseError):
+        return None
 
 
 CHECKPOINT_THRESHOLD = "512MiB"

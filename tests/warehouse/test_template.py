@@ -4,6 +4,7 @@ stamped when the copy was made."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -51,13 +52,13 @@ def test_a_copied_warehouse_is_the_migrated_one(
     """A process's later new files are copies of its template: their catalog is that of a
     warehouse migrated in place, and a copy's history says when it was made."""
     copies: list[bool] = []
-    copy = warehouse._copy_template
+    copy = warehouse.copy_template
 
-    def noted(target: Path) -> bool:
-        copies.append(copy(target))
+    def noted(target: Path, make: Callable[[], bytes | None]) -> bool:
+        copies.append(copy(target, make))
         return copies[-1]
 
-    monkeypatch.setattr(warehouse, "_copy_template", noted)
+    monkeypatch.setattr(warehouse, "copy_template", noted)
     for name in ("a", "b"):  # a process's second new file on has the template
         connect(tmp_path / f"{name}.duckdb").close()
     before = datetime.now(UTC)
