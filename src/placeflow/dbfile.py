@@ -70,6 +70,7 @@ class _Template:
 
     lock = threading.Lock()
     new_files = 0
+    tried = False
     image: bytes | None = None
 
 
@@ -85,7 +86,8 @@ def copy_template(target: Path, make: Callable[[], bytes | None]) -> bool:
         _Template.new_files += 1
         if _Template.new_files == 1:
             return False
-        if _Template.image is None:
+        if not _Template.tried:  # made once: one that cannot be made is not tried again
+            _Template.tried = True
             _Template.image = make()
         image = _Template.image
     if image is None:
