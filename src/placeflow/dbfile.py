@@ -6,6 +6,11 @@ else is read or spent, by every command taking `--db` and by `placeflow.warehous
 
 from __future__ import annotations
 
+import os
+import secrets
+import threading
+from collections.abc import Callable
+from contextlib import suppress
 from pathlib import Path
 
 from placeflow.errors import NotAWarehouse
@@ -53,3 +58,47 @@ def _kind_of(head: bytes) -> str:
     if head.lstrip()[:1] in (b"{", b"["):
         return "JSON, it seems"
     return "a CSV or another kind of file, it seems"
+
+
+class _Template:
+    """A process's migrated empty warehouse, as bytes. Its first new warehouse file is migrated
+    in place (`placeflow.warehouse.connect`); from its second on (a test run, a benchmark, a
+    worker) the template is made once, by `migrate` and `apply_views` themselves, and each new
+    file is a copy of it (0.06-0.08 CPU s, not 0.7). `connect` then stamps the copy's history
+    with the copy's time and runs `migrate` and `apply_views` as ever (no-ops unless sql/
+    changed since the template was made)."""
+
+    lock = threading.Lock()
+    new_files = 0
+    tried = False
+    image: bytes | None = None
+
+
+def copy_template(target: Path, make: Callable[[], bytes | None]) -> bool:
+    """Place a copy of the process's template (made by `make` when first needed) at `target`
+    when no database is there; whether it did. It appears whole or not at all (a hard link of
+    a finished copy): a process opening the same new path meanwhile opens nothing or a
+    migrated warehouse. On any failure (no template, no hard links, a read-only folder)
+    nothing is placed and the caller migrates in place as before."""
+    if target.exists() or Path(f"{target}.wal").exists():
+        return False
+    with _Template.lock:
+        _Template.new_files += 1
+        if _Template.new_files == 1:
+            return False
+        if not _Template.tried:  # made once: one that cannot be made is not tried again
+            _Template.tried = True
+            _Template.image = make()
+        image = _Template.image
+    if image is None:
+        return False
+    partial = target.with_name(f".{target.name}.{secrets.token_hex(4)}.partial")
+    try:
+        partial.write_bytes(image)
+        os.link(partial, target)
+    except OSError:
+        return False
+    finally:
+        with suppress(OSError):
+            partial.unlink()
+    return True

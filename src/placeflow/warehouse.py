@@ -19,6 +19,7 @@ import os
 import re
 import secrets
 import sys
+import tempfile
 import threading
 import time
 from collections.abc import Iterator
@@ -29,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 
 import duckdb
 
-from placeflow.dbfile import check_warehouse
+from placeflow.dbfile import check_warehouse, copy_template
 from placeflow.errors import NoWarehouse, OptionsError, WarehouseError
 
 if TYPE_CHECKING:  # polars loads only where a frame is written (a report needs none)
@@ -114,6 +115,7 @@ def connect(
         if not read_only:
             target.parent.mkdir(parents=True, exist_ok=True)
     config = {"enable_external_access": False} if sealed else None
+    copied = not in_memory and not read_only and copy_template(target, _migrated_image)
     con = open_database(
         MEMORY if in_memory else target, read_only=read_only, wait=wait, config=config
     )
@@ -122,12 +124,36 @@ def connect(
     else:
         try:
             writer_settings(con)
+            if copied:  # its migrations and views were applied now, by this copy
+                now = datetime.now(UTC)
+                with transaction(con):
+                    con.execute("update schema_migrations set applied_at = ?", [now])
+                    con.execute("update view_set set applied_at = ?", [now])
             migrated = migrate(con)
             apply_views(con, force=bool(migrated))
         except BaseException:
             con.close()
             raise
     return con
+
+
+def _migrated_image() -> bytes | None:
+    """The bytes of a new warehouse file migrated and its views applied by `migrate` and
+    `apply_views` themselves, then closed: the template of `copy_template`; None when it
+    cannot be made (the new file is then migrated in place)."""
+    try:
+        with tempfile.TemporaryDirectory(prefix="placeflow-template-") as folder:
+            made = Path(folder) / "template.duckdb"
+            con = open_database(made, read_only=False, wait=0.0)
+            try:
+                writer_settings(con)
+                migrate(con)
+                apply_views(con, force=True)
+            finally:
+                con.close()
+            return made.read_bytes()
+    except (OSError, duckdb.Error, WarehouseError):
+        return None
 
 
 CHECKPOINT_THRESHOLD = "512MiB"

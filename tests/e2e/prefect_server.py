@@ -201,16 +201,19 @@ def prefect_server(home: Path) -> Iterator[PrefectServer]:
     )
     main = server.procs[0]
 
+    http = httpx.Client(timeout=5)  # one client for every ask: each builds a TLS context
+
     def healthy() -> bool:
         if main.poll() is not None:
             raise AssertionError(f"prefect server exited {main.returncode}:\n{log.read_text()}")
         try:
-            return httpx.get(f"{server.api_url}/health", timeout=5).json() is True
+            return http.get(f"{server.api_url}/health").json() is True
         except (httpx.HTTPError, json.JSONDecodeError):
             return False
 
     try:
-        wait_for(healthy, timeout=STARTUP_TIMEOUT, what=f"{server.api_url}/health")
+        with http:
+            wait_for(healthy, timeout=STARTUP_TIMEOUT, what=f"{server.api_url}/health")
         yield server
     finally:
         for proc in reversed(server.procs):

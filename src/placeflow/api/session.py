@@ -41,6 +41,7 @@ from placeflow.api.transport import (
     is_loopback_host,
     key_only_to,
     origin,
+    tls_context,
 )
 from placeflow.errors import OptionsError
 from placeflow.fields import RateLimits
@@ -134,6 +135,7 @@ class ApiSession:
             base_url=self.base_url,
             headers=agent,
             timeout=http_timeout,
+            verify=tls_context(),
             transport=transport,
             follow_redirects=False,  # httpx would carry X-API-Key across a redirect
             event_hooks={"request": [key_only_to(self._origin)]},
@@ -141,6 +143,7 @@ class ApiSession:
         self.files = httpx.Client(
             headers=agent,
             timeout=http_timeout,
+            verify=tls_context(),
             transport=transport,
             follow_redirects=False,  # followed by `stream_file`, only where a download may go
             event_hooks={"request": [guard_no_credentials]},

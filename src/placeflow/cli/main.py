@@ -10,7 +10,6 @@ from collections.abc import Sequence
 from placeflow.cli import export, match, refresh, report, research, rows, run, sandbox
 from placeflow.cli.args import check_db_arg
 from placeflow.errors import EXIT_FAILED, PlaceflowError, exit_code
-from placeflow.reporting.summary import error_document
 from placeflow.text import printable
 
 EPILOG = (
@@ -55,6 +54,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(printable(f"placeflow: {exc}"), file=sys.stderr)  # it may quote a server
         code = exit_code(exc) or EXIT_FAILED
         if getattr(args, "json", False):  # under --json every exit path prints one document
+            from placeflow.reporting.summary import error_document
+
             print(json.dumps(error_document(exc, code, getattr(args, "db", None)), sort_keys=True))
         return code
 

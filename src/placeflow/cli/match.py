@@ -16,13 +16,7 @@ from typing import Any
 
 from placeflow.cli.args import add_db, add_json
 from placeflow.errors import EXIT_OK
-from placeflow.pipeline.notamatch import mark_not_a_match, merges, resolve
-from placeflow.rows import write_rows
-from placeflow.state.runread import stored_run
-from placeflow.state.runstate import utc_now
 from placeflow.text import printable
-from placeflow.warehouse import reading
-from placeflow.writer import Warehouse
 
 
 def add_parser(sub: Any) -> None:
@@ -60,6 +54,10 @@ def add_parser(sub: Any) -> None:
 
 
 def not_a_match_command(args: argparse.Namespace) -> int:
+    from placeflow.pipeline.notamatch import mark_not_a_match, resolve
+    from placeflow.state.runstate import utc_now
+    from placeflow.writer import Warehouse
+
     with Warehouse(args.db) as wh:
         con = wh.live()
         a = resolve(con, args.ref_a, args.run)
@@ -83,6 +81,11 @@ def not_a_match_command(args: argparse.Namespace) -> int:
 
 
 def matches_command(args: argparse.Namespace) -> int:
+    from placeflow.pipeline.notamatch import merges
+    from placeflow.rows import write_rows
+    from placeflow.state.runread import stored_run
+    from placeflow.warehouse import reading
+
     with reading(args.db) as con:
         stored_run(con, args.run_id)  # an unknown run: UnknownRun, exit 2
         found = merges(con, args.run_id)

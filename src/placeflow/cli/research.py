@@ -22,18 +22,17 @@ import json
 import sys
 from collections.abc import Sequence
 from datetime import timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from placeflow.cli.args import add_db, add_json, add_quiet, one_command
 from placeflow.config import in_ci, load_settings
 from placeflow.errors import EXIT_USAGE, PlaceflowError, UsageError, exit_code
 from placeflow.options import RunOptions
-from placeflow.pipeline.source import Source
-from placeflow.research.fields import FieldSpecError, build_specs
-from placeflow.research.plan import ResearchSpec
-from placeflow.research.run import ResearchOptions, read_options, research
-from placeflow.research.warehouse import due_source
 from placeflow.text import printable
+
+if TYPE_CHECKING:  # the research library loads when the command runs, not for its parser
+    from placeflow.pipeline.source import Source
+    from placeflow.research.plan import ResearchSpec
 
 
 def add_parser(sub: Any) -> argparse.ArgumentParser:
@@ -121,6 +120,9 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
 def _source(args: argparse.Namespace, spec: ResearchSpec) -> Sequence[str] | Source:
     """The files given, or (--from-warehouse) the warehouse's places that are due
     (`placeflow.research.warehouse.due_source`, the research flow's selection too)."""
+    from placeflow.research.fields import FieldSpecError
+    from placeflow.research.warehouse import due_source
+
     if not args.from_warehouse:
         if not args.inputs:
             raise FieldSpecError("give INPUT files, or --from-warehouse")
@@ -140,6 +142,9 @@ def _source(args: argparse.Namespace, spec: ResearchSpec) -> Sequence[str] | Sou
 
 def handle(args: argparse.Namespace) -> int:
     from placeflow.cli.progress import ProgressDisplay, wanted
+    from placeflow.research.fields import FieldSpecError, build_specs
+    from placeflow.research.plan import ResearchSpec
+    from placeflow.research.run import ResearchOptions, read_options, research
     from placeflow.target import open_target
 
     quiet = getattr(args, "quiet", False)

@@ -6,13 +6,18 @@ import argparse
 import sys
 import threading
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
-from placeflow.emulator import FaultConfig, Sandbox, SandboxConfig, parse_key_spec
-from placeflow.emulator.settings import DEFAULT_API_KEY, DEFAULT_CREDITS, KeySpec
+from placeflow.emulator.settings import DEFAULT_API_KEY, DEFAULT_CREDITS
 from placeflow.errors import EXIT_OK, OptionsError
+
+if TYPE_CHECKING:
+    from placeflow.emulator.settings import FaultConfig
 
 
 def _fault_settings(pairs: Sequence[str]) -> FaultConfig:
+    from placeflow.emulator.settings import FaultConfig
+
     values: dict[str, float | int | bool] = {}
     for pair in pairs:
         name, sep, value = pair.partition("=")
@@ -77,6 +82,9 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
 
 
 def sandbox_command(args: argparse.Namespace) -> int:
+    from placeflow.emulator import Sandbox
+    from placeflow.emulator.settings import KeySpec, SandboxConfig, parse_key_spec
+
     try:
         keys: tuple[KeySpec, ...] = tuple(parse_key_spec(k) for k in args.key) or (
             KeySpec(key=DEFAULT_API_KEY),
