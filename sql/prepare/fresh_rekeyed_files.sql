@@ -3,7 +3,7 @@
 -- sends, how many were re-keyed, and how many of those an earlier key's fresh outcome answers.
 -- A place was re-keyed when an earlier key of its core was run (pf_fresh_rekeyed; answered by
 -- pf_fresh_core), or when the dedupe matched it to a place the warehouse knows (its key is no
--- row's own key in pf_staged_deduped; answered when that key is fresh, pf_fresh_own). The
+-- row's own key, pf_fresh_own_keys; answered when that key is fresh, pf_fresh_own). The
 -- fresh stage warns of each.
 
 with
@@ -17,7 +17,7 @@ candidates as (
 ),
 
 own_keys as (
-    select distinct own_key as place_key from pf_staged_deduped
+    select place_key from pf_fresh_own_keys
 ),
 
 known as (

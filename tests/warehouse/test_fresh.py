@@ -159,7 +159,8 @@ CORE_NOTE = "fresh outcome of P1 (the same place before its region or postcode w
 HELD_NOTE = "failed 3 times in a row (last: upstream lookup failed); --retry-failed sends it again"
 REKEY_WARNING = (
     "b.csv: 2 of 2 places were run before under other keys (region or postcode newly filled or"
-    " mapped differently?); 1 use their earlier fresh outcomes, 1 are sent again"
+    " mapped differently, or spelled otherwise?); 1 use their earlier fresh outcomes, 1 are sent"
+    " again"
 )
 
 

@@ -24,6 +24,9 @@ from placeflow.state.records import DEDUPED, MARKED
 from placeflow.warehouse import sql_text
 
 CANDIDATES = "pf_fresh_candidates"
+OWN_KEYS = "pf_fresh_own_keys"
+"""The staged rows' own keys (a view): a place answered under none of them was matched by the
+dedupe to a place the warehouse knows."""
 """What the freshness queries read the places to look up from: a view over the staged places
 (sql/prepare/fresh_candidates.sql), or a registered frame (`fresh_keys`)."""
 OWN, CORE, HELD, REKEYED = "pf_fresh_own", "pf_fresh_core", "pf_fresh_held", "pf_fresh_rekeyed"
@@ -154,6 +157,15 @@ def mark_fresh_staged(staging: Staging, options: RunOptions, *, now: datetime) -
     con = staging.con
     view = sql_text("prepare/fresh_candidates")
     con.execute(f"create or replace temp view {CANDIDATES} as {view}")
+    has_own = con.execute(
+        "select count(*) from duckdb_columns() where table_name = ? and column_name = 'own_key'",
+        [DEDUPED],
+    ).fetchall()[0][0]
+    own_key = "own_key" if has_own else "place_key"  # staged by no dedupe: its own keys
+    con.execute(
+        f"create or replace temp view {OWN_KEYS} as"  # noqa: S608 - our view, table and column
+        f" select distinct {own_key} as place_key from {DEDUPED}"
+    )
     try:
         for table, empty in _EMPTY.items():
             staging.create(table, empty)
@@ -175,6 +187,7 @@ def mark_fresh_staged(staging: Staging, options: RunOptions, *, now: datetime) -
         warnings = _rekey_warnings(staging)
     finally:
         con.execute(f"drop view if exists {CANDIDATES}")
+        con.execute(f"drop view if exists {OWN_KEYS}")
         staging.drop(*_EMPTY)
     staging.drop(DEDUPED)
     return FreshInfo(
