@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 import duckdb
 
-from placeflow.dbfile import check_warehouse
+from placeflow.dbfile import check_warehouse, create_aside
 from placeflow.errors import NoWarehouse, OptionsError, WarehouseError
 
 if TYPE_CHECKING:  # polars loads only where a frame is written (a report needs none)
@@ -113,6 +113,8 @@ def connect(
             raise NoWarehouse(f"no warehouse at {target}: a run creates it")
         if not read_only:
             target.parent.mkdir(parents=True, exist_ok=True)
+            if not target.exists():  # migrated aside, so nobody waits on a half-made file
+                create_aside(target, _made_at)
     config = {"enable_external_access": False} if sealed else None
     con = open_database(
         MEMORY if in_memory else target, read_only=read_only, wait=wait, config=config
@@ -128,6 +130,17 @@ def connect(
             con.close()
             raise
     return con
+
+
+def _made_at(path: Path) -> None:
+    """A new warehouse at `path`: migrated, its views applied, closed."""
+    con = duckdb.connect(str(path))
+    try:
+        writer_settings(con)
+        migrate(con)
+        apply_views(con, force=True)
+    finally:
+        con.close()
 
 
 CHECKPOINT_THRESHOLD = "512MiB"
