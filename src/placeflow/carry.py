@@ -66,9 +66,10 @@ RESENDABLE = {
 """The chunks `--resend-uncertain` sends again (their places may be paid twice), by
 `jobs.error_code`, and what became of their jobs."""
 
-READERS_EVERY = 1.0
-"""Seconds the synchronous route holds the warehouse before it lets go between two batches
-(for `placeflow.writer.READERS_TURN`: readers are kept out under 2 s at a time)."""
+READERS_EVERY = 0.5
+"""Seconds the synchronous route holds the warehouse (in a streak: see `placeflow.writer`)
+before it lets go between two batches for `placeflow.writer.READERS_TURN`: readers are kept
+out for this and one batch's writing at most, under 2 s at a time on a busy machine."""
 CLAIM_POLL = (2.0, 15.0)
 """First and longest pause between two looks at the places other runs are buying (seconds)."""
 

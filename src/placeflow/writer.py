@@ -30,8 +30,10 @@ if TYPE_CHECKING:
     from placeflow.api.client import PlaceApiClient
     from placeflow.api.limiter import RateGate
 
-READERS_TURN = 0.3
-"""Seconds a writer that let go for readers (`Warehouse.release(held_over=...)`) stays away."""
+READERS_TURN = 0.5
+"""Seconds a writer that let go for readers (`Warehouse.release(held_over=...)`) stays away:
+longer than a reader trying every quarter of a second takes between two tries on a busy
+machine (its own refused try included), so that it meets the turn."""
 WRITE_WAIT = 120.0
 """How long a run waits for readers to let go before it writes (seconds)."""
 
@@ -44,19 +46,37 @@ class Warehouse:
 
     Each thread has a connection of its own (a run's sender writes beside its loads: DuckDB
     keeps their transactions apart), and `release()` lets go of the calling thread's alone: the
-    file is free for other processes once every thread has let go."""
+    file is free for other processes once every thread has let go.
 
-    def __init__(self, path: Path | str, *, wait: float = WRITE_WAIT) -> None:
+    How long the file has been held is counted over a *streak*: from the open that took it
+    after it had been free READERS_TURN seconds or more (a reader trying every quarter of a
+    second had its turn), across every shorter let-go since (a request of a few milliseconds
+    is no turn for a reader, however often it comes). `release(held_over=...)` measures that."""
+
+    def __init__(
+        self,
+        path: Path | str,
+        *,
+        wait: float = WRITE_WAIT,
+        clock: Callable[[], float] = time.monotonic,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
         self.path = Path(path)
         self.wait = wait
+        self._clock, self._sleep = clock, sleep  # the streak's and the readers' turn's
         self._own = threading.local()
         self._lock = threading.Lock()
         self.open_database: list[duckdb.DuckDBPyConnection] = []
         self._own.con = connect(path, wait=wait)  # migrates once
-        self._own.since = time.monotonic()
         self.open_database.append(self._own.con)
         self.opened = 1
         """How many times a connection was opened (a test reads it)."""
+        self._streak_since = clock()
+        """When the file was last taken after a readers' turn (see the class's docstring)."""
+        self._free_since: float | None = None
+        """When every thread had let go, while none holds it (None: some thread holds it)."""
+        self._readers_until = 0.0
+        """Until when no thread opens the file again: the turn `release(held_over=...)` gave."""
         self.on_wait: Callable[[], None] | None = None
         """Called by a thread about to wait with the warehouse let go (a run's heartbeat)."""
         note_holder(self.path)
@@ -72,33 +92,44 @@ class Warehouse:
         READERS_TURN has passed since a release made for readers: see `release`)."""
         con = self._con
         if con is None:
-            turn = getattr(self._own, "readers_until", 0.0) - time.monotonic()
+            with self._lock:
+                turn = self._readers_until - self._clock()
             if turn > 0:
-                time.sleep(turn)  # the readers' turn, bounded: READERS_TURN at most
+                self._sleep(turn)  # the readers' turn, bounded: READERS_TURN at most
             con = open_database(self.path, read_only=False, wait=self.wait)
             writer_settings(con)
             with self._lock:
                 self.open_database.append(con)
                 self.opened += 1
+                now = self._clock()
+                if self._free_since is not None and now - self._free_since >= READERS_TURN:
+                    self._streak_since = now  # readers had their turn: a new streak
+                self._free_since = None
             self._own.con = con
-            self._own.since = time.monotonic()
             note_holder(self.path)
         return con
 
+    def held_for(self) -> float:
+        """Seconds the file has been held in the current streak (0 while it is free)."""
+        with self._lock:
+            return 0.0 if self._free_since is not None else self._clock() - self._streak_since
+
     def release(self, *, held_over: float = 0.0) -> None:
         """Close the calling thread's connection now unless a transaction is open on it or it
-        is `held` (it reopens on next use); with `held_over`, only once it has been open that
-        many seconds, and then not opened again for READERS_TURN seconds: a writer that never
-        waits (the synchronous route, its own work slower than the key's rate) still gives
-        other processes a turn that a reader trying every quarter of a second meets."""
+        is `held` (it reopens on next use); with `held_over`, only once the file has been held
+        that many seconds in its streak, and then no thread opens it again for READERS_TURN
+        seconds: a writer that never waits long (the synchronous route, its requests answered
+        in moments, its own work slower than the key's rate) still gives other processes a
+        turn that a reader trying every quarter of a second meets."""
         con = self._con
         if con is None or in_transaction(con) or getattr(self._own, "held", 0) > 0:
             return
-        if held_over:
-            if time.monotonic() - getattr(self._own, "since", 0.0) < held_over:
-                return
-            self._own.readers_until = time.monotonic() + READERS_TURN
+        if held_over and self.held_for() < held_over:
+            return
         self._forget(con)
+        if held_over:  # counted from the close's end: the checkpoint holds the file till then
+            with self._lock:
+                self._readers_until = self._clock() + READERS_TURN
 
     def waiting(self) -> None:
         """The calling thread is about to wait: `on_wait`, then let go of its connection."""
@@ -123,13 +154,18 @@ class Warehouse:
         for con in held:
             con.close()
         self._own.con = None
+        with self._lock:
+            self._free_since = self._clock()
 
     def _forget(self, con: duckdb.DuckDBPyConnection) -> None:
         with self._lock:
             self.open_database = [c for c in self.open_database if c is not con]
         with FILES:  # not while another thread of this process opens the file
-            con.close()
+            con.close()  # a checkpoint of what it wrote: the file is held until it returns
         self._own.con = None
+        with self._lock:
+            if not self.open_database:
+                self._free_since = self._clock()
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.live(), name)
