@@ -3,6 +3,7 @@ only for moments at a time still gives readers a turn once it has held it long e
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from pathlib import Path
 
@@ -95,4 +96,38 @@ def test_a_streak_of_short_holds_counts_whole_and_ends_in_a_readers_turn(tmp_pat
     assert clock.slept == [pytest.approx(writer.READERS_TURN - 0.1)]  # their turn, whole
     assert wh.opened == opened + 1
     assert wh.held_for() == 0.0  # a new streak
+    wh.close()
+
+
+def test_a_request_answered_in_moments_keeps_the_connection_a_slow_one_lets_it_go(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Before a request the let-go is put off (`waiting(lazily=True)`): a statement before
+    `lazy` seconds have passed finds the same connection open (no close, no open); once they
+    pass the connection is let go, and the next statement opens it again; inside a
+    transaction nothing is let go."""
+    timers: list[threading.Timer] = []
+
+    class Timer(threading.Timer):
+        def start(self) -> None:
+            timers.append(self)
+            super().start()
+
+    monkeypatch.setattr(writer.threading, "Timer", Timer)
+    wh = writer.Warehouse(tmp_path / "w.duckdb")
+    wh.execute("create table t (i int)")
+    wh.lazy = 60.0  # the answer comes first
+    wh.waiting(lazily=True)
+    wh.execute("insert into t values (1)")
+    assert wh.opened == 1 and wh._hold().idle is None  # called off
+    wh.lazy = 0.0  # the answer is slow
+    wh.waiting(lazily=True)
+    timers[-1].join(30)
+    assert wh._con is None  # let go while the request was out
+    assert wh.execute("select count(*) from t").fetchall() == [(1,)]
+    assert wh.opened == 2
+    wh.execute("begin transaction")
+    wh.waiting(lazily=True)
+    assert wh._hold().idle is None and wh._con is not None  # a transaction is never let go
+    wh.execute("commit")
     wh.close()
