@@ -18,7 +18,7 @@ locked emit; the sender writes only the rows of the chunks it sends, on its own 
 
 Readers in other processes get their turn: the warehouse is let go whenever the client waits
 (`placeflow.writer.held_while_writing`) and, on the synchronous route, between batches once
-it has been held `READERS_EVERY` seconds.
+it has been held `READERS_EVERY` seconds (in a streak: `placeflow.writer.Warehouse`).
 """
 
 from __future__ import annotations
@@ -205,7 +205,9 @@ class _Carry:
                 self.state.reopened(chunk.chunk_no)
 
     def send_sync(self) -> None:
-        """Synchronous batches, one at a time, each loaded as it comes back (or held)."""
+        """Synchronous batches, one at a time, each loaded as it comes back (or held); readers
+        get their turn before a batch is sent or once its answer is recorded, never while it
+        is in flight (a crash then would leave its answer unknown)."""
         for chunk in self.state.chunks("planned", "submitted"):
             if chunk.route != "sync":
                 continue
@@ -215,7 +217,8 @@ class _Carry:
             )  # fmt: skip
             if isinstance(sent, Uncertain):
                 self.held.hold(chunk.chunk_no, sent.why, uncertain=True)
-            else:
+            else:  # its answer is recorded: a turn for readers risks nothing before the load
+                let_go(self.state.con, held_over=READERS_EVERY)
                 self.settle(chunk.chunk_no, _given(sent))
             let_go(self.state.con, held_over=READERS_EVERY)
 
