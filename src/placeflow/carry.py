@@ -17,8 +17,9 @@ owner: `Held` (chunks that could not settle now, and why) takes a lock; events g
 locked emit; the sender writes only the rows of the chunks it sends, on its own connection.
 
 Readers in other processes get their turn: the warehouse is let go whenever the client waits
-(`placeflow.writer.held_while_writing`) and, on the synchronous route, between batches once
-it has been held `READERS_EVERY` seconds.
+(`placeflow.writer.held_while_writing`) and, once it has been held `READERS_EVERY` seconds (in
+a streak: `placeflow.writer.Warehouse`), before a chunk's load and, on the synchronous route,
+between batches: never while a synchronous batch is in flight.
 """
 
 from __future__ import annotations
@@ -66,9 +67,11 @@ RESENDABLE = {
 """The chunks `--resend-uncertain` sends again (their places may be paid twice), by
 `jobs.error_code`, and what became of their jobs."""
 
-READERS_EVERY = 1.0
-"""Seconds the synchronous route holds the warehouse before it lets go between two batches
-(for `placeflow.writer.READERS_TURN`: readers are kept out under 2 s at a time)."""
+READERS_EVERY = 0.5
+"""Seconds a run holds the warehouse (in a streak: see `placeflow.writer`) before it lets go
+for `placeflow.writer.READERS_TURN` before a load or between two synchronous batches: readers
+are kept out for this and one chunk's writing at most, under 2 s at a time on a busy
+machine."""
 CLAIM_POLL = (2.0, 15.0)
 """First and longest pause between two looks at the places other runs are buying (seconds)."""
 
@@ -138,10 +141,14 @@ class _Carry:
     # --- one chunk's file, had and loaded -------------------------------------------------------
 
     def settle(self, chunk_no: int, get: Get) -> None:
-        """One chunk's fetch and load; its failure is its own, never the other chunks'."""
+        """One chunk's fetch and load; its failure is its own, never the other chunks'. With
+        its file recorded, readers get their turn before the load if the warehouse has been
+        held `READERS_EVERY` seconds: loads of jobs that end together, between polls answered
+        in moments, are held as one streak as a synchronous route's batches are."""
         try:
             fetched = get()
             if fetched is not None:
+                let_go(self.state.con, held_over=READERS_EVERY)
                 self.r.each("load", load)(self.state, fetched, kind=self.kind, emit=self.emit)
         except CHUNK_FAILURES as exc:
             why = f"chunk {chunk_no}: {type(exc).__name__}: {exc}"
@@ -204,7 +211,9 @@ class _Carry:
                 self.state.reopened(chunk.chunk_no)
 
     def send_sync(self) -> None:
-        """Synchronous batches, one at a time, each loaded as it comes back (or held)."""
+        """Synchronous batches, one at a time, each loaded as it comes back (or held); readers
+        get their turn before a batch is sent or once its answer is recorded, never while it
+        is in flight (a crash then would leave its answer unknown)."""
         for chunk in self.state.chunks("planned", "submitted"):
             if chunk.route != "sync":
                 continue
@@ -214,7 +223,7 @@ class _Carry:
             )  # fmt: skip
             if isinstance(sent, Uncertain):
                 self.held.hold(chunk.chunk_no, sent.why, uncertain=True)
-            else:
+            else:  # its answer is recorded: a turn for readers before the load risks nothing
                 self.settle(chunk.chunk_no, _given(sent))
             let_go(self.state.con, held_over=READERS_EVERY)
 

@@ -47,6 +47,26 @@ def check_warehouse(path: Path | str) -> None:
         )
 
 
+def create_aside(target: Path, build: Callable[[Path], None]) -> None:
+    """Make a new warehouse at `target` whole: `build` makes it (migrated, its views applied,
+    closed) at a temporary path beside it, which is then linked into place unless another
+    process made one there meanwhile (that one is kept). Another process never meets it half
+    made nor waits on its making: a reader finds no warehouse, then one with every table. Where
+    the file system has no hard links, nothing is made here and the caller makes it in place."""
+    aside = target.with_name(f".{target.name}.{os.getpid()}-{secrets.token_hex(3)}.new")
+    try:
+        build(aside)
+        try:
+            os.link(aside, target)
+        except FileExistsError:
+            pass  # another process made it first: that one is the warehouse
+        except OSError:
+            return  # no hard links here: made in place by the caller
+    finally:
+        for made in (aside, Path(f"{aside}.wal")):
+            made.unlink(missing_ok=True)
+
+
 def _kind_of(head: bytes) -> str:
     """What a file's first bytes say it is, for the message."""
     if not head:

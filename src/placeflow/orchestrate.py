@@ -150,7 +150,8 @@ def run(
     started = clock()
     r = Stages(step=step, emit=emitter(on_event), timer=timer)
     r.emit(StageStarted("warehouse"))  # opened (or waited for) before anything else
-    with Warehouse(db, wait=options.warehouse_wait) as wh, target.client() as api:
+    # the client first: its making (a TLS context, the key's limiter) need not hold the file
+    with target.client() as api, Warehouse(db, wait=options.warehouse_wait) as wh:
         con = held_while_writing(wh, api)
         print_ = fingerprint(source, options)
         same = None if new_run else _resumable(con, unfinished_run(con, print_), clock(), r)
@@ -201,7 +202,7 @@ def resume(
     started = clock()
     r = Stages(step=step, emit=emitter(on_event), timer=timer)
     r.emit(StageStarted("warehouse"))
-    with Warehouse(db) as wh, target.client() as api:
+    with target.client() as api, Warehouse(db) as wh:  # the client first, as `run` does
         con = held_while_writing(wh, api)
         stored = stored_run(con, run_id)
         options = stored.options

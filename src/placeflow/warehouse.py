@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 
 import duckdb
 
-from placeflow.dbfile import check_warehouse, copy_template
+from placeflow.dbfile import check_warehouse, copy_template, create_aside
 from placeflow.errors import NoWarehouse, OptionsError, WarehouseError
 
 if TYPE_CHECKING:  # polars loads only where a frame is written (a report needs none)
@@ -116,6 +116,8 @@ def connect(
             target.parent.mkdir(parents=True, exist_ok=True)
     config = {"enable_external_access": False} if sealed else None
     copied = not in_memory and not read_only and copy_template(target, _migrated_image)
+    if not (in_memory or read_only or copied or target.exists()):
+        create_aside(target, _made_at)  # migrated aside: nobody waits on a half-made file
     con = open_database(
         MEMORY if in_memory else target, read_only=read_only, wait=wait, config=config
     )
@@ -138,22 +140,27 @@ def connect(
 
 
 def _migrated_image() -> bytes | None:
-    """The bytes of a new warehouse file migrated and its views applied by `migrate` and
-    `apply_views` themselves, then closed: the template of `copy_template`; None when it
-    cannot be made (the new file is then migrated in place)."""
+    """The bytes of a new warehouse file made by `_made_at`: the template of `copy_template`;
+    None when it cannot be made (the new file is then made as the first one was)."""
     try:
         with tempfile.TemporaryDirectory(prefix="placeflow-template-") as folder:
             made = Path(folder) / "template.duckdb"
-            con = open_database(made, read_only=False, wait=0.0)
-            try:
-                writer_settings(con)
-                migrate(con)
-                apply_views(con, force=True)
-            finally:
-                con.close()
+            _made_at(made)
             return made.read_bytes()
     except (OSError, duckdb.Error, WarehouseError):
         return None
+
+
+def _made_at(path: Path) -> None:
+    """A new warehouse at `path`, migrated and its views applied by `migrate` and
+    `apply_views` themselves, then closed."""
+    con = open_database(path, read_only=False, wait=0.0)
+    try:
+        writer_settings(con)
+        migrate(con)
+        apply_views(con, force=True)
+    finally:
+        con.close()
 
 
 CHECKPOINT_THRESHOLD = "512MiB"
