@@ -2,15 +2,20 @@
 does not exist yet. DuckDB 2.0 opens a CSV, Parquet or JSON file as a throwaway in-memory
 database (its tables views of the file): a run pointed at one would pay for work it cannot
 keep, fail, and pay again when run again. So the file's header is read first, before anything
-else is read or spent, by every command taking `--db` and by `placeflow.warehouse.connect`."""
+else is read or spent, by every command taking `--db` and by `placeflow.warehouse.connect`.
+
+The files beside it are made here too: a new warehouse placed whole (`create_aside`,
+`copy_template`), and the note of which process writes it (`note_holder`, `holder_of`)."""
 
 from __future__ import annotations
 
 import os
 import secrets
+import sys
 import threading
 from collections.abc import Callable
 from contextlib import suppress
+from datetime import UTC, datetime
 from pathlib import Path
 
 from placeflow.errors import NotAWarehouse
@@ -122,3 +127,28 @@ def copy_template(target: Path, make: Callable[[], bytes | None]) -> bool:
         with suppress(OSError):
             partial.unlink()
     return True
+
+
+def _holder_file(path: Path | str) -> Path:
+    return Path(f"{path}.holder")
+
+
+def note_holder(path: Path | str) -> None:
+    """Say beside the database which process writes it (DuckDB's lock error names only a pid):
+    the command's first two words, its pid and when, so a reader turned away can say who.
+    Best effort: a read-only directory just leaves the pid."""
+    if str(path) == ":memory:":  # no file: nothing beside it
+        return
+    words = " ".join(Path(a).name if i == 0 else a for i, a in enumerate(sys.argv[:2]))
+    since = f"{datetime.now(UTC):%H:%M:%S} UTC"
+    text = f"process {os.getpid()} ({words or 'python'}, writing since {since})"
+    with suppress(OSError):
+        _holder_file(path).write_text(text)
+
+
+def holder_of(path: Path | str) -> str | None:
+    """What the last process to write the database said of itself (see `note_holder`)."""
+    try:
+        return _holder_file(path).read_text()[:200] or None
+    except OSError:
+        return None

@@ -15,10 +15,8 @@ from __future__ import annotations
 
 import functools
 import hashlib
-import os
 import re
 import secrets
-import sys
 import tempfile
 import threading
 import time
@@ -30,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 import duckdb
 
-from placeflow.dbfile import check_warehouse, copy_template, create_aside
+from placeflow.dbfile import check_warehouse, copy_template, create_aside, holder_of
 from placeflow.errors import NoWarehouse, OptionsError, WarehouseError
 
 if TYPE_CHECKING:  # polars loads only where a frame is written (a report needs none)
@@ -224,31 +222,6 @@ def open_database(
 READ_WAIT = 10.0
 """How long a reader waits for a writer to let go of the warehouse (seconds): a run holds it
 for moments at a time, so a longer hold is a process that keeps it (named in the error)."""
-
-
-def _holder_file(path: Path | str) -> Path:
-    return Path(f"{path}.holder")
-
-
-def note_holder(path: Path | str) -> None:
-    """Say beside the database which process writes it (DuckDB's lock error names only a pid):
-    the command's first two words, its pid and when, so a reader turned away can say who.
-    Best effort: a read-only directory just leaves the pid."""
-    if str(path) == MEMORY:
-        return
-    words = " ".join(Path(a).name if i == 0 else a for i, a in enumerate(sys.argv[:2]))
-    since = f"{datetime.now(UTC):%H:%M:%S} UTC"
-    text = f"process {os.getpid()} ({words or 'python'}, writing since {since})"
-    with suppress(OSError):
-        _holder_file(path).write_text(text)
-
-
-def holder_of(path: Path | str) -> str | None:
-    """What the last process to write the database said of itself (see `note_holder`)."""
-    try:
-        return _holder_file(path).read_text()[:200] or None
-    except OSError:
-        return None
 
 
 @contextmanager

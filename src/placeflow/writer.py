@@ -19,11 +19,11 @@ from typing import TYPE_CHECKING, Any, cast
 
 import duckdb
 
+from placeflow.dbfile import note_holder
 from placeflow.warehouse import (
     FILES,
     connect,
     in_transaction,
-    note_holder,
     open_database,
     writer_settings,
 )
