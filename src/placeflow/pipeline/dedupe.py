@@ -84,7 +84,7 @@ def dedupe_staged(
     every row. DEDUPED's rows are in no particular order: read them by row_ord.
     """
     if mode != "off":
-        if _has_column(staging, PLACES, "phone"):
+        if staging.has_column(PLACES, "phone"):
             staging.con.execute(sql_text("prepare/dedupe_phones"))
         if not ids_may_repeat:
             staging.con.execute(sql_text("prepare/dedupe_ids"))
@@ -108,14 +108,6 @@ def dedupe_staged(
     places, unique, fuzzy_rows, known_rows = (int(n) for n in counted[0])
     duplicates = places - unique
     return DedupeInfo(places, unique, duplicates, duplicates - fuzzy_rows, fuzzy_rows, known_rows)
-
-
-def _has_column(staging: Staging, table: str, column: str) -> bool:
-    found = staging.con.execute(
-        "select count(*) from duckdb_columns() where table_name = ? and column_name = ?",
-        [table, column],
-    ).fetchall()
-    return bool(found[0][0])
 
 
 _NO_MATCHES = (

@@ -157,11 +157,8 @@ def mark_fresh_staged(staging: Staging, options: RunOptions, *, now: datetime) -
     con = staging.con
     view = sql_text("prepare/fresh_candidates")
     con.execute(f"create or replace temp view {CANDIDATES} as {view}")
-    has_own = con.execute(
-        "select count(*) from duckdb_columns() where table_name = ? and column_name = 'own_key'",
-        [DEDUPED],
-    ).fetchall()[0][0]
-    own_key = "own_key" if has_own else "place_key"  # staged by no dedupe: its own keys
+    # staged by no dedupe, the rows are under their own keys
+    own_key = "own_key" if staging.has_column(DEDUPED, "own_key") else "place_key"
     con.execute(
         f"create or replace temp view {OWN_KEYS} as"  # noqa: S608 - our view, table and column
         f" select distinct {own_key} as place_key from {DEDUPED}"

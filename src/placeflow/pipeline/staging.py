@@ -96,6 +96,13 @@ class Staging:
         ).fetchall()
         return bool(found[0][0])
 
+    def has_column(self, table: str, column: str) -> bool:
+        found = self.con.execute(
+            "select count(*) from duckdb_columns() where table_name = ? and column_name = ?",
+            [table, column],
+        ).fetchall()
+        return bool(found[0][0])
+
     def count(self, table: str, where: str = "true") -> int:
         found = self.con.execute(f"select count(*) from {table} where {where}").fetchall()  # noqa: S608 - our tables and conditions, never input
         return int(found[0][0])
