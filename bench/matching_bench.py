@@ -151,8 +151,11 @@ def staged(path: str) -> None:
 
 
 def _child(*args: str) -> dict[str, Any]:
-    done = subprocess.run([sys.executable, __file__, *args], check=True, capture_output=True,
+    done = subprocess.run([sys.executable, __file__, *args], check=False, capture_output=True,
                           text=True, env=dict(os.environ))  # fmt: skip
+    if done.returncode:
+        sys.stderr.write(done.stderr)
+        raise SystemExit(f"{' '.join(args)}: exit {done.returncode} (its stderr above)")
     loaded: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
     return loaded
 

@@ -60,11 +60,14 @@ DUCKDB_CONFIG: dict[str, str | bool | int | float | list[str]] = {
     "threads": "2",
     "memory_limit": "512MB",
     "preserve_insertion_order": "false",
+    "checkpoint_threshold": "1TB",
 }
 """The pass's DuckDB: 2 threads (the target machine's cores); it holds the places, and beyond
 memory_limit (about two million places, and the pairs' work) it spills to a temporary
 directory of its own, removed after the pass; insertion order is not kept (edges are sorted
-before use), which saves memory."""
+before use), which saves memory. No automatic checkpoint: an in-memory database checkpoints
+(recompresses its tables) after every 16 MB written by default, which took a fifth of the
+pass's time at 1M places and saved it no memory (its tables spill either way)."""
 INPUT_COLUMNS = ("place_key", "poi_name", "street", "address", "city", "postcode", "country",
                  "latitude", "longitude", "phone", "website", "source_file", "source_id",
                  "known")  # fmt: skip
@@ -111,7 +114,10 @@ def _stage(
     """PLACES_TABLE (features, block keys capped over all places), CHAINS_TABLE (the names of
     CHAIN_MIN places or more) and IDS_TABLE (match_id, place_key, known) from the batches,
     numbered in their order; how many places there are. With `ids_may_repeat`, no place has
-    an id (the id rule is off)."""
+    an id (the id rule is off).
+
+    The batches go in within one transaction: committed one by one, each insert merged its
+    rows into the table again (three times the cost of the whole pass's inserts at once)."""
     height = 0
     for batch in batches:
         if batch.height == 0:
@@ -168,9 +174,10 @@ def _scored_edges(con: duckdb.DuckDBPyConnection, threshold: float) -> tuple[pl.
         f" join {PLACES_TABLE} l on l.match_id = p.match_id_l"
         f" join {PLACES_TABLE} r on r.match_id = p.match_id_r"
         f" where {NAMES_ALIKE} and {CHAIN_AGREES} and not ({CONFLICT}))"
-        " order by match_id_l, match_id_r"
     )
-    edges: pl.DataFrame = con.sql(sql).pl()
+    # sorted here, not by DuckDB: a sort carrying every pair's evidence outgrew the pass's
+    # memory limit at 10M places (DuckDB's sort failed to spill it)
+    edges = con.sql(sql).pl().sort("match_id_l", "match_id_r")
     for name in (scored.physical_name, blocked.physical_name):
         con.execute(f"drop table if exists {name}")
     return edges, candidates
