@@ -17,6 +17,7 @@ import sys
 from typing import Any
 
 from placeflow.cli import research as research_cli
+from placeflow.research import run as research_run
 
 MOMENTS = ("sent", "received", "answered")
 
@@ -37,13 +38,13 @@ def main(argv: list[str]) -> int:
     moment, _, count = argv[0].partition(":")
     if moment not in MOMENTS or not count.isdigit():
         raise SystemExit(f"MOMENT:N takes {'|'.join(MOMENTS)}:N, not {argv[0]!r}")
-    real = research_cli.research
+    real = research_run.research
     hook = kill_at(moment, int(count))
 
     def research(*args: Any, **kwargs: Any) -> Any:
         return real(*args, **kwargs, hook=hook)
 
-    research_cli.research = research  # the handler looks it up at each call
+    research_run.research = research  # the handler imports it from there at each call
     return research_cli.main(argv[1:])
 
 
