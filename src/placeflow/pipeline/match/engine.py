@@ -82,6 +82,10 @@ CHAINS_TABLE = "match_chains"
 (`model.CHAIN_AGREES`)."""
 IDS_TABLE = "match_ids"
 """Each place's match_id (its position in order), place_key and whether it is known."""
+EDGES_TABLE = "match_edges"
+"""The edges (match_id_l, match_id_r, match_probability, evidence): the evidence stays here
+(spilling past the memory limit), and only the merged places' comes back into polars (every
+edge's, held and copied by the clustering, took 1.1 GB at 10M places)."""
 
 
 @dataclass(frozen=True)
@@ -152,8 +156,9 @@ def _stage(
 
 
 def _scored_edges(con: duckdb.DuckDBPyConnection, threshold: float) -> tuple[pl.DataFrame, int]:
-    """(match_id_l, match_id_r, match_probability, evidence) of the pairs at or above
-    threshold whose names are alike and that break no rule of the evidence; candidates.
+    """(match_id_l, match_id_r, match_probability), in that order, of the pairs at or above
+    threshold whose names are alike and that break no rule of the evidence (EDGES_TABLE holds
+    them with their evidence); candidates.
 
     Splink reads PLACES_TABLE (the id, the columns its blocking rules and comparisons use) and
     keeps none of them in its output; the name test, the rules and the evidence run
@@ -167,20 +172,44 @@ def _scored_edges(con: duckdb.DuckDBPyConnection, threshold: float) -> tuple[pl.
     candidates = int(con.execute(count_sql).fetchall()[0][0])
     scored = linker.inference.predict(threshold_match_probability=threshold, warning_mode="never")
     sides = ", ".join(f"l.{c} as {c}_l, r.{c} as {c}_r" for c in EVIDENCE_COLUMNS)
-    sql = (
-        f"select match_id_l, match_id_r, match_probability, {evidence_sql()} as evidence"  # noqa: S608 - Splink's and our tables, our rules
+    con.execute(
+        f"create or replace table {EDGES_TABLE} as select match_id_l, match_id_r,"  # noqa: S608 - Splink's and our tables, our rules
+        f" match_probability, {evidence_sql()} as evidence"
         f" from (select p.match_id_l, p.match_id_r, p.match_probability, {sides}"
         f" from {scored.physical_name} p"
         f" join {PLACES_TABLE} l on l.match_id = p.match_id_l"
         f" join {PLACES_TABLE} r on r.match_id = p.match_id_r"
         f" where {NAMES_ALIKE} and {CHAIN_AGREES} and not ({CONFLICT}))"
     )
-    # sorted here, not by DuckDB: a sort carrying every pair's evidence outgrew the pass's
-    # memory limit at 10M places (DuckDB's sort failed to spill it)
-    edges = con.sql(sql).pl().sort("match_id_l", "match_id_r")
     for name in (scored.physical_name, blocked.physical_name):
         con.execute(f"drop table if exists {name}")
-    return edges, candidates
+    # sorted in polars: DuckDB's sort of the pairs ran out of the pass's memory at 10M places
+    sql = f"select match_id_l, match_id_r, match_probability from {EDGES_TABLE}"  # noqa: S608 - our table
+    return con.sql(sql).pl().sort("match_id_l", "match_id_r"), candidates
+
+
+def _with_evidence(con: duckdb.DuckDBPyConnection, merged: pl.DataFrame) -> pl.DataFrame:
+    """The merged places (`merged_places`: a row per place, with the ids of the pair it
+    matched, either way round) with that pair's evidence from EDGES_TABLE, as OUTPUT_SCHEMA
+    in the rows' order."""
+    pairs = merged.select(
+        pl.int_range(pl.len(), dtype=pl.Int64).alias("row"),
+        pl.min_horizontal("pair_l", "pair_r").alias("a"),
+        pl.max_horizontal("pair_l", "pair_r").alias("b"),
+    )
+    con.register("pf_match_pairs", pairs.to_arrow())
+    try:
+        sql = (
+            "select p.row, e.evidence from pf_match_pairs p"  # noqa: S608 - our tables
+            f" left join {EDGES_TABLE} e on p.a = least(e.match_id_l, e.match_id_r)"
+            " and p.b = greatest(e.match_id_l, e.match_id_r)"
+        )
+        found: pl.DataFrame = con.sql(sql).pl()
+    finally:
+        con.unregister("pf_match_pairs")
+    evidence = found.sort("row").get_column("evidence")
+    out = merged.drop("pair_l", "pair_r").with_columns(evidence.alias("evidence"))
+    return out.select(OUTPUT_SCHEMA.names()).cast(OUTPUT_SCHEMA)
 
 
 def _of(con: duckdb.DuckDBPyConnection, table: str, columns: str, ids: pl.Series) -> pl.DataFrame:
@@ -306,7 +335,7 @@ def _clustered(
     ids = _of(con, IDS_TABLE, "match_id, place_key, known", ends)
     clusters = components(con, edges, threshold)
     clusters, rebuilt = rebuild(clusters, edges, forbidden(con, clusters, PLACES_TABLE, apart))
-    result = merged_places(clusters, edges, ids)
+    result = _with_evidence(con, merged_places(clusters, edges, ids))
     known_keys = ids.filter(pl.col("known")).get_column("place_key")
     info = MatchInfo(
         places=height,

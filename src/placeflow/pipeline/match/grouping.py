@@ -10,7 +10,7 @@ of two is one edge, already tested).
 Each cluster is answered by its first place (the lowest match_id: a place already known in the
 warehouse, staged first, when the cluster has one); every other member is returned with that
 representative, the place it matched most probably within the cluster, that match's
-probability and its evidence.
+probability and (read by the engine) its evidence.
 """
 
 from __future__ import annotations
@@ -128,14 +128,17 @@ def rebuild(
 
 
 def merged_places(clusters: pl.DataFrame, edges: pl.DataFrame, ids: pl.DataFrame) -> pl.DataFrame:
-    """OUTPUT_SCHEMA rows of every member of a cluster of two or more but its first (and but
-    a place already known: `ids` has match_id, place_key, known), in match_id order."""
+    """A row per member of a cluster of two or more but its first (and but a place already
+    known: `ids` has match_id, place_key, known), in match_id order: OUTPUT_SCHEMA's columns
+    but the evidence, and pair_l, pair_r, the ids of the edge it matched by (the engine reads
+    that edge's evidence)."""
     clusters = clusters.filter(pl.len().over("cluster") > 1)
+    columns = ["match_id_l", "match_id_r", "match_probability"]
     flipped = edges.select(
         pl.col("match_id_r").alias("match_id_l"), pl.col("match_id_l").alias("match_id_r"),
-        "match_probability", "evidence",
+        "match_probability",
     )  # fmt: skip
-    both = pl.concat([edges.select(flipped.columns), flipped])
+    both = pl.concat([edges.select(columns), flipped])
     best = (
         both.join(clusters.rename({"match_id": "match_id_l", "cluster": "c_l"}), on="match_id_l")
         .join(clusters.rename({"match_id": "match_id_r", "cluster": "c_r"}), on="match_id_r")
@@ -161,7 +164,7 @@ def merged_places(clusters: pl.DataFrame, edges: pl.DataFrame, ids: pl.DataFrame
             "matched_key",
             pl.lit(RULE).alias("match_rule"),
             pl.col("match_probability").cast(pl.Float64),
-            "evidence",
+            pl.col("match_id_l").alias("pair_l"),
+            pl.col("match_id_r").alias("pair_r"),
         )
-        .cast(OUTPUT_SCHEMA)
     )
