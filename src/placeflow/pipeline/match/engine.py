@@ -118,10 +118,7 @@ def _stage(
     """PLACES_TABLE (features, block keys capped over all places), CHAINS_TABLE (the names of
     CHAIN_MIN places or more) and IDS_TABLE (match_id, place_key, known) from the batches,
     numbered in their order; how many places there are. With `ids_may_repeat`, no place has
-    an id (the id rule is off).
-
-    The batches go in within one transaction: committed one by one, each insert merged its
-    rows into the table again (three times the cost of the whole pass's inserts at once)."""
+    an id (the id rule is off)."""
     height = 0
     for batch in batches:
         if batch.height == 0:
