@@ -89,7 +89,7 @@ FLOORS: list[tuple[str, tuple[str, ...]]] = [  # from the top
         (
             "placeflow.errors", "placeflow.fields", "placeflow.options", "placeflow.config",
             "placeflow.events", "placeflow.redact", "placeflow.text", "placeflow.diskfull",
-            "placeflow.dbfile",
+            "placeflow.dbfile", "placeflow.lazy",
         ),
     ),
 ]  # fmt: skip

@@ -25,7 +25,9 @@ counting lazy and TYPE_CHECKING imports too):
 from __future__ import annotations
 
 from importlib.metadata import version
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from placeflow.lazy import lazy_names
 
 __version__ = version("placeflow")
 
@@ -69,9 +71,4 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    if name in _LAZY:
-        import importlib
-
-        return getattr(importlib.import_module(_LAZY[name]), name)
-    raise AttributeError(f"module 'placeflow' has no attribute {name!r}")
+__getattr__ = lazy_names(__name__, _LAZY)

@@ -10,7 +10,9 @@ The names below load on first use, so a module that reads only the settings (the
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from placeflow.lazy import lazy_names
 
 if TYPE_CHECKING:
     from placeflow.emulator.server import Sandbox, SandboxTransport, ServedSandbox
@@ -51,9 +53,4 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    if name in _LAZY:
-        import importlib
-
-        return getattr(importlib.import_module(_LAZY[name]), name)
-    raise AttributeError(f"module 'placeflow.emulator' has no attribute {name!r}")
+__getattr__ = lazy_names(__name__, _LAZY)
