@@ -192,3 +192,42 @@ def test_a_phone_or_site_held_by_many_places_is_no_evidence() -> None:
     assert _merged(two) == {(1, 0)}
     assert _merged(_places(cafe, {**cafe, "city": "Oakland CA"}, {**cafe, "city": "Oakland, CA"}))\
         == set()  # fmt: skip
+
+
+def test_each_merge_keeps_a_level_a_comparison_rendered_with_the_model_s_label_and_weight() -> None:
+    """The pass hands back a digit a comparison (the level's index in the trained model), and
+    `evidence_json_sql` renders every level of every comparison with that level's own label
+    and match weight (log2 m/u; 0 for the null level), as model.json has them."""
+    import json
+    import math
+
+    from placeflow.pipeline.match.model import MODEL_PATH, evidence_json_sql
+
+    comparisons = json.loads(MODEL_PATH.read_text(encoding="utf-8"))["comparisons"]
+    places = _places(
+        {"poi_name": "Blue Door Cafe", "street": "12 Main Street", "city": "Springfield",
+         "postcode": "12345", "country": "US", "phone": "+1 555 0100"},
+        {"poi_name": "Blue Door Café", "street": "12 Main St", "city": "Springfield",
+         "postcode": "12345", "country": "US", "phone": "+1 555 0100"},
+    )  # fmt: skip
+    (levels,) = fuzzy_match(places)[0].get_column("levels").to_list()
+    assert len(levels) == len(comparisons) and levels.isdigit()
+    by_name = {c["output_column_name"]: c for c in comparisons}
+    phone = next(i for i, c in enumerate(comparisons) if c["output_column_name"] == "phone")
+    assert by_name["phone"]["comparison_levels"][int(levels[phone])]["label_for_charts"] == (
+        "Exact match on phone"
+    )
+    width = max(len(c["comparison_levels"]) for c in comparisons)
+    codes = ["".join(str(min(i, len(c["comparison_levels"]) - 1)) for c in comparisons)
+             for i in range(width)]  # fmt: skip
+    rendered = duckdb.sql(
+        f"select {evidence_json_sql('code')} as e from (select unnest(?) as code)", params=[codes]
+    ).fetchall()
+    for code, (text,) in zip(codes, rendered, strict=True):
+        for (name, said), digit in zip(json.loads(text).items(), code, strict=True):
+            level = by_name[name]["comparison_levels"][int(digit)]
+            weight = 0.0 if level.get("is_null_level") else math.log2(
+                level["m_probability"] / level["u_probability"])  # fmt: skip
+            assert said["level"] == level["label_for_charts"]
+            assert said["weight"] == pytest.approx(weight, abs=1e-3)
+    assert duckdb.sql(f"select {evidence_json_sql('null::varchar')}").fetchall() == [(None,)]

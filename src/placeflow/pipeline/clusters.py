@@ -40,6 +40,9 @@ MATCH_BATCH_ROWS = 50_000
 features is what the pass holds beside its DuckDB (about 400 MB at 50,000, 700 MB at 200,000,
 measured on 3M places)."""
 
+PASSED = "pf_dedupe_passed"
+"""What the fuzzy pass merged, as it hands it back (`placeflow.pipeline.match.OUTPUT_SCHEMA`,
+the evidence as a level a comparison) and `matched_run_id`: MATCHES renders the evidence."""
 REPEATED = "pf_dedupe_repeated"
 """Each exact place_key of more than one row: first_row_ord."""
 MATCHES = "pf_dedupe_matches"
@@ -50,7 +53,7 @@ KEYS = "pf_dedupe_keys"
 """Each exact place_key of REPEATED or MATCHES: own_first_row_ord, answer_key, merged_row,
 merged_rule, merged_probability, and its cluster's first_row_ord, first_source_row,
 first_source_file."""
-WORK_TABLES = (REPEATED, MATCHES, KEYS)
+WORK_TABLES = (PASSED, REPEATED, MATCHES, KEYS)
 MATCHES_SCHEMA: dict[str, pl.DataType] = {
     "place_key": pl.String(),
     "cluster_key": pl.String(),
@@ -82,13 +85,28 @@ def cluster_keys(
     `known` asks the warehouse for the places it already knows that share a block key with
     these (matched as well: a new place merged into one is answered by it)."""
     matched = _fuzzy(staging, not_a_match, threshold, ids_may_repeat, known) if fuzzy else None
+    staging.drop(PASSED, MATCHES, MATCHED)
     if matched is None:
-        matched = pl.DataFrame(schema=MATCHES_SCHEMA)
-    staging.drop(MATCHES, MATCHED)
-    staging.append(MATCHES, matched.select(pl.col(c).cast(t) for c, t in MATCHES_SCHEMA.items()))
+        staging.append(MATCHES, pl.DataFrame(schema=MATCHES_SCHEMA))
+    else:
+        _render(staging, matched)
     staging.create(MATCHED, f"select * from {MATCHES}")  # noqa: S608 - our table names
     staging.create(KEYS, sql_text("prepare/dedupe_keys"))
-    return matched.height
+    return 0 if matched is None else matched.height
+
+
+def _render(staging: Staging, matched: pl.DataFrame) -> None:
+    """MATCHES from the pass's merges, the evidence rendered (each comparison's level label and
+    match weight, JSON) in DuckDB: a few bytes a merge in polars, the text only in staging."""
+    from placeflow.pipeline.match.model import evidence_json_sql  # loaded with the pass
+
+    staging.append(PASSED, matched)
+    columns = ", ".join(
+        f"{evidence_json_sql('levels')} as evidence" if c == "evidence" else c
+        for c in MATCHES_SCHEMA
+    )
+    staging.create(MATCHES, f"select {columns} from {PASSED}")  # noqa: S608 - our tables, our SQL
+    staging.drop(PASSED)
 
 
 def _fuzzy(

@@ -5,9 +5,10 @@ the blocks are capped and each name's count taken over all of them), candidate p
 blocking rules (hard rules attached, see `model`), scored with the trained model; pairs at or
 above the threshold whose names are alike, that break no rule of the evidence (`model.CONFLICT`,
 `model.CHAIN_AGREES`) and that no one marked not-a-match become edges, each with its evidence
-(every comparison's level and match weight); Splink's connected components make clusters, and
-a cluster holding a pair that may not be merged is rebuilt (`grouping`). Only the edges and
-the places on them come back into polars.
+(every comparison's level, a digit each: `model.levels_sql`); Splink's connected components
+make clusters, and a cluster holding a pair that may not be merged is rebuilt (`grouping`).
+Only the edges' ids and probabilities come back into polars, and the merged places' keys and
+evidence at the end.
 
 Places already known in the warehouse (`known`) may be handed first: they join the pass as
 places of their own, never matched with each other, so a new place matching one joins its
@@ -47,7 +48,7 @@ from placeflow.pipeline.match.model import (
     EVIDENCE_COLUMNS,
     MARKS_MACRO,
     NAMES_ALIKE,
-    evidence_sql,
+    levels_sql,
     settings,
 )
 
@@ -81,11 +82,17 @@ CHAINS_TABLE = "match_chains"
 """The names (name_core) CHAIN_MIN places or more of the pass share: a chain's
 (`model.CHAIN_AGREES`)."""
 IDS_TABLE = "match_ids"
-"""Each place's match_id (its position in order), place_key and whether it is known."""
+"""Each place's match_id (its position in order), place_key and whether it is known: the keys
+stay here, and only the merged places' come back into polars."""
 EDGES_TABLE = "match_edges"
-"""The edges (match_id_l, match_id_r, match_probability, evidence): the evidence stays here
-(spilling past the memory limit), and only the merged places' comes back into polars (every
-edge's, held and copied by the clustering, took 1.1 GB at 10M places)."""
+"""The edges (match_id_l, match_id_r, match_probability, levels): the evidence stays here, and
+only the merged places' comes back into polars (every edge's, held and copied by the
+clustering, took 1.1 GB at 10M places; the merged places' as JSON, 360 MB)."""
+NAMED_BATCH_ROWS = 100_000
+"""The merged places are read back from DuckDB this many at a time (one result of 781,285 at
+10M places, copied whole from DuckDB's result to Arrow to polars, was 170 MB at once)."""
+MERGED_TABLE = "pf_match_merged"
+"""The merged places handed back to DuckDB (`grouping.merged_places`: ids) to be named."""
 
 
 @dataclass(frozen=True)
@@ -171,7 +178,7 @@ def _scored_edges(con: duckdb.DuckDBPyConnection, threshold: float) -> tuple[pl.
     sides = ", ".join(f"l.{c} as {c}_l, r.{c} as {c}_r" for c in EVIDENCE_COLUMNS)
     con.execute(
         f"create or replace table {EDGES_TABLE} as select match_id_l, match_id_r,"  # noqa: S608 - Splink's and our tables, our rules
-        f" match_probability, {evidence_sql()} as evidence"
+        f" match_probability, {levels_sql()} as levels"
         f" from (select p.match_id_l, p.match_id_r, p.match_probability, {sides}"
         f" from {scored.physical_name} p"
         f" join {PLACES_TABLE} l on l.match_id = p.match_id_l"
@@ -185,39 +192,32 @@ def _scored_edges(con: duckdb.DuckDBPyConnection, threshold: float) -> tuple[pl.
     return con.sql(sql).pl().sort("match_id_l", "match_id_r"), candidates
 
 
-def _with_evidence(con: duckdb.DuckDBPyConnection, merged: pl.DataFrame) -> pl.DataFrame:
-    """The merged places (`merged_places`: a row per place, with the ids of the pair it
-    matched, either way round) with that pair's evidence from EDGES_TABLE, as OUTPUT_SCHEMA
-    in the rows' order."""
-    pairs = merged.select(
-        pl.int_range(pl.len(), dtype=pl.Int64).alias("row"),
-        pl.min_horizontal("pair_l", "pair_r").alias("a"),
-        pl.max_horizontal("pair_l", "pair_r").alias("b"),
-    )
-    con.register("pf_match_pairs", pairs.to_arrow())
+def _named(con: duckdb.DuckDBPyConnection, merged: pl.DataFrame) -> pl.DataFrame:
+    """The merged places (`merged_places`: ids, in match_id order) named by their keys
+    (IDS_TABLE), with their pair's evidence (EDGES_TABLE), as OUTPUT_SCHEMA in that order,
+    and `cluster_known` (the cluster's first place is known). A place already known is never
+    merged (its cluster is answered by it or by another known place, never re-sent): left out."""
+    con.register(MERGED_TABLE, merged.to_arrow())
     try:
         sql = (
-            "select p.row, e.evidence from pf_match_pairs p"  # noqa: S608 - our tables
-            f" left join {EDGES_TABLE} e on p.a = least(e.match_id_l, e.match_id_r)"
-            " and p.b = greatest(e.match_id_l, e.match_id_r)"
+            "select x.match_id, p.place_key, c.place_key as cluster_key,"  # noqa: S608 - our tables
+            f" m.place_key as matched_key, '{RULE}' as match_rule, x.match_probability,"
+            f" e.levels, c.known as cluster_known from {MERGED_TABLE} x"
+            f" join {IDS_TABLE} p on p.match_id = x.match_id"
+            f" join {IDS_TABLE} c on c.match_id = x.cluster"
+            f" join {IDS_TABLE} m on m.match_id = x.matched_id"
+            f" left join {EDGES_TABLE} e on least(x.match_id, x.matched_id)"
+            " = least(e.match_id_l, e.match_id_r)"
+            " and greatest(x.match_id, x.matched_id) = greatest(e.match_id_l, e.match_id_r)"
+            " where not p.known order by x.match_id"
         )
-        found: pl.DataFrame = con.sql(sql).pl()
+        reader = con.sql(sql).to_arrow_reader(NAMED_BATCH_ROWS)
+        read = [pl.DataFrame(b) for b in reader] or [pl.DataFrame(reader.schema.empty_table())]
+        found = pl.concat(read, rechunk=False)
     finally:
-        con.unregister("pf_match_pairs")
-    evidence = found.sort("row").get_column("evidence")
-    out = merged.drop("pair_l", "pair_r").with_columns(evidence.alias("evidence"))
-    return out.select(OUTPUT_SCHEMA.names()).cast(OUTPUT_SCHEMA)
-
-
-def _of(con: duckdb.DuckDBPyConnection, table: str, columns: str, ids: pl.Series) -> pl.DataFrame:
-    """`columns` of `table`'s rows whose match_id is among `ids` (the few places on edges)."""
-    con.register("pf_match_wanted", ids.unique().rename("match_id").to_frame().to_arrow())
-    try:
-        sql = f"select {columns} from {table} semi join pf_match_wanted using (match_id)"  # noqa: S608 - our tables and columns
-        out: pl.DataFrame = con.sql(sql).pl()
-    finally:
-        con.unregister("pf_match_wanted")
-    return out
+        con.unregister(MERGED_TABLE)
+    schema = pl.Schema([*OUTPUT_SCHEMA.items(), ("cluster_known", pl.Boolean())])
+    return found.select(schema.names()).cast(schema)
 
 
 def _apart_ids(con: duckdb.DuckDBPyConnection, not_a_match: pl.DataFrame | None) -> pl.DataFrame:
@@ -328,12 +328,10 @@ def _clustered(
     if edges.height == 0:
         info = MatchInfo(height, candidates, 0, refused, 0, 0, 0, threshold, known)
         return pl.DataFrame(schema=OUTPUT_SCHEMA), info
-    ends = pl.concat([edges.get_column("match_id_l"), edges.get_column("match_id_r")])
-    ids = _of(con, IDS_TABLE, "match_id, place_key, known", ends)
     clusters = components(con, edges, threshold)
     clusters, rebuilt = rebuild(clusters, edges, forbidden(con, clusters, PLACES_TABLE, apart))
-    result = _with_evidence(con, merged_places(clusters, edges, ids))
-    known_keys = ids.filter(pl.col("known")).get_column("place_key")
+    named = _named(con, merged_places(clusters, edges))
+    result = named.drop("cluster_known")
     info = MatchInfo(
         places=height,
         candidate_pairs=candidates,
@@ -344,6 +342,6 @@ def _clustered(
         rebuilt_clusters=rebuilt,
         threshold=threshold,
         known=known,
-        merged_known=result.filter(pl.col("cluster_key").is_in(known_keys.implode())).height,
+        merged_known=int(named.get_column("cluster_known").sum()),
     )
     return result, info

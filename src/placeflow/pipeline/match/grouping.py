@@ -10,7 +10,7 @@ of two is one edge, already tested).
 Each cluster is answered by its first place (the lowest match_id: a place already known in the
 warehouse, staged first, when the cluster has one); every other member is returned with that
 representative, the place it matched most probably within the cluster, that match's
-probability and (read by the engine) its evidence.
+probability (the engine names the places and reads that pair's evidence).
 """
 
 from __future__ import annotations
@@ -30,11 +30,12 @@ OUTPUT_SCHEMA = pl.Schema(
         "matched_key": pl.String,
         "match_rule": pl.String,
         "match_probability": pl.Float64,
-        "evidence": pl.String,
+        "levels": pl.String,
     }
 )
 """One row per merged place: its key, its cluster's representative's key, the key of the place
-it matched most probably, the rule, that match's probability and evidence (JSON)."""
+it matched most probably, the rule, that match's probability and its evidence as the level of
+each comparison (`model.levels_sql`; `model.evidence_json_sql` renders it for a person)."""
 PAIRS = pl.Schema({"a": pl.Int64, "b": pl.Int64})
 
 
@@ -127,11 +128,11 @@ def rebuild(
     return pl.concat([kept, rebuilt]), bad.len()
 
 
-def merged_places(clusters: pl.DataFrame, edges: pl.DataFrame, ids: pl.DataFrame) -> pl.DataFrame:
-    """A row per member of a cluster of two or more but its first (and but a place already
-    known: `ids` has match_id, place_key, known), in match_id order: OUTPUT_SCHEMA's columns
-    but the evidence, and pair_l, pair_r, the ids of the edge it matched by (the engine reads
-    that edge's evidence)."""
+def merged_places(clusters: pl.DataFrame, edges: pl.DataFrame) -> pl.DataFrame:
+    """A row per member of a cluster of two or more but its first, in match_id order: its
+    match_id, its cluster (the first member's match_id), matched_id (the member it matched most
+    probably, by an edge within the cluster) and that edge's match_probability. Ids alone: the
+    engine names them and reads the edge's evidence."""
     clusters = clusters.filter(pl.len().over("cluster") > 1)
     columns = ["match_id_l", "match_id_r", "match_probability"]
     flipped = edges.select(
@@ -146,25 +147,13 @@ def merged_places(clusters: pl.DataFrame, edges: pl.DataFrame, ids: pl.DataFrame
         .sort(["match_id_l", "match_probability", "match_id_r"], descending=[False, True, False])
         .unique("match_id_l", keep="first")
     )
-
-    def named(column: str, alias: str) -> pl.DataFrame:
-        return ids.select(pl.col("match_id").alias(column), pl.col("place_key").alias(alias))
-
-    known = ids.filter(pl.col("known")).get_column("match_id")
     return (
         best.filter(pl.col("match_id_l") != pl.col("c_l"))
-        .filter(~pl.col("match_id_l").is_in(known.implode()))
-        .join(named("match_id_l", "place_key"), on="match_id_l")
-        .join(named("c_l", "cluster_key"), on="c_l")
-        .join(named("match_id_r", "matched_key"), on="match_id_r")
         .sort("match_id_l")
         .select(
-            "place_key",
-            "cluster_key",
-            "matched_key",
-            pl.lit(RULE).alias("match_rule"),
+            pl.col("match_id_l").alias("match_id"),
+            pl.col("c_l").alias("cluster"),
+            pl.col("match_id_r").alias("matched_id"),
             pl.col("match_probability").cast(pl.Float64),
-            pl.col("match_id_l").alias("pair_l"),
-            pl.col("match_id_r").alias("pair_r"),
         )
     )

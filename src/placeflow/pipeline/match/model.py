@@ -11,8 +11,10 @@ places both already known in the warehouse. The first three are part of every bl
 a pair breaking one is never even scored; the rest, with the rules that need lists or string
 tests (CONFLICT: the marks and the branch of a name) and the rule for a chain's name
 (CHAIN_AGREES), are tested on the pairs scored at or above the threshold (few) and over the
-clusters, in DuckDB. The evidence of a merge (`evidence_sql`) is each comparison's level and
-match weight, computed for those pairs alone from the model's own level conditions.
+clusters, in DuckDB. The evidence of a merge is each comparison's level, computed for those
+pairs alone from the model's own level conditions and kept as a digit a comparison
+(`levels_sql`), and rendered with the level's label and match weight where it is stored
+(`evidence_json_sql`).
 """
 
 from __future__ import annotations
@@ -236,30 +238,61 @@ def settings() -> dict[str, Any]:
 
 EVIDENCE_COLUMNS = ("name_core", "name_sorted", "name_tokens", "street_number", "street_name",
                     "postcode", "city", "phone", "website", "latitude", "longitude")  # fmt: skip
-"""The columns the comparisons read, which `evidence_sql` needs as <column>_l and <column>_r."""
+"""The columns the comparisons read, which `levels_sql` needs as <column>_l and <column>_r."""
+NO_LEVEL = "-"
+"""A comparison's place in `levels_sql` when none of its levels holds (Splink's comparisons end
+with an ELSE level, so never in practice): rendered as a null level and weight."""
 
 
-def evidence_sql() -> str:
-    """SQL of a JSON object over a pair whose columns are named as Splink names them
-    (<column>_l, <column>_r: EVIDENCE_COLUMNS): each comparison's name -> the label of the level
-    the pair falls in (the first whose condition holds, as Splink scores it) and its match
-    weight (log2 m/u; 0 for a null level): what a person reviewing a merge reads."""
-    parts = []
+def _levels() -> list[tuple[str, list[dict[str, Any]]]]:
+    """Each comparison of the trained model: its name and its levels, in Splink's order (at
+    most ten, so that each level index is one digit)."""
+    out = []
     for comparison in trained_settings()["comparisons"]:
-        labels, weights = [], []
-        for level in comparison["comparison_levels"]:
+        name, levels = comparison["output_column_name"], comparison["comparison_levels"]
+        if len(levels) > 10:
+            raise ValueError(f"comparison {name} has {len(levels)} levels: at most 10 fit a digit")
+        out.append((name, levels))
+    return out
+
+
+def levels_sql() -> str:
+    """SQL of a pair's levels, over columns named as Splink names them (<column>_l, <column>_r:
+    EVIDENCE_COLUMNS): a string of one digit per comparison, in the model's order, the index of
+    the level the pair falls in (the first whose condition holds, as Splink scores it). The
+    pass keeps these few bytes a pair; `evidence_json_sql` renders them for a person."""
+    digits = []
+    for _name, levels in _levels():
+        whens = []
+        for index, level in enumerate(levels):
             condition = level["sql_condition"]
-            when = "else" if condition.strip().upper() == "ELSE" else f"when {condition} then"
+            is_else = condition.strip().upper() == "ELSE"
+            whens.append(f"else '{index}'" if is_else else f"when {condition} then '{index}'")
+        if not any(w.startswith("else") for w in whens):
+            whens.append(f"else '{NO_LEVEL}'")
+        digits.append(f"case {' '.join(whens)} end")
+    return f"concat({', '.join(digits)})"
+
+
+def evidence_json_sql(column: str) -> str:
+    """SQL rendering `column` (`levels_sql`'s digits) as the evidence a person reads: a JSON
+    object, each comparison's name -> the label of the pair's level and its match weight
+    (log2 m/u; 0 for a null level); null where `column` is null."""
+    parts = []
+    for position, (name, levels) in enumerate(_levels(), start=1):
+        digit = f"substr({column}, {position}, 1)"
+        labels, weights = [], []
+        for index, level in enumerate(levels):
             weight = (
                 0.0 if level.get("is_null_level")
                 else math.log2(level["m_probability"] / level["u_probability"])
             )  # fmt: skip
-            labels.append(f"{when} '{_quoted(level['label_for_charts'])}'")
-            weights.append(f"{when} {round(weight, 3)!r}")
-        name = comparison["output_column_name"]
-        level_sql, weight_sql = f"case {' '.join(labels)} end", f"case {' '.join(weights)} end"
+            labels.append(f"when '{index}' then '{_quoted(level['label_for_charts'])}'")
+            weights.append(f"when '{index}' then {round(weight, 3)!r}")
+        level_sql = f"case {digit} {' '.join(labels)} end"
+        weight_sql = f"case {digit} {' '.join(weights)} end"
         parts.append(f"'{name}', json_object('level', {level_sql}, 'weight', {weight_sql})")
-    return f"json_object({', '.join(parts)})::varchar"
+    return f"case when {column} is not null then json_object({', '.join(parts)})::varchar end"
 
 
 def _quoted(text: str) -> str:
@@ -279,6 +312,7 @@ __all__ = [
     "NAMES_ALIKE",
     "blocking_rules",
     "comparisons",
-    "evidence_sql",
+    "evidence_json_sql",
+    "levels_sql",
     "settings",
 ]
