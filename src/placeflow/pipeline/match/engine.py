@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import tempfile
 from collections.abc import Iterable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 
 import duckdb
@@ -119,31 +120,49 @@ def _connect(spill: str) -> duckdb.DuckDBPyConnection:
     return con
 
 
+def _features(batch: pl.DataFrame, first_id: int, ids_may_repeat: bool) -> pl.DataFrame:
+    """A batch's features (SPLINK_COLUMNS and place_key), its places numbered from first_id."""
+    own = batch.select(c for c in INPUT_COLUMNS if c in batch.columns)
+    if ids_may_repeat:
+        own = own.drop("source_id", strict=False)
+    feats = features(own, first_id=first_id, capped=False)
+    return feats.select(*SPLINK_COLUMNS, batch.get_column("place_key"))
+
+
+def _insert(con: duckdb.DuckDBPyConnection, feats: pl.DataFrame, *, first: bool) -> None:
+    """A batch's features into the raw places table (created by the first)."""
+    con.register("pf_match_batch", feats.to_arrow(compat_level=pl.CompatLevel.newest()))
+    try:
+        into = "create table pf_match_raw as" if first else "insert into pf_match_raw by name"
+        con.execute(f"{into} select * from pf_match_batch")  # noqa: S608 - one of two fixed statements
+    finally:
+        con.unregister("pf_match_batch")
+
+
 def _stage(
     con: duckdb.DuckDBPyConnection, batches: Iterable[pl.DataFrame], *, ids_may_repeat: bool
 ) -> int:
     """PLACES_TABLE (features, block keys capped over all places), CHAINS_TABLE (the names of
     CHAIN_MIN places or more) and IDS_TABLE (match_id, place_key, known) from the batches,
     numbered in their order; how many places there are. With `ids_may_repeat`, no place has
-    an id (the id rule is off)."""
-    height = 0
-    for batch in batches:
-        if batch.height == 0:
-            continue
-        used = [c for c in INPUT_COLUMNS if c in batch.columns]
-        own = batch.select(used)
-        if ids_may_repeat:
-            own = own.drop("source_id", strict=False)
-        feats = features(own, first_id=height, capped=False)
-        feats = feats.select(*SPLINK_COLUMNS, batch.get_column("place_key"))
-        con.register("pf_match_batch", feats.to_arrow(compat_level=pl.CompatLevel.newest()))
-        try:
-            into = "insert into pf_match_raw by name" if height else "create table pf_match_raw as"
-            con.execute(f"{into} select * from pf_match_batch")  # noqa: S608 - one of two fixed statements
-        finally:
-            con.unregister("pf_match_batch")
-        height += batch.height
-        del feats, own
+    an id (the id rule is off).
+
+    A batch's features are computed on a thread of their own while DuckDB inserts the batch
+    before (each releases the GIL): the two overlap, and two batches are held at most."""
+    height, inserted = 0, 0
+    pending: Future[pl.DataFrame] | None = None
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="placeflow-match") as pool:
+        for batch in batches:
+            if batch.height == 0:
+                continue
+            computing = pool.submit(_features, batch, height, ids_may_repeat)
+            height += batch.height
+            if pending is not None:
+                _insert(con, pending.result(), first=inserted == 0)
+                inserted += 1
+            pending = computing
+        if pending is not None:
+            _insert(con, pending.result(), first=inserted == 0)
     if height:
         ids = f"create table {IDS_TABLE} as select match_id, place_key, known from pf_match_raw"  # noqa: S608 - our table names
         con.execute(ids)
