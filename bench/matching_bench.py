@@ -160,10 +160,13 @@ def _child(*args: str) -> dict[str, Any]:
     return loaded
 
 
-def _section(rows: list[int], results: list[dict[str, Any]], old: str | None) -> str:
+def _section(
+    rows: list[int], results: list[dict[str, Any]], old: str | None, then: float | None
+) -> str:
     from placeflow.pipeline.clusters import MATCH_BATCH_ROWS
 
     sizes = " ".join(map(str, rows)) + (f" --old-src {old}" if old else "")
+    sizes += f" --old-then {then}" if then else ""
     lines = [
         "# Fuzzy matching: speed and memory",
         "",
@@ -208,6 +211,17 @@ def _section(rows: list[int], results: list[dict[str, Any]], old: str | None) ->
                     f" | {r['before_match_cpu_s']:.1f} | {r['before_load']:.1f}"
                     f" | {r['before_pass_peak_mb']:,.0f} | {r['before_merged']:,} |"
                 )
+        first = results[0]
+        if then and "before_match_s" in first:
+            slower = first["before_match_s"] / then
+            lines += [
+                "",
+                f"The machine's speed: at {first['rows']:,} rows the before pass took {then} s"
+                f" when the targets were set (`--old-then`), {first['before_match_s']:.1f} s"
+                f" now on the same places: this machine runs it {slower:.2f}x slower today."
+                f" This pass at that speed: {first['match_s']:.1f} / {slower:.2f} ="
+                f" {first['match_s'] / slower:.1f} s.",
+            ]
     if len(results) >= 2:
         small, big = results[0], results[-1]
         scale = big["rows"] / small["rows"]
@@ -257,6 +271,13 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument(
         "--old-src", metavar="DIR", help="also run the pass of another placeflow's src/ (before)"
     )
+    p.add_argument(
+        "--old-then",
+        type=float,
+        metavar="S",
+        help="the --old-src pass's match s at the first size when the targets were set: the"
+        " report scales this pass by how much slower the machine runs that pass now",
+    )
     p.add_argument("--staged", metavar="PLACES", help=argparse.SUPPRESS)
     p.add_argument("--out", default=str(ROOT / "bench" / "RESULTS.md"))
     p.add_argument("--no-write", action="store_true")
@@ -286,7 +307,9 @@ def main(argv: list[str] | None = None) -> int:
         from matching_report import replace_section
 
         replace_section(
-            Path(args.out), "matching-bench", _section(args.rows, results, args.old_src)
+            Path(args.out),
+            "matching-bench",
+            _section(args.rows, results, args.old_src, args.old_then),
         )
     return 0
 
