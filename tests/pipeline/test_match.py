@@ -204,6 +204,7 @@ def test_each_merge_keeps_a_level_a_comparison_rendered_with_the_model_s_label_a
     from placeflow.pipeline.match.model import MODEL_PATH, evidence_json_sql
 
     comparisons = json.loads(MODEL_PATH.read_text(encoding="utf-8"))["comparisons"]
+    assert all(len(c["comparison_levels"]) <= 10 for c in comparisons)  # a digit each
     places = _places(
         {"poi_name": "Blue Door Cafe", "street": "12 Main Street", "city": "Springfield",
          "postcode": "12345", "country": "US", "phone": "+1 555 0100"},
