@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import fcntl
+import gc
 import hashlib
 import multiprocessing
 import os
@@ -74,6 +75,9 @@ def run_two_processes(base_url: str, directory: Path, *, shared: bool, n: int) -
         FORK.Process(target=hammer, args=(base_url, directory, shared, n, ready, go))
         for ready in readies
     ]
+    # the parent's garbage is collected here: a collection in a forked child of garbage it
+    # inherited (native libraries' objects, whose threads did not survive the fork) crashed it
+    gc.collect()
     for p in procs:
         p.start()
     try:

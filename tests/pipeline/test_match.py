@@ -221,9 +221,11 @@ def test_each_merge_keeps_a_level_a_comparison_rendered_with_the_model_s_label_a
     width = max(len(c["comparison_levels"]) for c in comparisons)
     codes = ["".join(str(min(i, len(c["comparison_levels"]) - 1)) for c in comparisons)
              for i in range(width)]  # fmt: skip
-    rendered = duckdb.sql(
-        f"select {evidence_json_sql('code')} as e from (select unnest(?) as code)", params=[codes]
-    ).fetchall()
+    with duckdb.connect() as con:  # its own: the module's default connection outlives the test
+        sql = f"select {evidence_json_sql('code')} as e from (select unnest(?) as code)"
+        rendered = con.execute(sql, [codes]).fetchall()
+        nothing = con.execute(f"select {evidence_json_sql('null::varchar')}").fetchall()
+    assert nothing == [(None,)]
     for code, (text,) in zip(codes, rendered, strict=True):
         for (name, said), digit in zip(json.loads(text).items(), code, strict=True):
             level = by_name[name]["comparison_levels"][int(digit)]
@@ -231,4 +233,3 @@ def test_each_merge_keeps_a_level_a_comparison_rendered_with_the_model_s_label_a
                 level["m_probability"] / level["u_probability"])  # fmt: skip
             assert said["level"] == level["label_for_charts"]
             assert said["weight"] == pytest.approx(weight, abs=1e-3)
-    assert duckdb.sql(f"select {evidence_json_sql('null::varchar')}").fetchall() == [(None,)]
