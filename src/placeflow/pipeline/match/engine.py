@@ -35,8 +35,6 @@ from placeflow.pipeline.match.features import (
     features,
 )
 from placeflow.pipeline.match.grouping import (
-    OUTPUT_SCHEMA,
-    RULE,
     components,
     forbidden,
     merged_places,
@@ -56,6 +54,20 @@ from placeflow.pipeline.match.model import (
 __all__ = ["DEFAULT_THRESHOLD", "OUTPUT_SCHEMA", "RULE", "MatchInfo", "fuzzy_match",
            "fuzzy_match_batches"]  # fmt: skip
 
+RULE = "probabilistic"
+OUTPUT_SCHEMA = pl.Schema(
+    {
+        "place_key": pl.String,
+        "cluster_key": pl.String,
+        "matched_key": pl.String,
+        "match_rule": pl.String,
+        "match_probability": pl.Float64,
+        "levels": pl.String,
+    }
+)
+"""One row per merged place: its key, its cluster's representative's key, the key of the place
+it matched most probably, the rule, that match's probability and its evidence as the level of
+each comparison (`model.levels_sql`; `model.evidence_json_sql` renders it for a person)."""
 DEFAULT_THRESHOLD = DEFAULT_MATCH_THRESHOLD
 """Match probability a pair needs to be merged (`--match-threshold`)."""
 DUCKDB_CONFIG: dict[str, str | bool | int | float | list[str]] = {

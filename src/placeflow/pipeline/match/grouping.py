@@ -22,20 +22,6 @@ from splink.clustering import cluster_pairwise_predictions_at_threshold
 
 from placeflow.pipeline.match.model import CONFLICT
 
-RULE = "probabilistic"
-OUTPUT_SCHEMA = pl.Schema(
-    {
-        "place_key": pl.String,
-        "cluster_key": pl.String,
-        "matched_key": pl.String,
-        "match_rule": pl.String,
-        "match_probability": pl.Float64,
-        "levels": pl.String,
-    }
-)
-"""One row per merged place: its key, its cluster's representative's key, the key of the place
-it matched most probably, the rule, that match's probability and its evidence as the level of
-each comparison (`model.levels_sql`; `model.evidence_json_sql` renders it for a person)."""
 PAIRS = pl.Schema({"a": pl.Int64, "b": pl.Int64})
 
 
