@@ -4,12 +4,12 @@ bare baselines.
 Builds a warehouse of N places (tests/export/dataset.py), starts a throwaway PostgreSQL
 (tests/pgserver.py), and times, each on the same warehouse:
 
-- Parquet: `placeflow.export` to a fresh directory, against a bare DuckDB
+- Parquet: `placeflow.exporters.export` to a fresh directory, against a bare DuckDB
   `COPY (select * from places_latest) TO '...' (FORMAT parquet, COMPRESSION zstd)`;
-- PostgreSQL: `placeflow.export` to a fresh database (ADBC COPY into staging, upsert), against a
-  bare `COPY places_latest FROM STDIN` through psql of DuckDB's CSV of the same rows into a table
-  of the same types and primary key;
-- Delta: `placeflow.export` to a fresh `delta://` folder, against a bare
+- PostgreSQL: `placeflow.exporters.export` to a fresh database (ADBC COPY into staging,
+  upsert), against a bare `COPY places_latest FROM STDIN` through psql of DuckDB's CSV of the
+  same rows into a table of the same types and primary key;
+- Delta: `placeflow.exporters.export` to a fresh `delta://` folder, against a bare
   `deltalake.write_deltalake` of DuckDB's Arrow stream of the same rows.
 
 Then a run that changes a tenth of the places is added to the warehouse and each destination
@@ -40,10 +40,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repository: 
 
 import duckdb
 
-from placeflow.export import TABLES, export, plan_table
+from placeflow.exporters.export import TABLES, export, plan_table
 from placeflow.exporters.postgres import pg_type
-from placeflow.redact import Secret
-from placeflow.warehouse import connect
+from placeflow.store.warehouse import connect
+from placeflow.support.redact import Secret
 from tests.export.dataset import T0, add_run, build
 from tests.pgserver import start
 

@@ -41,7 +41,7 @@ def build(work: Path, csv: Path) -> None:
     from placeflow.pipeline.dedupe import dedupe
     from placeflow.pipeline.normalize import normalize
     from placeflow.pipeline.source import FileSource, read
-    from placeflow.warehouse import connect
+    from placeflow.store.warehouse import connect
 
     options = RunOptions(mode="validate")
     rows, _ = read(FileSource((str(csv),)), options)
@@ -104,7 +104,7 @@ def child(work: Path) -> dict[str, Any]:
     """Run the fresh stage once; what it cost and what it found."""
     from placeflow.options import RunOptions
     from placeflow.pipeline import fresh
-    from placeflow.warehouse import connect
+    from placeflow.store.warehouse import connect
 
     options = RunOptions(mode="validate")
     con = connect(work / "wh.duckdb")

@@ -42,7 +42,7 @@ from placeflow.emulator.synth import SynthSettings, render_job_lines
 from placeflow.pipeline.fetch import fetch
 from placeflow.pipeline.load import load
 from placeflow.state.runstate import RunState
-from placeflow.warehouse import connect, insert_frame
+from placeflow.store.warehouse import connect, insert_frame
 
 RESULTS = Path(__file__).with_name("RESULTS.md")
 START, END = "<!-- load-bench:start -->", "<!-- load-bench:end -->"

@@ -29,8 +29,8 @@ def bought(batches: list[list[Path]], **options: Any) -> dict[str, Any]:
     from placeflow.emulator import KeySpec, Sandbox, SandboxConfig
     from placeflow.fields import RateLimits
     from placeflow.options import RunOptions
-    from placeflow.redact import Secret
-    from placeflow.target import Target
+    from placeflow.runner.target import Target
+    from placeflow.support.redact import Secret
 
     sandbox = Sandbox(SandboxConfig(keys=(KeySpec(key=KEY, credits=1_000_000),)))
     runs = []

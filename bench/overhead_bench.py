@@ -49,7 +49,7 @@ import json, sys
 import placeflow
 from placeflow import config
 from placeflow.options import RunOptions
-from placeflow.target import Target
+from placeflow.runner.target import Target
 csv, db, chunk = sys.argv[1], sys.argv[2], int(sys.argv[3])
 st = config.load_settings()
 target = Target(base_url=st.base_url, api_key=st.api_key, label="bench", limits=st.limits)

@@ -134,7 +134,7 @@ sys.exit(code)
 
 
 def build(db: Path) -> float:
-    from placeflow.warehouse import connect
+    from placeflow.store.warehouse import connect
 
     started = time.perf_counter()
     with connect(db) as con:

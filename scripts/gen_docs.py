@@ -2,7 +2,8 @@
 
 The warehouse's tables come from the schema itself: each table's, view's and column's DuckDB
 comment (`comment on ...` in sql/schema/*.sql and sql/views/*.sql), read from a fresh in-memory
-warehouse. The exported tables (docs/exports.md) add what `placeflow.export.TABLES` says of each:
+warehouse. The exported tables (docs/exports.md) add what `placeflow.exporters.export.TABLES` says
+of each:
 its key and incremental column, and each column's PostgreSQL type. The CLI's usage blocks are
 `placeflow COMMAND --help`, formatted 100 columns wide. Each generated part sits between
 `<!-- gen:table NAME -->` (or `<!-- gen:export NAME -->`, `<!-- gen:help [COMMAND] -->`) and
@@ -53,7 +54,7 @@ class Relation:
 @cache
 def relations() -> dict[str, Relation]:
     """Every table and view a fresh warehouse has, by name."""
-    from placeflow.warehouse import connect
+    from placeflow.store.warehouse import connect
 
     con = connect(":memory:")
     try:
@@ -97,7 +98,7 @@ def table_block(name: str) -> str:
 def export_block(name: str) -> str:
     """The generated reference of one exported table: heading, key, incremental column, then
     each column with its DuckDB and PostgreSQL types and its meaning."""
-    from placeflow.export import TABLES
+    from placeflow.exporters.export import TABLES
     from placeflow.exporters.postgres import pg_type
 
     rel = relations().get(name)

@@ -9,8 +9,8 @@ from typing import Any
 
 from placeflow.emulator import KeySpec, Sandbox, SandboxConfig
 from placeflow.fields import RateLimits
-from placeflow.redact import Secret
-from placeflow.target import Target
+from placeflow.runner.target import Target
+from placeflow.support.redact import Secret
 
 
 def sandbox_target(base_url: str, key: str, limits: RateLimits | None = None) -> Target:

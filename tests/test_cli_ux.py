@@ -19,7 +19,7 @@ from placeflow.emulator import Sandbox
 from placeflow.options import RunOptions
 from placeflow.pipeline.account import RunSummary
 from placeflow.reporting.summary import against, text_summary
-from placeflow.target import Target
+from placeflow.runner.target import Target
 from tests.sandbox_target import served as served_sandbox
 from tests.test_run import write_places
 

@@ -14,7 +14,7 @@ import pytest
 import placeflow
 from placeflow.cli.main import build_parser, main
 from placeflow.errors import EXIT_USAGE, NotAWarehouse, UsageError
-from placeflow.warehouse import connect
+from placeflow.store.warehouse import connect
 
 from .sandbox_target import served
 

@@ -159,7 +159,7 @@ def test_every_warehouse_column_is_documented() -> None:
 def test_exports_doc_has_every_exported_table_as_exported_today() -> None:
     """docs/exports.md has one generated block per table placeflow exports, each what the
     schema's comments, the table's key and incremental column and the type mapping say."""
-    from placeflow.export import TABLES
+    from placeflow.exporters.export import TABLES
 
     assert sorted(GEN.blocks(EXPORTS_DOC, "export")) == sorted(TABLES)
     assert GEN.regenerate(EXPORTS_DOC) == EXPORTS_DOC, "stale: run scripts/gen_docs.py"
@@ -185,7 +185,7 @@ def test_every_relative_link_in_the_readme_and_docs_resolves() -> None:
 
 def test_warehouse_doc_python_example_runs_on_the_pinned_duckdb(tmp_path: Path) -> None:
     """docs/warehouse.md's 'From Python' example runs as written on the pinned duckdb (2.0)."""
-    from placeflow.warehouse import connect
+    from placeflow.store.warehouse import connect
 
     code = WAREHOUSE_DOC.split("### From Python", 1)[1].split("```python", 1)[1].split("```")[0]
     db = tmp_path / "placeflow.duckdb"

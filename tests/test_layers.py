@@ -71,27 +71,17 @@ FLOORS: list[tuple[str, tuple[str, ...]]] = [  # from the top
     ("public face", ("placeflow",)),
     ("cli", ("placeflow.cli",)),
     ("flows", ("placeflow.flows",)),
-    (
-        "entry points",
-        (
-            "placeflow.orchestrate", "placeflow.carry", "placeflow.prepare", "placeflow.steps",
-            "placeflow.sender", "placeflow.ending",
-            "placeflow.refresh", "placeflow.research", "placeflow.export",
-            "placeflow.exporters", "placeflow.reporting", "placeflow.rows", "placeflow.target",
-            "placeflow.emulator",
-        ),
-    ),
+    ("research", ("placeflow.research",)),
+    ("runner", ("placeflow.runner",)),
+    ("reporting", ("placeflow.reporting",)),
+    ("exporters and emulator", ("placeflow.exporters", "placeflow.emulator")),
     ("pipeline", ("placeflow.pipeline",)),
     ("state", ("placeflow.state",)),
-    ("warehouse/api", ("placeflow.warehouse", "placeflow.writer", "placeflow.api")),
-    (
-        "base modules",
-        (
-            "placeflow.errors", "placeflow.fields", "placeflow.options", "placeflow.config",
-            "placeflow.events", "placeflow.redact", "placeflow.text", "placeflow.diskfull",
-            "placeflow.dbfile", "placeflow.lazy",
-        ),
-    ),
+    ("store", ("placeflow.store",)),
+    ("api", ("placeflow.api",)),
+    ("settings", ("placeflow.config", "placeflow.options")),
+    ("fields and support", ("placeflow.fields", "placeflow.support")),
+    ("base", ("placeflow.errors", "placeflow.events")),
 ]  # fmt: skip
 """The floors of the rule, top first; a unit (top-level module or subpackage) is on one."""
 
@@ -180,6 +170,25 @@ def test_no_import_circle_between_packages() -> None:
     for module, targets in GRAPH.items():
         units[_unit(module)] |= {_unit(t) for t in targets} - {_unit(module)}
     assert _cycles(dict(units)) == []
+
+
+def test_units_of_one_floor_import_nothing_of_each_other() -> None:
+    """Two units on one floor are side by side: neither imports the other, so the floors are
+    an order, not a bag (a unit that needs another belongs above it)."""
+    sideways = sorted(
+        (m, t)
+        for m, targets in GRAPH.items()
+        for t in targets
+        if floor_of(t) == floor_of(m) and _unit(t) != _unit(m) and _unit(m) != "placeflow"
+    )
+    assert sideways == []
+
+
+def test_at_most_eight_flat_modules() -> None:
+    """The top of src/placeflow holds at most eight flat modules (its __init__ aside): the
+    rest lives in rooms grouped by what they do."""
+    flat = [p.name for p in (SRC / "placeflow").glob("*.py") if p.name != "__init__.py"]
+    assert len(flat) <= 8, sorted(flat)
 
 
 def test_imports_run_down_the_floors() -> None:

@@ -12,7 +12,7 @@ from placeflow.cli.args import fail
 from placeflow.cli.run import print_outcome
 from placeflow.events import Event, Note
 from placeflow.reporting.summary import markdown_summary
-from placeflow.steps import emitter
+from placeflow.runner.steps import emitter
 from tests.test_cli_ux import summary
 
 

@@ -12,7 +12,7 @@ import pytest
 
 from placeflow.cli.main import main
 from placeflow.errors import EXIT_OK, EXIT_USAGE
-from placeflow.warehouse import connect
+from placeflow.store.warehouse import connect
 
 
 @pytest.fixture

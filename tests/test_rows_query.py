@@ -19,8 +19,8 @@ from placeflow.cli.main import main
 from placeflow.emulator import Sandbox
 from placeflow.options import RunOptions
 from placeflow.reporting.summary import text_summary
+from placeflow.runner.target import Target
 from placeflow.state.checks import run_checks
-from placeflow.target import Target
 from tests.sandbox_target import served as served_sandbox
 
 pytestmark = pytest.mark.slow  # starts placeflow/Prefect processes: minutes on 2 cores

@@ -16,8 +16,8 @@ from placeflow.emulator import Sandbox
 from placeflow.errors import BudgetRefused, UnknownRun, UsageError
 from placeflow.events import Event, JobProgress, RowsLoaded, StageFinished
 from placeflow.options import RunOptions
+from placeflow.runner.target import Target
 from placeflow.state.checks import run_checks
-from placeflow.target import Target
 from tests.sandbox_target import served as served_sandbox
 
 KEY = "sk_run_paid_key_1234"

@@ -13,7 +13,7 @@ import pytest
 import placeflow
 from placeflow.emulator import backend
 from placeflow.options import RunOptions
-from placeflow.rows import row_outcomes
+from placeflow.reporting.rows import row_outcomes
 from tests.sandbox_target import served as served_sandbox
 
 KEY = "sk_separator_run_paid_key_1234"

@@ -6,7 +6,7 @@ import errno
 
 import duckdb
 
-from placeflow.diskfull import StorageStop, stop_message, storage_stop
+from placeflow.store.diskfull import StorageStop, stop_message, storage_stop
 
 
 def test_os_errors_of_a_full_or_read_only_disk_are_storage_stops() -> None:

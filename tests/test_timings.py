@@ -16,8 +16,8 @@ from placeflow.emulator import Sandbox
 from placeflow.events import Event, StageStarted
 from placeflow.options import RunOptions
 from placeflow.reporting.summary import json_summary, text_summary
-from placeflow.steps import Stages, Timer, direct
-from placeflow.target import Target
+from placeflow.runner.steps import Stages, Timer, direct
+from placeflow.runner.target import Target
 from tests.sandbox_target import served as served_sandbox
 from tests.test_run import write_places
 

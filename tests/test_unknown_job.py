@@ -18,8 +18,8 @@ from placeflow.api.poller import UNKNOWN_AFTER
 from placeflow.emulator import FaultConfig, Sandbox
 from placeflow.events import ChunkSubmitted, Event, FileVerified
 from placeflow.options import RunOptions
+from placeflow.runner.target import Target
 from placeflow.state.checks import run_checks
-from placeflow.target import Target
 from tests.sandbox_target import served
 from tests.test_run import write_places
 

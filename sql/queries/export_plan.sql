@@ -1,5 +1,5 @@
 -- export_plan: how many rows of a table lie above a watermark, and the highest cursor value
--- among them. {table}, {cursor} and {lower} are filled in by placeflow.export (checked names).
+-- among them. {table}, {cursor} and {lower} are filled in by placeflow.exporters.export (checked names).
 with
 
 source_rows as (

@@ -1,6 +1,6 @@
 -- server_text(s): a string a server sent, as it is stored: cut to 2,000 characters
--- (placeflow.text.MAX_SERVER_TEXT) and marked with how many were dropped, exactly as
--- placeflow.text.cap_text does for the answers parsed in Python. A service (or a proxy) can
+-- (placeflow.support.text.MAX_SERVER_TEXT) and marked with how many were dropped, exactly as
+-- placeflow.support.text.cap_text does for the answers parsed in Python. A service (or a proxy) can
 -- send a string of any size; a result file read by DuckDB itself (sql/load/lines_*.sql) is
 -- capped here (tests/warehouse/test_server_text.py holds the two to one rule).
 

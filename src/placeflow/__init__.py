@@ -1,25 +1,32 @@
 """placeflow: bulk place-data ETL against the place-data service, with a faithful sandbox.
 
 `placeflow.run(inputs, target=...)` and `placeflow.resume(run_id, target=...)` are the entry
-points (see `placeflow.orchestrate`); they load on first use, so importing the package stays
+points (see `placeflow.runner.orchestrate`); they load on first use, so importing the package stays
 light and never imports Prefect.
 
-The rule of direction: imports run down these floors, never up (tests/test_layers.py keeps it,
-counting lazy and TYPE_CHECKING imports too):
+The rule of direction: imports run down these floors, never up, and two units on one floor
+import nothing of each other (tests/test_layers.py keeps it, counting lazy and TYPE_CHECKING
+imports too):
 
     public face     this package's lazy names (run, resume, preview, ...)
     cli             placeflow.cli: one module per command, args, pre-flight checks, interrupt,
                     live progress; thin: parse, call, print, exit code
     flows           placeflow.flows: Prefect flows that only wire library calls
-    entry points    orchestrate, carry, prepare, steps, sender, ending (how a command ends,
-                    with or without Prefect), refresh, research/, export, exporters/,
-                    reporting/, rows, target, emulator/ (the sandbox): composing stages
+    research        placeflow.research: deep research of caller-defined attributes
+    runner          placeflow.runner: a run's machinery (orchestrate, prepare, carry, sender,
+                    steps, ending, target, refresh)
+    reporting       placeflow.reporting: the run report, listings, rows
+    exporters and emulator
+                    placeflow.exporters (export to Parquet, Delta, PostgreSQL) beside
+                    placeflow.emulator (the sandbox)
     pipeline        placeflow.pipeline: the stages, each a plain typed function
-    state           placeflow.state: the one writer of a run's tables, the job lifecycle
-    warehouse/api   placeflow.warehouse (DuckDB), placeflow.writer (a run's connection to it),
-                    placeflow.api (the service's client)
-    base modules    errors, fields, options, config, events, redact, text, diskfull, dbfile:
-                    import nothing of placeflow above them
+    state           placeflow.state: the one writer of a run's tables, the lifecycles
+    store           placeflow.store: the DuckDB file (warehouse, writer, dbfile, diskfull)
+    api             placeflow.api: the service's client
+    settings        config (the environment, read once) and options
+    fields and support
+                    fields (the service's field names) beside support (lazy, text, redact)
+    base            errors, events: import nothing of placeflow
 """
 
 from __future__ import annotations
@@ -27,31 +34,31 @@ from __future__ import annotations
 from importlib.metadata import version
 from typing import TYPE_CHECKING
 
-from placeflow.lazy import lazy_names
+from placeflow.support.lazy import lazy_names
 
 __version__ = version("placeflow")
 
 if TYPE_CHECKING:
     from placeflow.errors import PlaceflowError
     from placeflow.options import RunOptions
-    from placeflow.orchestrate import resume, run
     from placeflow.pipeline.account import RunSummary
     from placeflow.pipeline.source import FileSource, Source
-    from placeflow.prepare import Preview, preview
-    from placeflow.steps import Step
-    from placeflow.target import Target
+    from placeflow.runner.orchestrate import resume, run
+    from placeflow.runner.prepare import Preview, preview
+    from placeflow.runner.steps import Step
+    from placeflow.runner.target import Target
 
 _LAZY = {
-    "run": "placeflow.orchestrate",
-    "resume": "placeflow.orchestrate",
-    "preview": "placeflow.prepare",
-    "Preview": "placeflow.prepare",
-    "Step": "placeflow.steps",
+    "run": "placeflow.runner.orchestrate",
+    "resume": "placeflow.runner.orchestrate",
+    "preview": "placeflow.runner.prepare",
+    "Preview": "placeflow.runner.prepare",
+    "Step": "placeflow.runner.steps",
     "RunOptions": "placeflow.options",
     "RunSummary": "placeflow.pipeline.account",
     "Source": "placeflow.pipeline.source",
     "FileSource": "placeflow.pipeline.source",
-    "Target": "placeflow.target",
+    "Target": "placeflow.runner.target",
     "PlaceflowError": "placeflow.errors",
 }
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 from placeflow.errors import ConfigError, OptionsError
 from placeflow.fields import TIER_WINDOWS, RateLimits
-from placeflow.redact import Secret
+from placeflow.support.redact import Secret
 
 PREFECT_DEFAULTS = {
     # Offline, Prefect's analytics send fails noisily; nothing here should phone home.

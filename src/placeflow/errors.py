@@ -20,7 +20,7 @@
     │   │                               (also a FileNotFoundError)
     │   ├── NotAWarehouse               the warehouse path names a directory or a file that is not
     │   │                               a DuckDB database (a CSV, Parquet, JSON, ...): refused
-    │   │                               before anything is read or spent (placeflow.warehouse)
+    │   │                               before anything is read or spent (store.warehouse)
     │   ├── NotYetKnown                 asked for what is known only later: a read's info before
     │   │                               its batches are exhausted (also a RuntimeError)
     │   └── SecretRefused               a redact.Secret asked to leave in a pickle (also a
@@ -30,8 +30,8 @@
     │   ├── BudgetRefused               over --max-credits or the key's balance: nothing spent (3)
     │   └── CreditsRanOut               402 part way: resumable once credits are added (3)
     ├── WarehouseError                  the DuckDB warehouse (exit code 1)
-    │   ├── WarehouseBusy               another process holds the database (placeflow.warehouse)
-    │   ├── MigrationError              the database and sql/schema/ disagree (placeflow.warehouse)
+    │   ├── WarehouseBusy               another process holds the database (store.warehouse)
+    │   ├── MigrationError              the database and sql/schema/ disagree (store.warehouse)
     │   ├── LoadError                   a result file does not match its chunk (pipeline.load)
     │   └── IllegalMove                 a chunk moved where the job lifecycle does not allow
     │                                   (placeflow.state.lifecycle): refused, nothing written
@@ -39,7 +39,7 @@
     ├── RateCardError                   the rate card cannot price research: refused, nothing
     │                                   spent (3; also a ValueError)
     ├── Stop                            a research run stops before sending more (research.send)
-    ├── ExportError                     an export could not complete (placeflow.export)
+    ├── ExportError                     an export could not complete (placeflow.exporters.export)
     ├── TransientError                  may succeed if retried (placeflow.api.errors: 429, 503, 5xx,
     │                                   connection lost, timed out); retry only these
     ├── ApiError                        terminal answers of the service (placeflow.api.errors:
@@ -126,7 +126,7 @@ class NotYetKnown(UsageError, RuntimeError):
 
 
 class SecretRefused(UsageError, TypeError):
-    """A `placeflow.redact.Secret` asked to leave as its value (pickled): refused."""
+    """A `placeflow.support.redact.Secret` asked to leave as its value (pickled): refused."""
 
 
 # --- runs that stopped ------------------------------------------------------------------------
@@ -187,6 +187,14 @@ EXIT_USAGE = 2
 """Bad arguments or input files that cannot be read as places."""
 EXIT_REFUSED = 3
 """Refused before spending (budget, credits, the rate card), or stopped when credits ran out."""
+EXIT_LEFT_TO_OTHER_RUN = 4
+"""Places left to another run (its claims) still have no answer: that run must end first, or
+be resumed when it is dead; this one bought none of them."""
+EXIT_DOUBLE_CHARGED = 5
+"""The service billed work twice (a lost answer re-sent after its record of the first was
+gone): booked in the ledger, named in one line."""
+EXIT_ALL_REJECTED = 6
+"""Every input row was rejected: nothing to send (the rejects say why)."""
 EXIT_INTERRUPTED = 130
 """Stopped by Ctrl-C (SIGINT): state saved, `placeflow resume RUN_ID` finishes the run."""
 

@@ -21,8 +21,8 @@ from placeflow.api.client import PlaceApiClient
 from placeflow.api.limiter import FileLog, RateLimiter, machine_limiter
 from placeflow.emulator import KeySpec, Sandbox, SandboxConfig
 from placeflow.fields import RateLimits
-from placeflow.redact import Secret
-from placeflow.target import Target, shared_limiter
+from placeflow.runner.target import Target, shared_limiter
+from placeflow.support.redact import Secret
 
 from .conftest import KEY, FakeTime
 from .test_limiter import grant_times, max_in_window

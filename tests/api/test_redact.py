@@ -7,7 +7,7 @@ import pickle
 
 import pytest
 
-from placeflow.redact import (
+from placeflow.support.redact import (
     REDACTED,
     RedactingFilter,
     Secret,

@@ -119,7 +119,7 @@ def run_library(**params: Any) -> tuple[str, dict[str, Any]]:
     from placeflow.errors import PlaceflowError, RunStopped, exit_code
     from placeflow.options import RunOptions, split_options
     from placeflow.reporting.summary import exit_code_for
-    from placeflow.target import open_target
+    from placeflow.runner.target import open_target
 
     options_given, rest = split_options(params)
     options = RunOptions.parse(options_given) if options_given else RunOptions()

@@ -15,13 +15,13 @@ from typing import Any
 
 
 def main(argv: list[str]) -> int:
-    from placeflow import orchestrate
     from placeflow.config import load_settings
     from placeflow.errors import PlaceflowError, RunStopped, exit_code
     from placeflow.options import RunOptions
-    from placeflow.refresh import refresh
     from placeflow.reporting.summary import exit_code_for
-    from placeflow.target import open_target
+    from placeflow.runner import orchestrate
+    from placeflow.runner.refresh import refresh
+    from placeflow.runner.target import open_target
 
     p = argparse.ArgumentParser()
     p.add_argument("what", choices=("run", "refresh"))

@@ -17,10 +17,10 @@ from placeflow.emulator import ManualClock
 from placeflow.events import Event, JobProgress, Note
 from placeflow.fields import RateLimits
 from placeflow.options import RunOptions
-from placeflow.redact import Secret
-from placeflow.refresh import refresh
+from placeflow.runner.refresh import refresh
+from placeflow.runner.target import Target
 from placeflow.state.checks import run_checks
-from placeflow.target import Target
+from placeflow.support.redact import Secret
 
 from .conftest import KEY, ServeSandbox, places, write_csv
 from .virtual_rig import KEY as KEY_VIRTUAL

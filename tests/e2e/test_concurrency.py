@@ -11,7 +11,7 @@ import placeflow
 from placeflow.emulator import KeySpec, Sandbox, SandboxConfig
 from placeflow.fields import RateLimits
 from placeflow.options import RunOptions
-from placeflow.target import Target
+from placeflow.runner.target import Target
 from tests.sandbox_target import sandbox_target
 
 from .conftest import KEY, places, write_csv

@@ -23,7 +23,7 @@ import pytest
 
 import placeflow
 from placeflow.errors import EXIT_FAILED, EXIT_USAGE
-from placeflow.writer import Warehouse
+from placeflow.store.writer import Warehouse
 from tests.sandbox_target import sandbox_target
 
 from .conftest import KEY, ServeSandbox, places, write_csv

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from placeflow.config import prefect_server_url
 from placeflow.fields import RateLimits
-from placeflow.redact import Secret
-from placeflow.target import Target, shared_limiter
+from placeflow.runner.target import Target, shared_limiter
+from placeflow.support.redact import Secret
 
 BASE_URL = "http://127.0.0.1:9/"
 KEY = "sk_gate_wiring_key_3d3d"

@@ -15,8 +15,8 @@ import placeflow
 from placeflow.emulator.research import research_stats
 from placeflow.errors import EXIT_REFUSED
 from placeflow.fields import RateLimits
-from placeflow.redact import Secret
-from placeflow.target import Target
+from placeflow.runner.target import Target
+from placeflow.support.redact import Secret
 
 from .conftest import KEY, Served, ServeSandbox, places, write_csv
 

@@ -22,7 +22,7 @@ import sys
 from placeflow.flows.rate_gate import PrefectRateGate
 from placeflow.api.client import PlaceApiClient
 from placeflow.api.limiter import RateLimits
-from placeflow.redact import Secret
+from placeflow.support.redact import Secret
 
 base_url, key, n = sys.argv[1:4]
 limits = RateLimits.for_tier("free", window_scale=0.2, min_slack=0.15)

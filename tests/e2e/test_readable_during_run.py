@@ -16,8 +16,8 @@ import placeflow
 from placeflow.emulator import ManualClock
 from placeflow.events import Event, JobProgress
 from placeflow.fields import RateLimits
-from placeflow.redact import Secret
-from placeflow.target import Target
+from placeflow.runner.target import Target
+from placeflow.support.redact import Secret
 
 from .conftest import KEY, ServeSandbox, places, write_csv
 
@@ -25,7 +25,7 @@ pytestmark = pytest.mark.slow  # starts placeflow/Prefect processes: minutes on 
 
 READER = """
 import sys
-from placeflow.warehouse import connect
+from placeflow.store.warehouse import connect
 
 with connect(sys.argv[1], read_only=True, wait=60) as con:
     print(con.execute("select count(*) from jobs where status = 'submitted'").fetchall()[0][0])
@@ -96,8 +96,8 @@ def test_other_processes_read_while_a_job_runs(tmp_path: Path, serve_sandbox: Se
 def test_release_keeps_an_open_transaction(tmp_path: Path) -> None:
     """Warehouse.release closes the connection between statements, never inside a
     transaction; the next statement opens it again."""
-    from placeflow.warehouse import transaction
-    from placeflow.writer import Warehouse
+    from placeflow.store.warehouse import transaction
+    from placeflow.store.writer import Warehouse
 
     with Warehouse(tmp_path / "wh.duckdb") as wh:
         con: Any = wh

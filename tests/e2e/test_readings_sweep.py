@@ -9,7 +9,7 @@ input row, the warehouse checks are clean, and the ledger (charges and adjustmen
 claims more than the sandbox billed, nor less once the last run did not stop interrupted
 (then a held chunk's rows may be billed and not yet loaded). The sweep found a failed-part-way
 job's billed rows sent again (fetch) and a late-published file's rows sent again (poller).
-A scheduled refresh (`placeflow.refresh` of the stale places, within a budget half the time)
+A scheduled refresh (`placeflow.runner.refresh` of the stale places, within a budget half the time)
 under the drawn knobs bills no place twice within its own runs. `placeflow research` gets the
 same: its request faults and readings, the same command up to
 four times, no place or field billed twice, the checks clean (it found the checks taking a
@@ -32,10 +32,10 @@ from placeflow.emulator.research import research_stats
 from placeflow.errors import PlaceflowError
 from placeflow.options import RunOptions
 from placeflow.pipeline.account import RunSummary
-from placeflow.refresh import refresh
 from placeflow.research.fields import build_specs
 from placeflow.research.plan import ResearchSpec
 from placeflow.research.run import ResearchOptions, research
+from placeflow.runner.refresh import refresh
 from placeflow.state.checks import run_checks
 
 from .virtual_rig import KEY, Rig, rig, write_places

@@ -16,10 +16,10 @@ import pytest
 import placeflow
 from placeflow.fields import RateLimits
 from placeflow.pipeline.account import RunSummary
-from placeflow.redact import Secret
-from placeflow.refresh import refresh, select_stale
+from placeflow.runner.refresh import refresh, select_stale
+from placeflow.runner.target import Target
 from placeflow.state.runstate import utc_now
-from placeflow.target import Target
+from placeflow.support.redact import Secret
 from tests.warehouse.sandbox_runs import SAMPLES, changed_fields
 
 from .conftest import KEY, Served, ServeSandbox

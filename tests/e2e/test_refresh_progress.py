@@ -13,8 +13,8 @@ import pytest
 import placeflow
 from placeflow.fields import RateLimits
 from placeflow.options import RunOptions
-from placeflow.redact import Secret
-from placeflow.target import Target
+from placeflow.runner.target import Target
+from placeflow.support.redact import Secret
 
 from .conftest import KEY, ServeSandbox
 from .test_progress import ANSI, ROOT, counts, environment, run_in_pipes, run_in_terminal

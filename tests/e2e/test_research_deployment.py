@@ -27,7 +27,7 @@ OWNER_FIELDS = ("owner_person", "owner_org")
 def loaded_warehouse(db: Path) -> int:
     """The Fodor's sample validated into `db` from an embedded sandbox; its places."""
     import placeflow
-    from placeflow.target import embedded_sandbox
+    from placeflow.runner.target import embedded_sandbox
 
     options = placeflow.RunOptions(mode="validate", route="sync", dedupe="exact")
     with embedded_sandbox() as target:

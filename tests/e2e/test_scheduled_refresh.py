@@ -117,7 +117,7 @@ def sample_warehouse(tmp: Path) -> dict[str, Any]:
     """The README's main job loaded into the test's warehouse (an embedded sandbox); the
     refresh's parameters: every place re-checked, within a budget smaller than their cost."""
     import placeflow
-    from placeflow.target import embedded_sandbox
+    from placeflow.runner.target import embedded_sandbox
 
     db = tmp / "wh.duckdb"
     with embedded_sandbox() as target:
@@ -154,7 +154,7 @@ def validated_fodors(tmp: Path) -> dict[str, Any]:
     """The Fodor's sample validated into the test's warehouse (an embedded sandbox); the
     research's parameters: the deployment's owner lookup of every place, within a budget."""
     import placeflow
-    from placeflow.target import embedded_sandbox
+    from placeflow.runner.target import embedded_sandbox
 
     db = tmp / "wh.duckdb"
     options = placeflow.RunOptions(mode="validate", route="sync", dedupe="exact")

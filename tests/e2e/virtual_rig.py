@@ -16,8 +16,8 @@ from placeflow.api.client import PlaceApiClient
 from placeflow.api.retry import RetryPolicy
 from placeflow.emulator import FaultConfig, KeySpec, ManualClock, Sandbox, SandboxConfig
 from placeflow.fields import RateLimits
-from placeflow.redact import Secret
-from placeflow.target import Target
+from placeflow.runner.target import Target
+from placeflow.support.redact import Secret
 
 KEY = "sk_money_safe_key_9c9c"
 QUICK = RetryPolicy(initial_backoff=0.5, max_backoff=4.0, jitter=0.0)

@@ -12,7 +12,7 @@ from typing import Any
 import duckdb
 import pytest
 
-from placeflow.warehouse import connect
+from placeflow.store.warehouse import connect
 from tests.export.dataset import build
 from tests.pgserver import PgServer, PostgresUnavailable, start
 

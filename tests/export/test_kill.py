@@ -15,9 +15,9 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from placeflow.export import export
-from placeflow.redact import Secret
-from placeflow.warehouse import connect
+from placeflow.exporters.export import export
+from placeflow.store.warehouse import connect
+from placeflow.support.redact import Secret
 from tests.export.dataset import T0, add_run
 from tests.export.test_postgres import pg_rows
 from tests.pgserver import PgServer
@@ -36,7 +36,7 @@ KILLER = """
 import os, signal, sys
 from datetime import datetime
 from placeflow.config import postgres_password
-from placeflow.export import export
+from placeflow.exporters.export import export
 db, dest, kill_at, now = sys.argv[1:5]
 def step(name):
     if name == kill_at:

@@ -12,9 +12,9 @@ import duckdb
 import polars as pl
 from deltalake import CommitProperties, write_deltalake
 
-from placeflow.export import export
 from placeflow.exporters.delta import WATERMARK
-from placeflow.redact import Secret
+from placeflow.exporters.export import export
+from placeflow.support.redact import Secret
 from tests.export.dataset import T0
 from tests.pgserver import PgServer
 

@@ -10,9 +10,9 @@ from typing import Any
 import duckdb
 import pytest
 
-from placeflow.export import TABLES as TABLES_REGISTRY
-from placeflow.export import TableSpec, export
-from placeflow.warehouse import connect
+from placeflow.exporters.export import TABLES as TABLES_REGISTRY
+from placeflow.exporters.export import TableSpec, export
+from placeflow.store.warehouse import connect
 from tests.export.conftest import KEYS, TABLES, warehouse_rows
 from tests.export.dataset import T0, add_run
 

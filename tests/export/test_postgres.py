@@ -9,10 +9,10 @@ from typing import Any
 
 from adbc_driver_postgresql import dbapi
 
-from placeflow.export import export
+from placeflow.exporters.export import export
 from placeflow.exporters.postgres import pg_type
-from placeflow.redact import Secret
-from placeflow.warehouse import connect
+from placeflow.store.warehouse import connect
+from placeflow.support.redact import Secret
 from tests.export.conftest import KEYS, TABLES, warehouse_rows
 from tests.export.dataset import T0, add_run
 from tests.pgserver import PgServer

@@ -18,12 +18,12 @@ import placeflow
 from placeflow.api.client import PlaceApiClient
 from placeflow.cli.export import run as cli
 from placeflow.emulator import FaultConfig
-from placeflow.export import DEFAULT_TABLES, TABLES
+from placeflow.exporters.export import DEFAULT_TABLES, TABLES
 from placeflow.fields import RateLimits
-from placeflow.refresh import refresh
 from placeflow.research.fields import build_specs
 from placeflow.research.plan import ResearchSpec
 from placeflow.research.run import ResearchOptions, research
+from placeflow.runner.refresh import refresh
 from tests.pgserver import PgServer
 from tests.sandbox_target import served
 

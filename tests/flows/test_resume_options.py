@@ -4,8 +4,8 @@ given, so that a resume keeps the run's own poll timeout unless one is given (th
 
 from __future__ import annotations
 
-from placeflow.ending import resume_options
 from placeflow.options import RunOptions
+from placeflow.runner.ending import resume_options
 
 NOT_GIVEN = {"poll_timeout": None, "resend_uncertain": False, "watch_every": None}
 

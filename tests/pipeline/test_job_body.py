@@ -22,7 +22,7 @@ from placeflow.pipeline.plan import build_requests
 from placeflow.pipeline.read import PLACE_FIELDS
 from placeflow.state.records import chunk_body
 from placeflow.state.runstate import RunState
-from placeflow.warehouse import migrate
+from placeflow.store.warehouse import migrate
 from tests.pipeline.conftest import read_frame
 
 REQUESTS = [

@@ -57,7 +57,7 @@ def geo_rows() -> list[dict[str, object]]:
 def _record_changes(db: Path, run_id: str) -> int:
     """Changes of three kinds for the geo run, the hostile-named place first."""
     from placeflow.reporting.data import has_table
-    from placeflow.warehouse import connect
+    from placeflow.store.warehouse import connect
 
     with connect(db) as con:
         if not has_table(con, "place_changes"):  # before migration 002 lands
@@ -97,7 +97,7 @@ def build(db: Path, workdir: Path) -> Warehouse:
     """Run the sample (in 3 jobs) and the geo places through placeflow into `db`."""
     import placeflow
     from placeflow.options import RunOptions
-    from placeflow.target import embedded_sandbox
+    from placeflow.runner.target import embedded_sandbox
 
     geo = workdir / "geo_places.csv"
     rows = geo_rows()

@@ -23,7 +23,7 @@ def main() -> None:
     import placeflow
     from placeflow.options import RunOptions
     from placeflow.reporting import write_report
-    from placeflow.target import embedded_sandbox
+    from placeflow.runner.target import embedded_sandbox
     from tests.report.conftest import SAMPLES
 
     with tempfile.TemporaryDirectory(prefix="report-shot-") as tmp:

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from placeflow.cli.research import main
-from placeflow.warehouse import connect
+from placeflow.store.warehouse import connect
 
 from .conftest import KEY, SCALE, ServeSandbox, places, write_csv
 

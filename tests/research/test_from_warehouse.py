@@ -24,10 +24,10 @@ from placeflow.events import (
     StageFinished,
 )
 from placeflow.fields import RateLimits
-from placeflow.redact import Secret
-from placeflow.refresh import WarehouseSource
 from placeflow.research.run import ResearchOptions, research
-from placeflow.target import Target
+from placeflow.runner.refresh import WarehouseSource
+from placeflow.runner.target import Target
+from placeflow.support.redact import Secret
 
 from .conftest import KEY, SCALE, Served, ServeSandbox, places, spec, write_csv
 

@@ -11,14 +11,14 @@ from typing import Any
 
 import duckdb
 
-from placeflow.export import export
+from placeflow.exporters.export import export
 from placeflow.fields import RateLimits
-from placeflow.redact import Secret
-from placeflow.refresh import WarehouseSource, refresh
+from placeflow.reporting.rows import row_outcomes
 from placeflow.research.run import ResearchOptions, research
-from placeflow.rows import row_outcomes
+from placeflow.runner.refresh import WarehouseSource, refresh
+from placeflow.runner.target import Target
 from placeflow.state.checks import check_names, run_checks
-from placeflow.target import Target
+from placeflow.support.redact import Secret
 from tests.report.test_report import _cli
 
 from .conftest import KEY, SCALE, Served, ServeSandbox, places, spec, write_csv

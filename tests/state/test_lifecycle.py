@@ -15,7 +15,7 @@ import pytest
 from placeflow.errors import IllegalMove
 from placeflow.state.lifecycle import HOLDS, MOVES, STATES, Move
 from placeflow.state.runstate import RunState
-from placeflow.warehouse import connect
+from placeflow.store.warehouse import connect
 from tests.warehouse.helpers import T0, add_run, plan_chunk
 
 SRC = Path(__file__).resolve().parents[2] / "src"

@@ -11,8 +11,8 @@ from collections.abc import Iterator
 import duckdb
 import pytest
 
-from placeflow import warehouse
-from placeflow.warehouse import connect
+from placeflow.store import warehouse
+from placeflow.store.warehouse import connect
 
 
 @pytest.fixture(scope="session")

@@ -9,7 +9,7 @@ import duckdb
 import polars as pl
 
 from placeflow.pipeline.load import load_result
-from placeflow.warehouse import insert_frame
+from placeflow.store.warehouse import insert_frame
 from tests.warehouse.helpers import (
     T0,
     add_run,

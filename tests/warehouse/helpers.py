@@ -12,7 +12,7 @@ from typing import Any
 import duckdb
 import polars as pl
 
-from placeflow.warehouse import insert_frame
+from placeflow.store.warehouse import insert_frame
 
 STAMP = "2026-11-01T12:00:00Z"
 T0 = datetime(2026, 11, 1, 12, 0, tzinfo=UTC)

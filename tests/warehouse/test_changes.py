@@ -13,7 +13,7 @@ import pytest
 
 from placeflow.fields import JobKind
 from placeflow.pipeline.changes import record_changes
-from placeflow.warehouse import connect
+from placeflow.store.warehouse import connect
 from tests.warehouse.dataset import load
 from tests.warehouse.helpers import add_run, attribute, enrich_line, plan_chunk, write_lines
 from tests.warehouse.sandbox_runs import (

@@ -8,7 +8,7 @@ import duckdb
 import pytest
 
 from placeflow.state.checks import check_names, check_rows, run_checks
-from placeflow.warehouse import connect
+from placeflow.store.warehouse import connect
 from tests.warehouse.dataset import build_clean
 
 BREAKS: dict[str, list[str]] = {

@@ -12,7 +12,7 @@ from pathlib import Path
 import duckdb
 
 from placeflow.state.checks import run_checks
-from placeflow.warehouse import connect
+from placeflow.store.warehouse import connect
 from tests.warehouse.dataset import add_rows
 from tests.warehouse.helpers import add_run, enrich_line, keys, plan_chunk, write_lines
 
@@ -20,7 +20,7 @@ LOADER = textwrap.dedent("""
     import sys
     from pathlib import Path
     from placeflow.pipeline.load import load_result
-    from placeflow.warehouse import connect
+    from placeflow.store.warehouse import connect
 
     class Paused:
         # The connection, pausing (told on stdout) once the second load has written its rows.
@@ -85,7 +85,7 @@ def test_sigkill_during_repeated_loads_leaves_one_consistent_load(tmp_path: Path
 
 CREATOR = textwrap.dedent("""
     import os, signal, sys
-    from placeflow.warehouse import connect
+    from placeflow.store.warehouse import connect
     con = connect(sys.argv[1])
     con.execute("insert into runs (run_id, created_at, status, mode, signature, key_hint)"
                 " values ('r1', now(), 'running', 'validate', 'validate||no-summary', '…a1b2')")

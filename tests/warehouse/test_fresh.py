@@ -15,7 +15,7 @@ from placeflow.options import RunOptions
 from placeflow.pipeline.fresh import FreshInfo, fresh_keys, mark_fresh, mark_fresh_staged
 from placeflow.pipeline.staging import Staging
 from placeflow.state.records import DEDUPED, MARKED
-from placeflow.warehouse import connect
+from placeflow.store.warehouse import connect
 from tests.warehouse.dataset import load
 from tests.warehouse.helpers import (
     SIGNATURES,

@@ -9,13 +9,13 @@ from typing import Any
 import duckdb
 import pytest
 
-from placeflow import warehouse
 from placeflow.errors import UnknownRun
 from placeflow.research.fields import build_specs
 from placeflow.research.plan import ResearchSpec
 from placeflow.state.checks import run_checks
 from placeflow.state.runread import stored_run
-from placeflow.warehouse import connect, sql_text
+from placeflow.store import warehouse
+from placeflow.store.warehouse import connect, sql_text
 
 FIELDS = ("cuisine:enum:italian|thai", "owner_person")
 SPEC = ResearchSpec(build_specs(FIELDS), verify_identity=True)

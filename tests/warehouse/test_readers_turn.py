@@ -10,8 +10,8 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from placeflow import dbfile, writer
-from placeflow.warehouse import connect
+from placeflow.store import dbfile, writer
+from placeflow.store.warehouse import connect
 
 
 class Clock:
@@ -46,10 +46,10 @@ def test_a_new_warehouse_is_made_aside_and_appears_whole(
 
         made(target, build_and_look)
 
-    monkeypatch.setattr("placeflow.warehouse.create_aside", watched)
+    monkeypatch.setattr("placeflow.store.warehouse.create_aside", watched)
     # as a process's first new warehouse (later ones are copies of its template, linked into
     # place whole too: tests/warehouse/test_template.py)
-    monkeypatch.setattr("placeflow.warehouse.copy_template", lambda target, make: False)
+    monkeypatch.setattr("placeflow.store.warehouse.copy_template", lambda target, make: False)
     connect(path).close()
     assert seen == [False]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["w.duckdb"]

@@ -11,8 +11,8 @@ import polars as pl
 import pytest
 
 from placeflow.options import RunOptions
-from placeflow.refresh import WarehouseSource, select_stale
-from placeflow.warehouse import connect, sql_text
+from placeflow.runner.refresh import WarehouseSource, select_stale
+from placeflow.store.warehouse import connect, sql_text
 from tests.warehouse.sandbox_runs import Runs, run_places, sample_head
 
 T0 = datetime(2026, 3, 1, tzinfo=UTC)

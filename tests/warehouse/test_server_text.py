@@ -1,5 +1,6 @@
 """Issue 34 item 4: every string a server sent is stored capped, as documented (2,000
-characters and a `… [truncated N characters]` marker, `placeflow.text.cap_text`): a job's result
+characters and a `… [truncated N characters]` marker, `placeflow.support.text.cap_text`): a job's
+result
 file read by DuckDB itself (sql/load/lines_*.sql, macro server_text) as a parsed answer is, and a
 research answer's strings too."""
 
@@ -16,7 +17,7 @@ from placeflow.pipeline.load import load_result
 from placeflow.research.fields import build_specs
 from placeflow.research.load import Answer, answer_frame
 from placeflow.research.plan import Rates, ResearchSpec
-from placeflow.text import MAX_SERVER_TEXT, cap_text
+from placeflow.support.text import MAX_SERVER_TEXT, cap_text
 from tests.warehouse.helpers import (
     T0,
     add_run,

@@ -11,8 +11,8 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from placeflow import warehouse
-from placeflow.warehouse import connect
+from placeflow.store import warehouse
+from placeflow.store.warehouse import connect
 
 CATALOG = {
     "tables": "select table_name, comment, sql from duckdb_tables() order by all",

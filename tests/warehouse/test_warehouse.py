@@ -12,10 +12,10 @@ import duckdb
 import polars as pl
 import pytest
 
-from placeflow import warehouse, writer
 from placeflow.api.limiter import RateLimiter
 from placeflow.fields import RateLimits
-from placeflow.warehouse import (
+from placeflow.store import warehouse, writer
+from placeflow.store.warehouse import (
     WarehouseBusy,
     connect,
     insert_frame,
@@ -121,7 +121,7 @@ def test_read_only_connect_does_not_migrate(tmp_path: Path) -> None:
 
 HOLDER = textwrap.dedent("""
     import sys
-    from placeflow.warehouse import connect
+    from placeflow.store.warehouse import connect
     con = connect(sys.argv[1])
     print("ready", flush=True)
     sys.stdin.readline()

@@ -38,7 +38,7 @@ from placeflow.api.models import JobResultFile, JobStatus
 from placeflow.api.retry import parse_timestamp
 from placeflow.api.transport import UnsafeRedirect
 from placeflow.errors import OptionsError
-from placeflow.text import printable_logger
+from placeflow.support.text import printable_logger
 
 log = printable_logger("placeflow.api.download")
 

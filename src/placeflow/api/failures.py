@@ -30,8 +30,8 @@ from placeflow.api.errors import (
 )
 from placeflow.api.limits import field_path
 from placeflow.api.retry import parse_retry_after, parse_timestamp
-from placeflow.redact import key_hint, redact_text
-from placeflow.text import cap_text
+from placeflow.support.redact import key_hint, redact_text
+from placeflow.support.text import cap_text
 
 _NEEDED_KEYS = (
     "needed_credits",

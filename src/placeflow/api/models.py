@@ -16,9 +16,9 @@ from placeflow.fields import (
     MAX_JOB_ROWS,
     EnrichAttribute,
 )
-from placeflow.text import MAX_SERVER_TEXT as MAX_SERVER_TEXT  # re-exported
-from placeflow.text import CappedText
-from placeflow.text import cap_text as cap_text  # re-exported
+from placeflow.support.text import MAX_SERVER_TEXT as MAX_SERVER_TEXT  # re-exported
+from placeflow.support.text import CappedText
+from placeflow.support.text import cap_text as cap_text  # re-exported
 
 # --- vocabulary -------------------------------------------------------------------------
 

@@ -29,7 +29,7 @@ from placeflow.api.feed import JobFeed
 from placeflow.api.jobref import JobRef, anchor, job_ref
 from placeflow.api.models import JobStatus
 from placeflow.errors import OptionsError
-from placeflow.text import printable_logger
+from placeflow.support.text import printable_logger
 
 log = printable_logger("placeflow.api.poller")
 

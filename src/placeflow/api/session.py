@@ -45,8 +45,8 @@ from placeflow.api.transport import (
 )
 from placeflow.errors import OptionsError
 from placeflow.fields import RateLimits
-from placeflow.redact import Secret
-from placeflow.text import printable_logger
+from placeflow.support.redact import Secret
+from placeflow.support.text import printable_logger
 
 log = printable_logger("placeflow.api")
 

@@ -12,7 +12,7 @@ from collections.abc import Callable
 import httpx
 
 from placeflow.api.errors import PlaceflowError
-from placeflow.redact import SENSITIVE_HEADERS
+from placeflow.support.redact import SENSITIVE_HEADERS
 
 _DEFAULT_PORTS = {"http": 80, "https": 443}
 

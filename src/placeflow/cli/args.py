@@ -9,10 +9,10 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from placeflow.dbfile import check_warehouse
 from placeflow.errors import EXIT_USAGE, UsageError
-from placeflow.text import printable
-from placeflow.warehouse import DEFAULT_DB
+from placeflow.store.dbfile import check_warehouse
+from placeflow.store.warehouse import DEFAULT_DB
+from placeflow.support.text import printable
 
 QUIET_HELP = "no live progress display on the terminal"
 

@@ -1,6 +1,6 @@
 """How the CLI carries a run, a resume or a refresh out: as a Prefect flow run when a Prefect
 server is configured (PREFECT_API_URL) or `--prefect` asks, otherwise the same stages in this
-process without Prefect (`placeflow.ending`, which the flows call too), never importing it.
+process without Prefect (`placeflow.runner.ending`, which the flows call too), never importing it.
 
 Either way the live display is drawn on stderr while it runs (only on a terminal, never under
 --json, --quiet or CI), says what the command waits for before its first event, and asks the
@@ -24,8 +24,8 @@ if TYPE_CHECKING:
 
     from placeflow.cli.interrupt import Interrupt
     from placeflow.cli.progress import ProgressDisplay
-    from placeflow.ending import Outcome
     from placeflow.events import Event
+    from placeflow.runner.ending import Outcome
 
 OnEvent = Callable[["Event"], None] | None
 Local = Callable[[OnEvent], "Outcome"]

@@ -19,7 +19,7 @@ from typing import Any
 from placeflow.cli.args import add_db, add_json, fail, one_command
 from placeflow.config import postgres_password
 from placeflow.errors import EXIT_FAILED, EXIT_OK, EXIT_USAGE, PlaceflowError, exit_code
-from placeflow.export import DEFAULT_TABLES, TABLES, ExportSummary, export
+from placeflow.exporters.export import DEFAULT_TABLES, TABLES, ExportSummary, export
 
 
 def add_parser(sub: Any) -> argparse.ArgumentParser:

@@ -34,7 +34,7 @@ from typing import Any
 
 from placeflow.errors import EXIT_INTERRUPTED
 from placeflow.state.marking import Marked, mark_run
-from placeflow.text import printable
+from placeflow.support.text import printable
 
 MARK_WAIT = 3.0
 """Seconds to wait for the warehouse to take the `interrupted` mark before leaving without it."""
@@ -213,7 +213,7 @@ def _cancel(db: str, run_id: str | None) -> int:
     import duckdb
 
     from placeflow.config import load_settings
-    from placeflow.target import open_target
+    from placeflow.runner.target import open_target
 
     if run_id is None:
         return 0

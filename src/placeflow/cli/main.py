@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from placeflow.cli import export, match, refresh, report, research, rows, run, sandbox
 from placeflow.cli.args import check_db_arg
 from placeflow.errors import EXIT_FAILED, PlaceflowError, exit_code
-from placeflow.text import printable
+from placeflow.support.text import printable
 
 EPILOG = (
     "exit codes: 0 success; 1 the run failed or stopped part way, a full disk too (see its "

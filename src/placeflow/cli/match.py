@@ -16,7 +16,7 @@ from typing import Any
 
 from placeflow.cli.args import add_db, add_json
 from placeflow.errors import EXIT_OK
-from placeflow.text import printable
+from placeflow.support.text import printable
 
 
 def add_parser(sub: Any) -> None:
@@ -56,7 +56,7 @@ def add_parser(sub: Any) -> None:
 def not_a_match_command(args: argparse.Namespace) -> int:
     from placeflow.pipeline.notamatch import mark_not_a_match, resolve
     from placeflow.state.runstate import utc_now
-    from placeflow.writer import Warehouse
+    from placeflow.store.writer import Warehouse
 
     with Warehouse(args.db) as wh:
         con = wh.live()
@@ -82,9 +82,9 @@ def not_a_match_command(args: argparse.Namespace) -> int:
 
 def matches_command(args: argparse.Namespace) -> int:
     from placeflow.pipeline.notamatch import merges
-    from placeflow.rows import write_rows
+    from placeflow.reporting.rows import write_rows
     from placeflow.state.runread import stored_run
-    from placeflow.warehouse import reading
+    from placeflow.store.warehouse import reading
 
     with reading(args.db) as con:
         stored_run(con, args.run_id)  # an unknown run: UnknownRun, exit 2

@@ -54,7 +54,7 @@ class StoredRun:
 
 def stored_status(db: str, run_id: str) -> StoredRun:
     """The run's status in the warehouse; `UnknownRun` when the file or the run is not there."""
-    from placeflow.warehouse import reading
+    from placeflow.store.warehouse import reading
 
     if not Path(db).is_file():
         raise UnknownRun(f"no warehouse at {db}; nothing to resume (check --db)")

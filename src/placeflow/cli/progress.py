@@ -18,7 +18,7 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any, Protocol
 
 from placeflow.events import Clock, Event, Tally
-from placeflow.text import printable
+from placeflow.support.text import printable
 
 if TYPE_CHECKING:
     from rich.console import RenderableType

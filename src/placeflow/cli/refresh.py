@@ -22,11 +22,11 @@ from placeflow.cli.carried import add_prefect, carried, watched
 from placeflow.cli.run import print_outcome
 from placeflow.errors import EXIT_FAILED
 from placeflow.options import RunOptions
-from placeflow.text import printable
+from placeflow.support.text import printable
 
 if TYPE_CHECKING:
-    from placeflow.ending import Outcome
     from placeflow.events import Event
+    from placeflow.runner.ending import Outcome
 
 
 def add_parsers(sub: Any) -> None:
@@ -81,7 +81,7 @@ def refresh_command(args: argparse.Namespace) -> int:
     Prefect when asked or configured), print its summary."""
     from placeflow.config import load_settings
     from placeflow.errors import OptionsError
-    from placeflow.refresh import parse_duration
+    from placeflow.runner.refresh import parse_duration
 
     parse_duration(args.older_than)  # a bad duration is refused before the refresh starts
     for name in ("max_credits", "limit"):
@@ -110,9 +110,9 @@ def refresh_command(args: argparse.Namespace) -> int:
         return refresh_stale_places
 
     def local(on_event: Callable[[Event], None] | None) -> Outcome:
-        from placeflow.ending import open_service, refresh_ending, refresh_outcome
         from placeflow.reporting.published import write_files
-        from placeflow.steps import direct
+        from placeflow.runner.ending import open_service, refresh_ending, refresh_outcome
+        from placeflow.runner.steps import direct
 
         return refresh_outcome(
             refresh_ending(write_files), service=lambda: open_service(settings), step=direct,

@@ -14,8 +14,8 @@ from typing import Any
 
 from placeflow.cli.args import add_db, add_json
 from placeflow.errors import EXIT_OK, EXIT_USAGE, UnknownRun, exit_code
-from placeflow.text import printable
-from placeflow.warehouse import READ_WAIT, connect
+from placeflow.store.warehouse import READ_WAIT, connect
+from placeflow.support.text import printable
 
 
 def add_parsers(sub: Any) -> None:

@@ -8,7 +8,7 @@ dispatch, `if args.command == "research": return research_cli.handle(args)`. It 
     placeflow research --from-warehouse [--older-than D] [--country CC] [--limit N] --field ...
 
 `--from-warehouse` researches the places runs already loaded into `--db` (refresh's selection,
-`placeflow.refresh.WarehouseSource`; `--older-than 0`, the default, takes them all) whose
+`placeflow.runner.refresh.WarehouseSource`; `--older-than 0`, the default, takes them all) whose
 research is older than `--max-age` (`placeflow.research.warehouse.due_source`: `--limit` counts
 places due), so no file is needed. On a terminal a live display (`placeflow.cli.progress`)
 follows the research's events on stderr; `--json` prints exactly one JSON document on stdout,
@@ -28,7 +28,7 @@ from placeflow.cli.args import add_db, add_json, add_quiet, one_command
 from placeflow.config import in_ci, load_settings
 from placeflow.errors import EXIT_USAGE, PlaceflowError, UsageError, exit_code
 from placeflow.options import RunOptions
-from placeflow.text import printable
+from placeflow.support.text import printable
 
 if TYPE_CHECKING:  # the research library loads when the command runs, not for its parser
     from placeflow.pipeline.source import Source
@@ -145,7 +145,7 @@ def handle(args: argparse.Namespace) -> int:
     from placeflow.research.fields import FieldSpecError, build_specs
     from placeflow.research.plan import ResearchSpec
     from placeflow.research.run import ResearchOptions, read_options, research
-    from placeflow.target import open_target
+    from placeflow.runner.target import open_target
 
     quiet = getattr(args, "quiet", False)
     show = wanted(sys.stderr, quiet=quiet, as_json=args.json, ci=in_ci())

@@ -66,7 +66,7 @@ def _fail(as_json: bool, message: str) -> int:
 
 
 def rows_main(args: argparse.Namespace) -> int:
-    from placeflow.rows import row_outcomes, write_rows
+    from placeflow.reporting.rows import row_outcomes, write_rows
 
     try:
         if args.out.suffix.lower() not in (".csv", ".parquet"):
@@ -88,7 +88,7 @@ def rows_main(args: argparse.Namespace) -> int:
 def query_main(args: argparse.Namespace) -> int:
     import polars as pl
 
-    from placeflow.rows import csv_safe, query
+    from placeflow.reporting.rows import csv_safe, query
 
     try:
         frame = query(args.db, args.sql)

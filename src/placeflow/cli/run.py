@@ -16,11 +16,11 @@ from placeflow.cli.options import add_option_flags, options_from_args
 from placeflow.config import load_settings
 from placeflow.errors import EXIT_FAILED, EXIT_OK, EXIT_USAGE, UsageError
 from placeflow.options import RunOptions
-from placeflow.text import printable
+from placeflow.support.text import printable
 
 if TYPE_CHECKING:
-    from placeflow.ending import Outcome
     from placeflow.events import Event
+    from placeflow.runner.ending import Outcome
 
 
 def _common(p: argparse.ArgumentParser, *, command: str) -> None:
@@ -128,9 +128,9 @@ def _run(args: argparse.Namespace) -> int:
         return run_files
 
     def local(on_event: Callable[[Event], None] | None) -> Outcome:
-        from placeflow.ending import open_service, run_ending, run_outcome
         from placeflow.reporting.published import write_files
-        from placeflow.steps import direct
+        from placeflow.runner.ending import open_service, run_ending, run_outcome
+        from placeflow.runner.steps import direct
 
         return run_outcome(
             run_ending(write_files), service=lambda: open_service(settings), step=direct,
@@ -203,8 +203,8 @@ def print_outcome(
 
 def _estimate(args: argparse.Namespace) -> int:
     from placeflow.pipeline.mapping_report import describe, input_report
-    from placeflow.prepare import preview
-    from placeflow.target import open_target
+    from placeflow.runner.prepare import preview
+    from placeflow.runner.target import open_target
 
     options = options_from_args(args)
     settings = load_settings()

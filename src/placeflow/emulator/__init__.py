@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from placeflow.lazy import lazy_names
+from placeflow.support.lazy import lazy_names
 
 if TYPE_CHECKING:
     from placeflow.emulator.server import Sandbox, SandboxTransport, ServedSandbox

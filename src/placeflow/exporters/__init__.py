@@ -1,7 +1,8 @@
 """Destinations of warehouse loads: Parquet files (DuckDB's own writer), PostgreSQL (ADBC) and
 Delta tables (delta-rs), and the destination URLs that name them (`destination`).
 
-Each takes a `TablePlan` (which rows of which table, typed columns) from `placeflow.export`
+Each takes a `TablePlan` (which rows of which table, typed columns) from
+`placeflow.exporters.export`
 and reports what it wrote; none records anything in the warehouse (export does, after the
 destination has committed).
 """

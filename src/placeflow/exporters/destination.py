@@ -19,7 +19,7 @@ from urllib.parse import quote as url_quote
 from urllib.parse import unquote, urlsplit
 
 from placeflow.errors import OptionsError, PasswordInUrl
-from placeflow.redact import Secret
+from placeflow.support.redact import Secret
 
 Kind = Literal["parquet", "postgresql", "delta"]
 

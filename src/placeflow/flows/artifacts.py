@@ -20,9 +20,8 @@ from prefect.artifacts import (
     create_table_artifact,
 )
 
-from placeflow.export import ExportSummary, export
+from placeflow.exporters.export import ExportSummary, export
 from placeflow.pipeline.account import RunSummary
-from placeflow.redact import Secret
 from placeflow.reporting import report_link
 from placeflow.reporting.published import (
     REPORTS,
@@ -32,6 +31,7 @@ from placeflow.reporting.published import (
     gather,
     report_path,
 )
+from placeflow.support.redact import Secret
 
 __all__ = ["REPORTS", "Published", "artifact_key", "export_markdown", "publish", "report_path",
            "run_export"]  # fmt: skip

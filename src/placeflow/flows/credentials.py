@@ -24,7 +24,7 @@ from placeflow.exporters.destination import (
     refuse_password,
     without_password,
 )
-from placeflow.redact import Secret
+from placeflow.support.redact import Secret
 
 ExportTo = Annotated[
     str | None,

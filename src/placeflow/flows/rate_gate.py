@@ -26,8 +26,8 @@ from prefect.exceptions import ObjectAlreadyExists
 
 from placeflow.api.limiter import RateGate
 from placeflow.fields import RateLimits
-from placeflow.redact import Secret
-from placeflow.target import Target, shared_limiter
+from placeflow.runner.target import Target, shared_limiter
+from placeflow.support.redact import Secret
 
 
 def limit_names(base_url: str, api_key: Secret, limits: RateLimits) -> list[str]:

@@ -1,14 +1,15 @@
-"""The `refresh_stale_places` flow: `placeflow.refresh.refresh` with each stage a Prefect task.
+"""The `refresh_stale_places` flow: `placeflow.runner.refresh.refresh` with each stage a Prefect
+task.
 
-The stale places of the warehouse are re-checked through the same stages as a run of files,
-with the same step wrapper as `run_files` (`as_task`), and end as `placeflow.ending` ends them
-(the same for `placeflow refresh` without Prefect). Parameters are plain values, so a
-deployment (prefect.yaml) or `placeflow refresh` can pass them: the database, how old an
-answer must be to be re-checked (`30d`, `12h`, `0` for all), the mode, a credit budget (the
-most-likely-changed places first when it does not buy them all), a limit and a country. The
-markdown artifact `refresh-summary` carries the run summary and the changes found, by kind;
-beside it, `refresh-rejects` and `refresh-changes` tables and a `refresh-report` link to the
-HTML report (src/placeflow/flows/artifacts.py). With `export_to`, a completed refresh ends with an
+The stale places of the warehouse are re-checked through the same stages as a run of files, with
+the same step wrapper as `run_files` (`as_task`), and end as `placeflow.runner.ending` ends them
+(the same for `placeflow refresh` without Prefect). Parameters are plain values, so a deployment
+(prefect.yaml) or `placeflow refresh` can pass them: the database, how old an answer must be to
+be re-checked (`30d`, `12h`, `0` for all), the mode, a credit budget (the most-likely-changed
+places first when it does not buy them all), a limit and a country. The markdown artifact
+`refresh-summary` carries the run summary and the changes found, by kind; beside it,
+`refresh-rejects` and `refresh-changes` tables and a `refresh-report` link to the HTML report
+(src/placeflow/flows/artifacts.py). With `export_to`, a completed refresh ends with an
 incremental export (Parquet directory or PostgreSQL URL), summarised in the markdown artifact.
 """
 
@@ -19,14 +20,14 @@ from typing import Any
 
 from prefect import flow
 
-from placeflow.ending import REFRESH_PREFIX, Outcome, refresh_ending, refresh_outcome
 from placeflow.events import Event
 from placeflow.flows.artifacts import publish
 from placeflow.flows.credentials import ExportTo
 from placeflow.flows.progress_artifact import ProgressArtifact
 from placeflow.flows.run import as_state, credentials, exporter, service_target
 from placeflow.flows.tasks import as_task
-from placeflow.warehouse import DEFAULT_DB
+from placeflow.runner.ending import REFRESH_PREFIX, Outcome, refresh_ending, refresh_outcome
+from placeflow.store.warehouse import DEFAULT_DB
 
 PREFIX = REFRESH_PREFIX
 """The artifact keys' prefix: refresh-summary, -rejects, -changes, -report, -progress."""

@@ -20,7 +20,6 @@ from typing import Any
 from prefect import flow
 from prefect.artifacts import create_markdown_artifact
 
-from placeflow.ending import Outcome
 from placeflow.errors import PlaceflowError, exit_code
 from placeflow.events import Event
 from placeflow.flows.credentials import ExportTo, export_password
@@ -33,7 +32,8 @@ from placeflow.research.warehouse import (
     research_markdown,
     research_outcome,
 )
-from placeflow.warehouse import DEFAULT_DB
+from placeflow.runner.ending import Outcome
+from placeflow.store.warehouse import DEFAULT_DB
 
 __all__ = ["OWNER_FIELDS", "PREFIX", "publish_research", "research_stale_places"]
 

@@ -1,7 +1,7 @@
 """The `run_files` flow: `placeflow.run` with its stages made Prefect tasks.
 
-The order of a run is the library's (`placeflow.orchestrate`), and how it ends is
-`placeflow.ending`'s (the same for the CLI's runs without Prefect); this flow only reads the
+The order of a run is the library's (`placeflow.runner.orchestrate`), and how it ends is
+`placeflow.runner.ending`'s (the same for the CLI's runs without Prefect); this flow only reads the
 settings, opens the target, passes a step wrapper (`placeflow.flows.tasks`: each per-run stage
 a task, each per-chunk stage a logged call; the network stages retried for transient failures
 only: a retry resumes from the warehouse, so it never pays twice), publishes the summary as
@@ -25,15 +25,6 @@ from prefect import flow
 from prefect.states import Failed
 
 from placeflow.config import load_settings, prefect_server_url
-from placeflow.ending import (
-    RUN_PREFIX,
-    Ending,
-    Outcome,
-    open_service,
-    resume_options,
-    run_ending,
-    run_outcome,
-)
 from placeflow.errors import PlaceflowError
 from placeflow.events import Event
 from placeflow.flows.artifacts import publish, run_export
@@ -42,10 +33,19 @@ from placeflow.flows.progress_artifact import ProgressArtifact
 from placeflow.flows.rate_gate import gated
 from placeflow.flows.tasks import as_task
 from placeflow.options import RunOptions
-from placeflow.redact import Secret
 from placeflow.reporting.published import Exported
-from placeflow.target import Target
-from placeflow.warehouse import DEFAULT_DB
+from placeflow.runner.ending import (
+    RUN_PREFIX,
+    Ending,
+    Outcome,
+    open_service,
+    resume_options,
+    run_ending,
+    run_outcome,
+)
+from placeflow.runner.target import Target
+from placeflow.store.warehouse import DEFAULT_DB
+from placeflow.support.redact import Secret
 
 __all__ = ["PREFIX", "RUN", "as_state", "resume_options", "run_files", "service_target"]
 

@@ -24,9 +24,9 @@ from prefect.cache_policies import NO_CACHE
 from prefect.exceptions import MissingContextError
 
 from placeflow.api.errors import TransientError
-from placeflow.diskfull import storage_stop
-from placeflow.steps import counts
-from placeflow.text import printable_logger
+from placeflow.runner.steps import counts
+from placeflow.store.diskfull import storage_stop
+from placeflow.support.text import printable_logger
 
 P = ParamSpec("P")
 R = TypeVar("R")

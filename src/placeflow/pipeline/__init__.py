@@ -12,6 +12,6 @@
     load       the verified file into DuckDB in one transaction              LoadInfo
     account    outcomes, ledger vs the service's usage delta                 RunSummary
 
-The order is written once, in `placeflow.orchestrate` (its first half, up to plan, in
-`placeflow.prepare`); run state in `placeflow.state.runstate`.
+The order is written once, in `placeflow.runner.orchestrate` (its first half, up to plan, in
+`placeflow.runner.prepare`); run state in `placeflow.state.runstate`.
 """

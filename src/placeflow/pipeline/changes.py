@@ -20,7 +20,7 @@ from datetime import datetime
 import duckdb
 
 from placeflow.errors import OptionsError
-from placeflow.warehouse import sql_text, transaction
+from placeflow.store.warehouse import sql_text, transaction
 
 DETECTED = "detected_changes"
 """The temp table sql/changes/insert.sql reads the run's detected changes from."""

@@ -25,7 +25,7 @@ from placeflow.fields import DEFAULT_MATCH_THRESHOLD
 from placeflow.pipeline.known import KnownLookup, new_block_keys
 from placeflow.pipeline.staging import Staging
 from placeflow.state.records import MATCHED
-from placeflow.warehouse import sql_text
+from placeflow.store.warehouse import sql_text
 
 EXACT = "exact"
 AUDIT_COLUMNS = ("matched_row", "match_rule", "match_probability")

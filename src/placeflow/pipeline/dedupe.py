@@ -20,7 +20,7 @@ from placeflow.pipeline.known import KnownLookup
 from placeflow.pipeline.placekey import identity_columns, place_key_expr, place_keys
 from placeflow.pipeline.staging import Staging
 from placeflow.state.records import DEDUPED, MATCHED, PLACES
-from placeflow.warehouse import sql_text
+from placeflow.store.warehouse import sql_text
 
 __all__ = [
     "DedupeInfo",

@@ -21,7 +21,7 @@ from placeflow.errors import OptionsError
 from placeflow.options import RunOptions
 from placeflow.pipeline.staging import Staging
 from placeflow.state.records import DEDUPED, MARKED
-from placeflow.warehouse import sql_text
+from placeflow.store.warehouse import sql_text
 
 CANDIDATES = "pf_fresh_candidates"
 OWN_KEYS = "pf_fresh_own_keys"

@@ -21,7 +21,7 @@ from collections.abc import Callable
 import duckdb
 import polars as pl
 
-from placeflow.warehouse import sql_text
+from placeflow.store.warehouse import sql_text
 
 KnownLookup = Callable[[pl.DataFrame], pl.DataFrame]
 """The new places' block keys (block_key) -> the known places sharing one (`known_places`'

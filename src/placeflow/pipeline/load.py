@@ -26,7 +26,7 @@ from placeflow.events import CreditsCharged, Emit, RowsLoaded
 from placeflow.fields import ALLOWED_ENRICH_ATTRIBUTES, DEFAULT_ENRICH_ATTRIBUTES
 from placeflow.pipeline.fetch import Billing, Fetched
 from placeflow.state.runstate import RunState
-from placeflow.warehouse import in_transaction, sql_text, transaction
+from placeflow.store.warehouse import in_transaction, sql_text, transaction
 
 Kind = Literal["validate", "enrich"]
 

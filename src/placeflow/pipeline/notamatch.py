@@ -26,7 +26,7 @@ import duckdb
 import polars as pl
 
 from placeflow.errors import OptionsError, UsageError
-from placeflow.warehouse import sql_text
+from placeflow.store.warehouse import sql_text
 
 PAIR_SCHEMA = {"place_key_a": pl.String, "place_key_b": pl.String}
 _FILE_ROW = re.compile(r"^(?P<file>.+):(?P<row>[0-9]+)$")

@@ -17,7 +17,7 @@ from placeflow.fields import MAX_ENRICH_BATCH, PLACE_FIELDS
 from placeflow.options import RunOptions
 from placeflow.pipeline.staging import Staging
 from placeflow.state.records import MARKED, REQUESTS, Plan, content_hash
-from placeflow.warehouse import sql_text
+from placeflow.store.warehouse import sql_text
 
 REQUEST_FIELDS = PLACE_FIELDS
 """The place fields a request carries (besides its id, the place_key)."""

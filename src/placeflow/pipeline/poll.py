@@ -1,7 +1,7 @@
 """Poll stage: follow every submitted job of the run with one poller, yielding each as it ends.
 
 The jobs are those already submitted when it starts (a resumed run's) and those a sender hands
-it through a `JobFeed` while it runs (`placeflow.sender`). Polls are spaced by each job's
+it through a `JobFeed` while it runs (`placeflow.runner.sender`). Polls are spaced by each job's
 `eta_seconds` (a job submitted by this process is first looked at when its eta says it is done;
 a resumed process polls each job once now). Jobs still running
 when `timeout` runs out, or whose progress stands still for `stuck_after` seconds (stuck), are

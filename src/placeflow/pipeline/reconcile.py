@@ -18,7 +18,7 @@ from collections.abc import Mapping
 
 from placeflow.api.journal import SpendJournal
 from placeflow.state.runbook import RunBook
-from placeflow.warehouse import sql_text
+from placeflow.store.warehouse import sql_text
 
 NULL_STATUS = "null_status"
 """A success whose status object is present with only nulls, and no other value."""

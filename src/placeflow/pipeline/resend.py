@@ -33,7 +33,7 @@ from placeflow.options import RunOptions
 from placeflow.pipeline.reconcile import concurrent_runs
 from placeflow.state.records import Chunk
 from placeflow.state.runstate import RunState
-from placeflow.warehouse import sql_text
+from placeflow.store.warehouse import sql_text
 
 
 @dataclass(frozen=True)

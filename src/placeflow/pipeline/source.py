@@ -1,5 +1,5 @@
 """Where a run's rows come from (`Source`): files (`FileSource`) or the warehouse's own places
-(`placeflow.refresh.WarehouseSource`); the read stage asks a source for its rows, whole
+(`placeflow.runner.refresh.WarehouseSource`); the read stage asks a source for its rows, whole
 (`read`) or in batches (`stream`)."""
 
 from __future__ import annotations

@@ -30,7 +30,7 @@ import polars as pl
 
 from placeflow.fields import BATCH_ROWS
 from placeflow.state.records import TABLES
-from placeflow.warehouse import settings
+from placeflow.store.warehouse import settings
 
 MEMORY_LIMIT = "512MB"
 """DuckDB's memory for the staging work (it spills past it to its temporary directory)."""

@@ -14,7 +14,7 @@ from typing import Any
 import duckdb
 
 from placeflow.errors import UnknownRun
-from placeflow.warehouse import sql_text
+from placeflow.store.warehouse import sql_text
 
 MAP_POINTS = 5_000
 """Most places drawn on the map (a repeatable sample when the run has more)."""

@@ -13,7 +13,7 @@ from typing import Any
 
 from placeflow.reporting import answers, charts
 from placeflow.reporting.data import ReportData
-from placeflow.text import printable
+from placeflow.support.text import printable
 
 CSP = "default-src 'none'; style-src 'unsafe-inline'"
 

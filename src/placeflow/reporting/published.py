@@ -29,12 +29,12 @@ from placeflow.reporting.build import ReportInfo, write_report
 from placeflow.reporting.data import Row
 from placeflow.reporting.listing import changes_table, rejects_table, report_link
 from placeflow.reporting.summary import markdown_summary
-from placeflow.text import printable_logger
-from placeflow.warehouse import MEMORY, reading
-from placeflow.writer import workdir_for
+from placeflow.store.warehouse import MEMORY, reading
+from placeflow.store.writer import workdir_for
+from placeflow.support.text import printable_logger
 
 if TYPE_CHECKING:
-    from placeflow.export import ExportSummary
+    from placeflow.exporters.export import ExportSummary
 
 Exported: TypeAlias = tuple["ExportSummary | None", str | None]
 """What an export at the end of a flow gave: its summary, or its error's text."""

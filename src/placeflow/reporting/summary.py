@@ -7,7 +7,7 @@ import json
 from placeflow.errors import EXIT_FAILED, EXIT_OK, EXIT_REFUSED, PlaceflowError
 from placeflow.pipeline.account import RunSummary
 from placeflow.pipeline.mapping_report import describe
-from placeflow.text import printable
+from placeflow.support.text import printable
 
 
 def error_document(exc: PlaceflowError, code: int, db: str | None) -> dict[str, object]:

@@ -11,7 +11,7 @@ import html
 import math
 from collections.abc import Sequence
 
-from placeflow.text import printable
+from placeflow.support.text import printable
 
 PT = 72.0
 """User units per inch."""

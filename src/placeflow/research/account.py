@@ -16,7 +16,7 @@ from placeflow.pipeline.account import read_usage_after
 from placeflow.pipeline.reconcile import balance
 from placeflow.research.send import rejected_fields
 from placeflow.state.runbook import RunBook
-from placeflow.warehouse import sql_text
+from placeflow.store.warehouse import sql_text
 
 if TYPE_CHECKING:
     from placeflow.research.plan import Estimate, Rates, ResearchOptions

@@ -15,7 +15,7 @@ from placeflow.api.errors import Unprocessable
 from placeflow.errors import EXIT_OK, EXIT_REFUSED, RateCardError
 from placeflow.research.account import policy_message
 from placeflow.research.plan import Estimate, requests_of
-from placeflow.warehouse import sql_text
+from placeflow.store.warehouse import sql_text
 
 REQUEST_COLUMNS = ("request_no", "places", "body", "body_sha256", "credits_max")
 

@@ -25,8 +25,8 @@ from placeflow.api.models import DeepResearchResponse, DeepResearchRow
 from placeflow.api.retry import parse_timestamp
 from placeflow.research.plan import Rates, ResearchSpec
 from placeflow.state.runbook import RunBook
-from placeflow.text import cap_strings, cap_text
-from placeflow.warehouse import insert_frame, sql_text, transaction
+from placeflow.store.warehouse import insert_frame, sql_text, transaction
+from placeflow.support.text import cap_strings, cap_text
 
 BILLED_STATUSES = frozenset({"confirmed", "estimated", "unconfirmed"})
 UNAVAILABLE = "agent_unavailable"

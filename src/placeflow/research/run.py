@@ -52,10 +52,10 @@ from placeflow.research.plan import (
 from placeflow.research.plan import ResearchOptions as ResearchOptions
 from placeflow.research.plan import read_options as read_options
 from placeflow.research.send import Hook, SendContext, Stop, ledger_totals, send_all
+from placeflow.runner.steps import emitter
 from placeflow.state.runbook import RunBook
 from placeflow.state.runstate import record_rows
-from placeflow.steps import emitter
-from placeflow.warehouse import connect, insert_frame, sql_text, transaction
+from placeflow.store.warehouse import connect, insert_frame, sql_text, transaction
 
 ROW_FIELDS = (*PLACE_FIELDS, "phone", "website")
 """A row's normalised fields, kept in run_rows as a run of files keeps them (its match-only

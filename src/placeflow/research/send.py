@@ -38,8 +38,8 @@ from placeflow.events import ChunkSubmitted, CreditsCharged, Emit, Note, RowsLoa
 from placeflow.research.load import UNAVAILABLE, Answer, load_answer
 from placeflow.research.plan import Rates, ResearchSpec
 from placeflow.state.runbook import RunBook
-from placeflow.text import cap_strings
-from placeflow.warehouse import sql_text, transaction
+from placeflow.store.warehouse import sql_text, transaction
+from placeflow.support.text import cap_strings
 
 ROUTE = "deep_research"
 """The route of a research request in its ChunkSubmitted event (a synchronous batch)."""

@@ -1,8 +1,8 @@
 """Research from the warehouse: which places are due, and a research of them that ends as the
 other commands end (an `Outcome`), whoever carries it out.
 
-The places are the warehouse's (refresh's selection, `placeflow.refresh.WarehouseSource`: every
-place a run sent, its stored fields as the read stage's text, the oldest answer first), less
+The places are the warehouse's (refresh's selection, `placeflow.runner.refresh.WarehouseSource`:
+every place a run sent, its stored fields as the read stage's text, the oldest answer first), less
 those whose research of the same fields is younger than `max_age` (`research.run.fresh_places`:
 the research's own freshness rule), before `limit` is applied: a limited run takes places that
 are due, so the next run of a schedule goes on where the last stopped instead of choosing the
@@ -22,7 +22,6 @@ from typing import Any
 
 import polars as pl
 
-from placeflow.ending import Outcome
 from placeflow.errors import (
     EXIT_FAILED,
     EXIT_OK,
@@ -34,13 +33,14 @@ from placeflow.errors import (
 from placeflow.events import Event
 from placeflow.options import RunOptions
 from placeflow.pipeline.read import ReadInfo, ReadStream
-from placeflow.refresh import WarehouseSource, parse_duration
 from placeflow.reporting.published import Exported, export_markdown
 from placeflow.research.fields import FieldSpecError, build_specs
 from placeflow.research.plan import ResearchSpec
 from placeflow.research.run import ResearchOptions, field_shas, fresh_places, research
-from placeflow.target import Target
-from placeflow.warehouse import reading
+from placeflow.runner.ending import Outcome
+from placeflow.runner.refresh import WarehouseSource, parse_duration
+from placeflow.runner.target import Target
+from placeflow.store.warehouse import reading
 
 PREFIX = "research"
 """The flow's artifact keys' prefix: research-summary, research-progress."""

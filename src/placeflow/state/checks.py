@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import duckdb
 
-from placeflow.warehouse import sql_names, sql_text
+from placeflow.store.warehouse import sql_names, sql_text
 
 
 def check_names() -> list[str]:

@@ -14,7 +14,7 @@ from placeflow.errors import UnknownRun
 from placeflow.options import RunOptions
 from placeflow.state.records import CHUNK_COLUMNS, Chunk
 from placeflow.state.records import chunk_body as plan_body
-from placeflow.warehouse import sql_text
+from placeflow.store.warehouse import sql_text
 
 
 @dataclass(frozen=True)

@@ -26,7 +26,7 @@ from placeflow.state.lifecycle import MOVES, NO_RESULT_FILE, UNCERTAIN, UNKNOWN_
 from placeflow.state.records import MATCHED, REJECTS, REQUESTS, STAGED, Chunk, Plan, jobs_table
 from placeflow.state.runbook import Clock, RunBook, utc_now
 from placeflow.state.runread import StoredRun, stored_run, unfinished_run
-from placeflow.warehouse import insert_frame, sql_text, transaction
+from placeflow.store.warehouse import insert_frame, sql_text, transaction
 
 __all__ = [
     "Chunk", "Clock", "RunState", "StoredRun", "new_run_id", "open_run", "record_rows",

@@ -1,4 +1,4 @@
-"""Before anything is sent: the first half of a run's order (see `placeflow.orchestrate`),
+"""Before anything is sent: the first half of a run's order (see `placeflow.runner.orchestrate`),
 and `preview` (what `placeflow estimate` shows).
 
     read ─▶ normalize ─▶ dedupe ─▶ fresh ─▶ plan
@@ -29,11 +29,11 @@ from placeflow.pipeline.plan import Estimate, estimate, plan
 from placeflow.pipeline.read import OUTPUT_SCHEMA
 from placeflow.pipeline.source import FileSource, Source, stream
 from placeflow.pipeline.staging import Staging
+from placeflow.runner.steps import Stages, Step, direct, emitter
+from placeflow.runner.target import Target
 from placeflow.state.records import PLACES, REJECTS, Plan
 from placeflow.state.runstate import Clock, utc_now
-from placeflow.steps import Stages, Step, direct, emitter
-from placeflow.target import Target
-from placeflow.warehouse import DEFAULT_DB, connect
+from placeflow.store.warehouse import DEFAULT_DB, connect
 
 
 def as_source(inputs: Source | Sequence[str]) -> Source:
@@ -91,7 +91,7 @@ def gather(
     half); dedupe works on the staging tables, in DuckDB, its memory capped. It needs nothing
     of the warehouse but the pairs a person marked `not_a_match` and (`known`, fuzzy only) the
     places it already knows that share a block key with these, so a run does it in a scratch
-    database with the warehouse let go but for that look-up (`placeflow.orchestrate`)."""
+    database with the warehouse let go but for that look-up (`placeflow.runner.orchestrate`)."""
     with staging.limited():
         read_rows = stream(source, options, options.batch_rows)  # the inputs checked here
         batches = iter(read_rows)

@@ -3,7 +3,7 @@
     open or resume ─▶ [read ─▶ normalize ─▶ dedupe ─▶ fresh ─▶ plan] ─▶ budget check ─▶ record
         ─▶ submit ─▶ poll ─▶ fetch ─▶ load ─▶ account
 
-The bracketed half, before anything is sent, is `placeflow.prepare.prepare` (which `preview`,
+The bracketed half, before anything is sent, is `placeflow.runner.prepare.prepare` (which `preview`,
 what `placeflow estimate` shows, runs alone). Every stage call goes through `step(name, fn)`:
 the identity here, a Prefect task in the flow, which therefore never restates this order.
 Each stage is a plain function of
@@ -25,7 +25,6 @@ import duckdb
 import polars as pl
 
 from placeflow.api.client import PlaceApiClient
-from placeflow.carry import carry_out
 from placeflow.errors import BudgetRefused, RunInProgress
 from placeflow.events import Event, Note, StageStarted
 from placeflow.options import RunOptions
@@ -36,7 +35,10 @@ from placeflow.pipeline.notamatch import not_a_match_pairs
 from placeflow.pipeline.plan import estimate, refusal
 from placeflow.pipeline.source import Source
 from placeflow.pipeline.staging import Staging
-from placeflow.prepare import as_source, counts_of, fingerprint, gather, plan_places
+from placeflow.runner.carry import carry_out
+from placeflow.runner.prepare import as_source, counts_of, fingerprint, gather, plan_places
+from placeflow.runner.steps import SYSTEM_TIMER, Stages, Step, Timer, direct, emitter
+from placeflow.runner.target import Target
 from placeflow.state.owners import owner_of
 from placeflow.state.records import DEDUPED, MATCHED, REJECTS
 from placeflow.state.runstate import (
@@ -48,10 +50,8 @@ from placeflow.state.runstate import (
     unfinished_run,
     utc_now,
 )
-from placeflow.steps import SYSTEM_TIMER, Stages, Step, Timer, direct, emitter
-from placeflow.target import Target
-from placeflow.warehouse import DEFAULT_DB
-from placeflow.writer import Warehouse, held_while_writing, workdir_for
+from placeflow.store.warehouse import DEFAULT_DB
+from placeflow.store.writer import Warehouse, held_while_writing, workdir_for
 
 PER_INVOCATION = (
     "poll_timeout", "stuck_after", "idempotency_window", "resend_uncertain", "warehouse_wait",

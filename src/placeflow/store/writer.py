@@ -19,8 +19,8 @@ from typing import TYPE_CHECKING, Any, cast
 
 import duckdb
 
-from placeflow.dbfile import note_holder
-from placeflow.warehouse import (
+from placeflow.store.dbfile import note_holder
+from placeflow.store.warehouse import (
     FILES,
     connect,
     in_transaction,

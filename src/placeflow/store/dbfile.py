@@ -2,7 +2,7 @@
 does not exist yet. DuckDB 2.0 opens a CSV, Parquet or JSON file as a throwaway in-memory
 database (its tables views of the file): a run pointed at one would pay for work it cannot
 keep, fail, and pay again when run again. So the file's header is read first, before anything
-else is read or spent, by every command taking `--db` and by `placeflow.warehouse.connect`.
+else is read or spent, by every command taking `--db` and by `placeflow.store.warehouse.connect`.
 
 The files beside it are made here too: a new warehouse placed whole (`create_aside`,
 `copy_template`), and the note of which process writes it (`note_holder`, `holder_of`)."""
@@ -87,7 +87,7 @@ def _kind_of(head: bytes) -> str:
 
 class _Template:
     """A process's migrated empty warehouse, as bytes. Its first new warehouse file is migrated
-    in place (`placeflow.warehouse.connect`); from its second on (a test run, a benchmark, a
+    in place (`placeflow.store.warehouse.connect`); from its second on (a test run, a benchmark, a
     worker) the template is made once, by `migrate` and `apply_views` themselves, and each new
     file is a copy of it (0.06-0.08 CPU s, not 0.7). `connect` then stamps the copy's history
     with the copy's time and runs `migrate` and `apply_views` as ever (no-ops unless sql/

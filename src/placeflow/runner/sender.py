@@ -22,7 +22,7 @@ from types import TracebackType
 from placeflow.api.feed import JobFeed
 from placeflow.events import Emit, Event
 from placeflow.state.runstate import RunState
-from placeflow.writer import Warehouse
+from placeflow.store.writer import Warehouse
 
 STOP_WAIT = 5.0
 """Seconds a run that stops on an error (or Ctrl-C) waits for the sender's request under way

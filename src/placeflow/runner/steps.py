@@ -6,7 +6,7 @@ runs the stage (`direct`, the identity, without Prefect; a Prefect task in the f
 `Stages` also times each stage, wall and CPU seconds by a `Timer` (injectable for tests), summed
 over the calls of a per-chunk stage (submit, poll, fetch, load): a poll generator is timed only
 while it runs, not while the fetch and load it feeds run. A stage called from another thread
-(submit, which runs beside poll, fetch and load: `placeflow.sender`) counts that thread's CPU
+(submit, which runs beside poll, fetch and load: `placeflow.runner.sender`) counts that thread's CPU
 seconds, and its wall time overlaps theirs, so it is not part of the stages' sum within
 `total`; the stages of the run's thread count the process's CPU seconds (DuckDB's own threads
 work for them), which while the sender runs include its seconds too. The run summary's
@@ -23,8 +23,8 @@ from dataclasses import dataclass, fields
 from typing import Any, ParamSpec, Protocol, TypeVar, cast
 
 from placeflow.events import Emit, Event, Note, StageFinished, StageStarted
-from placeflow.sender import locked
-from placeflow.text import printable_logger
+from placeflow.runner.sender import locked
+from placeflow.support.text import printable_logger
 
 log = printable_logger("placeflow.run")
 P = ParamSpec("P")

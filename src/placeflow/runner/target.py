@@ -15,7 +15,7 @@ from placeflow.api.limiter import RateGate, RateLimiter, machine_limiter, state_
 from placeflow.emulator import DEFAULT_API_KEY, Sandbox, SandboxConfig
 from placeflow.errors import ConfigError
 from placeflow.fields import RateLimits
-from placeflow.redact import Secret
+from placeflow.support.redact import Secret
 
 
 @dataclass(frozen=True)

@@ -22,9 +22,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from placeflow import orchestrate
 from placeflow.config import Settings
-from placeflow.diskfull import StorageStop, stop_message, storage_stop
 from placeflow.errors import (
     EXIT_FAILED,
     EXIT_OK,
@@ -36,13 +34,15 @@ from placeflow.errors import (
 from placeflow.events import Event
 from placeflow.options import RunOptions
 from placeflow.pipeline.account import RunSummary
-from placeflow.prepare import as_source, fingerprint
-from placeflow.refresh import refresh
 from placeflow.reporting.published import Exported, Published, Publisher
 from placeflow.reporting.summary import exit_code_for
+from placeflow.runner import orchestrate
+from placeflow.runner.prepare import as_source, fingerprint
+from placeflow.runner.refresh import refresh
+from placeflow.runner.steps import Step
+from placeflow.runner.target import Target, open_target
 from placeflow.state.marking import mark_run
-from placeflow.steps import Step
-from placeflow.target import Target, open_target
+from placeflow.store.diskfull import StorageStop, stop_message, storage_stop
 
 RUN_PREFIX = "place-refresh"
 """A run's artifact names' prefix: place-refresh-summary, -rejects, -changes, -report."""
@@ -254,7 +254,7 @@ def refresh_outcome(
     tuning: Mapping[str, Any],
     export_to: str | None = None,
 ) -> Outcome:
-    """`placeflow.refresh.refresh` and its end; `tuning` the run options given (poll_timeout,
+    """`placeflow.runner.refresh.refresh` and its end; `tuning` the run options given (poll_timeout,
     stuck_after, idempotency_window, claim_wait, resend_uncertain; None: not given)."""
     began = datetime.now(UTC)
     try:

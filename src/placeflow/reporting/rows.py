@@ -22,7 +22,7 @@ from placeflow.errors import PlaceflowError, UsageError
 from placeflow.options import RunOptions
 from placeflow.pipeline.csvfile import ROW, codec_name, read_csv_table, separator_for
 from placeflow.pipeline.read import PARQUET_MAGIC
-from placeflow.warehouse import READ_WAIT, connect, reading
+from placeflow.store.warehouse import READ_WAIT, connect, reading
 
 ROWS_SQL = (
     "select * from run_row_outcomes where run_id = ?"

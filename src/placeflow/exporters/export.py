@@ -36,8 +36,8 @@ from placeflow.exporters import Column, Step, TablePlan, quote, timestamp_litera
 from placeflow.exporters.destination import Destination, parse_destination
 from placeflow.exporters.summary import ExportSummary, TableExport
 from placeflow.exporters.textsafe import Tally
-from placeflow.redact import Secret, redact_text
-from placeflow.warehouse import connect, settings, sql_text, transaction
+from placeflow.store.warehouse import connect, settings, sql_text, transaction
+from placeflow.support.redact import Secret, redact_text
 
 
 @dataclass(frozen=True)

@@ -17,8 +17,8 @@ owner: `Held` (chunks that could not settle now, and why) takes a lock; events g
 locked emit; the sender writes only the rows of the chunks it sends, on its own connection.
 
 Readers in other processes get their turn: the warehouse is let go whenever the client waits
-(`placeflow.writer.held_while_writing`) and, once it has been held `READERS_EVERY` seconds (in
-a streak: `placeflow.writer.Warehouse`), before a chunk's load and, on the synchronous route,
+(`placeflow.store.writer.held_while_writing`) and, once it has been held `READERS_EVERY` seconds (in
+a streak: `placeflow.store.writer.Warehouse`), before a chunk's load and, on the synchronous route,
 between batches: never while a synchronous batch is in flight.
 """
 
@@ -45,13 +45,13 @@ from placeflow.pipeline.load import LoadError, load
 from placeflow.pipeline.poll import poll, unknown_job
 from placeflow.pipeline.resend import post_age, vet
 from placeflow.pipeline.submit import Uncertain, send_batch, submit_job
-from placeflow.sender import Sender, locked
+from placeflow.runner.sender import Sender, locked
+from placeflow.runner.steps import Stages
 from placeflow.state.lifecycle import NO_RESULT_FILE, UNCERTAIN, UNKNOWN_JOB
 from placeflow.state.owners import carrying, owner_of
 from placeflow.state.records import Chunk
 from placeflow.state.runstate import RunState
-from placeflow.steps import Stages
-from placeflow.writer import let_go
+from placeflow.store.writer import let_go
 
 ENDED_OR_SUBMITTED = ("submitted", "completed", "cancelled")
 """The states of a chunk whose job the service may no longer know (`UNKNOWN_JOB`): submitted,
@@ -68,8 +68,8 @@ RESENDABLE = {
 `jobs.error_code`, and what became of their jobs."""
 
 READERS_EVERY = 0.5
-"""Seconds a run holds the warehouse (in a streak: see `placeflow.writer`) before it lets go
-for `placeflow.writer.READERS_TURN` before a load or between two synchronous batches: readers
+"""Seconds a run holds the warehouse (in a streak: see `placeflow.store.writer`) before it lets go
+for `placeflow.store.writer.READERS_TURN` before a load or between two synchronous batches: readers
 are kept out for this and one chunk's writing at most, under 2 s at a time on a busy
 machine."""
 CLAIM_POLL = (2.0, 15.0)

@@ -30,14 +30,14 @@ from placeflow.errors import InputError, OptionsError
 from placeflow.fields import PLACE_FIELDS
 from placeflow.options import RunOptions
 from placeflow.pipeline.read import ReadInfo, ReadStream
+from placeflow.runner.steps import Step, direct
 from placeflow.state.runstate import Clock, unfinished_run, utc_now
-from placeflow.steps import Step, direct
-from placeflow.warehouse import reading, settings, sql_text
+from placeflow.store.warehouse import reading, settings, sql_text
 
 if TYPE_CHECKING:
     from placeflow.events import Event
     from placeflow.pipeline.account import RunSummary
-    from placeflow.target import Target
+    from placeflow.runner.target import Target
 
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([wdhms]?)\s*$")
 _UNIT_SECONDS = {"w": 604800, "d": 86400, "h": 3600, "m": 60, "s": 1, "": 86400}
@@ -298,8 +298,8 @@ def refresh(
     not refuse: the places most likely to have changed go first, as many as the budget buys.
     `options` (mode and max_credits set from the arguments) tunes the rest, e.g. poll_timeout.
     """
-    from placeflow.orchestrate import run
-    from placeflow.prepare import fingerprint
+    from placeflow.runner.orchestrate import run
+    from placeflow.runner.prepare import fingerprint
 
     age = parse_duration(older_than) if isinstance(older_than, str) else older_than
     if not Path(db).exists():

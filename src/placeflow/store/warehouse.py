@@ -28,8 +28,8 @@ from typing import TYPE_CHECKING, Any
 
 import duckdb
 
-from placeflow.dbfile import check_warehouse, copy_template, create_aside, holder_of
 from placeflow.errors import NoWarehouse, OptionsError, WarehouseError
+from placeflow.store.dbfile import check_warehouse, copy_template, create_aside, holder_of
 
 if TYPE_CHECKING:  # polars loads only where a frame is written (a report needs none)
     import polars as pl
@@ -71,11 +71,11 @@ class MigrationError(WarehouseError):
 
 def sql_dir() -> Path:
     """sql/ shipped inside the package (a wheel), else the repository checkout's sql/."""
-    here = Path(__file__).resolve().parent
-    for candidate in (here / "sql", here.parents[1] / "sql"):
+    package = Path(__file__).resolve().parents[1]  # src/placeflow (this is store/warehouse.py)
+    for candidate in (package / "sql", package.parents[1] / "sql"):
         if (candidate / "schema").is_dir():
             return candidate
-    raise WarehouseError(f"placeflow's sql/ folder is missing (looked beside {here})")
+    raise WarehouseError(f"placeflow's sql/ folder is missing (looked beside {package})")
 
 
 def sql_text(name: str) -> str:
