@@ -109,6 +109,9 @@ def test_cli_refuses_a_password_in_the_url(
     for dest in (
         pg_db.url(with_password=True),
         f"{pg_db.url()}?sslmode=disable&password={pg_db.password}",
+        # a password holding "/" or "#": Python's urlsplit sees none, libpq (and the guard) do
+        f"postgresql://{pg_db.user}:{pg_db.password}/x@{pg_db.host}:{pg_db.port}/{pg_db.database}",
+        f"postgresql://{pg_db.user}:#{pg_db.password}@{pg_db.host}:{pg_db.port}/{pg_db.database}",
     ):
         assert run(["export", "--db", str(db), "--to", dest, "--json"]) == 2
         out = capsys.readouterr()

@@ -21,6 +21,14 @@ WITH_PASSWORD = [
     "postgresql://etl@db/analytics?sslmode=require&password=s3cret",
     "postgresql://db/analytics?password=s3cret",
     "delta://u:p@localhost/srv/lake",
+    # libpq reads the user info to the last "@": a password holding / ? # @ is still one
+    "postgresql://etl:s3cret/x@db:5432/analytics",
+    "postgresql://etl:s3cret?x@db/analytics",
+    "postgresql://etl:s3cret#x@db/analytics",
+    "postgresql://etl:x/s3cret#?@db/analytics",
+    "postgresql://etl:s3c@ret@db/analytics",
+    "postgresql://db/analytics?Password=s3cret",
+    "postgresql://db/analytics?sslmode=require#password=s3cret",
 ]
 WITHOUT = [
     "postgresql://etl@db:5432/analytics",
@@ -30,6 +38,8 @@ WITHOUT = [
     "/srv/lake",
     "lake",
     "C:/lake",
+    "delta:///srv/a:b@c",
+    "postgresql://etl@db:5432/analytics?application_name=etl",
 ]
 
 
@@ -60,3 +70,33 @@ def test_each_scheme_names_its_kind(tmp_path: Path) -> None:
     assert (delta.kind, delta.path, delta.redacted) == ("delta", tmp_path, f"delta://{tmp_path}")
     pg = parse_destination("postgres://etl@db:5432/analytics")
     assert (pg.kind, pg.redacted) == ("postgresql", "postgresql://etl@db:5432/analytics")
+
+
+def test_a_password_percent_encoded_in_a_parameter_name_is_refused() -> None:
+    """libpq decodes a parameter's name: pass%77ord= is a password too (the library's rule)."""
+    with pytest.raises(PasswordInUrl) as refused:
+        parse_destination("postgresql://db/analytics?pass%77ord=s3cret&sslmode=require")
+    assert "s3cret" not in str(refused.value)
+
+
+@pytest.mark.parametrize(
+    ("dest", "shown"),
+    [
+        ("postgresql://etl:s3cret/x@db:5432/analytics", "postgresql://etl@db:5432/analytics"),
+        (
+            "postgresql://etl:a#s3cret?@db/analytics?sslmode=require",
+            "postgresql://etl@db/analytics?sslmode=require",
+        ),
+        (
+            "postgresql://db/a?sslmode=require&password=s3cret&x=1",
+            "postgresql://db/a?sslmode=require",
+        ),
+        ("postgresql://etl@db/a?password=s3cret#frag", "postgresql://etl@db/a"),
+    ],
+)
+def test_the_refusal_shows_the_url_without_the_password(dest: str, shown: str) -> None:
+    """The message quotes the URL with its user name, host and path, and nothing of the password."""
+    with pytest.raises(PasswordInUrl) as refused:
+        refuse_password(dest)
+    assert str(refused.value).startswith(f"{shown}: ")
+    assert "s3cret" not in str(refused.value)

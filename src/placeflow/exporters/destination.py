@@ -3,7 +3,8 @@
 
 A destination URL never carries a password: a URL is printed, logged, recorded and, given to a
 flow as `export_to`, stored by Prefect in its database and shown in its UI. One with a password
-(``user:secret@``, or ``password=`` in its query) is refused (`PasswordInUrl`, exit code 2)
+(``user:secret@`` whatever the password holds, as libpq reads a URI, or ``password=`` in its
+query) is refused (`PasswordInUrl`, exit code 2)
 before anything is exported, saying where the password goes instead: PGPASSWORD (for a
 deployment, the worker's environment) or a Prefect Secret block named by the flow's
 `pg_password_block`. `SAFE_DESTINATION_PATTERN` is the same rule as a JSON-schema pattern, which the
@@ -19,13 +20,19 @@ from urllib.parse import quote as url_quote
 from urllib.parse import unquote, urlsplit
 
 from placeflow.errors import OptionsError, PasswordInUrl
-from placeflow.support.redact import Secret
+from placeflow.support.redact import Secret, url_has_password, url_without_password
 
 Kind = Literal["parquet", "postgresql", "delta"]
 
-SAFE_DESTINATION_PATTERN = r"^(?![A-Za-z][A-Za-z0-9+.-]*://[^/?#@]*:[^/?#@]*@)(?!.*[?&]password=)"
-"""A destination string without a password (the rule `parse_destination` applies), as a regular
-expression for a JSON schema's `pattern` (matched with search, so anchored at the start)."""
+SAFE_DESTINATION_PATTERN = (
+    r"^(?![A-Za-z][A-Za-z0-9+.-]+://(?!/)[\s\S]*:[\s\S]*@)"
+    r"(?![\s\S]*[?&#]\s*[Pp][Aa][Ss][Ss][Ww][Oo][Rr][Dd]\s*=)"
+)
+"""A destination string without a password (the rule `parse_destination` applies, read as libpq
+reads a URI: a colon anywhere before the last "@" of the authority, or a ``password=``
+parameter), as a regular expression for a JSON schema's `pattern` (matched with search, so
+anchored at the start). It does not decode a percent-encoded parameter name; the library's own
+check, which every flow runs before anything else, does."""
 
 HOW = (
     "give the URL without it and the password in PGPASSWORD (for a Prefect deployment: in the"
@@ -56,20 +63,15 @@ class Destination:
 
 def without_password(dest: str) -> str:
     """`dest` with any password taken out (for the refusal's message, and what a flow run's
-    stored parameters are rewritten to)."""
-    parts = urlsplit(dest)
-    user = f"{parts.username}@" if parts.username else ""
-    host = parts.netloc.rpartition("@")[2]
-    query = "&".join(p for p in parts.query.split("&") if p and not p.startswith("password="))
-    return parts._replace(netloc=user + host, query=query, fragment="").geturl()
+    stored parameters are rewritten to): `url_without_password`."""
+    return url_without_password(dest)
 
 
 def refuse_password(dest: str) -> None:
-    """Raise `PasswordInUrl` when `dest` carries a password (in its user info or its query)."""
-    parts = urlsplit(dest)
-    if not parts.scheme or len(parts.scheme) == 1:
-        return  # a path (a drive letter is no scheme)
-    if parts.password is not None or any(p.startswith("password=") for p in parts.query.split("&")):
+    """Raise `PasswordInUrl` when `dest` may carry a password, read as libpq reads a URI
+    (`url_has_password`: user info with a colon, whatever the password holds, or a
+    ``password=`` parameter). The message never quotes the URL as given."""
+    if url_has_password(dest):
         raise PasswordInUrl(
             f"{without_password(dest)}: a password in the destination URL is refused (a URL is"
             " printed, logged and, as a flow parameter, stored in Prefect's database and shown"

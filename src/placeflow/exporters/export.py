@@ -28,6 +28,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
+from urllib.parse import quote as url_quote
 
 import duckdb
 
@@ -287,7 +288,9 @@ def _to_postgres(
 
     from placeflow.exporters import postgres
 
-    secrets_ = [destination.password.reveal()] if destination.password else []
+    # the driver may quote the URI it was given: the password as written there too
+    shown = destination.password.reveal() if destination.password else ""
+    secrets_ = [shown, url_quote(shown, safe="")] if shown else []
     recorded = {} if full else _watermarks(con, destination.redacted)
     plans: list[tuple[TablePlan, tuple[str, ...]]] = []
     tallies: dict[str, Tally] = {}

@@ -7,8 +7,10 @@ ellipsis (``…a1b2``), which is also what the service reports as ``key_hint``.
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Iterable, Mapping
 from typing import Any, Final
+from urllib.parse import unquote
 
 from placeflow.errors import OptionsError, SecretRefused
 
@@ -99,3 +101,65 @@ class RedactingFilter(logging.Filter):
             record.msg = redacted
             record.args = None
         return True
+
+
+_URL_START: Final = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]+)://")
+"""A URL's scheme and "://" (two characters or more: "C:/" is a drive, not a scheme)."""
+_PASSWORD_KEY: Final = re.compile(r"^\s*password\s*$", re.IGNORECASE)
+
+
+def _url_parts(url: str) -> tuple[str, str | None, str, str] | None:
+    """(scheme://, userinfo or None, authority-and-path, query-and-fragment) of `url` read as
+    libpq reads a URI, or None when it is no URL. The user info runs to the last "@" of what
+    follows "://" (a password may hold "/", "?", "#" or "@", which Python's urlsplit takes for
+    the path, query or fragment), unless that starts with "/" (no authority: a path)."""
+    start = _URL_START.match(url)
+    if start is None:
+        return None
+    head, rest = start.group(0), url[start.end() :]
+    userinfo: str | None = None
+    if not rest.startswith("/") and "@" in rest:
+        userinfo, _, rest = rest.rpartition("@")
+    cut = min((i for i in (rest.find("?"), rest.find("#")) if i >= 0), default=len(rest))
+    return head, userinfo, rest[:cut], rest[cut:]
+
+
+def _query_params(tail: str) -> list[str]:
+    """The parameters of a query-and-fragment tail, each as written ("key=value")."""
+    return [p for p in re.split(r"[?&#]", tail) if p]
+
+
+def _is_password_param(param: str) -> bool:
+    key = unquote(param.partition("=")[0])
+    return bool(_PASSWORD_KEY.match(key))
+
+
+def url_has_password(url: str) -> bool:
+    """Whether `url` may carry a password, read as libpq reads a connection URI: user info
+    with a colon (``user:secret@``, an empty password too), or a ``password=`` parameter (its
+    name percent-decoded, any case). A path or a plain string carries none."""
+    parts = _url_parts(url)
+    if parts is None:
+        return False
+    _, userinfo, _, tail = parts
+    if userinfo is not None and ":" in userinfo:
+        return True
+    return any(_is_password_param(p) for p in _query_params(tail))
+
+
+def url_without_password(url: str) -> str:
+    """`url` with whatever may be a password taken out: the user info kept to its user name,
+    and the query cut from its first ``password=`` parameter on (a value may hold "&"); the
+    fragment dropped. A string that is no URL comes back as it is."""
+    parts = _url_parts(url)
+    if parts is None:
+        return url
+    head, userinfo, where, tail = parts
+    user = "" if userinfo is None else userinfo.partition(":")[0]
+    kept: list[str] = []
+    for param in _query_params(tail.partition("#")[0]):
+        if _is_password_param(param):
+            break
+        kept.append(param)
+    query = f"?{'&'.join(kept)}" if kept else ""
+    return f"{head}{user + '@' if user else ''}{where}{query}"
