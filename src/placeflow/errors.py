@@ -67,6 +67,8 @@ class of this tree stands for it, the built-in as a second base where callers ca
 
 from __future__ import annotations
 
+from pathlib import Path
+
 
 class PlaceflowError(Exception):
     """Root of every error placeflow raises."""
@@ -110,6 +112,10 @@ class UnknownRun(UsageError, LookupError):
         return str(self.args[0]) if self.args else ""
 
 
+class UnknownReference(UsageError):
+    """A reference to a row (FILE:ROW, id:VALUE or a key) that no row of the warehouse answers."""
+
+
 class NoWarehouse(UsageError, FileNotFoundError):
     """No warehouse at the path given to read one (`connect(..., read_only=True)`): a run
     creates it."""
@@ -130,6 +136,10 @@ class SecretRefused(UsageError, TypeError):
 
 
 # --- runs that stopped ------------------------------------------------------------------------
+
+
+class ExportError(PlaceflowError):
+    """An export could not be completed; the destination is left as the last clean export."""
 
 
 class RunInProgress(PlaceflowError):
@@ -170,6 +180,34 @@ class RateCardError(PlaceflowError, ValueError):
 
 class WarehouseError(PlaceflowError):
     """The DuckDB warehouse could not be opened, migrated or written as planned."""
+
+
+class WarehouseBusy(WarehouseError):
+    """Another process holds the database: DuckDB allows one writer at a time."""
+
+    def __init__(self, path: Path, *, holder: str, detail: str) -> None:
+        super().__init__(
+            f"the warehouse {path} is in use by {holder} (DuckDB lets one process open a"
+            " database at a time). Wait for that run to finish, or stop it, then try again;"
+            " or point this command at another database file"
+        )
+        self.path = path
+        self.detail = detail
+
+
+class MigrationError(WarehouseError):
+    """The database and the migrations in sql/schema/ do not fit together."""
+
+
+class LoadError(WarehouseError):
+    """The file does not match its chunk (line count, ids out of order) or cannot be read:
+    nothing was written."""
+
+    def __init__(self, message: str, *, run_id: str, chunk_no: int, path: Path) -> None:
+        super().__init__(f"run {run_id} chunk {chunk_no}: {message} ({path}); nothing was loaded")
+        self.run_id = run_id
+        self.chunk_no = chunk_no
+        self.path = path
 
 
 class IllegalMove(WarehouseError):

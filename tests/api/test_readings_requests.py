@@ -16,11 +16,11 @@ import pytest
 
 from placeflow.api.client import PlaceApiClient
 from placeflow.api.download import download_result
-from placeflow.api.errors import OutcomeUnknown, ResultUnavailable, UsageUnknown
+from placeflow.api.errors import OutcomeUnknown, ResultUnavailable, UnsafeRedirect, UsageUnknown
 from placeflow.api.models import JobStatus
 from placeflow.api.poller import JobPoller
 from placeflow.api.retry import RetryPolicy
-from placeflow.api.transport import UnsafeRedirect, check_redirect
+from placeflow.api.transport import check_redirect
 from placeflow.emulator import FaultConfig
 
 from .conftest import KEY

@@ -10,7 +10,8 @@ from typing import Any
 import duckdb
 import pytest
 
-from placeflow.pipeline.load import LoadError, LoadInfo, load_result
+from placeflow.errors import LoadError
+from placeflow.pipeline.load import LoadInfo, load_result
 from tests.warehouse.helpers import (
     T0,
     add_run,

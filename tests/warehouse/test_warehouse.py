@@ -13,10 +13,10 @@ import polars as pl
 import pytest
 
 from placeflow.api.limiter import RateLimiter
+from placeflow.errors import MigrationError, WarehouseBusy
 from placeflow.fields import RateLimits
 from placeflow.store import warehouse, writer
 from placeflow.store.warehouse import (
-    WarehouseBusy,
     connect,
     insert_frame,
     migrate,
@@ -76,7 +76,7 @@ def test_migrate_applies_pending_migrations_in_order() -> None:
 def test_unknown_applied_migration_is_refused(con: duckdb.DuckDBPyConnection) -> None:
     """A database migrated by a newer placeflow is refused rather than misread."""
     con.execute("insert into schema_migrations values ('999', 'future', now())")
-    with pytest.raises(warehouse.MigrationError, match="999"):
+    with pytest.raises(MigrationError, match="999"):
         migrate(con)
 
 

@@ -33,10 +33,10 @@ from placeflow.api.errors import (
     ResultTooLarge,
     ResultUnavailable,
     ResultVerificationError,
+    UnsafeRedirect,
 )
 from placeflow.api.models import JobResultFile, JobStatus
 from placeflow.api.retry import parse_timestamp
-from placeflow.api.transport import UnsafeRedirect
 from placeflow.errors import OptionsError
 from placeflow.support.text import printable_logger
 

@@ -86,6 +86,10 @@ InvalidRequest = RequestRejected
 # --- transient ----------------------------------------------------------------------------
 
 
+class UnsafeRedirect(PlaceflowError):
+    """A result-file host redirected somewhere a download must not go."""
+
+
 class TransientError(PlaceflowError):
     """Worth retrying later. `wait` is the server's requested delay in seconds, if it gave one."""
 

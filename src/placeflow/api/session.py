@@ -27,6 +27,7 @@ from placeflow.api.errors import (
     ServiceUnavailable,
     TransientError,
     UnexpectedResponse,
+    UnsafeRedirect,
 )
 from placeflow.api.failures import error_from_response, error_from_transport
 from placeflow.api.journal import SpendJournal
@@ -35,7 +36,6 @@ from placeflow.api.models import PricingCard
 from placeflow.api.retry import RetryPolicy
 from placeflow.api.transport import (
     MAX_REDIRECTS,
-    UnsafeRedirect,
     check_redirect,
     guard_no_credentials,
     is_loopback_host,

@@ -11,7 +11,7 @@ from collections.abc import Callable
 
 import httpx
 
-from placeflow.api.errors import PlaceflowError
+from placeflow.api.errors import PlaceflowError, UnsafeRedirect
 from placeflow.support.redact import SENSITIVE_HEADERS
 
 _DEFAULT_PORTS = {"http": 80, "https": 443}
@@ -115,10 +115,6 @@ def is_public_host(host: str, *, resolve: Callable[[str], list[str]] | None = No
 
 def _resolve(host: str) -> list[str]:
     return sorted({str(info[4][0]) for info in socket.getaddrinfo(host, None)})
-
-
-class UnsafeRedirect(PlaceflowError):
-    """A result-file host redirected somewhere a download must not go."""
 
 
 def check_redirect(

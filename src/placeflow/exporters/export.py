@@ -32,7 +32,7 @@ from urllib.parse import quote as url_quote
 
 import duckdb
 
-from placeflow.errors import OptionsError, PlaceflowError
+from placeflow.errors import ExportError, OptionsError
 from placeflow.exporters import Column, Step, TablePlan, quote, timestamp_literal
 from placeflow.exporters.destination import Destination, parse_destination
 from placeflow.exporters.summary import ExportSummary, TableExport
@@ -80,7 +80,6 @@ __all__ = [
     "DEFAULT_TABLES",
     "TABLES",
     "Destination",
-    "ExportError",
     "ExportSummary",
     "TableExport",
     "TableSpec",
@@ -105,10 +104,6 @@ def export_memory_limit() -> str:
     except (ValueError, OSError, AttributeError):  # not a POSIX system that says
         total = 2 * EXPORT_MEMORY
     return f"{min(EXPORT_MEMORY, total // 2) // 2**20}MB"
-
-
-class ExportError(PlaceflowError):
-    """An export could not be completed; the destination is left as the last clean export."""
 
 
 def _noop(_: str) -> None:

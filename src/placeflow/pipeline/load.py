@@ -21,7 +21,7 @@ from typing import Any, Literal
 
 import duckdb
 
-from placeflow.errors import OptionsError, WarehouseError
+from placeflow.errors import LoadError, OptionsError
 from placeflow.events import CreditsCharged, Emit, RowsLoaded
 from placeflow.fields import ALLOWED_ENRICH_ATTRIBUTES, DEFAULT_ENRICH_ATTRIBUTES
 from placeflow.pipeline.fetch import Billing, Fetched
@@ -35,17 +35,6 @@ DEFAULT_ATTRIBUTES = ",".join(
     a for a in ALLOWED_ENRICH_ATTRIBUTES if a in DEFAULT_ENRICH_ATTRIBUTES
 )
 """What the service answers when a request names no attributes, in canonical order."""
-
-
-class LoadError(WarehouseError):
-    """The file does not match its chunk (line count, ids out of order) or cannot be read:
-    nothing was written."""
-
-    def __init__(self, message: str, *, run_id: str, chunk_no: int, path: Path) -> None:
-        super().__init__(f"run {run_id} chunk {chunk_no}: {message} ({path}); nothing was loaded")
-        self.run_id = run_id
-        self.chunk_no = chunk_no
-        self.path = path
 
 
 @dataclass(frozen=True)

@@ -25,15 +25,11 @@ from datetime import datetime
 import duckdb
 import polars as pl
 
-from placeflow.errors import OptionsError, UsageError
+from placeflow.errors import OptionsError, UnknownReference
 from placeflow.store.warehouse import sql_text
 
 PAIR_SCHEMA = {"place_key_a": pl.String, "place_key_b": pl.String}
 _FILE_ROW = re.compile(r"^(?P<file>.+):(?P<row>[0-9]+)$")
-
-
-class UnknownReference(UsageError):
-    """A reference to a row (FILE:ROW, id:VALUE or a key) that no row of the warehouse answers."""
 
 
 @dataclass(frozen=True)

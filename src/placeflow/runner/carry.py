@@ -36,12 +36,12 @@ from placeflow.api.errors import DownloadError, InsufficientCredits, NotFound, T
 from placeflow.api.feed import JobFeed
 from placeflow.api.jobref import PendingJob
 from placeflow.api.models import JobStatus
-from placeflow.errors import CreditsRanOut
+from placeflow.errors import CreditsRanOut, LoadError
 from placeflow.events import Note
 from placeflow.options import RunOptions
 from placeflow.pipeline.account import RunSummary, account
 from placeflow.pipeline.fetch import Fetched, fetch, on_disk
-from placeflow.pipeline.load import LoadError, load
+from placeflow.pipeline.load import load
 from placeflow.pipeline.poll import poll, unknown_job
 from placeflow.pipeline.resend import post_age, vet
 from placeflow.pipeline.submit import Uncertain, send_batch, submit_job

@@ -28,7 +28,13 @@ from typing import TYPE_CHECKING, Any
 
 import duckdb
 
-from placeflow.errors import NoWarehouse, OptionsError, WarehouseError
+from placeflow.errors import (
+    MigrationError,
+    NoWarehouse,
+    OptionsError,
+    WarehouseBusy,
+    WarehouseError,
+)
 from placeflow.store.dbfile import check_warehouse, copy_template, create_aside, holder_of
 
 if TYPE_CHECKING:  # polars loads only where a frame is written (a report needs none)
@@ -44,26 +50,14 @@ _IDENTIFIER = re.compile(r"^[a-z_][a-z0-9_]*$")
 _LOCK_PID = re.compile(r"\(PID (\d+)\)")
 
 
-class WarehouseBusy(WarehouseError):
-    """Another process holds the database: DuckDB allows one writer at a time."""
-
-    def __init__(self, path: Path, detail: str) -> None:
-        found = _LOCK_PID.search(detail)
-        holder = f"process {found.group(1)}" if found else "another process"
-        said = holder_of(path)
-        if said and (found is None or said.startswith(f"process {found.group(1)} ")):
-            holder = said
-        super().__init__(
-            f"the warehouse {path} is in use by {holder} (DuckDB lets one process open a"
-            " database at a time). Wait for that run to finish, or stop it, then try again;"
-            " or point this command at another database file"
-        )
-        self.path = path
-        self.detail = detail
-
-
-class MigrationError(WarehouseError):
-    """The database and the migrations in sql/schema/ do not fit together."""
+def _busy(path: Path, detail: str) -> WarehouseBusy:
+    """WarehouseBusy naming the holder: the process DuckDB names, as it said who it is."""
+    found = _LOCK_PID.search(detail)
+    holder = f"process {found.group(1)}" if found else "another process"
+    said = holder_of(path)
+    if said and (found is None or said.startswith(f"process {found.group(1)} ")):
+        holder = said
+    return WarehouseBusy(path, holder=holder, detail=detail)
 
 
 # --- sql/ ------------------------------------------------------------------------------------
@@ -214,7 +208,7 @@ def open_database(
             if "lock" not in str(exc).lower():
                 raise
             if time.monotonic() + pause > deadline:
-                raise WarehouseBusy(Path(path), str(exc)) from exc
+                raise _busy(Path(path), str(exc)) from exc
         time.sleep(pause)  # bounded: the holder writes for moments, then lets go
         pause = min(pause * 2, 0.5)
 
