@@ -230,3 +230,23 @@ def test_sample_researches_the_first_places_only(tmp_path: Path, serve: ServeSan
     out = sb.run(csv, db, ResearchOptions(spec=spec(), sample=5))
     assert out["exit_code"] == 0 and out["submitted"] == 5 and out["rows_read"] == 5, out
     assert sb.credits()["charged"] == 5 * PER_ROW
+
+
+def test_answers_carrying_a_field_nobody_asked_for_are_loaded_and_booked(
+    tmp_path: Path, serve: ServeSandbox
+) -> None:
+    """The sandbox adds an `x_ext` entry to every row's fields (unknown_fields): every answer
+    is loaded (3 fields a place), the ledger = the sandbox's charge, nothing billed twice, and a
+    rerun buys nothing."""
+    from placeflow.emulator import FaultConfig
+
+    sb = serve(fail_rate=0.0, faults=FaultConfig(unknown_fields=True))
+    csv, db = write_csv(tmp_path / "p.csv", places(20)), tmp_path / "wh.duckdb"
+    out = sb.run(csv, db, ResearchOptions(spec=spec()))
+    assert out["exit_code"] == 0 and out["status"] == "completed", out
+    assert out["charged"] == out["usage_delta"] == sb.credits()["charged"] == 20 * PER_ROW
+    assert len(answers(db)) == 60 and not answers(db, "field = 'x_ext'")
+    assert sb.research()["billed_twice"] == []
+    again = sb.run(csv, db, ResearchOptions(spec=spec()))
+    assert again["exit_code"] == 0 and again["charged"] == 0
+    assert sb.credits()["charged"] == 20 * PER_ROW

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import AliasChoices, BaseModel, ConfigDict, Field
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field, field_validator
 
 from placeflow.fields import (
     MAX_ENRICH_BATCH,
@@ -362,7 +362,22 @@ class DeepResearchRow(_Response):
     status: str
     outcome: str | None = None
     fields: dict[str, ResultCell] | None = None
+    """The cells shaped as a ResultCell (an object with a string `status`); an entry of
+    another shape (a field nobody asked for, `x_ext: {...}`) is ignored, never a reason to
+    throw away an answer the service has billed (`_cells`)."""
     error: CappedText | None = None
+
+    @field_validator("fields", mode="before")
+    @classmethod
+    def _cells(cls, value: Any) -> Any:
+        """The entries of `fields` a ResultCell can hold; others left out."""
+        if not isinstance(value, dict):
+            return value
+        return {
+            name: cell
+            for name, cell in value.items()
+            if isinstance(cell, dict) and isinstance(cell.get("status"), str)
+        }
 
 
 class DeepResearchMeta(_Response):

@@ -123,8 +123,9 @@ _ODD_ENUMS = {"period": "rolling_30_days"}
 
 
 def with_unknown_fields(body: Any) -> Any:
-    """`body` with fields the spec never names added (at the top and in nested objects) and
-    enum-like values it never lists where a client keeps them as strings (usage `period`)."""
+    """`body` with fields the spec never names added (at the top, in nested objects and, in a
+    deep-research answer, in each row's `fields`: `UNASKED_FIELD`) and enum-like values it never
+    lists where a client keeps them as strings (usage `period`)."""
     if not isinstance(body, dict):
         return body
     out: dict[str, Any] = {**body, **_EXTRA}
@@ -135,7 +136,21 @@ def with_unknown_fields(body: Any) -> Any:
     for name, value in _ODD_ENUMS.items():
         if name in out:
             out[name] = value
+    rows = out.get("rows")
+    if isinstance(rows, list):  # deep research: a field nobody asked for in each row's fields
+        out["rows"] = [_with_unasked_field(row) for row in rows]
     return out
+
+
+UNASKED_FIELD = {"x_ext": {"note": "unknown to the spec", "v": 2}}
+"""What `with_unknown_fields` adds to a deep-research row's `fields`: an entry nobody asked for,
+not shaped as a ResultCell (no status), and not billed."""
+
+
+def _with_unasked_field(row: Any) -> Any:
+    if not isinstance(row, dict) or not isinstance(row.get("fields"), dict):
+        return row
+    return {**row, "fields": {**UNASKED_FIELD, **row["fields"]}}
 
 
 def _files_extra(inner: dict[str, Any]) -> dict[str, Any]:

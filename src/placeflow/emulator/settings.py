@@ -152,7 +152,8 @@ class FaultConfig:
     unknown_fields: bool = False
     """Responses carry fields and enum values the spec never names; result lines (job files,
     synchronous answers) too: at the top, inside status objects, and a status object of only
-    such a field where the spec's answer has none. Billing stays the spec's fields'."""
+    such a field where the spec's answer has none; a deep-research row's `fields` an entry
+    nobody asked for (`x_ext`, no status). Billing stays the spec's fields'."""
     job_fail_midway_rate: float = 0.0
     """Jobs that fail half way: processed rows billed and published, the rest never run."""
     counted_late_rate: float = 0.0

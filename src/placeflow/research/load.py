@@ -83,10 +83,17 @@ class Loaded:
     capped: int
 
 
+def asked(spec: ResearchSpec) -> list[str]:
+    """The fields a request asks for (existence among them when validated): an answer's other
+    fields are ignored, neither loaded nor counted as billed."""
+    return [f.name for f in spec.fields] + (["existence"] if spec.validate_existence else [])
+
+
 def row_credits(row: DeepResearchRow, spec: ResearchSpec, rates: Rates) -> int:
     if row.status == "error" or not row.fields:
         return 0
-    fields = sum(1 for c in row.fields.values() if c.status in BILLED_STATUSES)
+    cells = [row.fields.get(name) for name in asked(spec)]
+    fields = sum(1 for c in cells if c is not None and c.status in BILLED_STATUSES)
     identity = spec.verify_identity and row.identity is not None and fields > 0
     return fields * rates.per_field + int(identity) * rates.per_identity
 
@@ -114,7 +121,7 @@ def answer_frame(answer: Answer) -> pl.DataFrame:
         raise AnswerMismatch(
             f"request {request_no}: {len(response.rows)} rows answered {len(place_keys)} places"
         )
-    names = [f.name for f in spec.fields] + (["existence"] if spec.validate_existence else [])
+    names = asked(spec)
     researched = parse_timestamp(response.enrichment_timestamp)
     at = datetime.fromtimestamp(researched, now.tzinfo) if researched is not None else now
     records: list[dict[str, Any]] = []
