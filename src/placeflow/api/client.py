@@ -19,6 +19,7 @@ from urllib.parse import quote
 
 from pydantic import BaseModel
 
+from placeflow.api.attempts import Chain, PossibleDoubleCharge
 from placeflow.api.errors import FieldProblem, RequestRejected, TransientError, UsageUnknown
 from placeflow.api.limits import (
     Row,
@@ -45,7 +46,7 @@ from placeflow.api.models import (
     UsageResponse,
     ValidateJobSubmit,
 )
-from placeflow.api.session import ApiSession, PossibleDoubleCharge
+from placeflow.api.session import ApiSession
 from placeflow.errors import OptionsError
 from placeflow.fields import MAX_ENRICH_BATCH, MAX_JOB_ROWS, JobKind
 
@@ -65,6 +66,14 @@ class JobSubmission:
     received_at: float | None = None
     """The client's clock when the answer came: with the answer's eta_completion_at, the
     poller's first sample of how true the service's etas are."""
+    lost: int = 0
+    """Attempts of this POST whose answer was lost after it may have reached the service: when
+    any was, the job answered may be the original or, should the service have forgotten the
+    key, new work (`replayed` is the service's hint; `pipeline.judge` decides)."""
+    first_sent: float | None = None
+    """When (the client's clock) the first attempt that may have reached the service left."""
+    answered_sent: float | None = None
+    """When (the client's clock) the attempt that was answered left."""
 
     @property
     def batch_id(self) -> str:
@@ -190,11 +199,13 @@ class PlaceApiClient(ApiSession):
         chunk, so it is sent unparsed. Should such a row still break a limit, the service
         refuses the whole job with a 400 naming it, and charges nothing.
 
-        ``replay_window`` (seconds) bounds the replays of a submission whose answer was lost:
-        none leaves later than that after the first attempt that may have reached the service
-        (or ``sent_at``, this client's clock, when an earlier process sent it), since a service
-        that forgot the key would create a second job; past it `OutcomeUnknown` is raised
-        (with ``possible_credits``) and the caller judges the submission from the usage.
+        A lost answer is replayed at once a few times (`PromptRetry`). ``replay_window``
+        (seconds) is for a caller that asks the usage before any further re-send: past the
+        prompt tries `OutcomeUnknown` is raised (with ``possible_credits`` and its
+        `first_sent`), and no replay leaves later than the window after the first attempt
+        that may have reached the service (or ``sent_at``, this client's clock, when an earlier
+        call or process sent it), since a service that forgot the key would create a second
+        job. Without it, replays go on with backoff.
         """
         endpoint = _job_endpoint(kind)
         if not checked:
@@ -217,6 +228,7 @@ class PlaceApiClient(ApiSession):
         endpoint = _job_endpoint(kind)
         key = idempotency_key if idempotency_key is not None else f"pf-{uuid.uuid4().hex}"
         check_idempotency_key(key, endpoint=endpoint)
+        chain = Chain()
         response = self._call(
             "POST",
             f"/v1/jobs/{kind}",
@@ -226,12 +238,14 @@ class PlaceApiClient(ApiSession):
             replay_window=replay_window,
             sent_at=sent_at,
             possible_credits=possible_credits,
+            chain=chain,
         )
         job = self._parse(JobSubmitResponse, response, endpoint)
         replayed = response.headers.get("Idempotent-Replayed", "").lower() == "true"
         return JobSubmission(
-            job=job, idempotency_key=key, replayed=replayed, received_at=self.clock()
-        )
+            job=job, idempotency_key=key, replayed=replayed, received_at=self.clock(),
+            lost=chain.lost, first_sent=chain.first_sent, answered_sent=chain.answered_sent,
+        )  # fmt: skip
 
     def submit_validate_job(
         self, pois: Sequence[Row], *, idempotency_key: str | None = None
@@ -264,15 +278,18 @@ class PlaceApiClient(ApiSession):
 
     # --- account -------------------------------------------------------------------------
 
-    def usage(self) -> UsageResponse:
+    def usage(self, *, urgent: bool = False) -> UsageResponse:
         """GET /v1/usage: credits available now, net of in-flight holds.
 
         An accounting call: retried with `accounting_retry` (minutes of patience, not the
         request policy's seconds). When no figure comes within it, `UsageUnknown` is raised:
         the caller records the usage as unknown instead of failing work already done.
+        `urgent`: asked between a lost POST's replays, it takes the next rate-limit slot.
         """
         try:
-            response = self._call("GET", "/v1/usage", safety="safe", retry=self.accounting_retry)
+            response = self._call(
+                "GET", "/v1/usage", safety="safe", retry=self.accounting_retry, urgent=urgent
+            )
         except TransientError as exc:
             raise UsageUnknown(
                 f"GET /v1/usage: no usage figure after {exc.attempts} attempt(s) ({exc}); "

@@ -220,12 +220,22 @@ class OutcomeUnknown(ApiError):
     """A charged request may have reached the service, but no answer came back.
 
     It was not retried because a retry may be charged again; `possible_credits` is what the
-    lost attempt may have cost. Pass ``allow_double_charge=True`` to retry such requests.
+    lost attempt may have cost. Pass ``allow_double_charge=True`` to retry such requests. For a
+    keyed job POST, `first_sent` is when (the client's clock) the first attempt that may have
+    reached the service left: the caller asks the usage before it sends it again.
     """
 
-    def __init__(self, message: str, *, possible_credits: int, **kwargs: Any) -> None:
+    def __init__(
+        self,
+        message: str,
+        *,
+        possible_credits: int,
+        first_sent: float | None = None,
+        **kwargs: Any,
+    ) -> None:
         super().__init__(message, **kwargs)
         self.possible_credits = possible_credits
+        self.first_sent = first_sent
 
 
 class JobFailed(ApiError):

@@ -42,8 +42,9 @@ from placeflow.fields import RateLimits
 class RateGate(Protocol):
     """What a client asks before each request; `RateLimiter` is one, a flow may pass another."""
 
-    def acquire(self) -> float:
-        """Wait until a request may be sent, count it as sent, return the seconds waited."""
+    def acquire(self, *, urgent: bool = False) -> float:
+        """Wait until a request may be sent, count it as sent, return the seconds waited.
+        `urgent`: a replay of a request whose answer was lost, let go before new requests."""
         ...
 
     def delay(self) -> float:
@@ -191,6 +192,8 @@ class RateLimiter:
         self._longest = max(spacing for _, spacing in self._windows)
         self._stats = threading.Lock()
         self._mine = threading.local()  # the stamp of this thread's request awaiting its answer
+        self._turn = threading.Condition()
+        self._urgent = 0  # urgent acquires waiting: new requests wait for them to go first
         self.granted = 0
         self.waited = 0.0
 
@@ -211,22 +214,39 @@ class RateLimiter:
                 ready = max(ready, state.sent[-count] + spacing)
         return max(0.0, ready - now)
 
-    def acquire(self) -> float:
-        """Wait until a request may be sent, record it, and return how long this call waited."""
+    def acquire(self, *, urgent: bool = False) -> float:
+        """Wait until a request may be sent, record it, and return how long this call waited.
+
+        An `urgent` request (a replay of one whose answer was lost, due at once before the
+        service may forget its Idempotency-Key) takes the next slot: other requests of this
+        process wait until every urgent one waiting has gone."""
         waited = 0.0
-        while True:
-            with self.log.hold() as state:
-                now = self._clock()
-                delay = self._delay(state, now)
-                if delay <= 0:
-                    # Keep the log in order even if a caller's clock stepped back.
-                    stamp = max(now, state.sent[-1]) if state.sent else now
-                    state.sent.append(stamp)
-                    self._trim(state)
-                    self._mine.stamp = stamp
-                    break
-            self._sleep(delay)
-            waited += delay
+        if urgent:
+            with self._turn:
+                self._urgent += 1
+        try:
+            while True:
+                if not urgent:
+                    with self._turn:
+                        while self._urgent:
+                            self._turn.wait(1.0)
+                with self.log.hold() as state:
+                    now = self._clock()
+                    delay = self._delay(state, now)
+                    if delay <= 0:
+                        # Keep the log in order even if a caller's clock stepped back.
+                        stamp = max(now, state.sent[-1]) if state.sent else now
+                        state.sent.append(stamp)
+                        self._trim(state)
+                        self._mine.stamp = stamp
+                        break
+                self._sleep(delay)
+                waited += delay
+        finally:
+            if urgent:
+                with self._turn:
+                    self._urgent -= 1
+                    self._turn.notify_all()
         with self._stats:
             self.granted += 1
             self.waited += waited

@@ -59,6 +59,32 @@ class RetryPolicy:
         return backoff
 
 
+@dataclass(frozen=True, kw_only=True)
+class PromptRetry:
+    """How a keyed POST whose answer was lost is retried at once, before any backoff.
+
+    The spec asks for a prompt retry after an uncertain job submission and does not show how
+    long the service keeps an Idempotency-Key: a replay that leaves while the key is kept gets
+    the original job, one that leaves after it may be new work billed again. So a lost answer
+    (a reset, a timeout after the body left, a 5xx that is not 429 or 503) is replayed up to
+    `tries` times, `spacing` seconds apart, each replay taking the next rate-limit slot before
+    new requests; past them the caller asks the usage before sending it again. 429 and 503
+    still back off: the service asked to wait.
+    """
+
+    tries: int = 10
+    spacing: float = 0.02
+
+    def __post_init__(self) -> None:
+        if self.tries < 0 or self.spacing < 0:
+            raise OptionsError("a prompt retry needs tries >= 0 and spacing >= 0")
+
+    @property
+    def span(self) -> float:
+        """The seconds the prompt tries take at least (their spacing, not their answers)."""
+        return self.tries * self.spacing
+
+
 def parse_retry_after(value: str | None, *, now: float) -> float | None:
     """Retry-After in seconds (delta-seconds or an HTTP date); None when absent or unreadable."""
     if value is None:

@@ -12,18 +12,16 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
 from importlib.metadata import version
 from typing import Literal, Self, TypeVar
 
 import httpx
 from pydantic import BaseModel, ValidationError
 
+from placeflow.api.attempts import Chain, PossibleDoubleCharge, maybe_sent, within
 from placeflow.api.errors import (
-    ConnectionLost,
     OutcomeUnknown,
     RateLimited,
-    ServerError,
     ServiceUnavailable,
     TransientError,
     UnexpectedResponse,
@@ -33,7 +31,7 @@ from placeflow.api.failures import error_from_response, error_from_transport
 from placeflow.api.journal import SpendJournal
 from placeflow.api.limiter import RateGate, RateLimiter
 from placeflow.api.models import PricingCard
-from placeflow.api.retry import RetryPolicy
+from placeflow.api.retry import PromptRetry, RetryPolicy
 from placeflow.api.transport import (
     MAX_REDIRECTS,
     check_redirect,
@@ -60,18 +58,6 @@ ACCOUNTING_RETRY = RetryPolicy(max_attempts=40, initial_backoff=1.0, max_backoff
 out, not turned into a failed run; after it the figure is `UsageUnknown`."""
 
 
-@dataclass(frozen=True)
-class PossibleDoubleCharge:
-    """A charged request was retried after an attempt that may have been processed (and billed)."""
-
-    endpoint: str
-    credits: int
-    attempt: int
-    reason: str
-    at: float
-    """Wall-clock time (epoch seconds) of the retry decision."""
-
-
 class ApiSession:
     """What every request shares: the HTTP clients, the key, the rate limiter, the retry policy.
 
@@ -89,6 +75,7 @@ class ApiSession:
         limiter: RateGate | None = None,
         timeout: float = 30.0,
         retry: RetryPolicy = RetryPolicy(),  # noqa: B008 - frozen, so a shared default is safe
+        prompt: PromptRetry = PromptRetry(),  # noqa: B008 - frozen too
         accounting_retry: RetryPolicy = ACCOUNTING_RETRY,
         allow_insecure_http: bool = False,
         transport: httpx.BaseTransport | None = None,
@@ -119,6 +106,8 @@ class ApiSession:
         """The key's spend journal shared with this machine's other processes, when known:
         whose spend a usage delta may hold besides this run's (`placeflow.api.journal`)."""
         self.retry = retry
+        self.prompt = prompt
+        """How a keyed POST whose answer was lost is replayed at once (`PromptRetry`)."""
         self.accounting_retry = accounting_retry
         self.clock = clock
         self.wall_clock = wall_clock
@@ -221,14 +210,21 @@ class ApiSession:
         retry: RetryPolicy | None = None,
         replay_window: float | None = None,
         sent_at: float | None = None,
+        chain: Chain | None = None,
+        urgent: bool = False,
     ) -> httpx.Response:
         """One request, retried on a `TransientError` as its `safety` allows (see `Safety`).
 
-        A keyed request (an Idempotency-Key) is replayed only while the service may still
-        remember its key: with `replay_window`, no attempt goes out more than that many seconds
-        after the first one that may have reached the service (this call's, or `sent_at`, on
-        this client's clock, an earlier process's): past it `OutcomeUnknown` is raised instead,
-        since a service that forgot the key would take the replay for new work.
+        A keyed request (an Idempotency-Key) whose attempt may have reached the service is
+        replayed at once (`prompt`: a few tries a few milliseconds apart, each taking the next
+        rate-limit slot before new requests) while the service surely still has its key. With
+        `replay_window` (a caller that can ask the usage), past the prompt tries `OutcomeUnknown`
+        is raised (its `first_sent`, the client's clock of the first attempt that may have
+        reached the service) so that the usage is asked before it is sent again, and no attempt
+        goes out more than `replay_window` seconds after that first one (this call's, or
+        `sent_at`, an earlier call's or process's): a service that forgot the key would take
+        the replay for new work. Without it, replays go on with backoff. `chain`, when given,
+        is told how the attempts went (`Chain`).
         """
         endpoint = f"{method} {path}"
         headers = {"Accept": "application/json"}
@@ -239,15 +235,17 @@ class ApiSession:
         if authenticate:
             headers["X-API-Key"] = self._key.reveal()
         policy = retry or self.retry
+        chain = chain if chain is not None else Chain()
+        chain.first_sent = sent_at  # when the first attempt that may have reached it left
         started = self.clock()
         waited = 0.0
-        attempt = 0
-        reached = sent_at  # when the first attempt that may have reached the service left
+        attempt = prompted = 0
         while True:
             attempt += 1
-            self.limiter.acquire()
+            reached = chain.first_sent
+            self.limiter.acquire(urgent=urgent or reached is not None)  # replays first
             if replay_window is not None and reached is not None:
-                _within(endpoint, replay_window, self.clock() - reached, possible_credits)
+                within(endpoint, replay_window, self.clock(), reached, possible_credits)
             leaving = self.clock()
             try:
                 try:
@@ -260,6 +258,7 @@ class ApiSession:
                     raise error from None  # the httpx error holds the request and its key
             else:
                 if response.is_success:
+                    chain.answered_sent = leaving
                     return response
                 error = error_from_response(
                     response,
@@ -271,9 +270,11 @@ class ApiSession:
                 if not isinstance(error, TransientError):
                     raise error
             error.attempts = attempt
-            if reached is None and _maybe_sent(error):
-                reached = leaving
-            maybe_charged = safety == "charged" and _maybe_sent(error)
+            if maybe_sent(error):
+                chain.lost += 1
+                if reached is None:
+                    chain.first_sent = reached = leaving
+            maybe_charged = safety == "charged" and maybe_sent(error)
             if maybe_charged and not allow_double_charge:
                 raise OutcomeUnknown(
                     f"{endpoint}: no answer after the request may have been processed "
@@ -283,9 +284,29 @@ class ApiSession:
                     endpoint=endpoint,
                     possible_credits=possible_credits,
                 ) from error
-            delay = policy.delay(error, attempt, self._rand())
+            waits = isinstance(error, RateLimited | ServiceUnavailable)  # the service said wait
+            if safety == "keyed" and reached is not None:
+                if not waits and prompted < self.prompt.tries:
+                    prompted += 1
+                    log.info("%s: %s; prompt retry %d of %d", endpoint,
+                             type(error).__name__, prompted, self.prompt.tries)  # fmt: skip
+                    self.sleep(self.prompt.spacing)
+                    continue
+                if replay_window is not None:  # the caller asks the usage before a re-send
+                    if waits:
+                        self.limiter.defer(policy.delay(error, attempt, self._rand()))
+                    raise OutcomeUnknown(
+                        f"{endpoint}: no answer after {attempt} attempt(s), the first of which"
+                        f" may have been processed ({type(error).__name__} last); not sent"
+                        " again before the usage is asked whether it created a job",
+                        endpoint=endpoint,
+                        possible_credits=possible_credits,
+                        first_sent=reached,
+                    ) from error
+            tried = attempt - prompted  # the prompt tries are the policy's first retry's
+            delay = policy.delay(error, tried, self._rand())
             give_up = (
-                attempt >= policy.max_attempts
+                tried >= policy.max_attempts
                 or (error.wait or 0.0) > policy.max_server_wait
                 or waited + delay > policy.budget
             )
@@ -293,21 +314,15 @@ class ApiSession:
                 elapsed = self.clock() - started
                 error.add_note(f"gave up after {attempt} attempt(s) over {elapsed:.1f} s")
                 raise error
-            if replay_window is not None and reached is not None:  # not worth waiting for
-                try:
-                    _within(endpoint, replay_window, self.clock() + delay - reached,
-                            possible_credits)  # fmt: skip
-                except OutcomeUnknown as lost:
-                    raise lost from error
             if maybe_charged:
                 self._record_double_charge(endpoint, possible_credits, attempt, error)
-            if isinstance(error, RateLimited | ServiceUnavailable):
+            if waits:
                 self.limiter.defer(delay)  # the server asked everyone sharing the key to wait
             log.warning(
                 "%s: %s; retry %d of %d in %.2f s",
                 endpoint,
                 type(error).__name__,
-                attempt,
+                tried,
                 policy.max_attempts - 1,
                 delay,
             )
@@ -349,23 +364,3 @@ class ApiSession:
                 endpoint=endpoint,
                 status_code=response.status_code,
             ) from None
-
-
-def _within(endpoint: str, window: float, age: float, possible_credits: int) -> None:
-    """`OutcomeUnknown` when a replay would leave `age` seconds after the first attempt that
-    may have reached the service, past the idempotency `window`."""
-    if age > window:
-        raise OutcomeUnknown(
-            f"{endpoint}: no answer after the request may have reached the service, and a"
-            f" replay now would leave {age:,.1f} s after it, past the idempotency window"
-            f" ({window:g} s): a service that forgot the Idempotency-Key by then takes the"
-            " replay for new work and bills it again. Not replayed.",
-            endpoint=endpoint,
-            possible_credits=possible_credits,
-        )
-
-
-def _maybe_sent(error: TransientError) -> bool:
-    if isinstance(error, ConnectionLost | ServerError):
-        return error.maybe_sent
-    return False

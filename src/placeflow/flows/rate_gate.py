@@ -74,8 +74,9 @@ class PrefectRateGate:
                         GlobalConcurrencyLimitUpdate(limit=slots, slot_decay_per_second=decay),
                     )
 
-    def acquire(self) -> float:
-        """Wait for a slot of every window (and any server-asked pause); the seconds waited."""
+    def acquire(self, *, urgent: bool = False) -> float:
+        """Wait for a slot of every window (and any server-asked pause); the seconds waited.
+        Prefect's limits have no queue to jump: `urgent` is taken as any request."""
         started = time.monotonic()
         pause = self.delay()
         if pause > 0:
@@ -109,8 +110,8 @@ class BothGates:
     machine: RateGate
     server: RateGate
 
-    def acquire(self) -> float:
-        return self.machine.acquire() + self.server.acquire()
+    def acquire(self, *, urgent: bool = False) -> float:
+        return self.machine.acquire(urgent=urgent) + self.server.acquire(urgent=urgent)
 
     def delay(self) -> float:
         return max(self.machine.delay(), self.server.delay())

@@ -287,9 +287,9 @@ class _ReleasingGate:
         self._gate = gate
         self._wh = wh
 
-    def acquire(self) -> float:
+    def acquire(self, *, urgent: bool = False) -> float:
         self._wh.waiting(lazily=self._gate.delay() < self._wh.lazy)  # a long wait: at once
-        return self._gate.acquire()
+        return self._gate.acquire(urgent=urgent)
 
     def delay(self) -> float:
         return self._gate.delay()
