@@ -296,7 +296,7 @@ create table runs (
     run_id varchar not null,  -- Identifier of the run (run_<utc timestamp>_<random hex>; rr_... for a research run).
     created_at timestamp with time zone not null,  -- When the run was opened.
     finished_at timestamp with time zone,  -- When the run ended (completed, failed or refused); null while it runs or after an interruption.
-    status varchar not null,  -- planned, running, completed, failed, refused (budget check said no; nothing spent) or interrupted (stopped part way; resumable).
+    status varchar not null,  -- planned, running, completed, failed, refused (a budget or balance check said no; nothing spent), interrupted (stopped part way; resumable), left_to_other_run (places left to another run still have no answer), double_charged (the service billed work twice; booked in the ledger) or all_rejected (every input row was rejected). Moved only by the runs lifecycle (src/placeflow/state/lifecycle.py).
     mode varchar not null,  -- validate, enrich or research: which service operation the run performs (research: POST /v1/deep-research of caller-defined fields).
     attributes varchar not null default '',  -- The enrich attributes asked for, canonical order, comma-joined; empty for validate.
     include_summary boolean not null default false,  -- Whether enrich requests asked for place_summary.
@@ -331,7 +331,7 @@ create table runs (
     credits_per_field integer,  -- A research run's rate: the rate card's credits per place per attribute (deep_research_field); null for other runs.
     credits_per_identity integer,  -- A research run's rate card credits per row for verify_identity; null for other runs.
     PRIMARY KEY(run_id),
-    CHECK((status IN ('planned', 'running', 'completed', 'failed', 'refused', 'interrupted'))),
+    CHECK((status IN ('planned', 'running', 'completed', 'failed', 'refused', 'interrupted', 'left_to_other_run', 'double_charged', 'all_rejected'))),
     CHECK(("mode" IN ('validate', 'enrich', 'research'))),
     CHECK(((key_hint IS NULL) OR (length(key_hint) <= 4) OR ((key_hint ~~ '…%') AND (length(key_hint) <= 5))))
 );

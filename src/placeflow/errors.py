@@ -33,8 +33,9 @@
     │   ├── WarehouseBusy               another process holds the database (store.warehouse)
     │   ├── MigrationError              the database and sql/schema/ disagree (store.warehouse)
     │   ├── LoadError                   a result file does not match its chunk (pipeline.load)
-    │   └── IllegalMove                 a chunk moved where the job lifecycle does not allow
-    │                                   (placeflow.state.lifecycle): refused, nothing written
+    │   └── IllegalMove                 a chunk, research request or run moved where its
+    │                                   lifecycle (placeflow.state.lifecycle) does not allow:
+    │                                   refused, nothing written
     ├── RequestRejected                 refused before sending: a row breaks the spec's limits
     ├── RateCardError                   the rate card cannot price research: refused, nothing
     │                                   spent (3; also a ValueError)
@@ -211,8 +212,8 @@ class LoadError(WarehouseError):
 
 
 class IllegalMove(WarehouseError):
-    """A chunk moved where the job lifecycle (`placeflow.state.lifecycle`) does not allow:
-    refused in the statement that would have made it, nothing written."""
+    """A chunk, research request or run moved where its lifecycle (`placeflow.state.lifecycle`)
+    does not allow: refused in the statement that would have made it, nothing written."""
 
 
 # --- exit codes -------------------------------------------------------------------------------

@@ -24,8 +24,9 @@ from placeflow.api.errors import UnexpectedResponse
 from placeflow.api.models import DeepResearchResponse, DeepResearchRow
 from placeflow.api.retry import parse_timestamp
 from placeflow.research.plan import Rates, ResearchSpec
+from placeflow.state.lifecycle import REQUESTS, move
 from placeflow.state.runbook import RunBook
-from placeflow.store.warehouse import insert_frame, sql_text, transaction
+from placeflow.store.warehouse import insert_frame, transaction
 from placeflow.support.text import cap_strings, cap_text
 
 BILLED_STATUSES = frozenset({"confirmed", "estimated", "unconfirmed"})
@@ -197,16 +198,10 @@ def load_answer(con: duckdb.DuckDBPyConnection, answer: Answer) -> Loaded:
             now,
             replaces=response.request_id or "",
         )
-        con.execute(
-            sql_text("queries/research_mark_answered"),
-            {
-                "run_id": run_id,
-                "request_no": request_no,
-                "request_id": response.request_id,
-                "stopped_reason": meta.stopped_reason if meta else None,
-                "estimated_credits": meta.estimated_credits if meta else None,
-                "credits_charged": credits,
-                "answered_at": now,
-            },
-        )
+        move(  # the raw answer cleared: it is loaded now
+            con, REQUESTS, "answered", (run_id, request_no), request_id=response.request_id,
+            stopped_reason=meta.stopped_reason if meta else None,
+            estimated_credits=meta.estimated_credits if meta else None, credits_charged=credits,
+            answered_at=now, error=None, error_code=None, response=None,
+        )  # fmt: skip
     return Loaded(charged=credits, rows=len(response.rows), errored=errored, capped=capped)

@@ -321,12 +321,12 @@ def _go(
     emit(StageFinished("budget", refusal, {"credits": to_spend, "refused": int(bool(refusal))}))
     if refusal is not None:
         emit(Note(refusal))
-        set_run(con, run_id, status="refused", message=refusal)
+        RunBook(con, run_id).moved("refused", message=refusal)
         return _account(con, api, run_id, EXIT_REFUSED, loop, account=False)
     stored = con.execute("select usage_before from runs where run_id = ?", [run_id]).fetchone()
     if stored is not None and stored[0] is not None:
         usage_before = int(stored[0])
-    set_run(con, run_id, status="running", usage_before=usage_before, message=None)
+    RunBook(con, run_id).moved("started", usage_before=usage_before, message=None)
     ctx = SendContext(
         con=con, api=api, run_id=run_id, spec=options.spec, rates=rates,
         field_shas=field_shas(options.spec), now=loop.clock, sleep=loop.sleep,
@@ -353,7 +353,8 @@ def _go(
         )
     if message:
         emit(Note(message))
-    set_run(con, run_id, status=status, message=message)
+    ends = {"completed": "closed", "interrupted": "interrupted", "refused": "refused"}
+    RunBook(con, run_id).moved(ends[status], status, message=message)
     return _account(con, api, run_id, code, loop, account=usage_before is not None)
 
 

@@ -37,6 +37,7 @@ from placeflow.errors import EXIT_FAILED, EXIT_REFUSED
 from placeflow.events import ChunkSubmitted, CreditsCharged, Emit, Note, RowsLoaded, ignore
 from placeflow.research.load import UNAVAILABLE, Answer, load_answer
 from placeflow.research.plan import Rates, ResearchSpec
+from placeflow.state.lifecycle import REQUEST_RESENDABLE, REQUESTS, move
 from placeflow.state.runbook import RunBook
 from placeflow.store.warehouse import sql_text, transaction
 from placeflow.support.text import cap_strings
@@ -99,12 +100,10 @@ def ledger_totals(con: duckdb.DuckDBPyConnection, run_id: str) -> tuple[int, int
     return (int(row[0]), int(row[1])) if row else (0, 0)
 
 
-def _set(ctx: SendContext, request_no: int, **values: Any) -> None:
-    names = ", ".join(f"{k} = ?" for k in values)
-    ctx.con.execute(
-        f"update research_requests set {names} where run_id = ? and request_no = ?",  # noqa: S608 - our names
-        [*values.values(), ctx.run_id, request_no],
-    )
+def _move(ctx: SendContext, name: str, request_no: int, **values: Any) -> None:
+    """The request lifecycle's move `name` (`placeflow.state.lifecycle.REQUESTS`), refused
+    (`IllegalMove`, nothing written) from a state it does not start from."""
+    move(ctx.con, REQUESTS, name, (ctx.run_id, request_no), **values)
 
 
 def _request(ctx: SendContext, request_no: int) -> tuple[str, int, str, int | None, int]:
@@ -115,14 +114,19 @@ def _request(ctx: SendContext, request_no: int) -> tuple[str, int, str, int | No
     return str(row[0]), int(row[1]), str(row[2]), row[3], int(row[4])
 
 
-def _lost_ref(ctx: SendContext, request_no: int) -> str:
-    """The ledger ref of a request's lost answer: rq-<run>-<request_no>, with -<attempt> after
-    its first attempt (resent by --resend-uncertain and lost again: another charge, its own)."""
+def _attempts(ctx: SendContext, request_no: int) -> int:
+    """How many times the request was sent (0 before its first)."""
     found = ctx.con.execute(
         "select attempts from research_requests where run_id = ? and request_no = ?",
         [ctx.run_id, request_no],
     ).fetchall()
-    attempt = int(found[0][0]) if found else 1
+    return int(found[0][0] or 0) if found else 0
+
+
+def _lost_ref(ctx: SendContext, request_no: int) -> str:
+    """The ledger ref of a request's lost answer: rq-<run>-<request_no>, with -<attempt> after
+    its first attempt (resent by --resend-uncertain and lost again: another charge, its own)."""
+    attempt = max(_attempts(ctx, request_no), 1)
     ref = f"rq-{ctx.run_id}-{request_no}"
     return ref if attempt <= 1 else f"{ref}-{attempt}"
 
@@ -150,10 +154,9 @@ def send_one(ctx: SendContext, request_no: int) -> str:
     since = charged - ctx.charged_before
     expected = None if ctx.usage_before is None else ctx.usage_before + since
     with transaction(ctx.con):  # written ahead: a crash from here on is resolved, not resent
-        ctx.con.execute(
-            sql_text("queries/research_mark_sent"),
-            {"run_id": ctx.run_id, "request_no": request_no, "sent_at": ctx.now(),
-             "usage_expected": expected, "max_credits": left},
+        _move(
+            ctx, "sent", request_no, attempts=_attempts(ctx, request_no) + 1, sent_at=ctx.now(),
+            usage_expected=expected, max_credits_sent=left,
         )  # fmt: skip
     ctx.sent += 1
     ctx.at("sent")
@@ -166,11 +169,11 @@ def send_one(ctx: SendContext, request_no: int) -> str:
         return resolve_sent(ctx, request_no)
     except InsufficientCredits as exc:
         code = _error_name(exc) or "quota_exceeded"
-        _set(ctx, request_no, state="planned", error=str(exc), error_code=code)
+        _move(ctx, "not_sent", request_no, error=str(exc), error_code=code)
         kind = "budget" if code == "max_credits_exceeded" else "credits"
         raise Stop(kind, f"request {request_no} refused, nothing charged: {exc}") from None
     except Unprocessable as exc:
-        _set(ctx, request_no, state="planned", error=str(exc), error_code=exc.error_code)
+        _move(ctx, "not_sent", request_no, error=str(exc), error_code=exc.error_code)
         rejected = rejected_fields(exc)
         if rejected:
             why = "; ".join(f"{name}: {reason}" for name, reason in rejected.items())
@@ -181,11 +184,11 @@ def send_one(ctx: SendContext, request_no: int) -> str:
             ) from None
         raise Stop("failed", f"request {request_no} refused: {exc}") from None
     except (ApiError, PlaceflowError) as exc:
-        _set(ctx, request_no, state="planned", error=str(exc), error_code=type(exc).__name__)
+        _move(ctx, "not_sent", request_no, error=str(exc), error_code=type(exc).__name__)
         raise Stop("failed", f"request {request_no} not answered: {exc}") from None
     with transaction(ctx.con):
         kept = json.dumps(cap_strings(response.model_dump(mode="json")))  # stored: capped
-        _set(ctx, request_no, state="received", response=kept)
+        _move(ctx, "received", request_no, response=kept)
     ctx.at("received")
     return load_received(ctx, request_no)
 
@@ -201,10 +204,10 @@ def load_received(ctx: SendContext, request_no: int) -> str:
     place_keys = _place_keys(ctx, request_no)
     if response.meta is not None and response.meta.stopped_reason == UNAVAILABLE:
         with transaction(ctx.con):
-            _set(
+            _move(
                 ctx,
+                "unavailable",
                 request_no,
-                state="planned",
                 response=None,
                 error="research unavailable (agent_unavailable); nothing billed",
                 error_code=UNAVAILABLE,
@@ -249,10 +252,10 @@ def resolve_sent(ctx: SendContext, request_no: int) -> str:
     book = RunBook(ctx.con, ctx.run_id, clock=ctx.now)
     with transaction(ctx.con):
         if alone and delta == 0:
-            _set(
+            _move(
                 ctx,
+                "not_billed",
                 request_no,
-                state="planned",
                 error="sent without an answer; the key's usage did not move: not billed",
                 error_code="OUTCOME_UNKNOWN",
             )
@@ -261,10 +264,10 @@ def resolve_sent(ctx: SendContext, request_no: int) -> str:
             book.charge(
                 request_no, ref, delta, "answer lost; billed per the key's usage delta", now
             )
-            _set(
+            _move(
                 ctx,
+                "lost",
                 request_no,
-                state="lost",
                 credits_charged=delta,
                 error=f"billed {delta} credit(s) per the key's usage, but the answer was lost;"
                 " --resend-uncertain buys it again",
@@ -278,10 +281,10 @@ def resolve_sent(ctx: SendContext, request_no: int) -> str:
             request_no, ref, credits_max,
             "sent without an answer; the key's usage cannot tell whether it was billed",
         )  # fmt: skip
-        _set(
+        _move(
             ctx,
+            "uncertain",
             request_no,
-            state="uncertain",
             possible_extra_credits=credits_max,
             error="may have been billed (usage cannot tell: the key is shared or moved"
             " otherwise); not resent without --resend-uncertain",
@@ -342,7 +345,8 @@ def _send_all(ctx: SendContext) -> None:
             resolve_sent(ctx, request_no)
     if ctx.resend_uncertain:
         with transaction(ctx.con):
-            ctx.con.execute(sql_text("queries/research_requeue_doubtful"), {"run_id": ctx.run_id})
+            for request_no, _ in _states(ctx, *REQUEST_RESENDABLE):
+                _move(ctx, "resend", request_no)
     if leftovers and _states(ctx, "planned"):
         _fresh_usage(ctx)
     while True:

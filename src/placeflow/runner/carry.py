@@ -47,7 +47,7 @@ from placeflow.pipeline.resend import post_age, vet
 from placeflow.pipeline.submit import Uncertain, send_batch, submit_job
 from placeflow.runner.sender import Sender, locked
 from placeflow.runner.steps import Stages
-from placeflow.state.lifecycle import NO_RESULT_FILE, UNCERTAIN, UNKNOWN_JOB
+from placeflow.state.lifecycle import RESENDABLE, UNCERTAIN, UNKNOWN_JOB
 from placeflow.state.owners import carrying, owner_of
 from placeflow.state.records import Chunk
 from placeflow.state.runstate import RunState
@@ -60,13 +60,6 @@ CHUNK_FAILURES = (DownloadError, LoadError, NotFound, TransientError)
 """What settling one chunk may raise that is that chunk's alone: noted on it, retried by a
 resume, never stopping the others (NotFound: its job, asked for a fresh file URL, is unknown to
 the service)."""
-RESENDABLE = {
-    UNKNOWN_JOB: "was unknown to the service",
-    NO_RESULT_FILE: "showed no result file for its processed rows",
-}
-"""The chunks `--resend-uncertain` sends again (their places may be paid twice), by
-`jobs.error_code`, and what became of their jobs."""
-
 READERS_EVERY = 0.5
 """Seconds a run holds the warehouse (in a streak: see `placeflow.store.writer`) before it lets go
 for `placeflow.store.writer.READERS_TURN` before a load or between two synchronous batches: readers

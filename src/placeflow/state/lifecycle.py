@@ -1,6 +1,9 @@
-"""The job lifecycle, where the money is: every state a chunk (its row in `jobs`) can be in, every
-move between them, and who makes it. `RunState` makes each move through `MOVES` and refuses one
-the table does not list (`IllegalMove`), in the same statement that makes it.
+"""The lifecycles where the money is, each one guarded table: every state a chunk (its row in
+`jobs`), a research request (`research_requests`) or a run (`runs.status`) can be in, every move
+between them, and who makes it. `move` makes a move of a `Machine` (`JOBS`, `REQUESTS`, `RUNS`)
+and refuses one its table does not list (`IllegalMove`), in the same statement that makes it:
+nothing is written. Adding a state is an entry in its STATES (and its moves in MOVES); the
+warehouse's CHECK of the column is kept equal to it by tests/state/test_lifecycle.py.
 
 A chunk's state is its `jobs.status`; a chunk may also be *held* by its `jobs.error_code`
 (`HOLDS`): its places may have been paid for without an answer, so they are neither settled nor
@@ -20,20 +23,33 @@ the request may have reached the service.
     completed | cancelled | timed_out ──settled (load, one transaction)──▶ loaded (final)
     held (UNKNOWN_JOB, NO_RESULT_FILE) ──resend_held──▶ planned (a new Idempotency-Key)
 
-The table below is the truth; the drawing is its summary (tests/state/test_lifecycle.py walks
-the table and proves a move it does not list is refused).
+The tables below are the truth; the drawings are their summary (tests/state/test_lifecycle.py
+walks each table and proves a move it does not list is refused). A research request (deep
+research has no Idempotency-Key, so its state is written ahead of its POST):
+
+    planned ──sent──▶ sent ──received──▶ received ──answered──▶ answered (final)
+    sent ──not_sent (refused: nothing charged) | not_billed (the usage did not move)──▶ planned
+    sent ──lost (billed per the usage, no answer) | uncertain (may have been billed)
+    lost | uncertain ──resend (--resend-uncertain)──▶ planned
+    received ──unavailable (agent_unavailable: nothing billed)──▶ planned
+
+A run (`runs.status`), recorded planned, running or refused:
+
+    planned | running | interrupted | refused ──started──▶ running
+    running ──closed (account)──▶ completed | failed | interrupted | left_to_other_run
+                                  | double_charged | all_rejected
+    planned | running | interrupted ──interrupted──▶ interrupted;  ──refused──▶ refused
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any
+
+import duckdb
 
 from placeflow.errors import IllegalMove
-
-ChunkStatus = Literal[
-    "planned", "submitted", "completed", "cancelled", "timed_out", "failed", "loaded"
-]  # fmt: skip
 
 STATES: dict[str, str] = {
     "planned": "recorded with the plan; not sent, or its POST written ahead (sending_at)",
@@ -70,8 +86,12 @@ ENDINGS: dict[str, str] = {
 }
 """`jobs.error_code` values a chunk ends with (the service's own error_code otherwise)."""
 
-RESENDABLE = frozenset({UNKNOWN_JOB, NO_RESULT_FILE})
-"""The holds `resend_held` takes back to planned."""
+RESENDABLE: dict[str, str] = {
+    UNKNOWN_JOB: "was unknown to the service",
+    NO_RESULT_FILE: "showed no result file for its processed rows",
+}
+"""The holds `resend_held` takes back to planned (`--resend-uncertain` sends their places again,
+which may pay for them twice), and what became of their jobs."""
 
 _LIVE = frozenset({"planned", "submitted", "completed", "cancelled", "timed_out"})
 _ENDED = frozenset({"completed", "cancelled"})
@@ -122,7 +142,7 @@ MOVES: dict[str, Move] = {
               "a synchronous batch about to be sent (found so on resume: maybe charged)"),
         _move("answered", {"submitted"}, {"completed"}, "pipeline.submit",
               "a synchronous batch answered: its answers written as the chunk's file"),
-        _move("uncertain", {"planned", "submitted"}, set(), "pipeline.submit, orchestrate",
+        _move("uncertain", {"planned", "submitted"}, set(), "pipeline.submit, runner.carry",
               "held: its request may have been charged without an answer (UNCERTAIN)"),
         _move("unknown_job", {"submitted", "completed", "cancelled"}, set(), "pipeline.poll",
               "held: the service does not know the job (UNKNOWN_JOB)"),
@@ -130,7 +150,7 @@ MOVES: dict[str, Move] = {
               "its progress stood still: cancelled, its processed rows to load (STUCK)"),
         _move("timed_out", {"submitted"}, {"timed_out"}, "pipeline.poll",
               "not finished within the poll timeout: cancelled (TIMED_OUT)"),
-        _move("note_error", _LIVE, set(), "orchestrate, pipeline.poll",
+        _move("note_error", _LIVE, set(), "runner.carry, pipeline.poll",
               "an error noted on the chunk (it stays where it is, retried by resume)"),
         _move("ended", {"submitted", "timed_out", *_ENDED}, _ENDED, "pipeline.fetch",
               "the job ended with results: completed, or cancelled / failed part way"),
@@ -140,12 +160,165 @@ MOVES: dict[str, Move] = {
               "pipeline.fetch", "ended before any row: the whole hold released"),
         _move("result_file", {*_ENDED, "timed_out"}, set(), "pipeline.fetch",
               "its result file downloaded and verified (path, sha256, size)"),
-        _move("reopened", _ENDED, {"submitted"}, "orchestrate",
+        _move("reopened", _ENDED, {"submitted"}, "runner.carry",
               "a synchronous batch whose file is gone from disk: to be sent again"),
-        _move("resend_held", {"submitted", *_ENDED}, {"planned"}, "orchestrate",
-              "a held job's places sent again as a new job (--resend-uncertain)", RESENDABLE),
+        _move("resend_held", {"submitted", *_ENDED}, {"planned"}, "runner.carry",
+              "a held job's places sent again as a new job (--resend-uncertain)",
+              frozenset(RESENDABLE)),
         _move("settled", {*_ENDED, "timed_out", "loaded"}, {"loaded"}, "pipeline.load",
               "its file loaded with its charge and release, in the load's transaction"),
     )
 }  # fmt: skip
 """Every move a chunk can make after `RunState.open` records it `planned` with the plan."""
+
+# --- a research request (`research_requests.state`) --------------------------------------------
+
+REQUEST_STATES: dict[str, str] = {
+    "planned": "recorded with the plan, or put back: not sent, or known not billed",
+    "sent": "written ahead of its POST: it may have reached the service",
+    "received": "its raw answer stored, not yet loaded",
+    "answered": "its answer loaded with its charge, in one transaction (final)",
+    "lost": "billed per the key's usage delta, but no answer came back",
+    "uncertain": "may have been billed (the usage cannot tell): not sent again unasked",
+}
+"""Every `research_requests.state`, and what it means."""
+
+REQUEST_RESENDABLE = frozenset({"lost", "uncertain"})
+"""The requests `--resend-uncertain` sends again (their places may be paid twice)."""
+
+REQUEST_MOVES: dict[str, Move] = {
+    m.name: m
+    for m in (
+        _move("sent", {"planned"}, {"sent"}, "research.send",
+              "written ahead, committed before its POST (attempts counted)"),
+        _move("not_sent", {"sent"}, {"planned"}, "research.send",
+              "its POST was refused (402, 422, an error): nothing was charged"),
+        _move("received", {"sent"}, {"received"}, "research.send",
+              "its raw answer stored (capped), to be loaded"),
+        _move("unavailable", {"received"}, {"planned"}, "research.send",
+              "research was unavailable (agent_unavailable): nothing billed, tried again"),
+        _move("answered", {"received"}, {"answered"}, "research.load",
+              "its answers and charge loaded in one transaction, the raw answer cleared"),
+        _move("not_billed", {"sent"}, {"planned"}, "research.send",
+              "sent without an answer and the key's usage did not move: not billed"),
+        _move("lost", {"sent"}, {"lost"}, "research.send",
+              "sent without an answer, billed per the key's usage delta (charged)"),
+        _move("uncertain", {"sent"}, {"uncertain"}, "research.send",
+              "sent without an answer; the usage cannot tell (possible credits booked)"),
+        _move("resend", REQUEST_RESENDABLE, {"planned"}, "research.send",
+              "put back in the plan by --resend-uncertain (a possible double charge)"),
+    )
+}  # fmt: skip
+"""Every move a research request makes after it is recorded `planned` with the plan."""
+
+# --- a run (`runs.status`) -----------------------------------------------------------------------
+
+RUN_STATES: dict[str, str] = {
+    "planned": "recorded with its plan, its budget not yet checked (a research run)",
+    "running": "being carried out, or stopped by a crash while it was",
+    "completed": "every place answered (exit 0)",
+    "failed": "stopped by an error (exit 1)",
+    "refused": "a budget or balance check said no: nothing sent (exit 3)",
+    "interrupted": "stopped part way: the same command, or resume, goes on (exit 1)",
+    "left_to_other_run": "places left to another run still have no answer (exit 4)",
+    "double_charged": "the service billed work twice: booked in the ledger and named (exit 5)",
+    "all_rejected": "every input row was rejected: nothing to send (exit 6)",
+}
+"""Every `runs.status`, and what it means (docs/cli.md's table of statuses and exit codes)."""
+
+RUN_OPENS = frozenset({"planned", "running", "refused"})
+"""The statuses a run is recorded with (`RunBook.record`)."""
+RUN_ENDS = frozenset(
+    {"completed", "failed", "interrupted", "left_to_other_run", "double_charged", "all_rejected"}
+)
+"""The statuses the account closes a run with (a resume accounts for an ended run again)."""
+_RESUMABLE = frozenset({"planned", "running", "interrupted"})
+
+RUN_MOVES: dict[str, Move] = {
+    m.name: m
+    for m in (
+        _move("started", {*_RESUMABLE, "refused"}, {"running"}, "research.run",
+              "its budget checked and passed: sending (a refused research run checked again)"),
+        _move("refused", {*_RESUMABLE, "refused"}, {"refused"}, "research.run",
+              "a budget, balance or field-policy check said no: nothing more sent"),
+        _move("interrupted", _RESUMABLE | (RUN_ENDS - {"completed", "all_rejected"}),
+              {"interrupted"}, "runner.carry, state.marking",
+              "stopped part way (chunks held, credits ran out, a full disk): resumable"),
+        _move("closed", {"running"} | RUN_ENDS, RUN_ENDS, "pipeline.account, research.run",
+              "the account's end: how the run ended, its counts, usage and message"),
+    )
+}  # fmt: skip
+"""Every move of a run's status after it is recorded (`RUN_OPENS`)."""
+
+
+# --- the guarded statement --------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Machine:
+    """One guarded lifecycle: the table, its state column, the columns naming one row (`keys`),
+    what a row is called in a refusal, its states and moves, and the column of its holds."""
+
+    table: str
+    column: str
+    keys: tuple[str, ...]
+    what: str
+    states: Mapping[str, str]
+    moves: Mapping[str, Move]
+    held_column: str | None = None
+
+
+JOBS = Machine("jobs", "status", ("run_id", "chunk_no"), "chunk", STATES, MOVES, "error_code")
+REQUESTS = Machine(
+    "research_requests", "state", ("run_id", "request_no"), "research request",
+    REQUEST_STATES, REQUEST_MOVES,
+)  # fmt: skip
+RUNS = Machine("runs", "status", ("run_id",), "run", RUN_STATES, RUN_MOVES)
+MACHINES = (JOBS, REQUESTS, RUNS)
+
+
+def move(
+    con: duckdb.DuckDBPyConnection,
+    machine: Machine,
+    name: str,
+    key: Sequence[Any],
+    to: str | None = None,
+    **values: Any,
+) -> None:
+    """Make `machine`'s move `name` on the row `key` names: its state set to `to` (the move's one
+    target when None) and `values` written, in one statement that holds only while the row is
+    where the move may start (and, for a held-only move, so held); anywhere else nothing is
+    written and `IllegalMove` says where the row is."""
+    step = machine.moves[name]
+    state = step.target(to)
+    sets = {**values, **({machine.column: state} if state is not None else {})}
+    names = ", ".join(f"{column} = ?" for column in sets)
+    where = " and ".join(f"{k} = ?" for k in machine.keys)
+    held = sorted(step.held)
+    guard = f"list_contains(?, {machine.column})"
+    args: list[Any] = [*sets.values(), *key, sorted(step.froms)]
+    if machine.held_column is not None:
+        guard += f" and (len(?) = 0 or list_contains(?, {machine.held_column}))"
+        args += [held, held]
+    found = con.execute(
+        f"update {machine.table} set {names} where {where} and {guard}",  # noqa: S608 - our names
+        args,
+    ).fetchall()
+    if found == [(1,)]:
+        return
+    shown = machine.column + (f", {machine.held_column}" if machine.held_column else "")
+    rows = con.execute(
+        f"select {shown} from {machine.table} where {where}",  # noqa: S608 - our names
+        list(key),
+    ).fetchall()
+    if not rows:
+        at = f"no such {machine.what}"
+    elif machine.held_column is not None:
+        at = f"it is {rows[0][0]} ({rows[0][1] or 'not held'})"
+    else:
+        at = f"it is {rows[0][0]}"
+    ident = f"{key[-1]}" + (f" of {key[0]}" if len(key) > 1 else "")
+    raise IllegalMove(
+        f"{machine.what} {ident}: the lifecycle has no move {name} from where {at}; it moves"
+        f" from {sorted(step.froms)}" + (f" held {held}" if held else "")
+    )

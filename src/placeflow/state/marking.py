@@ -12,6 +12,8 @@ from typing import Any
 
 import duckdb
 
+from placeflow.state.lifecycle import RUNS, move
+
 FIGURES = ("rows_read", "rejected", "duplicates", "skipped_fresh", "submitted", "succeeded")
 """The run's counts an interrupted or stopped run's JSON document carries."""
 
@@ -55,11 +57,9 @@ def mark_run(
         marked = False
         if writable:
             try:
-                con.execute(
-                    "update runs set status = 'interrupted', message = ? where run_id = ?"
-                    " and status in ('planned', 'running')",
-                    [message(run_id, db), run_id],
-                )
+                status = con.execute("select status from runs where run_id = ?", [run_id])
+                if status.fetchall() in ([("planned",)], [("running",)]):  # else kept as it is
+                    move(con, RUNS, "interrupted", (run_id,), message=message(run_id, db))
                 marked = True
             except duckdb.Error:  # a full disk: the run stays as the crash left it
                 marked = False

@@ -13,6 +13,8 @@ from typing import Any, Literal
 
 import duckdb
 
+from placeflow.errors import IllegalMove
+from placeflow.state.lifecycle import RUN_OPENS, RUNS, move
 from placeflow.state.owners import BEAT_EVERY, owned_now
 from placeflow.state.runread import RunReader
 
@@ -38,7 +40,12 @@ class RunBook(RunReader):
     # --- the run --------------------------------------------------------------------------------
 
     def record(self, run: dict[str, Any]) -> None:
-        """Insert the run's row (a `runs` row's columns), this process its owner."""
+        """Insert the run's row (a `runs` row's columns), this process its owner; its status one
+        a run is recorded with (`RUN_OPENS`), else `IllegalMove`."""
+        if run.get("status") not in RUN_OPENS:
+            raise IllegalMove(
+                f"run {self.run_id} is recorded {sorted(RUN_OPENS)}, not {run.get('status')}"
+            )
         self._beaten = run["created_at"]
         values = {**run, "run_id": self.run_id, **owned_now(run["created_at"])}
         names = ", ".join(values)
@@ -49,8 +56,17 @@ class RunBook(RunReader):
         )
 
     def update(self, **values: Any) -> None:
-        """Set columns of the run's row (a research run's status, usage, counts, message)."""
+        """Set columns of the run's row (a research run's usage, counts, message); its status
+        moves only through `moved`."""
+        if "status" in values:
+            raise IllegalMove(f"run {self.run_id}: its status moves through the lifecycle only")
         self._run(**values)
+
+    def moved(self, name: str, to: str | None = None, **values: Any) -> None:
+        """Make the runs lifecycle's move `name` (`placeflow.state.lifecycle.RUNS`), writing
+        `values` with it; refused (`IllegalMove`, nothing written) from a status it does not
+        start from."""
+        move(self.con, RUNS, name, (self.run_id,), to, **values)
 
     def charge(
         self,
@@ -109,7 +125,7 @@ class RunBook(RunReader):
 
     def interrupted(self, reason: str) -> None:
         """The run stopped part way; `placeflow resume` picks it up."""
-        self._run(status="interrupted", message=reason)
+        self.moved("interrupted", message=reason)
 
     def closed(
         self,
@@ -120,11 +136,10 @@ class RunBook(RunReader):
         usage_after: int | None,
         message: str | None,
     ) -> None:
-        self.con.execute(
-            "update runs set status = ?, finished_at = ?, succeeded = ?, failed = ?,"
-            " usage_after = ?, message = ? where run_id = ?",  # none left from an earlier stop
-            [status, self.now(), succeeded, failed, usage_after, message, self.run_id],
-        )
+        self.moved(  # the message: none left from an earlier stop
+            "closed", status, finished_at=self.now(), succeeded=succeeded, failed=failed,
+            usage_after=usage_after, message=message,
+        )  # fmt: skip
 
     def _run_extra(self, credits: int) -> None:
         """`credits` more may have been charged twice (a request re-sent whose first charge is

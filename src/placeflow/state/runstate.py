@@ -21,8 +21,7 @@ from typing import Any, Literal
 import duckdb
 import polars as pl
 
-from placeflow.errors import IllegalMove
-from placeflow.state.lifecycle import MOVES, NO_RESULT_FILE, UNCERTAIN, UNKNOWN_JOB
+from placeflow.state.lifecycle import JOBS, NO_RESULT_FILE, UNCERTAIN, UNKNOWN_JOB, move
 from placeflow.state.records import MATCHED, REJECTS, REQUESTS, STAGED, Chunk, Plan, jobs_table
 from placeflow.state.runbook import Clock, RunBook, utc_now
 from placeflow.state.runread import StoredRun, stored_run, unfinished_run
@@ -294,26 +293,7 @@ class RunState(RunBook):
     # --- the one statement of each kind -----------------------------------------------------------
 
     def _move(self, name: str, chunk_no: int, to: str | None = None, **values: Any) -> None:
-        """Make the lifecycle's move `name` on a chunk (`placeflow.state.lifecycle.MOVES`): its
+        """Make the lifecycle's move `name` on a chunk (`placeflow.state.lifecycle.JOBS`): its
         status set to `to` and `values` written, in one statement that holds only while the
         chunk is where the move may start; anywhere else it is refused (`IllegalMove`)."""
-        move = MOVES[name]
-        status = move.target(to)
-        sets = {**values, **({"status": status} if status is not None else {})}
-        names = ", ".join(f"{column} = ?" for column in sets)
-        held = sorted(move.held)
-        found = self.con.execute(
-            f"update jobs set {names} where run_id = ? and chunk_no = ?"  # noqa: S608 - our names
-            " and list_contains(?, status) and (len(?) = 0 or list_contains(?, error_code))",
-            [*sets.values(), self.run_id, chunk_no, sorted(move.froms), held, held],
-        ).fetchall()
-        if found != [(1,)]:
-            rows = self.con.execute(
-                "select status, error_code from jobs where run_id = ? and chunk_no = ?",
-                [self.run_id, chunk_no],
-            ).fetchall()
-            where = f"it is {rows[0][0]} ({rows[0][1] or 'not held'})" if rows else "no such chunk"
-            raise IllegalMove(
-                f"chunk {chunk_no} of {self.run_id}: the lifecycle has no move {name} from where"
-                f" {where}; it moves from {sorted(move.froms)}" + (f" held {held}" if held else "")
-            )
+        move(self.con, JOBS, name, (self.run_id, chunk_no), to, **values)
