@@ -6,13 +6,18 @@ Layout under the destination root (``delta:///srv/lake``)::
     places_latest/_delta_log/00000000000000000000.json   the table's commits
     places_latest/part-00001-....parquet                 its data files (delta-rs names them)
 
-The first export of a table creates it (an empty one too, so readers find every table); each
-later export merges its rows into it by the table's key (``MERGE``: a changed place is updated,
-a new one inserted, never duplicated). Every commit carries `WATERMARK` (the highest incremental
-value the export sent) in its commit info, so the destination's own log says how far exports
-went, atomically with the rows: an export replayed after a crash sends nothing twice, and a
-table deleted at the destination is sent whole again. Readers: `deltalake.DeltaTable`,
-`polars.read_delta`, Spark, and DuckDB's delta extension where it can be installed.
+The first export of a table creates it empty (an empty one stays, so readers find every table)
+and every export merges its rows into it by the table's key (``MERGE``: a changed place is
+updated, a new one inserted, never duplicated). Two exports that meet, the first two at once
+among them, are settled by Delta's own commit protocol: the table is created without a row, and
+a merge whose commit finds another's since it read the table is run again over the table as it
+now is (never a blind append, which would write every place twice). `--full` replaces a table's
+rows in one commit (an overwrite), which also repairs a table holding a place twice. Every
+commit carries `WATERMARK` (the highest incremental value the export sent) in its commit info,
+so the destination's own log says how far exports went, atomically with the rows: an export
+replayed after a crash sends nothing twice, and a table deleted at the destination is sent
+whole again. Readers: `deltalake.DeltaTable`, `polars.read_delta`, Spark, and DuckDB's delta
+extension where it can be installed.
 """
 
 from __future__ import annotations
@@ -20,12 +25,16 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
+from typing import Any
 
 import duckdb
 
 from placeflow.exporters import ARROW_NATIVE, Step, TablePlan
 
 BATCH_ROWS = 100_000
+MERGE_ATTEMPTS = 8
+"""Times a merge is run when another export's commit keeps coming between its read and its
+commit (each run reads the table anew)."""
 WATERMARK = "placeflow.watermark"
 EXPORT_ID = "placeflow.export_id"
 DELTA_NATIVE = ARROW_NATIVE - {"TIME"}
@@ -66,40 +75,84 @@ def table_watermark(root: Path, table: str) -> datetime | None:
     return None
 
 
+def _create(path: Path, empty: Any, commit: Any) -> None:
+    """Create the table from `empty` (the plan's columns, no row) unless it exists. Two exports
+    that create it at once each commit nothing but the table's schema (an empty append: no row
+    to write twice); Delta's commit protocol orders the two commits."""
+    from deltalake import write_deltalake
+
+    path.mkdir(parents=True, exist_ok=True)
+    write_deltalake(str(path), empty, mode="append", commit_properties=commit)
+
+
+def _merge(con: duckdb.DuckDBPyConnection, path: Path, plan: TablePlan, commit: Any) -> None:
+    """Merge the plan's rows into the table by key, in one commit. A commit another export
+    made since this one read the table (two first exports at once: both found it empty) is a
+    conflict: the merge is run again over the table as it now is, so each row is updated,
+    never inserted twice."""
+    from deltalake import DeltaTable
+    from deltalake.exceptions import CommitFailedError
+
+    match = " and ".join(f't."{k}" = s."{k}"' for k in plan.key)
+    for attempt in range(1, MERGE_ATTEMPTS + 1):
+        reader = con.sql(plan.select(native=DELTA_NATIVE)).to_arrow_reader(BATCH_ROWS)
+        try:
+            (
+                DeltaTable(str(path))
+                .merge(
+                    reader,
+                    predicate=match,
+                    source_alias="s",
+                    target_alias="t",
+                    merge_schema=True,
+                    commit_properties=commit,
+                )
+                .when_matched_update_all()
+                .when_not_matched_insert_all()
+                .execute()
+            )
+            return
+        except CommitFailedError:
+            if attempt == MERGE_ATTEMPTS:
+                raise
+
+
 def load_table(
-    con: duckdb.DuckDBPyConnection, root: Path, plan: TablePlan, *, export_id: str, step: Step
+    con: duckdb.DuckDBPyConnection,
+    root: Path,
+    plan: TablePlan,
+    *,
+    export_id: str,
+    step: Step,
+    full: bool = False,
 ) -> Committed:
-    """Create the table or merge the plan's rows into it by key, in one commit that carries the
-    watermark; nothing is committed when the table exists and no row changed."""
+    """Merge the plan's rows into the table by key (created first when absent), in one commit
+    that carries the watermark; nothing is committed when the table exists and no row changed.
+    With `full`, the table's rows are replaced by the plan's in one commit (an overwrite: a
+    table that holds a row twice, from before exports were merged, is repaired)."""
     from deltalake import CommitProperties, DeltaTable, write_deltalake
 
     path = root / plan.name
     exists = (path / "_delta_log").is_dir()
-    if exists and plan.rows == 0:
+    if exists and plan.rows == 0 and not full:
         return Committed(0, None)
     metadata = {EXPORT_ID: export_id}
     if plan.upper is not None:
         metadata[WATERMARK] = plan.upper.isoformat()
     commit = CommitProperties(custom_metadata=metadata)
-    reader = con.sql(plan.select(native=DELTA_NATIVE)).to_arrow_reader(BATCH_ROWS)
-    if not exists:
+    select = plan.select(native=DELTA_NATIVE)
+    if full:
         path.mkdir(parents=True, exist_ok=True)
-        write_deltalake(str(path), reader, mode="append", commit_properties=commit)
-    else:
-        match = " and ".join(f't."{k}" = s."{k}"' for k in plan.key)
-        (
-            DeltaTable(str(path))
-            .merge(
-                reader,
-                predicate=match,
-                source_alias="s",
-                target_alias="t",
-                merge_schema=True,
-                commit_properties=commit,
-            )
-            .when_matched_update_all()
-            .when_not_matched_insert_all()
-            .execute()
+        reader = con.sql(select).to_arrow_reader(BATCH_ROWS)
+        write_deltalake(
+            str(path), reader, mode="overwrite", schema_mode="overwrite", commit_properties=commit
         )
+    elif plan.rows == 0:  # a new table, empty: created with the watermark
+        _create(path, con.sql(select).limit(0).to_arrow_table(), commit)
+    else:
+        if not exists:  # created empty (no watermark: the merge's commit carries it)
+            empty = con.sql(select).limit(0).to_arrow_table()
+            _create(path, empty, CommitProperties(custom_metadata={EXPORT_ID: export_id}))
+        _merge(con, path, plan, commit)
     step(f"delta:committed:{plan.name}")
     return Committed(plan.rows, DeltaTable(str(path)).version())

@@ -341,7 +341,7 @@ def _to_delta(
             lower = None if whole else delta.table_watermark(root, spec.name)
             with transaction(con):  # one snapshot for the count and the rows written
                 plan = plan_table(con, spec, lower)
-                delta.load_table(con, root, plan, export_id=export_id, step=step)
+                delta.load_table(con, root, plan, export_id=export_id, step=step, full=full)
         except (DeltaError, OSError) as exc:
             raise ExportError(
                 f"cannot write the Delta table {root / spec.name}: {exc}. The tables exported"
