@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 
 from placeflow.errors import ConfigError, OptionsError
 from placeflow.fields import TIER_WINDOWS, RateLimits
+from placeflow.support.objects import Storage
 from placeflow.support.redact import Secret
 
 PREFECT_DEFAULTS = {
@@ -37,6 +38,8 @@ class Settings:
     limits: RateLimits = field(default_factory=RateLimits)
     """The key's rate limits, kept by one limiter shared by every request of the process."""
     environment: Mapping[str, str] = field(default_factory=dict, repr=False)
+    storage: Storage = field(default_factory=Storage, repr=False)
+    """Object storage (s3:// inputs and exports), from the standard AWS variables."""
 
     @property
     def uses_sandbox(self) -> bool:
@@ -65,7 +68,36 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
         limits = RateLimits.parse(custom) if custom else RateLimits.for_tier(tier)
     except OptionsError as exc:
         raise ConfigError(f"PLACEFLOW_RATE_LIMITS: {exc}") from None
-    return Settings(api_key=Secret(key) if key else None, base_url=base or None, limits=limits)
+    return Settings(
+        api_key=Secret(key) if key else None,
+        base_url=base or None,
+        limits=limits,
+        storage=storage_settings(env),
+    )
+
+
+def storage_settings(env: Mapping[str, str] | None = None) -> Storage:
+    """Object storage's settings from the standard AWS variables (blank counts as unset):
+    AWS_ENDPOINT_URL (AWS_ENDPOINT_URL_S3 first), AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY,
+    AWS_SESSION_TOKEN, AWS_REGION (else AWS_DEFAULT_REGION) and AWS_ALLOW_HTTP."""
+    env = os.environ if env is None else env
+
+    def get(*names: str) -> str | None:
+        for name in names:
+            value = env.get(name, "").strip()
+            if value:
+                return value
+        return None
+
+    secret, token = get("AWS_SECRET_ACCESS_KEY"), get("AWS_SESSION_TOKEN")
+    return Storage(
+        endpoint_url=get("AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL"),
+        access_key_id=get("AWS_ACCESS_KEY_ID"),
+        secret_access_key=Secret(secret) if secret else None,
+        session_token=Secret(token) if token else None,
+        region=get("AWS_REGION", "AWS_DEFAULT_REGION"),
+        allow_http=(get("AWS_ALLOW_HTTP") or "").lower() in ("1", "true", "yes"),
+    )
 
 
 def apply_prefect_defaults(env: dict[str, str] | None = None) -> None:

@@ -17,7 +17,7 @@ import sys
 from typing import Any
 
 from placeflow.cli.args import add_db, add_json, fail, one_command
-from placeflow.config import postgres_password
+from placeflow.config import postgres_password, storage_settings
 from placeflow.errors import EXIT_FAILED, EXIT_OK, EXIT_USAGE, PlaceflowError, exit_code
 from placeflow.exporters.export import DEFAULT_TABLES, TABLES, ExportSummary, export
 
@@ -29,9 +29,10 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
         help="load the place tables into Parquet files, Delta tables or PostgreSQL (incremental)",
         description=(
             "Send the place tables to a warehouse: Parquet files under a directory or file://"
-            " URL, Delta tables under a delta:// URL, or a postgresql:// URL (the password from"
-            " PGPASSWORD; a URL carrying one is refused). Only what changed since the last"
-            " export to the same destination is sent."
+            " URL, Delta tables under a delta:// URL, Parquet or Delta in object storage"
+            " (s3://BUCKET/PREFIX, delta+s3://BUCKET/PREFIX: configured by the AWS_* variables),"
+            " or a postgresql:// URL (the password from PGPASSWORD; a URL carrying one is"
+            " refused). Only what changed since the last export to the same destination is sent."
         ),
     )
     add_db(p)
@@ -40,7 +41,8 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
         required=True,
         dest="to",
         metavar="DEST",
-        help="a directory, file:///path, delta:///path or postgresql://user@host:port/db",
+        help="a directory, file:///path, delta:///path, s3://bucket/prefix,"
+        " delta+s3://bucket/prefix or postgresql://user@host:port/db",
     )
     p.add_argument(
         "--tables",
@@ -63,7 +65,10 @@ def main(args: argparse.Namespace) -> int:
     if not Path(args.db).exists():
         return _fail(args, EXIT_USAGE, f"no warehouse at {args.db}: a run creates it")
     try:
-        summary = export(args.db, args.to, tables, full=args.full, password=postgres_password())
+        summary = export(
+            args.db, args.to, tables, full=args.full, password=postgres_password(),
+            storage=storage_settings(),
+        )  # fmt: skip
     except PlaceflowError as exc:  # codes by class: placeflow.errors.EXIT_CODES
         return _fail(args, exit_code(exc) or EXIT_FAILED, str(exc))
     except ValueError as exc:

@@ -11,15 +11,25 @@ from pathlib import Path
 
 from placeflow.errors import InputError, UnknownRun, UsageError
 from placeflow.options import RunOptions
+from placeflow.pipeline.objectsource import has_objects
 from placeflow.pipeline.read import stream_inputs
+from placeflow.support.objects import Storage, is_object_url, list_objects
 
 
-def check_inputs(inputs: list[str], options: RunOptions) -> list[str]:
+def check_inputs(
+    inputs: list[str], options: RunOptions, storage: Storage | None = None
+) -> list[str]:
     """Read the inputs as the run will (a batch at a time, each let go once read); raise
     `InputError` when no file has a data row.
 
-    Returns notices for the user: the files (of several) that carry no data row.
+    Returns notices for the user: the files (of several) that carry no data row. Inputs in
+    object storage are only listed here (`storage` reaches them): the run reads them.
     """
+    if has_objects(inputs):
+        for given in inputs:
+            if is_object_url(given):
+                list_objects(given, storage or Storage())
+        return []
     rows = stream_inputs(
         inputs,
         mapping=dict(options.mapping) or None,

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 from placeflow.cli.args import add_db, add_json, add_quiet
 from placeflow.cli.carried import add_prefect, carried, watched
 from placeflow.cli.options import add_option_flags, options_from_args
-from placeflow.config import load_settings
+from placeflow.config import load_settings, storage_settings
 from placeflow.errors import EXIT_FAILED, EXIT_OK, EXIT_USAGE, UsageError
 from placeflow.options import RunOptions
 from placeflow.support.text import printable
@@ -97,7 +97,8 @@ def _run(args: argparse.Namespace) -> int:
             "db": args.db,
             "options": options_from_args(args),  # checked here, before the run starts
         }
-        for notice in check_inputs(params["inputs"], params["options"]):  # before it too
+        storage = storage_settings()  # s3:// inputs are listed, not read, here
+        for notice in check_inputs(params["inputs"], params["options"], storage):  # before it
             print(printable(f"placeflow: {notice}"), file=sys.stderr)
         check_db(args.db)
     else:
@@ -134,7 +135,7 @@ def _run(args: argparse.Namespace) -> int:
 
         return run_outcome(
             run_ending(write_files), service=lambda: open_service(settings), step=direct,
-            on_event=on_event, **params,
+            on_event=on_event, storage=settings.storage, **params,
         )  # fmt: skip
 
     data, message = carried(
@@ -211,7 +212,9 @@ def _estimate(args: argparse.Namespace) -> int:
     with open_target(
         api_key=settings.api_key, base_url=settings.base_url, limits=settings.limits
     ) as target:
-        seen = preview(args.inputs, options=options, db=args.db, target=target)
+        seen = preview(
+            args.inputs, options=options, db=args.db, target=target, storage=settings.storage
+        )
     e = seen.estimate
     out = {
         "rows_read": seen.rows_read,

@@ -1,5 +1,6 @@
-"""Where an export goes: a directory or ``file://`` URL (Parquet), ``delta://`` (Delta tables) or
-``postgresql://`` (a database), parsed once into a `Destination`.
+"""Where an export goes: a directory or ``file://`` URL (Parquet), ``delta://`` (Delta tables),
+``s3://BUCKET/PREFIX`` (Parquet in object storage), ``delta+s3://BUCKET/PREFIX`` (Delta tables
+there) or ``postgresql://`` (a database), parsed once into a `Destination`.
 
 A destination URL never carries a password: a URL is printed, logged, recorded and, given to a
 flow as `export_to`, stored by Prefect in its database and shown in its UI. One with a password
@@ -15,14 +16,21 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 from urllib.parse import quote as url_quote
 from urllib.parse import unquote, urlsplit
 
 from placeflow.errors import OptionsError, PasswordInUrl
+from placeflow.support.objects import Storage, open_url, split_url
 from placeflow.support.redact import Secret, url_has_password, url_without_password
 
+if TYPE_CHECKING:
+    from placeflow.exporters.delta import Lake
+    from placeflow.exporters.parquet import ParquetFiles
+
 Kind = Literal["parquet", "postgresql", "delta"]
+OBJECT_STORES = ("s3", "gs")
+"""Object storage an export writes to (`placeflow.support.objects`)."""
 
 SAFE_DESTINATION_PATTERN = (
     r"^(?![A-Za-z][A-Za-z0-9+.-]+://(?!/)[\s\S]*:[\s\S]*@)"
@@ -48,6 +56,8 @@ class Destination:
     redacted: str
     """The destination as recorded and printed: never a password."""
     path: Path | None = None
+    url: str | None = None
+    """The root in object storage (``s3://bucket/prefix``), for Parquet or Delta there."""
     password: Secret | None = field(default=None, repr=False)
     _url: str = field(default="", repr=False)
 
@@ -80,10 +90,22 @@ def refuse_password(dest: str) -> None:
 
 
 def parse_destination(dest: str, password: Secret | None = None) -> Destination:
-    """A directory, ``file://``, ``delta://`` or ``postgresql://`` URL; `password` (PGPASSWORD
-    from config, or a Secret block's value) is PostgreSQL's. A password in the URL is refused."""
+    """A directory, ``file://``, ``delta://``, ``s3://``, ``delta+s3://`` or ``postgresql://``
+    URL; `password` (PGPASSWORD from config, or a Secret block's value) is PostgreSQL's. A
+    password in the URL is refused."""
     refuse_password(dest)
     parts = urlsplit(dest)
+    scheme = parts.scheme.lower()
+    inner = scheme.removeprefix("delta+")
+    if inner in OBJECT_STORES:
+        if not parts.netloc:
+            raise OptionsError(f"{scheme}:// needs a bucket: {scheme}://BUCKET/PREFIX")
+        if parts.query or parts.fragment:
+            raise OptionsError(f"{scheme}:// takes no query: its settings are AWS_* variables")
+        url = f"{inner}://{parts.netloc}{parts.path}".rstrip("/")
+        if scheme.startswith("delta+"):
+            return Destination("delta", f"delta+{url}", url=url)
+        return Destination("parquet", url, url=url)
     if parts.scheme in ("postgresql", "postgres"):
         if not parts.hostname and "host=" not in parts.query:
             raise OptionsError("a postgresql:// destination needs a host")
@@ -99,8 +121,8 @@ def parse_destination(dest: str, password: Secret | None = None) -> Destination:
         path = Path(unquote(parts.path))
     elif parts.scheme and len(parts.scheme) > 1:
         raise OptionsError(
-            f"unsupported destination {parts.scheme}://: use a directory, file://, delta:// or"
-            " postgresql://"
+            f"unsupported destination {parts.scheme}://: use a directory, file://, delta://,"
+            " s3://, delta+s3:// or postgresql://"
         )
     else:
         path = Path(dest)
@@ -108,3 +130,25 @@ def parse_destination(dest: str, password: Secret | None = None) -> Destination:
     if parts.scheme == "delta":
         return Destination("delta", "delta://" + path.as_posix(), path=path)
     return Destination("parquet", path.as_uri(), path=path)
+
+
+def parquet_files(destination: Destination, storage: Storage) -> ParquetFiles:
+    """Where a Parquet export's files go: a folder here, or a prefix in object storage."""
+    from placeflow.exporters.bucket import Bucket
+    from placeflow.exporters.parquet import LocalFiles
+
+    if destination.url is None:
+        assert destination.path is not None
+        return LocalFiles(destination.path)
+    fs, root = open_url(destination.url, storage)
+    return Bucket(fs, root, destination.url)
+
+
+def lake_of(destination: Destination, storage: Storage) -> Lake:
+    from placeflow.exporters.delta import Lake
+
+    if destination.url is None:
+        assert destination.path is not None
+        return Lake(str(destination.path))
+    split_url(destination.url)  # a bucket named
+    return Lake(destination.url, storage.delta_options())

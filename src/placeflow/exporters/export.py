@@ -25,56 +25,27 @@ from __future__ import annotations
 import os
 import secrets
 from collections.abc import Sequence
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import TYPE_CHECKING
 from urllib.parse import quote as url_quote
 
 import duckdb
 
 from placeflow.errors import ExportError, OptionsError
 from placeflow.exporters import Column, Step, TablePlan, quote, timestamp_literal
-from placeflow.exporters.destination import Destination, parse_destination
+from placeflow.exporters.destination import Destination, lake_of, parquet_files, parse_destination
 from placeflow.exporters.summary import ExportSummary, TableExport
+from placeflow.exporters.tables import DEFAULT_TABLES, TABLES, TableSpec
 from placeflow.exporters.textsafe import Tally
 from placeflow.store.warehouse import connect, settings, sql_text, transaction
+from placeflow.support.objects import Storage
 from placeflow.support.redact import Secret, redact_text
 
+if TYPE_CHECKING:
+    from placeflow.exporters.delta import Lake
+    from placeflow.exporters.parquet import ParquetFiles
 
-@dataclass(frozen=True)
-class TableSpec:
-    name: str
-    key: tuple[str, ...]
-    cursor: str
-    """SQL expression over the table's columns: when a row last changed (its watermark)."""
-
-
-TABLES: dict[str, TableSpec] = {
-    spec.name: spec
-    for spec in (
-        TableSpec("places_latest", ("place_key",), "outcome_at"),
-        TableSpec("place_changes", ("run_id", "place_key", "field"), "detected_at"),
-        TableSpec("place_history", ("place_key", "valid_from"), "coalesce(valid_to, valid_from)"),
-        TableSpec("runs", ("run_id",), "coalesce(finished_at, created_at)"),
-        TableSpec("credit_ledger", ("run_id", "ref", "kind"), "recorded_at"),
-        TableSpec("crosswalk", ("run_id", "row_ord"), "run_opened_at"),
-        TableSpec("research_latest", ("place_key", "field"), "loaded_at"),
-        TableSpec("research_answers", ("run_id", "place_key", "field"), "loaded_at"),
-        TableSpec("research_runs", ("run_id",), "coalesce(finished_at, created_at)"),
-    )
-}
-"""Exportable tables: name -> key columns -> incremental column. Adding one is one line."""
-
-DEFAULT_TABLES = (
-    "places_latest",
-    "place_changes",
-    "place_history",
-    "crosswalk",
-    "research_latest",
-    "research_answers",
-)
-"""What an export sends unless told otherwise: the places, their changes and history, each
-input row's way to its place, and the research answers."""
 
 __all__ = [
     "DEFAULT_TABLES",
@@ -119,9 +90,12 @@ def export(
     password: Secret | None = None,
     now: datetime | None = None,
     step: Step = _noop,
+    storage: Storage | None = None,
 ) -> ExportSummary:
-    """Send what changed since the last export to `dest` (everything with `full`)."""
+    """Send what changed since the last export to `dest` (everything with `full`); `storage`
+    reaches an ``s3://`` or ``delta+s3://`` destination."""
     destination = parse_destination(dest, password)
+    storage = storage or Storage()
     folder = destination.path
     if folder is not None and folder.exists() and not folder.is_dir():
         raise OptionsError(
@@ -135,10 +109,10 @@ def export(
     at = now or datetime.now(UTC)
     export_id = f"exp_{at:%Y%m%dT%H%M%S}_{secrets.token_hex(3)}"
     if isinstance(db, duckdb.DuckDBPyConnection):
-        return _export(db, destination, tables, full, at, export_id, step)
+        return _export(db, destination, tables, full, at, export_id, step, storage)
     con = connect(db)
     try:
-        return _export(con, destination, tables, full, at, export_id, step)
+        return _export(con, destination, tables, full, at, export_id, step, storage)
     finally:
         con.close()
 
@@ -151,6 +125,7 @@ def _export(
     at: datetime,
     export_id: str,
     step: Step,
+    storage: Storage,
 ) -> ExportSummary:
     present = {
         str(r[0])
@@ -164,9 +139,11 @@ def _export(
     missing = tuple(t for t in wanted if t not in present)
     with settings(con, memory_limit=export_memory_limit()):
         if destination.kind == "parquet":
-            done = _to_parquet(con, destination, specs, full, at, export_id, step)
+            files = parquet_files(destination, storage)
+            done = _to_parquet(con, destination, files, specs, full, at, export_id, step)
         elif destination.kind == "delta":
-            done = _to_delta(con, destination, specs, full, at, export_id, step)
+            lake = lake_of(destination, storage)
+            done = _to_delta(con, destination, lake, specs, full, at, export_id, step)
         else:
             done = _to_postgres(con, destination, specs, full, at, export_id, step)
     return ExportSummary(
@@ -219,16 +196,16 @@ def plan_table(
 def _to_parquet(
     con: duckdb.DuckDBPyConnection,
     destination: Destination,
+    files: ParquetFiles,
     specs: list[TableSpec],
     full: bool,
     at: datetime,
     export_id: str,
     step: Step,
 ) -> list[TableExport]:
-    root = destination.path
-    assert root is not None
+    root = destination.url or destination.path
     try:
-        return _write_parquet(con, destination, root, specs, full, at, export_id, step)
+        return _write_parquet(con, destination, files, specs, full, at, export_id, step)
     except OSError as exc:
         where = f" ({exc.filename})" if exc.filename else ""
         raise ExportError(
@@ -240,7 +217,7 @@ def _to_parquet(
 def _write_parquet(
     con: duckdb.DuckDBPyConnection,
     destination: Destination,
-    root: Path,
+    files: ParquetFiles,
     specs: list[TableSpec],
     full: bool,
     at: datetime,
@@ -249,8 +226,7 @@ def _write_parquet(
 ) -> list[TableExport]:
     from placeflow.exporters import parquet
 
-    root.mkdir(parents=True, exist_ok=True)
-    manifest = parquet.read_manifest(root)
+    manifest = files.read_manifest()
     done = []
     for spec in specs:
         # The manifest travels with the files: its watermark is the destination's own record.
@@ -259,13 +235,13 @@ def _write_parquet(
         with transaction(con):  # one snapshot for the count and the rows written
             plan = plan_table(con, spec, lower)
             seq = parquet.next_seq(manifest, spec.name)
-            written = parquet.write_table(con, root, plan, seq=seq, day=f"{at:%Y-%m-%d}", step=step)
-        manifest = parquet.commit_table(
-            root, manifest, plan, written, full=whole, exported_at=at, step=step
+            written = files.write_table(con, plan, seq=seq, day=f"{at:%Y-%m-%d}", step=step)
+        manifest = files.commit_table(
+            manifest, plan, written, full=whole, exported_at=at, step=step
         )
-        files = (written.path,) if written else ()
-        _record(con, destination.redacted, export_id, whole, at, [(plan, files)])
-        done.append(TableExport(spec.name, plan.rows, plan.lower, plan.upper, files))
+        names = (written.path,) if written else ()
+        _record(con, destination.redacted, export_id, whole, at, [(plan, names)])
+        done.append(TableExport(spec.name, plan.rows, plan.lower, plan.upper, names))
     return done
 
 
@@ -320,6 +296,7 @@ def _to_postgres(
 def _to_delta(
     con: duckdb.DuckDBPyConnection,
     destination: Destination,
+    lake: Lake,
     specs: list[TableSpec],
     full: bool,
     at: datetime,
@@ -330,21 +307,19 @@ def _to_delta(
 
     from placeflow.exporters import delta
 
-    root = destination.path
-    assert root is not None
     done = []
     for spec in specs:
         try:
             # The table's own commits hold its watermark: the warehouse mirrors it.
-            present = delta.table_columns(root, spec.name)
+            present = delta.table_columns(lake, spec.name)
             whole = full or (present is not None and not column_names(con, spec.name) <= present)
-            lower = None if whole else delta.table_watermark(root, spec.name)
+            lower = None if whole else delta.table_watermark(lake, spec.name)
             with transaction(con):  # one snapshot for the count and the rows written
                 plan = plan_table(con, spec, lower)
-                delta.load_table(con, root, plan, export_id=export_id, step=step, full=full)
+                delta.load_table(con, lake, plan, export_id=export_id, step=step, full=full)
         except (DeltaError, OSError) as exc:
             raise ExportError(
-                f"cannot write the Delta table {root / spec.name}: {exc}. The tables exported"
+                f"cannot write the Delta table {lake.uri(spec.name)}: {exc}. The tables exported"
                 " before it are complete; run the export again once it is fixed"
             ) from None
         _record(con, destination.redacted, export_id, whole, at, [(plan, ())])

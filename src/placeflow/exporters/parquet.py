@@ -22,7 +22,7 @@ import shutil
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import duckdb
 
@@ -38,6 +38,28 @@ class Written:
     """Relative to the destination root, with forward slashes."""
     rows: int
     bytes: int
+
+
+class ParquetFiles(Protocol):
+    """Where an export's Parquet files go: `LocalFiles` (a folder) or
+    `placeflow.exporters.bucket.Bucket` (a prefix in object storage)."""
+
+    def read_manifest(self) -> dict[str, Any]: ...
+
+    def write_table(
+        self, con: duckdb.DuckDBPyConnection, plan: TablePlan, *, seq: int, day: str, step: Step
+    ) -> Written | None: ...
+
+    def commit_table(
+        self,
+        manifest: dict[str, Any],
+        plan: TablePlan,
+        written: Written | None,
+        *,
+        full: bool,
+        exported_at: datetime,
+        step: Step,
+    ) -> dict[str, Any]: ...
 
 
 def read_manifest(root: Path) -> dict[str, Any]:
@@ -102,18 +124,15 @@ def write_table(
     return Written(final.relative_to(root).as_posix(), plan.rows, final.stat().st_size)
 
 
-def commit_table(
-    root: Path,
+def manifest_with(
     manifest: dict[str, Any],
     plan: TablePlan,
     written: Written | None,
     *,
     full: bool,
     exported_at: datetime,
-    step: Step,
 ) -> dict[str, Any]:
-    """Record the table's new file and watermark in the manifest (atomically), then remove what
-    the manifest does not list; returns the new manifest."""
+    """The manifest with the table's new file and watermark (what `commit_table` writes)."""
     tables = dict(manifest["tables"])
     entry = dict(tables.get(plan.name) or {"exports": 0, "files": []})
     if written is not None:
@@ -138,14 +157,60 @@ def commit_table(
         columns=[{"name": c.name, "type": c.duck_type} for c in plan.columns],
     )
     tables[plan.name] = entry
-    new = {"format": FORMAT, "tables": dict(sorted(tables.items()))}
+    return {"format": FORMAT, "tables": dict(sorted(tables.items()))}
+
+
+def commit_table(
+    root: Path,
+    manifest: dict[str, Any],
+    plan: TablePlan,
+    written: Written | None,
+    *,
+    full: bool,
+    exported_at: datetime,
+    step: Step,
+) -> dict[str, Any]:
+    """Record the table's new file and watermark in the manifest (atomically), then remove what
+    the manifest does not list; returns the new manifest."""
+    new = manifest_with(manifest, plan, written, full=full, exported_at=exported_at)
     if new != manifest:
         tmp = root / f"{MANIFEST}.tmp"
         tmp.write_text(json.dumps(new, indent=2) + "\n", encoding="utf-8")
         _replace(tmp, root / MANIFEST)
         step(f"parquet:manifest:{plan.name}")
-    remove_orphans(root, plan.name, {f["path"] for f in entry["files"]})
+    remove_orphans(root, plan.name, {f["path"] for f in new["tables"][plan.name]["files"]})
     return new
+
+
+@dataclass(frozen=True)
+class LocalFiles:
+    """A destination root on this machine's disk, as `placeflow.exporters.bucket.Bucket` is
+    one in object storage: the same four steps of an export."""
+
+    path: Path
+
+    def read_manifest(self) -> dict[str, Any]:
+        self.path.mkdir(parents=True, exist_ok=True)
+        return read_manifest(self.path)
+
+    def write_table(
+        self, con: duckdb.DuckDBPyConnection, plan: TablePlan, *, seq: int, day: str, step: Step
+    ) -> Written | None:
+        return write_table(con, self.path, plan, seq=seq, day=day, step=step)
+
+    def commit_table(
+        self,
+        manifest: dict[str, Any],
+        plan: TablePlan,
+        written: Written | None,
+        *,
+        full: bool,
+        exported_at: datetime,
+        step: Step,
+    ) -> dict[str, Any]:
+        return commit_table(
+            self.path, manifest, plan, written, full=full, exported_at=exported_at, step=step
+        )
 
 
 def next_seq(manifest: dict[str, Any], table: str) -> int:

@@ -20,6 +20,7 @@ from prefect.artifacts import (
     create_table_artifact,
 )
 
+from placeflow.config import storage_settings
 from placeflow.exporters.export import ExportSummary, export
 from placeflow.pipeline.account import RunSummary
 from placeflow.reporting import report_link
@@ -49,7 +50,7 @@ def run_export(
     """Load the warehouse's changes since the last export into `export_to` (incremental);
     the summary, or the error's text (the destination's password never appears in it)."""
     try:
-        return export(db, export_to, password=password), None
+        return export(db, export_to, password=password, storage=storage_settings()), None
     except Exception as exc:  # the run itself stands: the flow reports the export's failure
         text = str(exc)
         if password is not None and password.reveal():

@@ -24,7 +24,7 @@ from typing import Any
 from prefect import flow
 from prefect.states import Failed
 
-from placeflow.config import load_settings, prefect_server_url
+from placeflow.config import load_settings, prefect_server_url, storage_settings
 from placeflow.errors import PlaceflowError
 from placeflow.events import Event
 from placeflow.flows.artifacts import publish, run_export
@@ -122,5 +122,6 @@ def run_files(
     outcome = run_outcome(
         ending, service=service_target, step=as_task, on_event=progress, inputs=inputs,
         options=options, db=db, resume_run_id=resume_run_id, export_to=export_to,
+        storage=storage_settings(),
     )  # fmt: skip
     return as_state(outcome)

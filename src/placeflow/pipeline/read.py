@@ -233,17 +233,21 @@ def duplicate_headers(header: Sequence[str]) -> list[str]:
 
 def _open(
     path: Path, given: Mapping[str, str], codec: str, batch_rows: int, separator: str | None,
-    fixed: frozenset[str],
+    fixed: frozenset[str], labels: Mapping[str, str],
 ) -> _File:  # fmt: skip
+    """The file opened, named by its label (an object's URL, for a copy of it) if it has one."""
+    name = labels.get(str(path), str(path))
     try:
-        return _File(path, mapping_for(path, given), codec, batch_rows, separator, fixed)
+        opened = _File(path, mapping_for(path, given), codec, batch_rows, separator, fixed)
     except SourceProblem as problem:
-        raise InputError(f"{path}: {problem}") from None
+        raise InputError(f"{name}: {problem}") from None
+    opened.name = name
+    return opened
 
 
 def _file_rows(
     first: _File, rest: Sequence[Path], given: Mapping[str, str], codec: str, batch_rows: int,
-    separator: str | None, tally: _Tally,
+    separator: str | None, tally: _Tally, labels: Mapping[str, str],
 ) -> Iterator[pl.DataFrame]:  # fmt: skip
     """Each file's rows in order, shaped; later files are opened when reached."""
     opened: _File | None = first
@@ -260,7 +264,7 @@ def _file_rows(
         tally.blank += opened.blank_rows
         following = next(paths, None)
         opened = None if following is None else _open(following, given, codec, batch_rows,
-                                                      separator, fixed)  # fmt: skip
+                                                      separator, fixed, labels)  # fmt: skip
 
 
 def stream_inputs(
@@ -271,6 +275,7 @@ def stream_inputs(
     separator: str | None = None,
     batch_rows: int = BATCH_ROWS,
     constants: Mapping[str, str] | None = None,
+    labels: Mapping[str, str] | None = None,
 ) -> ReadStream:
     """Read every file the patterns name, in file order, as a stream of read frames of at most
     `batch_rows` rows (see `ReadStream`). CSV values are split at `separator` (by default a
@@ -279,7 +284,8 @@ def stream_inputs(
     A mapping key `field` applies to every file, `FILE:field` to the file it names only;
     `constants` (`--set`) give a field one value in every row, no column read for it. The
     inputs, the mapping and the first file's header are checked at once (InputError); a later
-    file's header when the stream reaches it, and a file's body as it is read.
+    file's header when the stream reaches it, and a file's body as it is read. `labels` name
+    files by another name than their path (a local copy of an object by the object's URL).
     """
     given, constants = dict(mapping or {}), dict(constants or {})
     try:
@@ -300,9 +306,9 @@ def stream_inputs(
                 f"--map {key}={given[key]} names the file {prefix!r}, which is not an input; "
                 f"the inputs are {', '.join(str(p) for p in paths)}"
             )
-    tally = _Tally(constants)
-    first = _open(paths[0], given, codec, batch_rows, separator, frozenset(constants))
-    frames = _file_rows(first, paths[1:], given, codec, batch_rows, separator, tally)
+    tally, labels = _Tally(constants), dict(labels or {})
+    first = _open(paths[0], given, codec, batch_rows, separator, frozenset(constants), labels)
+    frames = _file_rows(first, paths[1:], given, codec, batch_rows, separator, tally, labels)
     return ReadStream(frames, tally.info, batch_rows)
 
 
@@ -313,11 +319,17 @@ def read_inputs(
     encoding: str = "utf8",
     separator: str | None = None,
     constants: Mapping[str, str] | None = None,
+    labels: Mapping[str, str] | None = None,
 ) -> tuple[pl.DataFrame, ReadInfo]:
     """Read every file the patterns name into one frame (columns: OUTPUT_SCHEMA), in file order:
     the batches of `stream_inputs`, in one frame."""
     stream = stream_inputs(
-        patterns, mapping=mapping, encoding=encoding, separator=separator, constants=constants
+        patterns,
+        mapping=mapping,
+        encoding=encoding,
+        separator=separator,
+        constants=constants,
+        labels=labels,
     )
     rows = stream.frame()
     return rows, stream.info

@@ -34,6 +34,7 @@ from placeflow.errors import (
 from placeflow.events import Event
 from placeflow.options import RunOptions
 from placeflow.pipeline.account import RunSummary
+from placeflow.pipeline.source import Source
 from placeflow.reporting.published import Exported, Published, Publisher
 from placeflow.reporting.summary import exit_code_for
 from placeflow.runner import orchestrate
@@ -43,6 +44,7 @@ from placeflow.runner.steps import Step
 from placeflow.runner.target import Target, open_target
 from placeflow.state.marking import mark_run
 from placeflow.store.diskfull import StorageStop, stop_message, storage_stop
+from placeflow.support.objects import Storage
 
 RUN_PREFIX = "place-refresh"
 """A run's artifact names' prefix: place-refresh-summary, -rejects, -changes, -report."""
@@ -218,10 +220,13 @@ def run_outcome(
     db: str,
     resume_run_id: str | None = None,
     export_to: str | None = None,
+    storage: Storage | None = None,
 ) -> Outcome:
-    """`placeflow.run` (or `resume`, with `resume_run_id`) and its end (module docstring)."""
+    """`placeflow.run` (or `resume`, with `resume_run_id`) and its end (module docstring);
+    `storage` reaches inputs in object storage."""
     options = options or RunOptions()
-    command = None if resume_run_id else _command(list(inputs or []), options)
+    source = as_source(list(inputs or []), storage)
+    command = None if resume_run_id else _command(source, options)
     try:
         with service() as target:
             if resume_run_id:
@@ -231,7 +236,7 @@ def run_outcome(
                 )  # fmt: skip
             else:
                 summary = orchestrate.run(
-                    list(inputs or []), options=options, db=db, target=target, step=step,
+                    source, options=options, db=db, target=target, step=step,
                     on_event=on_event,
                 )  # fmt: skip
     except Exception as exc:
@@ -282,9 +287,9 @@ def resume_options(options: RunOptions) -> dict[str, Any]:
     }
 
 
-def _command(inputs: list[str], options: RunOptions) -> str | None:
+def _command(source: Source, options: RunOptions) -> str | None:
     """The identity of the run command (as the run computes it), to find its run afterwards."""
     try:
-        return fingerprint(as_source(inputs), options)
+        return fingerprint(source, options)
     except Exception:  # unreadable inputs: the run itself says why
         return None

@@ -52,6 +52,7 @@ from placeflow.state.runstate import (
 )
 from placeflow.store.warehouse import DEFAULT_DB
 from placeflow.store.writer import Warehouse, held_while_writing, workdir_for
+from placeflow.support.objects import Storage
 
 PER_INVOCATION = (
     "poll_timeout", "stuck_after", "idempotency_window", "resend_uncertain", "warehouse_wait",
@@ -137,16 +138,18 @@ def run(
     clock: Clock = utc_now,
     timer: Timer = SYSTEM_TIMER,
     new_run: bool = False,
+    storage: Storage | None = None,
 ) -> RunSummary:
     """Validate or enrich the places of `inputs` (files, globs, or a `Source`) into `db`.
 
     An unfinished run of the same inputs and options is resumed, not redone, unless a live
     process carries it out (then a new run buys what that one is not buying, and waits for its
-    answers to the rest), or `new_run` asks for a new one. Raises `BudgetRefused` (nothing
+    answers to the rest), or `new_run` asks for a new one. Inputs may be ``s3://`` URLs, reached
+    with `storage` (`placeflow.config.storage_settings`). Raises `BudgetRefused` (nothing
     spent) or `CreditsRanOut` (resumable), each carrying the summary.
     """
     options = options or RunOptions()
-    source = as_source(inputs)
+    source = as_source(inputs, storage)
     started = clock()
     r = Stages(step=step, emit=emitter(on_event), timer=timer)
     r.emit(StageStarted("warehouse"))  # opened (or waited for) before anything else

@@ -25,6 +25,7 @@ from placeflow.pipeline.fresh import mark_fresh_staged
 from placeflow.pipeline.known import KnownLookup, known_places
 from placeflow.pipeline.normalize import NormalizeInfo, merged, normalize
 from placeflow.pipeline.notamatch import not_a_match_pairs
+from placeflow.pipeline.objectsource import ObjectSource, has_objects
 from placeflow.pipeline.plan import Estimate, estimate, plan
 from placeflow.pipeline.read import OUTPUT_SCHEMA
 from placeflow.pipeline.source import FileSource, Source, stream
@@ -34,10 +35,18 @@ from placeflow.runner.target import Target
 from placeflow.state.records import PLACES, REJECTS, Plan
 from placeflow.state.runstate import Clock, utc_now
 from placeflow.store.warehouse import DEFAULT_DB, connect
+from placeflow.support.objects import Storage
 
 
-def as_source(inputs: Source | Sequence[str]) -> Source:
-    return inputs if isinstance(inputs, Source) else FileSource(tuple(str(i) for i in inputs))
+def as_source(inputs: Source | Sequence[str], storage: Storage | None = None) -> Source:
+    """`inputs` as a source: files, or objects in object storage (`storage` reaches them) when
+    any input is an ``s3://`` URL."""
+    if isinstance(inputs, Source):
+        return inputs
+    given = tuple(str(i) for i in inputs)
+    if has_objects(given):
+        return ObjectSource(given, storage or Storage())
+    return FileSource(given)
 
 
 def fingerprint(source: Source, options: RunOptions) -> str:
@@ -149,9 +158,12 @@ def preview(
     step: Step = direct,
     on_event: Callable[[Event], None] | None = None,
     clock: Clock = utc_now,
+    storage: Storage | None = None,
 ) -> Preview:
-    """What a run would send and the most it could cost; sends nothing, writes nothing."""
+    """What a run would send and the most it could cost; sends nothing, writes nothing
+    (`storage`: how to reach inputs in object storage)."""
     options = options or RunOptions()
+    inputs = as_source(inputs, storage)
     with target.client() as api:
         r = Stages(step=step, emit=emitter(on_event))
         if Path(db).exists():
