@@ -24,9 +24,9 @@ from placeflow.api.client import PlaceApiClient
 from placeflow.emulator import KeySpec, Sandbox, SandboxConfig
 from placeflow.emulator.research import research_stats
 from placeflow.fields import RateLimits
-from placeflow.research.fields import build_specs
-from placeflow.research.plan import ResearchSpec
-from placeflow.research.run import ResearchOptions, research
+from placeflow.pipeline.research.fields import build_specs
+from placeflow.pipeline.research.plan import ResearchSpec
+from placeflow.runner.research import ResearchOptions, research
 
 KEY = "sk_bench_research_0000"
 FIELDS = ("cuisine:enum:italian|thai|mexican|other", "has_outdoor_seating:bool", "owner_person")

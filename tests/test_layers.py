@@ -71,7 +71,6 @@ FLOORS: list[tuple[str, tuple[str, ...]]] = [  # from the top
     ("public face", ("placeflow",)),
     ("cli", ("placeflow.cli",)),
     ("flows", ("placeflow.flows",)),
-    ("research", ("placeflow.research",)),
     ("runner", ("placeflow.runner",)),
     ("reporting", ("placeflow.reporting",)),
     ("exporters and emulator", ("placeflow.exporters", "placeflow.emulator")),

@@ -13,10 +13,10 @@ from pathlib import Path
 import duckdb
 
 import placeflow
-from placeflow.research.fields import build_specs
-from placeflow.research.plan import ResearchSpec
-from placeflow.research.run import ResearchOptions, research
+from placeflow.pipeline.research.fields import build_specs
+from placeflow.pipeline.research.plan import ResearchSpec
 from placeflow.runner.refresh import WarehouseSource, refresh
+from placeflow.runner.research import ResearchOptions, research
 from tests.sandbox_target import served
 
 KEY = "sk_warehouse_keys_paid_key_77"

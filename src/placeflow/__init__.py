@@ -12,14 +12,14 @@ imports too):
     cli             placeflow.cli: one module per command, args, pre-flight checks, interrupt,
                     live progress; thin: parse, call, print, exit code
     flows           placeflow.flows: Prefect flows that only wire library calls
-    research        placeflow.research: deep research of caller-defined attributes
     runner          placeflow.runner: a run's machinery (orchestrate, prepare, carry, sender,
-                    steps, ending, target, refresh)
+                    steps, ending, target, refresh) and its modes, refresh and research
     reporting       placeflow.reporting: the run report, listings, rows
     exporters and emulator
                     placeflow.exporters (export to Parquet, Delta, PostgreSQL) beside
                     placeflow.emulator (the sandbox)
-    pipeline        placeflow.pipeline: the stages, each a plain typed function
+    pipeline        placeflow.pipeline: the stages, each a plain typed function (research's
+                    request kind among them: placeflow.pipeline.research)
     state           placeflow.state: the one writer of a run's tables, the lifecycles
     store           placeflow.store: the DuckDB file (warehouse, writer, dbfile, diskfull)
     api             placeflow.api: the service's client

@@ -5,7 +5,7 @@
     │   ├── InputError                  a file cannot be read as places (names it, says what to do)
     │   ├── SourceProblem               why a source cannot be read (its reader adds which file)
     │   ├── FieldSpecError              a research attribute spec breaks the spec's limits
-    │   │                               (placeflow.research.fields; also a ValueError)
+    │   │                               (placeflow.pipeline.research.fields; also a ValueError)
     │   ├── OptionsError                options or arguments out of bounds: a run's options, a
     │   │   │                           client's, poller's or limiter's settings, a function's
     │   │   │                           arguments (also a ValueError)
@@ -48,7 +48,7 @@
     │                                   unexpected, outcome unknown, job failed, job timed out)
     │   └── UnexpectedResponse
     │       └── AnswerMismatch          a research answer's rows are not the places sent
-    │                                   (placeflow.research.load; also a ValueError)
+    │                                   (placeflow.pipeline.research.load; also a ValueError)
     ├── DownloadError                   a result file could not be fetched and verified
     └── UnsafeRedirect                  a result-file host redirected where a download must not
                                         go (placeflow.api.transport)
@@ -173,7 +173,7 @@ class CreditsRanOut(RunStopped):
 
 class RateCardError(PlaceflowError, ValueError):
     """The rate card does not price deep research, or disagrees with the service's estimate
-    (`placeflow.research`): refused, nothing spent."""
+    (`placeflow.pipeline.research`): refused, nothing spent."""
 
 
 # --- warehouse --------------------------------------------------------------------------------

@@ -258,9 +258,9 @@ def test_a_research_answer_lost_while_usage_is_down_is_settled_by_the_next_run(
     its summary's usage unknown, instead of raising. The same command later reads the usage,
     settles the lost request as billed, and researches the rest: nothing billed twice."""
     from placeflow.emulator.research import research_stats
-    from placeflow.research.fields import build_specs
-    from placeflow.research.plan import ResearchSpec
-    from placeflow.research.run import ResearchOptions, research
+    from placeflow.pipeline.research.fields import build_specs
+    from placeflow.pipeline.research.plan import ResearchSpec
+    from placeflow.runner.research import ResearchOptions, research
 
     from .virtual_rig import PATIENCE
 

@@ -32,10 +32,10 @@ from placeflow.emulator.research import research_stats
 from placeflow.errors import PlaceflowError
 from placeflow.options import RunOptions
 from placeflow.pipeline.account import RunSummary
-from placeflow.research.fields import build_specs
-from placeflow.research.plan import ResearchSpec
-from placeflow.research.run import ResearchOptions, research
+from placeflow.pipeline.research.fields import build_specs
+from placeflow.pipeline.research.plan import ResearchSpec
 from placeflow.runner.refresh import refresh
+from placeflow.runner.research import ResearchOptions, research
 from placeflow.state.checks import run_checks
 
 from .virtual_rig import KEY, Rig, rig, write_places

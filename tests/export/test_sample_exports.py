@@ -20,10 +20,10 @@ from placeflow.cli.export import run as cli
 from placeflow.emulator import FaultConfig
 from placeflow.exporters.export import DEFAULT_TABLES, TABLES
 from placeflow.fields import RateLimits
-from placeflow.research.fields import build_specs
-from placeflow.research.plan import ResearchSpec
-from placeflow.research.run import ResearchOptions, research
+from placeflow.pipeline.research.fields import build_specs
+from placeflow.pipeline.research.plan import ResearchSpec
 from placeflow.runner.refresh import refresh
+from placeflow.runner.research import ResearchOptions, research
 from tests.pgserver import PgServer
 from tests.sandbox_target import served
 

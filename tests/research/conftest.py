@@ -16,9 +16,9 @@ from placeflow.api.client import PlaceApiClient
 from placeflow.emulator import KeySpec, Sandbox, SandboxConfig
 from placeflow.emulator.research import ResearchKnobs, research_knobs, research_stats
 from placeflow.fields import RateLimits
-from placeflow.research.fields import build_specs
-from placeflow.research.plan import ResearchSpec
-from placeflow.research.run import ResearchOptions, research
+from placeflow.pipeline.research.fields import build_specs
+from placeflow.pipeline.research.plan import ResearchSpec
+from placeflow.runner.research import ResearchOptions, research
 
 KEY = "sk_research_paid_key_5c5c"
 SCALE = 0.05

@@ -4,7 +4,7 @@ process (tests/research/test_research_slow.py), kept out of the package.
     python -m tests.research.kill_at MOMENT:N research INPUT... --field ... (the CLI's arguments)
 
 MOMENT is sent, received or answered, N the count of requests sent so far: the CLI runs as it
-does for a user, with `placeflow.research.run.research`'s `hook` killing the process when the
+does for a user, with `placeflow.runner.research.research`'s `hook` killing the process when the
 N-th request reaches MOMENT (the request written ahead as sent, its answer stored as received,
 its answer loaded).
 """
@@ -17,7 +17,7 @@ import sys
 from typing import Any
 
 from placeflow.cli import research as research_cli
-from placeflow.research import run as research_run
+from placeflow.runner import research as research_run
 
 MOMENTS = ("sent", "received", "answered")
 

@@ -10,8 +10,8 @@ from typing import Any
 
 from placeflow.api.models import DeepResearchResponse
 from placeflow.emulator.responses import UNASKED_FIELD, with_unknown_fields
-from placeflow.research.load import Answer, answer_frame, charged, load_answer
-from placeflow.research.plan import Rates
+from placeflow.pipeline.research.load import Answer, answer_frame, charged, load_answer
+from placeflow.pipeline.research.plan import Rates
 from placeflow.store.warehouse import connect
 
 from .conftest import spec
@@ -63,6 +63,11 @@ def test_an_answer_with_unasked_fields_parses_loads_and_books_the_asked_ones() -
         con.execute(
             "insert into runs (run_id, created_at, status, mode, signature)"
             " values ('run_1', ?, 'running', 'research', 'research')",
+            [NOW],
+        )
+        con.execute(  # its answer received: the request lifecycle's one move to answered
+            "insert into research_requests (run_id, request_no, places, body, body_sha256,"
+            " credits_max, state, planned_at) values ('run_1', 1, 2, '{}', 'x', 8, 'received', ?)",
             [NOW],
         )
         loaded = load_answer(con, answer)

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from placeflow.research.fields import FieldSpecError, build_specs, field_signature
+from placeflow.pipeline.research.fields import FieldSpecError, build_specs, field_signature
 
 
 def test_field_forms_give_typed_specs() -> None:

@@ -24,8 +24,8 @@ from placeflow.events import (
     StageFinished,
 )
 from placeflow.fields import RateLimits
-from placeflow.research.run import ResearchOptions, research
 from placeflow.runner.refresh import WarehouseSource
+from placeflow.runner.research import ResearchOptions, research
 from placeflow.runner.target import Target
 from placeflow.support.redact import Secret
 

@@ -14,8 +14,8 @@ import duckdb
 from placeflow.exporters.export import export
 from placeflow.fields import RateLimits
 from placeflow.reporting.rows import row_outcomes
-from placeflow.research.run import ResearchOptions, research
 from placeflow.runner.refresh import WarehouseSource, refresh
+from placeflow.runner.research import ResearchOptions, research
 from placeflow.runner.target import Target
 from placeflow.state.checks import check_names, run_checks
 from placeflow.support.redact import Secret

@@ -9,7 +9,7 @@ from typing import Any
 import duckdb
 import pytest
 
-from placeflow.research.run import ResearchOptions
+from placeflow.runner.research import ResearchOptions
 
 from .conftest import KEY, ServeSandbox, places, spec, write_csv
 

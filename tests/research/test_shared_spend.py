@@ -12,7 +12,7 @@ import duckdb
 from placeflow.api.client import PlaceApiClient
 from placeflow.api.journal import SpendJournal
 from placeflow.fields import RateLimits
-from placeflow.research.run import ResearchOptions, research
+from placeflow.runner.research import ResearchOptions, research
 
 from .conftest import KEY, SCALE, ServeSandbox, places, spec, write_csv
 

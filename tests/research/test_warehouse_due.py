@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from placeflow.errors import InputError
-from placeflow.research.fields import FieldSpecError
-from placeflow.research.warehouse import due_source, research_markdown, research_spec
+from placeflow.pipeline.research.fields import FieldSpecError
+from placeflow.runner.research_due import due_source, research_markdown, research_spec
 
 from .conftest import spec
 

@@ -10,8 +10,8 @@ import duckdb
 import pytest
 
 from placeflow.errors import UnknownRun
-from placeflow.research.fields import build_specs
-from placeflow.research.plan import ResearchSpec
+from placeflow.pipeline.research.fields import build_specs
+from placeflow.pipeline.research.plan import ResearchSpec
 from placeflow.state.checks import run_checks
 from placeflow.state.runread import stored_run
 from placeflow.store import warehouse

@@ -14,9 +14,9 @@ import pytest
 
 from placeflow.api.models import DeepResearchResponse
 from placeflow.pipeline.load import load_result
-from placeflow.research.fields import build_specs
-from placeflow.research.load import Answer, answer_frame
-from placeflow.research.plan import Rates, ResearchSpec
+from placeflow.pipeline.research.fields import build_specs
+from placeflow.pipeline.research.load import Answer, answer_frame
+from placeflow.pipeline.research.plan import Rates, ResearchSpec
 from placeflow.support.text import MAX_SERVER_TEXT, cap_text
 from tests.warehouse.helpers import (
     T0,

@@ -9,7 +9,7 @@ dispatch, `if args.command == "research": return research_cli.handle(args)`. It 
 
 `--from-warehouse` researches the places runs already loaded into `--db` (refresh's selection,
 `placeflow.runner.refresh.WarehouseSource`; `--older-than 0`, the default, takes them all) whose
-research is older than `--max-age` (`placeflow.research.warehouse.due_source`: `--limit` counts
+research is older than `--max-age` (`placeflow.runner.research_due.due_source`: `--limit` counts
 places due), so no file is needed. On a terminal a live display (`placeflow.cli.progress`)
 follows the research's events on stderr; `--json` prints exactly one JSON document on stdout,
 notices on stderr.
@@ -31,8 +31,8 @@ from placeflow.options import RunOptions
 from placeflow.support.text import printable
 
 if TYPE_CHECKING:  # the research library loads when the command runs, not for its parser
+    from placeflow.pipeline.research.plan import ResearchSpec
     from placeflow.pipeline.source import Source
-    from placeflow.research.plan import ResearchSpec
 
 
 def add_parser(sub: Any) -> argparse.ArgumentParser:
@@ -119,9 +119,9 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
 
 def _source(args: argparse.Namespace, spec: ResearchSpec) -> Sequence[str] | Source:
     """The files given, or (--from-warehouse) the warehouse's places that are due
-    (`placeflow.research.warehouse.due_source`, the research flow's selection too)."""
-    from placeflow.research.fields import FieldSpecError
-    from placeflow.research.warehouse import due_source
+    (`placeflow.runner.research_due.due_source`, the research flow's selection too)."""
+    from placeflow.pipeline.research.fields import FieldSpecError
+    from placeflow.runner.research_due import due_source
 
     if not args.from_warehouse:
         if not args.inputs:
@@ -142,9 +142,9 @@ def _source(args: argparse.Namespace, spec: ResearchSpec) -> Sequence[str] | Sou
 
 def handle(args: argparse.Namespace) -> int:
     from placeflow.cli.progress import ProgressDisplay, wanted
-    from placeflow.research.fields import FieldSpecError, build_specs
-    from placeflow.research.plan import ResearchSpec
-    from placeflow.research.run import ResearchOptions, read_options, research
+    from placeflow.pipeline.research.fields import FieldSpecError, build_specs
+    from placeflow.pipeline.research.plan import ResearchSpec
+    from placeflow.runner.research import ResearchOptions, read_options, research
     from placeflow.runner.target import open_target
 
     quiet = getattr(args, "quiet", False)

@@ -2,7 +2,7 @@
 
 The places of the warehouse whose research of `fields` is `older_than` old (or missing) are
 researched within `max_credits` (refused before spending when the estimate is over it), at most
-`limit` of them, by the library (`placeflow.research.warehouse.research_outcome`: the same
+`limit` of them, by the library (`placeflow.runner.research_due.research_outcome`: the same
 selection as the CLI's, the same research, resume and ledger). This flow only wires it: the
 service the settings name, its requests kept to the key's limits by the Prefect server's global
 concurrency limits under a deployment (`placeflow.flows.run.service_target`, as the other
@@ -26,13 +26,13 @@ from placeflow.flows.credentials import ExportTo, export_password
 from placeflow.flows.progress_artifact import ProgressArtifact
 from placeflow.flows.run import as_state, exporter, service_target
 from placeflow.reporting.published import Exported
-from placeflow.research.warehouse import (
+from placeflow.runner.ending import Outcome
+from placeflow.runner.research_due import (
     OWNER_FIELDS,
     PREFIX,
     research_markdown,
     research_outcome,
 )
-from placeflow.runner.ending import Outcome
 from placeflow.store.warehouse import DEFAULT_DB
 
 __all__ = ["OWNER_FIELDS", "PREFIX", "publish_research", "research_stale_places"]

@@ -189,23 +189,23 @@ REQUEST_RESENDABLE = frozenset({"lost", "uncertain"})
 REQUEST_MOVES: dict[str, Move] = {
     m.name: m
     for m in (
-        _move("sent", {"planned"}, {"sent"}, "research.send",
+        _move("sent", {"planned"}, {"sent"}, "pipeline.research.send",
               "written ahead, committed before its POST (attempts counted)"),
-        _move("not_sent", {"sent"}, {"planned"}, "research.send",
+        _move("not_sent", {"sent"}, {"planned"}, "pipeline.research.send",
               "its POST was refused (402, 422, an error): nothing was charged"),
-        _move("received", {"sent"}, {"received"}, "research.send",
+        _move("received", {"sent"}, {"received"}, "pipeline.research.send",
               "its raw answer stored (capped), to be loaded"),
-        _move("unavailable", {"received"}, {"planned"}, "research.send",
+        _move("unavailable", {"received"}, {"planned"}, "pipeline.research.send",
               "research was unavailable (agent_unavailable): nothing billed, tried again"),
-        _move("answered", {"received"}, {"answered"}, "research.load",
+        _move("answered", {"received"}, {"answered"}, "pipeline.research.load",
               "its answers and charge loaded in one transaction, the raw answer cleared"),
-        _move("not_billed", {"sent"}, {"planned"}, "research.send",
+        _move("not_billed", {"sent"}, {"planned"}, "pipeline.research.send",
               "sent without an answer and the key's usage did not move: not billed"),
-        _move("lost", {"sent"}, {"lost"}, "research.send",
+        _move("lost", {"sent"}, {"lost"}, "pipeline.research.send",
               "sent without an answer, billed per the key's usage delta (charged)"),
-        _move("uncertain", {"sent"}, {"uncertain"}, "research.send",
+        _move("uncertain", {"sent"}, {"uncertain"}, "pipeline.research.send",
               "sent without an answer; the usage cannot tell (possible credits booked)"),
-        _move("resend", REQUEST_RESENDABLE, {"planned"}, "research.send",
+        _move("resend", REQUEST_RESENDABLE, {"planned"}, "pipeline.research.send",
               "put back in the plan by --resend-uncertain (a possible double charge)"),
     )
 }  # fmt: skip
@@ -237,14 +237,14 @@ _RESUMABLE = frozenset({"planned", "running", "interrupted"})
 RUN_MOVES: dict[str, Move] = {
     m.name: m
     for m in (
-        _move("started", {*_RESUMABLE, "refused"}, {"running"}, "research.run",
+        _move("started", {*_RESUMABLE, "refused"}, {"running"}, "runner.research",
               "its budget checked and passed: sending (a refused research run checked again)"),
-        _move("refused", {*_RESUMABLE, "refused"}, {"refused"}, "research.run",
+        _move("refused", {*_RESUMABLE, "refused"}, {"refused"}, "runner.research",
               "a budget, balance or field-policy check said no: nothing more sent"),
         _move("interrupted", _RESUMABLE | (RUN_ENDS - {"completed", "all_rejected"}),
               {"interrupted"}, "runner.carry, state.marking",
               "stopped part way (chunks held, credits ran out, a full disk): resumable"),
-        _move("closed", {"running"} | RUN_ENDS, RUN_ENDS, "pipeline.account, research.run",
+        _move("closed", {"running"} | RUN_ENDS, RUN_ENDS, "pipeline.account, runner.research",
               "the account's end: how the run ended, its counts, usage and message"),
     )
 }  # fmt: skip

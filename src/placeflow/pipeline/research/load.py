@@ -23,7 +23,7 @@ import polars as pl
 from placeflow.api.errors import UnexpectedResponse
 from placeflow.api.models import DeepResearchResponse, DeepResearchRow
 from placeflow.api.retry import parse_timestamp
-from placeflow.research.plan import Rates, ResearchSpec
+from placeflow.pipeline.research.plan import Rates, ResearchSpec
 from placeflow.state.lifecycle import REQUESTS, move
 from placeflow.state.runbook import RunBook
 from placeflow.store.warehouse import insert_frame, transaction

@@ -34,12 +34,11 @@ from placeflow.fields import PLACE_FIELDS
 from placeflow.options import RunOptions
 from placeflow.pipeline.dedupe import dedupe
 from placeflow.pipeline.normalize import normalize
-from placeflow.pipeline.source import FileSource, Source
-from placeflow.research.account import run_row, set_run, summary
-from placeflow.research.estimate import estimate_summary, first_request, refusal_of
-from placeflow.research.fields import field_signature, make_spec
-from placeflow.research.plan import READ_AS as READ_AS
-from placeflow.research.plan import (
+from placeflow.pipeline.research.account import run_row, set_run, summary
+from placeflow.pipeline.research.estimate import estimate_summary, first_request, refusal_of
+from placeflow.pipeline.research.fields import field_signature, make_spec
+from placeflow.pipeline.research.plan import READ_AS as READ_AS
+from placeflow.pipeline.research.plan import (
     Estimate,
     Rates,
     ResearchSpec,
@@ -49,9 +48,10 @@ from placeflow.research.plan import (
     plan_requests,
     requests_of,
 )
-from placeflow.research.plan import ResearchOptions as ResearchOptions
-from placeflow.research.plan import read_options as read_options
-from placeflow.research.send import Hook, SendContext, Stop, ledger_totals, send_all
+from placeflow.pipeline.research.plan import ResearchOptions as ResearchOptions
+from placeflow.pipeline.research.plan import read_options as read_options
+from placeflow.pipeline.research.send import Hook, SendContext, Stop, ledger_totals, send_all
+from placeflow.pipeline.source import FileSource, Source
 from placeflow.runner.steps import emitter
 from placeflow.state.runbook import RunBook
 from placeflow.state.runstate import record_rows

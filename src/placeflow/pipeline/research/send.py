@@ -35,8 +35,8 @@ from placeflow.api.errors import (
 from placeflow.api.models import DeepResearchResponse
 from placeflow.errors import EXIT_FAILED, EXIT_REFUSED
 from placeflow.events import ChunkSubmitted, CreditsCharged, Emit, Note, RowsLoaded, ignore
-from placeflow.research.load import UNAVAILABLE, Answer, load_answer
-from placeflow.research.plan import Rates, ResearchSpec
+from placeflow.pipeline.research.load import UNAVAILABLE, Answer, load_answer
+from placeflow.pipeline.research.plan import Rates, ResearchSpec
 from placeflow.state.lifecycle import REQUEST_RESENDABLE, REQUESTS, move
 from placeflow.state.runbook import RunBook
 from placeflow.store.warehouse import sql_text, transaction

@@ -33,12 +33,12 @@ from placeflow.errors import (
 from placeflow.events import Event
 from placeflow.options import RunOptions
 from placeflow.pipeline.read import ReadInfo, ReadStream
+from placeflow.pipeline.research.fields import FieldSpecError, build_specs
+from placeflow.pipeline.research.plan import ResearchSpec
 from placeflow.reporting.published import Exported, export_markdown
-from placeflow.research.fields import FieldSpecError, build_specs
-from placeflow.research.plan import ResearchSpec
-from placeflow.research.run import ResearchOptions, field_shas, fresh_places, research
 from placeflow.runner.ending import Outcome
 from placeflow.runner.refresh import WarehouseSource, parse_duration
+from placeflow.runner.research import ResearchOptions, field_shas, fresh_places, research
 from placeflow.runner.target import Target
 from placeflow.store.warehouse import reading
 

@@ -13,8 +13,8 @@ import polars as pl
 from placeflow.api.client import PlaceApiClient
 from placeflow.api.errors import Unprocessable
 from placeflow.errors import EXIT_OK, EXIT_REFUSED, RateCardError
-from placeflow.research.account import policy_message
-from placeflow.research.plan import Estimate, requests_of
+from placeflow.pipeline.research.account import policy_message
+from placeflow.pipeline.research.plan import Estimate, requests_of
 from placeflow.store.warehouse import sql_text
 
 REQUEST_COLUMNS = ("request_no", "places", "body", "body_sha256", "credits_max")

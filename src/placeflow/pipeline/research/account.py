@@ -14,12 +14,12 @@ from placeflow.api.errors import Unprocessable
 from placeflow.api.journal import SpendJournal
 from placeflow.pipeline.account import read_usage_after
 from placeflow.pipeline.reconcile import balance
-from placeflow.research.send import rejected_fields
+from placeflow.pipeline.research.send import rejected_fields
 from placeflow.state.runbook import RunBook
 from placeflow.store.warehouse import sql_text
 
 if TYPE_CHECKING:
-    from placeflow.research.plan import Estimate, Rates, ResearchOptions
+    from placeflow.pipeline.research.plan import Estimate, Rates, ResearchOptions
 
 
 def set_run(con: duckdb.DuckDBPyConnection, run_id: str, **values: Any) -> None:
