@@ -91,7 +91,7 @@ def carried(
 
     show = shown(args)
     display = ProgressDisplay(title=title, enabled=show, waiting=waiting_for(args, settings))
-    on_event = display if show else None
+    on_event = _telling(display, show=show, quiet=bool(getattr(args, "quiet", False)))
     with display, _armed(stop, display):
         if under_prefect(args):
             apply_prefect_defaults()
@@ -101,6 +101,25 @@ def carried(
             return state.result(raise_on_failure=False), state.message
         outcome = local(on_event)
         return outcome.data, outcome.failure
+
+
+def _telling(display: ProgressDisplay, *, show: bool, quiet: bool) -> OnEvent:
+    """The run's events for the display, and its notes (a wait for places another run is
+    buying, and the wait's end, among them) said on stderr unless --quiet: a run that waits
+    says so even with no display drawn."""
+    from placeflow.events import Note
+    from placeflow.support.text import printable
+
+    if quiet:
+        return display if show else None
+
+    def on_event(event: Event) -> None:
+        if isinstance(event, Note):
+            display.say(printable(f"placeflow: {event.message}"))
+        if show:
+            display(event)
+
+    return on_event
 
 
 @contextmanager

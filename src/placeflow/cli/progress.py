@@ -159,6 +159,19 @@ class ProgressDisplay:
         if live is not None:  # each count as it comes (the clock moves REFRESH_PER_SECOND)
             live.refresh()
 
+    def say(self, line: str) -> None:
+        """A line for the person: above the live display while it is drawn, else on its
+        stream (stderr)."""
+        import sys
+
+        live = self._live
+        if live is not None:
+            live.console.print(line, markup=False, highlight=False)
+            return
+        stream = self._stream or sys.stderr
+        stream.write(line + "\n")
+        stream.flush()
+
     def start(self) -> None:
         if not self.enabled or self._live is not None:
             return

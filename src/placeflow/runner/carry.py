@@ -294,10 +294,31 @@ class _Carry:
         owners = ", ".join(f"{run_id} ({n:,})" for run_id, n in waiting)
         self.emit(Note(f"waiting up to {wait:g} s for places bought by run(s) {owners}"))
         deadline, pause = clock() + wait, CLAIM_POLL[0]
+        first = dict(waiting)
         while waiting and clock() < deadline:
             self.api.sleep(min(pause, max(0.0, deadline - clock())))
             pause = min(pause * 1.5, CLAIM_POLL[1])
             waiting = self._waiting()
+        self.emit(Note(self._wait_ended(first, dict(waiting), wait)))
+
+    def _wait_ended(self, first: dict[str, int], left: dict[str, int], wait: float) -> str:
+        """How the wait for other runs' places ended, run by run."""
+        now, said = self.state.now(), []
+        for run_id in first:
+            if run_id in left:
+                said.append(f"{run_id}: {left[run_id]:,} place(s) still to come after {wait:g} s")
+                continue
+            owner = owner_of(self.state.con, run_id)
+            if owner is None or owner.status != "running" or owner.alive(now):
+                said.append(f"{run_id}: {owner.status if owner else 'gone'}")
+                continue
+            ends = owner.lease_ends(now)
+            passed = f", its lease passed at {ends:%H:%M:%S}" if ends else ""
+            said.append(
+                f"{run_id}: its owner, {owner.describe()}, stopped beating{passed}; its places"
+                f" are left to `placeflow resume {run_id}`"
+            )
+        return "stopped waiting for places bought by other runs: " + "; ".join(said)
 
     def _waiting(self) -> list[tuple[str, int]]:
         """(run, places) still to come from owners that are alive and running."""
@@ -366,7 +387,7 @@ def carry_out(
 ) -> RunSummary:
     """submit → poll → fetch → load for every chunk not yet loaded, then account (see the
     module's docstring)."""
-    with carrying(state.run_id):
+    with carrying(state.run_id, con=state.con, clock=state.now):
         return _Carry(r, api, state, options, workdir).run(started)
 
 

@@ -213,12 +213,19 @@ def resume(
         given = {k: v for k, v in given.items() if v is not None}
         given["watch_every"] = watch_every
         options = options.model_copy(update={**given, "resend_uncertain": resend_uncertain})
-        owner = owner_of(con, run_id)
-        if owner is not None and owner.alive(clock()):
+        owner, now = owner_of(con, run_id), clock()
+        if owner is not None and owner.alive(now):
+            ends = owner.lease_ends(now)
             raise RunInProgress(
                 f"run {run_id} is being carried out by {owner.describe()}: a second process"
                 " would race it, so nothing was done. Wait for it to finish (`placeflow runs`"
-                " shows it)",
+                " shows it)"
+                + (
+                    f"; if that process is gone, its lease passes at {ends:%H:%M:%S %Z} and a"
+                    " resume then carries the run on"
+                    if ends
+                    else ""
+                ),
                 run_id=run_id,
             )
         state = RunState(con, run_id, clock=clock)
