@@ -115,8 +115,8 @@ def refresh_command(args: argparse.Namespace) -> int:
         from placeflow.runner.steps import direct
 
         return refresh_outcome(
-            refresh_ending(write_files), service=lambda: open_service(settings), step=direct,
-            on_event=on_event, tuning=tuning, **params,
+            refresh_ending(write_files), service=lambda: open_service(settings, db=args.db),
+            step=direct, on_event=on_event, tuning=tuning, **params,
         )  # fmt: skip
 
     data, message = carried(

@@ -134,8 +134,8 @@ def _run(args: argparse.Namespace) -> int:
         from placeflow.runner.steps import direct
 
         return run_outcome(
-            run_ending(write_files), service=lambda: open_service(settings), step=direct,
-            on_event=on_event, storage=settings.storage, **params,
+            run_ending(write_files), service=lambda: open_service(settings, db=args.db),
+            step=direct, on_event=on_event, storage=settings.storage, **params,
         )  # fmt: skip
 
     data, message = carried(
@@ -210,7 +210,7 @@ def _estimate(args: argparse.Namespace) -> int:
     options = options_from_args(args)
     settings = load_settings()
     with open_target(
-        api_key=settings.api_key, base_url=settings.base_url, limits=settings.limits
+        api_key=settings.api_key, base_url=settings.base_url, limits=settings.limits, db=args.db
     ) as target:
         seen = preview(
             args.inputs, options=options, db=args.db, target=target, storage=settings.storage

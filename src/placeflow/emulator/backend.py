@@ -10,7 +10,7 @@ from __future__ import annotations
 import gzip
 import hashlib
 import hmac
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from pydantic import BaseModel
@@ -47,6 +47,9 @@ def place_dicts(pois: Sequence[BaseModel]) -> list[dict[str, Any]]:
 
 class SandboxBackend(CoreBackend):
     """The whole sandbox state: the core's keys, limits and credits, plus bulk jobs."""
+
+    keep_job: Callable[[Job], None] | None = None
+    """Keeps a new job's places where a sandbox started again finds them (`emulator.keep`)."""
 
     # --- bulk jobs --------------------------------------------------------------------
 
@@ -117,6 +120,8 @@ class SandboxBackend(CoreBackend):
                 self.duplicate_submissions += 1
             state.submitted[body_hash] += 1
             self.jobs[batch_id] = job
+            if self.keep_job is not None:
+                self.keep_job(job)
             state.scheduler.jobs.append(job)
             self._advance(state, now)
             self._prepare(state, job, now)

@@ -8,6 +8,7 @@ correctness instrument first, and a few thousand requests a second is far above 
 from __future__ import annotations
 
 import hashlib
+import secrets
 import threading
 from collections import Counter
 from dataclasses import dataclass, field
@@ -83,6 +84,10 @@ class CoreBackend:
         self.clock = config.clock or SystemClock()
         self.lock = threading.RLock()
         self._secret = hashlib.sha256(f"sandbox-url-secret:{config.seed}".encode()).digest()
+        self._instance = secrets.token_hex(8)
+        """Drawn anew by every sandbox, so that no two sandboxes give out the same ids."""
+        self.generation = 0
+        """How many times the state was reset (a kept state starts again with it)."""
         self.reset()
 
     # --- lifecycle and control --------------------------------------------------------
@@ -103,6 +108,7 @@ class CoreBackend:
             self.replays = 0
             self.internal_errors: list[str] = []
             self._serial = 0
+            self.generation += 1
 
     def add_key(self, spec: KeySpec, *, now: float | None = None) -> None:
         with self.lock:
@@ -146,7 +152,8 @@ class CoreBackend:
     def next_id(self, prefix: str) -> str:
         with self.lock:
             self._serial += 1
-            digest = hashlib.sha256(f"{self.config.seed}:{prefix}:{self._serial}".encode())
+            ident = f"{self.config.seed}:{self._instance}:{prefix}:{self._serial}"
+            digest = hashlib.sha256(ident.encode())
             return f"{prefix}_{digest.hexdigest()[:24]}"
 
     def record_internal_error(self, trace: str) -> None:

@@ -15,11 +15,13 @@ from __future__ import annotations
 
 import gzip
 import hashlib
+import json
 import math
 from collections.abc import Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from itertools import accumulate
+from pathlib import Path
 from typing import Any, Literal
 
 from placeflow.api.models import TERMINAL_JOB_STATUSES
@@ -136,6 +138,9 @@ class Job:
     """Its result file split into parts (`result_parts`), each with its sha256."""
     row_ids: list[str] = field(default_factory=list, repr=False)
     """Each row's identity, for the ledger of rows billed (see `CreditAccount.bill_rows`)."""
+    places_file: Path | None = field(default=None, repr=False)
+    """Where its places are kept (`emulator.keep`): read again when a sandbox started anew
+    renders its file."""
     prepared_ahead: bool = False
     """Its result file was the one rendered in the background, ready before it was asked for."""
     _lines: JobLines | None = field(default=None, repr=False)
@@ -174,6 +179,13 @@ class Job:
             return None
         return work.result()
 
+    def _places(self) -> list[dict[str, Any]]:
+        """Its places: in memory, or read again from where they are kept."""
+        if not self.pois and self.places_file is not None and self.total_items:
+            kept = json.loads(gzip.decompress(self.places_file.read_bytes()))
+            self.pois, self.row_ids = kept["pois"], kept["row_ids"]
+        return self.pois
+
     def _stamp(self) -> str:
         return iso(self.started_at if self.started_at is not None else self.created_at)
 
@@ -185,13 +197,13 @@ class Job:
             if prepared is not None and not (body and prepared.lines.body is None):
                 self._lines = prepared.lines
             else:
-                self._lines = JobLines.render(self.kind, self.pois, settings, self._stamp())
+                self._lines = JobLines.render(self.kind, self._places(), settings, self._stamp())
             self._bill_flags = self._lines.flags
         return self._lines
 
     def billed_rows(self, settings: SynthSettings) -> list[str]:
         """The identities of the processed rows that are billed."""
-        if not self._bill_flags and self.pois:
+        if not self._bill_flags and (self.pois or self.places_file is not None):
             self._rows(settings)
         flags = self._bill_flags[: self.processed]
         return [rid for rid, bill in zip(self.row_ids, flags, strict=False) if bill]

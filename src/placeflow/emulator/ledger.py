@@ -38,6 +38,8 @@ class CreditAccount:
     entries: list[LedgerEntry] = field(default_factory=list)
     rows_billed: Counter[str] = field(default_factory=Counter)
     """How many times each row (by its identity: kind and id) was billed, by any route."""
+    rows_log: list[str] | None = None
+    """The rows billed since the state was last kept (None: the state is not kept)."""
 
     @property
     def available(self) -> int:
@@ -77,7 +79,12 @@ class CreditAccount:
     def bill_rows(self, row_ids: Iterable[str]) -> None:
         """Record the rows a charge paid for (a sync call's successful places, a job's billable
         rows): a row billed twice, by any route, shows in `rows_billed_twice`."""
-        self.rows_billed.update(row_ids)
+        if self.rows_log is None:
+            self.rows_billed.update(row_ids)
+            return
+        rows = list(row_ids)
+        self.rows_billed.update(rows)
+        self.rows_log.extend(rows)
 
     def rows_billed_twice(self) -> list[str]:
         return sorted(row for row, n in self.rows_billed.items() if n > 1)

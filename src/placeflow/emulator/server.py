@@ -21,6 +21,7 @@ import httpx
 from placeflow.emulator.app import DROP, SandboxApp
 from placeflow.emulator.backend import SandboxBackend
 from placeflow.emulator.faults import Gate
+from placeflow.emulator.keep import SandboxStore
 from placeflow.emulator.responses import Reply
 from placeflow.emulator.settings import SandboxConfig
 
@@ -31,12 +32,19 @@ IN_PROCESS_FILES = "http://files.sandbox.localhost"
 class Sandbox:
     """A sandbox emulator of the place-data service: state, HTTP layer, and ways to reach it."""
 
-    def __init__(self, config: SandboxConfig | None = None) -> None:
+    def __init__(
+        self, config: SandboxConfig | None = None, *, store: SandboxStore | None = None
+    ) -> None:
+        """With `store` (a folder taken by this process: `SandboxStore.acquire`), the sandbox
+        starts from the state kept there and keeps every request's changes in it."""
         self.config = config or SandboxConfig()
         self.base_url = IN_PROCESS_API
         self.files_url = IN_PROCESS_FILES
         self.backend = SandboxBackend(self.config, base_url=self.base_url, files_url=self.files_url)
         self.app = SandboxApp(self.backend)
+        self.store = store
+        self.restored = store.restore(self.backend) if store is not None else False
+        """Whether a kept state was taken up (a sandbox started again)."""
 
     def transport(self) -> SandboxTransport:
         """A sync httpx transport that serves both origins in this process."""
@@ -99,8 +107,12 @@ def _dispatch(
     try:
         if files:
             query = dict(parse_qsl(parts.query))
-            return sandbox.app.handle_files(method, parts.path, query, headers)
-        return sandbox.app.handle_api(method, parts.path, headers, body)
+            reply = sandbox.app.handle_files(method, parts.path, query, headers)
+        else:
+            reply = sandbox.app.handle_api(method, parts.path, headers, body)
+        if sandbox.store is not None:  # kept before the reply goes out: what a client saw stays
+            sandbox.store.commit(sandbox.backend)
+        return reply
     except Exception:
         # A bug in the sandbox answers 500, as a real service would, and is kept for the stats:
         # tests assert that the sandbox itself never failed.

@@ -74,7 +74,7 @@ def refresh_stale_places(
               "idempotency_window": idempotency_window, "claim_wait": claim_wait,
               "resend_uncertain": resend_uncertain, "watch_every": watch_every}  # fmt: skip
     outcome = refresh_outcome(
-        ending, service=service_target, step=as_task, on_event=progress, db=db,
+        ending, service=lambda: service_target(db), step=as_task, on_event=progress, db=db,
         older_than=older_than, mode=mode, max_credits=max_credits, limit=limit,
         country=country, tuning=tuning, export_to=export_to,
     )  # fmt: skip

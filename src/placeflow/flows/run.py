@@ -53,14 +53,16 @@ PREFIX = RUN_PREFIX
 """The artifact keys' prefix: place-refresh-summary, -rejects, -changes, -report, -progress."""
 
 
-def service_target() -> AbstractContextManager[Target]:
-    """The service the settings name (or the embedded sandbox, said on stderr), its requests
-    kept to the key's limits by the Prefect server's when one of its own is in use."""
+def service_target(db: str | None = None) -> AbstractContextManager[Target]:
+    """The service the settings name (or the embedded sandbox, its state kept beside the
+    warehouse `db`, said on stderr), its requests kept to the key's limits by the Prefect
+    server's when one of its own is in use."""
     settings = load_settings()
     server = prefect_server_url()
     return open_service(
-        settings, wrap=lambda t: gated(t, server_url=server, sandbox=settings.uses_sandbox)
-    )
+        settings, db=db,
+        wrap=lambda t: gated(t, server_url=server, sandbox=settings.uses_sandbox),
+    )  # fmt: skip
 
 
 def exporter(password: Secret | None) -> Callable[[str, str], Exported]:
@@ -120,7 +122,8 @@ def run_files(
         return as_state(ending)
     progress = ProgressArtifact(f"placeflow run of {db}", forward=on_event)
     outcome = run_outcome(
-        ending, service=service_target, step=as_task, on_event=progress, inputs=inputs,
+        ending, service=lambda: service_target(db), step=as_task, on_event=progress,
+        inputs=inputs,
         options=options, db=db, resume_run_id=resume_run_id, export_to=export_to,
         storage=storage_settings(),
     )  # fmt: skip

@@ -104,6 +104,17 @@ def submit_job(
         state.not_sent(chunk.chunk_no)
         raise
     job = submission.job
+    taken = state.batch_taken(submission.batch_id, chunk.chunk_no)
+    if taken is not None:  # another job's id: its polls and file are not this chunk's answer
+        why = (
+            f"chunk {chunk.chunk_no}: the service answered its POST with job"
+            f" {submission.batch_id}, which this warehouse already holds for other places"
+            f" ({taken}); not taken as this chunk's job (the service, or its key, is not the one"
+            " that job came from); held as uncertain, not sent again blind"
+        )
+        state.uncertain(chunk.chunk_no, why, possible=chunk.rows)
+        emit(Note(why))
+        return Uncertain(chunk.chunk_no, why)
     due = None
     if job.status not in TERMINAL_JOB_STATUSES and job.eta_seconds is not None:
         due = api.clock() + job.eta_seconds

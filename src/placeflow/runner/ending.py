@@ -68,12 +68,16 @@ class Outcome:
 
 @contextmanager
 def open_service(
-    settings: Settings, *, wrap: Callable[[Target], Target] | None = None
+    settings: Settings,
+    *,
+    db: str | None = None,
+    wrap: Callable[[Target], Target] | None = None,
 ) -> Iterator[Target]:
-    """The service `settings` name (or the embedded sandbox, said on stderr), `wrap`ped (the
-    flows keep a deployment's requests to the Prefect server's limits)."""
+    """The service `settings` name (or the embedded sandbox, its state kept beside the
+    warehouse `db`, said on stderr), `wrap`ped (the flows keep a deployment's requests to the
+    Prefect server's limits)."""
     with open_target(
-        api_key=settings.api_key, base_url=settings.base_url, limits=settings.limits
+        api_key=settings.api_key, base_url=settings.base_url, limits=settings.limits, db=db
     ) as opened:
         target = wrap(opened) if wrap is not None else opened
         if settings.uses_sandbox:

@@ -8,11 +8,13 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from placeflow.api.client import PlaceApiClient
 from placeflow.api.journal import SpendJournal
 from placeflow.api.limiter import RateGate, RateLimiter, machine_limiter, state_dir
 from placeflow.emulator import DEFAULT_API_KEY, Sandbox, SandboxConfig
+from placeflow.emulator.keep import SandboxStore
 from placeflow.errors import ConfigError
 from placeflow.fields import RateLimits
 from placeflow.support.redact import Secret
@@ -69,28 +71,56 @@ def _ident(target: Target) -> str:
     return hashlib.sha256(f"{target.base_url}|{target.api_key.reveal()}".encode()).hexdigest()
 
 
+def sandbox_folder(db: Path | str) -> Path:
+    """Where the embedded sandbox of warehouse `db` keeps its state: beside it, so that a
+    resume finds the jobs, idempotency records and usage of the run it finishes."""
+    path = Path(db)
+    return path.parent / f"{path.name}.sandbox"
+
+
 @contextmanager
-def embedded_sandbox(config: SandboxConfig | None = None) -> Iterator[Target]:
+def embedded_sandbox(
+    config: SandboxConfig | None = None, *, keep: Path | None = None
+) -> Iterator[Target]:
     """Serve a sandbox on free loopback ports for the length of the block (its one key is paid,
-    so the client keeps to the paid tier's limits)."""
-    sandbox = Sandbox(config or SandboxConfig())
-    with sandbox.serve() as served:
-        yield Target(
-            base_url=served.base_url,
-            api_key=Secret(DEFAULT_API_KEY),
-            label=f"embedded sandbox at {served.base_url}",
-            limits=RateLimits.for_tier("paid"),
-        )
+    so the client keeps to the paid tier's limits). With `keep`, its state is kept in that
+    folder and taken up again by the next sandbox kept there; while another process's sandbox
+    holds the folder, this one keeps nothing (said in its label)."""
+    store = SandboxStore(keep) if keep is not None else None
+    kept = store is not None and store.acquire()
+    try:
+        sandbox = Sandbox(config or SandboxConfig(), store=store if kept else None)
+        with sandbox.serve() as served:
+            said = ""
+            if keep is not None:
+                said = (
+                    f" (state kept in {keep})"
+                    if kept
+                    else f" (state not kept: another process's sandbox holds {keep})"
+                )
+            yield Target(
+                base_url=served.base_url,
+                api_key=Secret(DEFAULT_API_KEY),
+                label=f"embedded sandbox at {served.base_url}{said}",
+                limits=RateLimits.for_tier("paid"),
+            )
+    finally:
+        if store is not None and kept:
+            store.release()
 
 
 @contextmanager
 def open_target(
-    *, api_key: Secret | None, base_url: str | None, limits: RateLimits | None = None
+    *,
+    api_key: Secret | None,
+    base_url: str | None,
+    limits: RateLimits | None = None,
+    db: Path | str | None = None,
 ) -> Iterator[Target]:
     """The real service when a key is given (kept to `limits`, the paid tier's by default),
-    else an embedded sandbox."""
+    else an embedded sandbox, its state kept beside the warehouse `db` when one is named."""
     if api_key is None:
-        with embedded_sandbox() as target:
+        with embedded_sandbox(keep=None if db is None else sandbox_folder(db)) as target:
             yield target
         return
     if not base_url:

@@ -107,10 +107,16 @@ class RunBook(RunReader):
         )
 
     def take_over(self) -> None:
-        """This process carries the run out from now (opened, or resumed): its host, pid and
-        a first heartbeat (`placeflow.state.owners`)."""
+        """This process carries the run out from now (resumed): its host, pid and a first
+        heartbeat (`placeflow.state.owners`); a run that stopped (interrupted, failed) shows
+        `running` again while it is carried out, until its account closes it."""
         self._beaten = self.now()
         self._run(**owned_now(self._beaten))
+        self.con.execute(
+            "update runs set status = 'running' where run_id = ?"
+            " and status in ('interrupted', 'failed')",
+            [self.run_id],
+        )
 
     def beat(self) -> None:
         """The owner's heartbeat, written at most every BEAT_EVERY (called while it waits), by

@@ -92,6 +92,19 @@ class RunReader:
         (found,) = rows
         return Chunk(*found)
 
+    def batch_taken(self, batch_id: str, chunk_no: int) -> str | None:
+        """Where the warehouse already holds `batch_id` for other places than chunk `chunk_no`
+        of this run (None: nowhere): a service that answers so gave another job's id, which is
+        never taken as this chunk's job."""
+        row = self.con.execute(
+            "select other.run_id, other.chunk_no from jobs as other, jobs as mine"
+            " where mine.run_id = $run and mine.chunk_no = $chunk and other.batch_id = $batch"
+            " and not (other.run_id = $run and other.chunk_no = $chunk)"
+            " and other.content_sha256 is distinct from mine.content_sha256 limit 1",
+            {"run": self.run_id, "chunk": chunk_no, "batch": batch_id},
+        ).fetchone()
+        return None if row is None else f"chunk {row[1]} of run {row[0]}"
+
     def chunk_of(self, batch_id: str) -> int:
         row = self.con.execute(
             "select chunk_no from jobs where run_id = ? and batch_id = ?", [self.run_id, batch_id]
