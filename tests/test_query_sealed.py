@@ -6,6 +6,8 @@ tables and views still read."""
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -68,3 +70,38 @@ def test_the_refusal_names_why(
     assert main(["query", f"select * from read_csv('{secret}')", "--db", str(db)]) == EXIT_USAGE
     err = capsys.readouterr().err
     assert "reads the warehouse only" in err and "disabled by configuration" in err
+
+
+@pytest.mark.parametrize(
+    "sql",
+    [
+        "set threads = 1",
+        "pragma enable_profiling",
+        "call enable_logging()",
+        "select * from enable_logging(storage='file', storage_path='{dir}/log')",
+        "set memory_limit = '64GB'",
+    ],
+)
+def test_settings_and_calls_that_change_one_are_refused(
+    sql: str, db: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A setting, or a call that changes one, is refused with exit 2 and says why; no file."""
+    before = sorted(p.name for p in tmp_path.iterdir())
+    assert main(["query", sql.format(dir=tmp_path), "--db", str(db)]) == EXIT_USAGE
+    err = capsys.readouterr().err
+    assert "refused" in err and "reads the warehouse only" in err
+    assert sorted(p.name for p in tmp_path.iterdir()) == before
+
+
+def test_enable_logging_to_a_file_is_refused_not_an_abort(db: Path, tmp_path: Path) -> None:
+    """`call enable_logging(storage='file', ...)` aborted the process (rc 134): a real
+    `placeflow query --json` now exits 2 with one JSON error and nothing on stderr but it."""
+    sql = f"call enable_logging(storage='file', storage_path='{tmp_path}/log')"
+    done = subprocess.run(
+        [sys.executable, "-m", "placeflow.cli", "query", sql, "--db", str(db), "--json"],
+        capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+    assert done.returncode == EXIT_USAGE, (done.returncode, done.stderr[-2000:])
+    doc = json.loads(done.stdout)
+    assert doc["exit_code"] == EXIT_USAGE and "refused" in str(doc.get("message", doc["error"]))
+    assert "terminate" not in done.stderr and not (tmp_path / "log").exists()

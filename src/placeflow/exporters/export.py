@@ -35,6 +35,7 @@ import duckdb
 from placeflow.errors import ExportError, OptionsError
 from placeflow.exporters import Column, Step, TablePlan, quote, timestamp_literal
 from placeflow.exporters.destination import Destination, lake_of, parquet_files, parse_destination
+from placeflow.exporters.failures import is_panic, rust_panics_kept_off_stderr, why
 from placeflow.exporters.summary import ExportSummary, TableExport
 from placeflow.exporters.tables import DEFAULT_TABLES, TABLES, TableSpec
 from placeflow.exporters.textsafe import Tally
@@ -206,11 +207,11 @@ def _to_parquet(
     root = destination.url or destination.path
     try:
         return _write_parquet(con, destination, files, specs, full, at, export_id, step)
-    except OSError as exc:
-        where = f" ({exc.filename})" if exc.filename else ""
+    except (OSError, duckdb.IOException) as exc:  # DuckDB's COPY on a full disk: IOException
+        where = f" ({exc.filename})" if isinstance(exc, OSError) and exc.filename else ""
         raise ExportError(
-            f"cannot write the Parquet export under {root}: {exc.strerror or exc}{where}. The"
-            " tables exported before it are complete; run the export again once it is fixed"
+            f"cannot write the Parquet export under {root}: {why(exc)}{where}. The tables"
+            " exported before it are complete; run the export again once it is fixed"
         ) from None
 
 
@@ -314,13 +315,15 @@ def _to_delta(
             present = delta.table_columns(lake, spec.name)
             whole = full or (present is not None and not column_names(con, spec.name) <= present)
             lower = None if whole else delta.table_watermark(lake, spec.name)
-            with transaction(con):  # one snapshot for the count and the rows written
+            with transaction(con), rust_panics_kept_off_stderr():  # one snapshot; one line
                 plan = plan_table(con, spec, lower)
                 delta.load_table(con, lake, plan, export_id=export_id, step=step, full=full)
-        except (DeltaError, OSError) as exc:
+        except BaseException as exc:  # a Rust panic (pyo3's PanicException) is a BaseException
+            if not isinstance(exc, DeltaError | OSError) and not is_panic(exc):
+                raise
             raise ExportError(
-                f"cannot write the Delta table {lake.uri(spec.name)}: {exc}. The tables exported"
-                " before it are complete; run the export again once it is fixed"
+                f"cannot write the Delta table {lake.uri(spec.name)}: {why(exc)}. The tables"
+                " exported before it are complete; run the export again once it is fixed"
             ) from None
         _record(con, destination.redacted, export_id, whole, at, [(plan, ())])
         done.append(TableExport(spec.name, plan.rows, plan.lower, plan.upper))

@@ -134,6 +134,10 @@ def write_rows(frame: pl.DataFrame, out: Path) -> None:
         raise UsageError(f"--out {out}: name a .csv or .parquet file")
 
 
+LOCKED = "the configuration has been locked"
+"""What DuckDB says of a statement that would change a setting of a sealed connection."""
+
+
 def query(db: Path | str, sql: str) -> pl.DataFrame:
     """Run SQL on the warehouse, read-only: a write is refused by DuckDB, and so is any file
     but the warehouse (read_csv, COPY ... TO, ATTACH, INSTALL: its external access is off)."""
@@ -156,6 +160,12 @@ def query(db: Path | str, sql: str) -> pl.DataFrame:
         ) from None
     except duckdb.Error as err:
         first = str(err).splitlines()[0]
+        if LOCKED in first:  # a setting, or a call that changes one (enable_logging, ...)
+            raise UsageError(
+                f"the query was refused: {first}. `placeflow query` reads the warehouse only:"
+                " no setting is changed and nothing that touches files or the process is called"
+                " (SET, PRAGMA, enable_logging, ... are off)"
+            ) from None
         raise UsageError(f"the query failed: {first}") from None
     finally:
         con.close()

@@ -96,7 +96,10 @@ def connect(
     While another process holds it, try again for up to `wait` seconds (a run holds it only
     while writing), then raise `WarehouseBusy`. `sealed` opens it with DuckDB's external access
     disabled: no file but the warehouse is read or written (read_csv, COPY, ATTACH, extensions
-    are refused), and no statement can enable it again.
+    are refused), and its configuration locked: no statement changes a setting, which also
+    refuses the calls that would touch files or the process through one (`call
+    enable_logging(storage='file', ...)` aborted the process; `set threads`, `pragma
+    enable_profiling`).
     """
     in_memory = str(path) == MEMORY
     target = Path(path)
@@ -106,7 +109,10 @@ def connect(
             raise NoWarehouse(f"no warehouse at {target}: a run creates it")
         if not read_only:
             target.parent.mkdir(parents=True, exist_ok=True)
-    config = {"enable_external_access": False} if sealed else None
+    config: dict[str, Any] | None = None
+    if sealed:  # the reader's memory cap set here: nothing can be set once locked
+        config = {"enable_external_access": False, "lock_configuration": True,
+                  "memory_limit": WAREHOUSE_SETTINGS["memory_limit"]}  # fmt: skip
     copied = not in_memory and not read_only and copy_template(target, _migrated_image)
     if not (in_memory or read_only or copied or target.exists()):
         create_aside(target, _made_at)  # migrated aside: nobody waits on a half-made file
@@ -114,7 +120,8 @@ def connect(
         MEMORY if in_memory else target, read_only=read_only, wait=wait, config=config
     )
     if read_only:  # a reader's queries (a report of ten million rows) keep to the cap too
-        con.execute(f"set memory_limit = '{WAREHOUSE_SETTINGS['memory_limit']}'")
+        if not sealed:  # (a sealed one has it from its config)
+            con.execute(f"set memory_limit = '{WAREHOUSE_SETTINGS['memory_limit']}'")
     else:
         try:
             writer_settings(con)
