@@ -13,6 +13,20 @@ create table billing_readings (
     PRIMARY KEY("target", shape)
 );
 
+-- Credit budgets kept in the warehouse (placeflow budget set): every run, resume, refresh and research is checked against those that apply to it before it spends.
+create table budgets (
+    per varchar not null,  -- The budget's period: day (UTC), week (from Monday, UTC) or month (to the service's next reset_date when known, else the calendar month, UTC).
+    applies_to varchar not null default 'all',  -- all (every spending command: placeflow budget set without --for), or the one kind it governs: run (runs of files and their resumes), refresh or research.
+    credits bigint not null,  -- Credits the commands it governs may spend in one period (charged plus held, from credit_ledger and the runs still spending).
+    warn_at double not null default 0.8,  -- The share of credits past which a run warns (stderr, its summary and an event): 0.8 unless set.
+    set_at timestamp with time zone not null,  -- When the budget was last set (placeflow budget set replaces the one of the same per and applies_to).
+    CHECK((per IN ('day', 'week', 'month'))),
+    CHECK((applies_to IN ('all', 'run', 'refresh', 'research'))),
+    CHECK((credits >= 0)),
+    CHECK(((warn_at > 0) AND (warn_at <= 1))),
+    PRIMARY KEY(per, applies_to)
+);
+
 -- Every credit movement a run caused: holds at job submission, charges, releases, adjustments to the service's own usage, and research requests' possible charges.
 create table credit_ledger (
     run_id varchar not null,  -- The run that spent the credits.

@@ -106,6 +106,52 @@ class Note:
     message: str
 
 
+@dataclass(frozen=True)
+class RunStarted:
+    """A run was opened (or resumed) and is about to spend: `kind` is run, refresh or research,
+    `credits_estimated` the most it may cost (reserved against the budgets)."""
+
+    run_id: str
+    kind: str
+    credits_estimated: int
+    resumed: bool = False
+
+
+@dataclass(frozen=True)
+class BudgetThreshold:
+    """A budget (`placeflow budget`) is spent past its warning share after this run's spending."""
+
+    run_id: str
+    per: str
+    applies_to: str | None
+    credits: int
+    spent: int
+    left: int
+    warn_at: float
+    period_end: str
+    message: str
+
+
+@dataclass(frozen=True)
+class ClaimsWaiting:
+    """The run waits, up to `seconds`, for places other runs are buying (`owners`: run ->
+    places still to come)."""
+
+    run_id: str
+    owners: dict[str, int]
+    seconds: float
+    message: str
+
+
+@dataclass(frozen=True)
+class ClaimsEnded:
+    """The wait for other runs' places ended: `left`, by run, still have no answer."""
+
+    run_id: str
+    left: dict[str, int]
+    message: str
+
+
 Event = (
     StageStarted
     | StageFinished
@@ -116,6 +162,10 @@ Event = (
     | CreditsHeld
     | CreditsCharged
     | Note
+    | RunStarted
+    | BudgetThreshold
+    | ClaimsWaiting
+    | ClaimsEnded
 )
 Emit = Callable[[Event], None]
 
@@ -199,7 +249,9 @@ class Tally:
                 self.held[chunk_no] = credits
             case CreditsCharged(chunk_no, charged, released):
                 self.charged[chunk_no] = (charged, released)
-            case Note(message):
+            case Note(message) | ClaimsWaiting(message=message) | ClaimsEnded(message=message):
+                self.note, self.note_at = message, self._clock()
+            case BudgetThreshold(message=message):
                 self.note, self.note_at = message, self._clock()
 
     # --- what the counts say -------------------------------------------------------------------

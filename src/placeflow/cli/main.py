@@ -7,7 +7,7 @@ import json
 import sys
 from collections.abc import Sequence
 
-from placeflow.cli import export, match, refresh, report, research, rows, run, sandbox
+from placeflow.cli import budget, export, match, refresh, report, research, rows, run, sandbox
 from placeflow.cli.args import check_db_arg
 from placeflow.errors import EXIT_FAILED, PlaceflowError, exit_code
 from placeflow.support.text import printable
@@ -38,6 +38,7 @@ def build_parser() -> argparse.ArgumentParser:
     match.add_parser(sub)
     rows.add_parsers(sub)
     sandbox.add_parser(sub)
+    budget.add_parser(sub)
     return parser
 
 

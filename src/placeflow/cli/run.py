@@ -14,7 +14,7 @@ from placeflow.cli.args import add_db, add_json, add_quiet
 from placeflow.cli.carried import add_prefect, carried, watched
 from placeflow.cli.options import add_option_flags, options_from_args
 from placeflow.config import load_settings, storage_settings
-from placeflow.errors import EXIT_FAILED, EXIT_OK, EXIT_USAGE, UsageError
+from placeflow.errors import EXIT_FAILED, EXIT_OK, EXIT_REFUSED, EXIT_USAGE, UsageError
 from placeflow.options import RunOptions
 from placeflow.support.text import printable
 
@@ -184,8 +184,11 @@ def print_outcome(
 
     code = int(data.pop("exit_code", EXIT_OK))
     report = data.pop("report", None)  # the HTML report a flow wrote, when it wrote one
-    for warning in (data.get("inputs") or {}).get("warnings", []):
+    for warning in [*(data.get("inputs") or {}).get("warnings", []),
+                    *(data.get("budget_warnings") or [])]:  # fmt: skip
         print(printable(f"placeflow: warning: {warning}"), file=sys.stderr)
+    if data.get("status") == "refused" and data.get("message"):  # one line, whatever the form
+        print(printable(f"placeflow: refused: {data['message']}"), file=sys.stderr)
     if as_json:
         extra: dict[str, Any] = {"report": report} if report else {}
         if wall_seconds is not None:
@@ -234,9 +237,16 @@ def _estimate(args: argparse.Namespace) -> int:
     if options.max_credits is not None:  # would `run` with the same options be refused?
         out["max_credits"] = options.max_credits
         out["would_refuse"] = e.credits > options.max_credits
+    code = EXIT_OK if seen.rows_read or not seen.rejected else EXIT_USAGE
+    if seen.refusal is not None:  # the run it prices would be refused: said, exit 3
+        code = EXIT_REFUSED
+        out["would_refuse"] = True
+        print(printable(f"placeflow: a run would be refused: {seen.refusal}"), file=sys.stderr)
+    status = {EXIT_OK: "estimated", EXIT_REFUSED: "refused"}.get(code, "rejected")
     if args.json:
         out["held_failing"] = seen.stages["fresh"].held_failing
         out["inputs"] = inputs
+        out.update(exit_code=code, status=status, message=seen.refusal)
         print(json.dumps(out, sort_keys=True))
     else:
         print(f"estimate against {out['target']} (nothing sent, nothing spent):")
@@ -254,4 +264,4 @@ def _estimate(args: argparse.Namespace) -> int:
                 f"  --max-credits {options.max_credits:,}: a run of these options {verdict}"
                 f" (it could cost {e.credits:,} credits)"
             )
-    return EXIT_OK if seen.rows_read or not seen.rejected else EXIT_USAGE
+    return code

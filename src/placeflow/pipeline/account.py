@@ -72,6 +72,9 @@ class RunSummary:
     inputs: dict[str, Any] = field(default_factory=dict)
     """Per file which column fed which field and which were ignored, and input warnings
     (`placeflow.pipeline.mapping_report`); empty for a resume, which reads nothing."""
+    budget_warnings: list[str] = field(default_factory=list)
+    """Budgets (`placeflow budget`) spent past their warning share once this run spent: one
+    line each, also on stderr and announced as an event."""
     changes: dict[str, int] = field(default_factory=dict)
     """Changes this run found in places it re-checked (place_changes rows), by kind."""
     places_changed: int = 0

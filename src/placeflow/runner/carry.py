@@ -45,8 +45,10 @@ from placeflow.pipeline.load import load
 from placeflow.pipeline.poll import poll, unknown_job
 from placeflow.pipeline.resend import post_age, vet
 from placeflow.pipeline.submit import Uncertain, send_batch, submit_job
+from placeflow.runner import budget
 from placeflow.runner.sender import Sender, locked
 from placeflow.runner.steps import Stages
+from placeflow.state.budgets import rest_of
 from placeflow.state.lifecycle import RESENDABLE, UNCERTAIN, UNKNOWN_JOB
 from placeflow.state.owners import carrying, owner_of
 from placeflow.state.records import Chunk
@@ -345,6 +347,14 @@ class _Carry:
         if not open_ and not lost:
             self.api.journal.settled(self.state.run_id)
 
+    def warned(self) -> list[str]:
+        """The budgets this run's spending took past their warning share (announced)."""
+        kind = rest_of(self.state.con, self.state.run_id)[0]
+        return budget.warn(
+            self.state.con, kind=kind, now=self.state.now(), api=self.api, emit=self.emit,
+            run_id=self.state.run_id,
+        )  # fmt: skip
+
     def run(self, started: datetime) -> RunSummary:
         """Every step in order; the run marked interrupted when chunks are held or credits ran
         out (raised as `CreditsRanOut` after the account, which runs however the run ends)."""
@@ -372,6 +382,8 @@ class _Carry:
         finally:
             self.in_flight_or_settled()
             summary = self.r.stage("account", account)(self.state, self.api, started=started)
+            summary = replace(summary, budget_warnings=self.warned())
+            self.r.stages["account"] = summary  # the stage's own summary is the one returned
         if stopped:
             raise CreditsRanOut(stopped, run_id=self.state.run_id, summary=summary)
         return summary

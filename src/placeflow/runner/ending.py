@@ -138,7 +138,11 @@ class Ending:
         stopped = exc.summary if isinstance(exc, RunStopped) else None
         stopped = stopped if isinstance(stopped, RunSummary) else None
         if stopped is None:
-            return Outcome({"status": "failed", "message": str(exc), "exit_code": code}, str(exc))
+            status = "refused" if isinstance(exc, BudgetRefused) else "failed"
+            data: dict[str, Any] = {"status": status, "message": str(exc), "exit_code": code}
+            if isinstance(exc, RunStopped):
+                data["run_id"] = exc.run_id
+            return Outcome(data, str(exc))
         done = None if isinstance(exc, BudgetRefused) else self.publish(stopped, db)
         data = {**stopped.as_dict(), **_report(done), "exit_code": code,
                 "message": stopped.message or str(exc)}  # fmt: skip

@@ -26,19 +26,21 @@ import polars as pl
 
 from placeflow.api.client import PlaceApiClient
 from placeflow.errors import BudgetRefused, RunInProgress
-from placeflow.events import Event, Note, StageStarted
+from placeflow.events import Event, Note, RunStarted, StageStarted
 from placeflow.options import RunOptions
 from placeflow.pipeline.account import RunSummary, account
 from placeflow.pipeline.known import KnownLookup, known_places
 from placeflow.pipeline.mapping_report import input_report
 from placeflow.pipeline.notamatch import not_a_match_pairs
-from placeflow.pipeline.plan import estimate, refusal
+from placeflow.pipeline.plan import estimate
 from placeflow.pipeline.source import Source
 from placeflow.pipeline.staging import Staging
+from placeflow.runner import budget
 from placeflow.runner.carry import carry_out
 from placeflow.runner.prepare import as_source, counts_of, fingerprint, gather, plan_places
 from placeflow.runner.steps import SYSTEM_TIMER, Stages, Step, Timer, direct, emitter
 from placeflow.runner.target import Target
+from placeflow.state.budgets import kind_of, rest_of
 from placeflow.state.owners import owner_of
 from placeflow.state.records import DEDUPED, MATCHED, REJECTS
 from placeflow.state.runstate import (
@@ -79,13 +81,15 @@ def _open(
     now = clock()
     planned = plan_places(r, options, staging, now)
     c = counts_of(r)
-    usage_before = available = None
+    usage = None
     cost = estimate(c["to_send"], options, None)
     if c["to_send"]:  # the rate card and the balance are worth requests only when there is work
         cost = estimate(c["to_send"], options, api.pricing())
         usage = api.usage()
-        usage_before, available = usage.current_usage, usage.spendable
-    refused = r.stage("budget", refusal)(cost, options, available=available)
+    kind = kind_of(options.mode, source.inputs)
+    refused = r.stage("budget", budget.check)(
+        staging.con, cost, options, kind=kind, now=now, usage=usage
+    )  # the budgets read in the hold that records this run's reservation (its estimate)
     state = RunState(staging.con, new_run_id(now), clock=clock)
     run = {
         "created_at": now,
@@ -104,16 +108,18 @@ def _open(
         "skipped_fresh": c["skipped_fresh"],
         "held_failing": r.stages["fresh"].held_failing,
         "claimed": r.stages["fresh"].claimed,
-        "submitted": c["to_send"],
+        "submitted": 0 if refused else c["to_send"],  # a refused run sends nothing
         "credits_estimated": cost.credits,
-        "usage_before": usage_before,
+        "usage_before": None if usage is None else usage.current_usage,
         "message": refused,
         "fingerprint": print_,
     }
     r.stage("open", open_run)(state, run, None if refused else planned)
     if refused:
+        r.emit(Note(refused))
         summary = r.stage("account", account)(state, None, started=started)
-        raise BudgetRefused(refused, run_id=state.run_id, summary=summary)
+        raise BudgetRefused(refused, run_id=state.run_id, summary=_finish(summary, r))
+    r.emit(RunStarted(state.run_id, kind, cost.credits))
     return state
 
 
@@ -121,6 +127,8 @@ def _finish(summary: RunSummary, r: Stages) -> RunSummary:
     summary.stages.update({k: v for k, v in r.stages.items() if v is not summary})
     wall, cpu = r.timings()
     summary = replace(summary, timings=wall, cpu_timings=cpu)
+    if summary.status == "refused" and "dedupe" in r.stages:  # no rows recorded: its stage says
+        summary = replace(summary, fuzzy_duplicates=r.stages["dedupe"].fuzzy_duplicates)
     return replace(summary, inputs=input_report(r.stages)) if "read" in r.stages else summary
 
 
@@ -159,11 +167,10 @@ def run(
         print_ = fingerprint(source, options)
         same = None if new_run else _resumable(con, unfinished_run(con, print_), clock(), r)
         if same is not None:
-            state = RunState(con, same, clock=clock)
-            state.take_over()
             options = stored_run(con, same).options.model_copy(
                 update={n: getattr(options, n) for n in PER_INVOCATION}
             )
+            state = _taken_over(r, api, wh, con, same, options, clock)
         else:
             fuzzy = options.dedupe == "fuzzy"
             pairs = not_a_match_pairs(con) if fuzzy else None
@@ -228,10 +235,38 @@ def resume(
                 ),
                 run_id=run_id,
             )
-        state = RunState(con, run_id, clock=clock)
-        state.take_over()
+        state = _taken_over(r, api, wh, con, run_id, options, clock)
         wh.on_wait = state.beat
         return _finish(carry_out(r, api, state, options, workdir_for(db, run_id), started), r)
+
+
+def _taken_over(
+    r: Stages,
+    api: PlaceApiClient,
+    wh: Warehouse,
+    con: duckdb.DuckDBPyConnection,
+    run_id: str,
+    options: RunOptions,
+    clock: Clock,
+) -> RunState:
+    """A stored run taken over by this process once the rest of its estimate is within the
+    budgets (checked and reserved in one hold of the warehouse, as a new run's open is);
+    `BudgetRefused` (the run left as it was) when it is not."""
+    with wh.held():
+        kind, rest, places = rest_of(con, run_id)
+        cost = replace(estimate(places, options, None), credits=rest)
+        usage = api.usage() if rest else None
+        now = clock()
+        refused = r.stage("budget", budget.check)(
+            con, cost, options, kind=kind, now=now, usage=usage, exclude_run=run_id
+        )  # fmt: skip
+        if refused:
+            r.emit(Note(refused))
+            raise BudgetRefused(f"run {run_id} was not resumed: {refused}", run_id=run_id)
+        state = RunState(con, run_id, clock=clock)
+        state.take_over()
+    r.emit(RunStarted(run_id, kind, rest, resumed=True))
+    return state
 
 
 def _known_lookup(wh: Warehouse) -> KnownLookup:

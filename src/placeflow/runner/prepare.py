@@ -26,12 +26,14 @@ from placeflow.pipeline.known import KnownLookup, known_places
 from placeflow.pipeline.normalize import NormalizeInfo, merged, normalize
 from placeflow.pipeline.notamatch import not_a_match_pairs
 from placeflow.pipeline.objectsource import ObjectSource, has_objects
-from placeflow.pipeline.plan import Estimate, estimate, plan
+from placeflow.pipeline.plan import Estimate, estimate, plan, refusal
 from placeflow.pipeline.read import OUTPUT_SCHEMA
 from placeflow.pipeline.source import FileSource, Source, stream
 from placeflow.pipeline.staging import Staging
+from placeflow.runner.budget import check
 from placeflow.runner.steps import Stages, Step, direct, emitter
 from placeflow.runner.target import Target
+from placeflow.state.budgets import kind_of
 from placeflow.state.records import PLACES, REJECTS, Plan
 from placeflow.state.runstate import Clock, utc_now
 from placeflow.store.warehouse import DEFAULT_DB, connect
@@ -67,6 +69,9 @@ class Preview:
     to_send: int
     estimate: Estimate
     stages: dict[str, Any]
+    refusal: str | None = None
+    """Why a run of these inputs would be refused now (its cap, the key's balance, a budget of
+    the warehouse: `placeflow.runner.budget.check`); None when it would start."""
 
 
 # --- before anything is sent ------------------------------------------------------------------
@@ -163,18 +168,26 @@ def preview(
     """What a run would send and the most it could cost; sends nothing, writes nothing
     (`storage`: how to reach inputs in object storage)."""
     options = options or RunOptions()
-    inputs = as_source(inputs, storage)
+    source = as_source(inputs, storage)
+    now = clock()
     with target.client() as api:
         r = Stages(step=step, emit=emitter(on_event))
         if Path(db).exists():
             con = connect(db, read_only=True)
             try:
-                prepare(r, as_source(inputs), options, Staging(con, warehouse=True), clock())
+                prepare(r, source, options, Staging(con, warehouse=True), now)
+                c = counts_of(r)
+                cost = estimate(c["to_send"], options, api.pricing())
+                usage = api.usage() if c["to_send"] else None
+                kind = kind_of(options.mode, source.inputs)
+                refused = check(con, cost, options, kind=kind, now=now, usage=usage)
             finally:
                 con.close()
         else:
             with Staging.scratch() as staging:
-                prepare(r, as_source(inputs), options, staging, clock())
-        c = counts_of(r)
-        cost = estimate(c["to_send"], options, api.pricing())
-    return Preview(**c, estimate=cost, stages=r.stages)
+                prepare(r, source, options, staging, now)
+            c = counts_of(r)
+            cost = estimate(c["to_send"], options, api.pricing())
+            usage = api.usage() if c["to_send"] else None
+            refused = refusal(cost, options, available=None if usage is None else usage.spendable)
+    return Preview(**c, estimate=cost, stages=r.stages, refusal=refused)

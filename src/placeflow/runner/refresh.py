@@ -30,7 +30,9 @@ from placeflow.errors import InputError, OptionsError
 from placeflow.fields import PLACE_FIELDS
 from placeflow.options import RunOptions
 from placeflow.pipeline.read import ReadInfo, ReadStream
+from placeflow.runner.budget import room
 from placeflow.runner.steps import Step, direct
+from placeflow.state.budgets import budgets
 from placeflow.state.runstate import Clock, unfinished_run, utc_now
 from placeflow.store.warehouse import reading, settings, sql_text
 
@@ -163,8 +165,11 @@ class WarehouseSource:
         budget: int | None = None,
         credits_per_place: int = 1,
         clock: Clock = utc_now,
+        budget_said: str | None = None,
     ) -> None:
         self.db = Path(db)
+        self.budget_said = budget_said
+        """The warehouse budget `budget` is what is left of (None: `--max-credits`)."""
         self.older_than = older_than
         self.country = country.upper() if country else None
         self.limit = limit
@@ -253,8 +258,10 @@ class WarehouseSource:
             return ()
         cap = None if self.budget is None else self.budget // self.credits_per_place
         by_budget = cap is not None and cap < stale  # then the likeliest changed go first
+        given = self.budget_said or "--max-credits"
+        said = f"{self.budget_said} has {self.budget:,} left" if self.budget_said else ""
         why = (
-            f"--max-credits {self.budget:,} buys {cap:,}"
+            (f"{said}, buying {cap:,}" if said else f"{given} {self.budget:,} buys {cap:,}")
             if by_budget and cap == chosen
             else f"--limit {self.limit:,}"
         )
@@ -310,15 +317,28 @@ def refresh(
     if mode == "validate":
         given.update(attributes=(), include_summary=False)
     chosen = RunOptions.parse(given)
-    per_place = credits_per_place(target, mode) if max_credits is not None else 1
+    cap, said = max_credits, None
+    with reading(db) as con:
+        governed = bool(budgets(con))
+    if governed:  # spend within what the warehouse's budgets leave (and the key's balance)
+        with target.client() as api:
+            usage = api.usage()
+        with reading(db) as con:
+            left, said = room(con, kind="refresh", now=clock(), usage=usage)
+        if left is not None and (cap is None or left < cap):
+            cap = left
+        else:
+            said = None
+    per_place = credits_per_place(target, mode) if cap is not None else 1
     source = WarehouseSource(
         db,
         older_than=age,
         country=country,
         limit=limit,
-        budget=max_credits,
+        budget=cap,
         credits_per_place=per_place,
         clock=clock,
+        budget_said=said,
     )
     with reading(db) as con:
         prior = unfinished_run(con, fingerprint(source, chosen))

@@ -1,0 +1,102 @@
+"""A run's budget check, written once for every spending command (run, resume, refresh and
+research, and their deployments): before anything is sent, and again at its end.
+
+Before: the caller's own cap (`--max-credits`), the key's balance (GET /v1/usage `available`:
+other machines may use the key) and the warehouse's budgets (`placeflow.state.budgets`) that
+apply to the run's kind. It runs while the warehouse is held and the run is recorded with its
+estimate in the same hold (`placeflow.runner.orchestrate`), so the estimate is reserved before
+another process can check the same budgets. After: a budget spent past its warning share is
+said (stderr, the summary) and announced as a `BudgetThreshold` event.
+"""
+
+from __future__ import annotations
+
+from datetime import date, datetime
+
+import duckdb
+
+from placeflow.api.client import PlaceApiClient
+from placeflow.api.errors import TransientError, UsageUnknown
+from placeflow.api.models import UsageResponse
+from placeflow.events import BudgetThreshold, Emit
+from placeflow.options import RunOptions
+from placeflow.pipeline.plan import Estimate, refusal
+from placeflow.state import budgets
+from placeflow.state.budgets import Standing
+
+
+def check(
+    con: duckdb.DuckDBPyConnection,
+    cost: Estimate,
+    options: RunOptions,
+    *,
+    kind: str,
+    now: datetime,
+    usage: UsageResponse | None,
+    exclude_run: str | None = None,
+) -> str | None:
+    """Why the run must not start (None: it may): the caller's cap, the key's balance, then
+    the first warehouse budget of `kind` its estimate passes (one line naming it)."""
+    available = None if usage is None else usage.spendable
+    refused = refusal(cost, options, available=available)
+    if refused is not None or not cost.credits:
+        return refused
+    found = budgets.standings(
+        con, now, kind=kind, reset_date=reset_of(usage), exclude_run=exclude_run
+    )
+    return budgets.refusal(found, cost.credits, f"this {kind}")
+
+
+def reset_of(usage: UsageResponse | None) -> date | None:
+    """The service's next monthly reset (a month budget's end), when its usage says it."""
+    return None if usage is None else budgets.reset_date_of(usage.reset_date, usage.period)
+
+
+def room(
+    con: duckdb.DuckDBPyConnection, *, kind: str, now: datetime, usage: UsageResponse | None
+) -> tuple[int | None, str | None]:
+    """What is left to spend under the budgets of `kind` (None: no budget applies) and the
+    budget that leaves the least, named."""
+    found = budgets.standings(con, now, kind=kind, reset_date=reset_of(usage))
+    if not found:
+        return None, None
+    least = min(found, key=lambda s: s.left)
+    return max(least.left, 0), least.budget.name()
+
+
+def warn(
+    con: duckdb.DuckDBPyConnection,
+    *,
+    kind: str,
+    now: datetime,
+    api: PlaceApiClient | None,
+    emit: Emit,
+    run_id: str,
+) -> list[str]:
+    """At a run's end: each budget of `kind` spent past its warning share, said and announced
+    (`BudgetThreshold`); the lines, for the summary."""
+    if not budgets.budgets(con):
+        return []
+    usage = None
+    if api is not None:
+        try:
+            usage = api.usage()
+        except (UsageUnknown, TransientError):  # the calendar month, then
+            usage = None
+    found = budgets.standings(con, now, kind=kind, reset_date=reset_of(usage))
+    lines = budgets.warnings(found)
+    for s, line in zip(_past(found), lines, strict=True):
+        emit(threshold_event(s, run_id, line))
+    return lines
+
+
+def _past(found: list[Standing]) -> list[Standing]:
+    return [s for s in found if s.budget.credits and s.share() >= s.budget.warn_at]
+
+
+def threshold_event(s: Standing, run_id: str, message: str) -> BudgetThreshold:
+    b = s.budget
+    return BudgetThreshold(
+        run_id=run_id, per=b.per, applies_to=b.applies_to, credits=b.credits, spent=s.spent,
+        left=s.left, warn_at=b.warn_at, period_end=s.period_end.isoformat(), message=message,
+    )  # fmt: skip

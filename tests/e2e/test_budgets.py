@@ -1,0 +1,106 @@
+"""A month's budget of 1,000 credits kept in a new warehouse, against the sandbox on loopback:
+runs within it complete, a run past it is refused sending nothing, two runs at once never pass it
+together, a refresh spends within what is left, and the key is never charged past it."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from .conftest import KEY, ServeSandbox, places, write_csv
+
+BUDGET = 1_000
+SENDING = ("POST /v1/jobs/enrich", "POST /v1/enrich-batch", "POST /v1/enrich")
+
+
+def cli(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "placeflow.cli", *args],
+        capture_output=True, text=True, timeout=600, check=False,
+    )  # fmt: skip
+
+
+def start(*args: str) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [sys.executable, "-m", "placeflow.cli", *args],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+
+
+def doc(done: subprocess.CompletedProcess[str]) -> dict[str, Any]:
+    found: dict[str, Any] = json.loads(done.stdout)
+    return found
+
+
+def sent(sb: Any) -> int:
+    """Requests the sandbox counted that could spend (enrich, batch or job submissions)."""
+    return sum(sb.requests(route) for route in SENDING)
+
+
+@pytest.mark.slow
+def test_a_month_budget_governs_runs_refreshes_and_two_processes(
+    tmp_path: Path, serve_sandbox: ServeSandbox
+) -> None:
+    """With 1,000 credits a month: a first run completes; `budget --json` leaves 1,000 minus
+    what the sandbox charged; estimate and a run past it exit 3 and the run sends nothing; two
+    runs at once never pass it; a refresh of every place spends at most what is left; the
+    sandbox never charges the key past 1,000."""
+    sb = serve_sandbox(rows_per_second=100.0, fail_rate=0.0)
+    db = str(tmp_path / "wh.duckdb")
+    done = cli("budget", "set", "--credits", str(BUDGET), "--per", "month", "--db", db, "--json")
+    assert done.returncode == 0, done.stderr
+    first = write_csv(tmp_path / "first.csv", places(300))
+    done = cli("run", str(first), "--db", db, "--json")
+    assert done.returncode == 0 and doc(done)["status"] == "completed", done.stderr
+    charged = sb.credits()["charged"]
+    assert 0 < charged <= 300
+
+    shown = doc(cli("budget", "--db", db, "--json"))
+    assert shown["exit_code"] == 0 and shown["status"] == "ok"
+    (month,) = shown["budgets"]
+    assert month["left"] == BUDGET - charged and month["spent"] == charged
+    assert set(month) >= {"credits", "per", "for", "period_start", "period_end", "spent",
+                          "held", "left"}  # fmt: skip
+    assert set(shown["service"]) == {"quota_limit", "current_usage", "period", "reset_date"}
+
+    big = write_csv(tmp_path / "big.csv", places(BUDGET, start=10_000))
+    priced = cli("estimate", str(big), "--db", db, "--json")
+    assert priced.returncode == 3, priced.stdout + priced.stderr
+    assert doc(priced)["exit_code"] == 3 and doc(priced)["status"] == "refused"
+    before = sent(sb)
+    refused = cli("run", str(big), "--db", db, "--json")
+    assert refused.returncode == 3, refused.stdout + refused.stderr
+    assert doc(refused)["status"] == "refused" and doc(refused)["submitted"] == 0
+    assert doc(refused)["inputs"], "the refused run still says how its input was read"
+    assert "month budget" in refused.stderr
+    assert sent(sb) == before, "a refused run sent nothing"
+
+    left = BUDGET - charged
+    each = left // 2 + 1  # each within what is left, together past it
+    halves = [
+        write_csv(tmp_path / f"half{i}.csv", places(each, start=20_000 + i * 5_000))
+        for i in range(2)
+    ]
+    procs = [start("run", str(h), "--db", db, "--json", "--route", "job") for h in halves]
+    outs = [p.communicate(timeout=600) for p in procs]
+    codes = sorted(p.returncode for p in procs)
+    assert codes in ([0, 3], [0, 0]), outs
+    assert sb.credits()["charged"] <= BUDGET
+    if codes == [0, 3]:
+        refusal = next(err for p, (_, err) in zip(procs, outs, strict=True) if p.returncode)
+        assert "month budget" in refusal
+
+    left = doc(cli("budget", "--db", db, "--json"))["budgets"][0]["left"]
+    before = sb.credits()["charged"]
+    done = cli("refresh", "--older-than", "0", "--db", db, "--json")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert sb.credits()["charged"] - before <= left
+    assert "left for a later refresh" in done.stderr
+    assert sb.stats()["keys"][KEY]["credits"]["charged"] <= BUDGET
+    final = doc(cli("budget", "--db", db, "--json"))["budgets"][0]
+    assert final["spent"] == sb.credits()["charged"] and final["left"] >= 0
