@@ -21,6 +21,7 @@ from placeflow.events import Event, RowsLoaded
 from placeflow.options import RunOptions
 from placeflow.runner.target import Target, open_target, sandbox_folder
 from placeflow.state.checks import run_checks
+from placeflow.state.runstate import RunState
 from tests.sandbox_target import sandbox_target
 from tests.test_run import write_places
 
@@ -144,3 +145,42 @@ def test_a_job_id_the_warehouse_holds_for_other_places_is_not_taken(tmp_path: Pa
     assert done == "loaded" and batch_id is None and code == "UNCERTAIN" and status == "planned"
     assert second.stats()["requests"][POSTS] == {"200": 1}
     assert taken is not None
+
+
+def test_a_sync_route_resume_sends_only_what_is_left_and_shows_running(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A synchronous-route run stopped after two of its six batches: the resume sends the
+    four left, one request each (the sandbox's own counts), and `runs` shows the run running
+    while the resume carries it out, completed after."""
+    db, csv_path = tmp_path / "wh.duckdb", write_places(tmp_path / "p.csv", 60)
+    options = RunOptions(route="sync", dedupe="exact")
+    sandbox = Sandbox(SandboxConfig(keys=(KeySpec(key=KEY),)))
+    with sandbox.serve() as srv:
+        target = _target(srv.base_url)
+        with pytest.raises(Crash):
+            placeflow.run([str(csv_path)], options=options, db=db, target=target,
+                          on_event=crash_when(2))  # fmt: skip
+        before = sandbox.stats()["requests"]
+        with duckdb.connect(str(db), read_only=True) as con:
+            (run_id, status) = con.execute("select run_id, status from runs").fetchone() or ()
+        assert status == "interrupted"
+        seen: list[str] = []
+        take_over = RunState.take_over
+
+        def taken_over(state: RunState) -> None:
+            take_over(state)
+            found = state.con.execute("select status from runs where run_id = ?", [run_id])
+            seen.append(str(found.fetchall()[0][0]))
+
+        monkeypatch.setattr(RunState, "take_over", taken_over)
+        done = placeflow.resume(run_id, db=db, target=target)
+        after = sandbox.stats()["requests"]
+    assert before["POST /v1/enrich-batch"] == {"200": 2}
+    assert after["POST /v1/enrich-batch"] == {"200": 6}  # the four left, one request each
+    assert after["GET /v1/usage"]["200"] - before["GET /v1/usage"]["200"] <= 1
+    assert seen == ["running"] and done.status == "completed", done.message
+    assert done.usage_delta == done.charged and done.ledger_vs_usage == 0
+    with duckdb.connect(str(db), read_only=True) as con:
+        assert con.execute("select status from runs").fetchall() == [("completed",)]
+        assert con.execute("select count(*) from enrichments").fetchone() == (60,)
