@@ -12,6 +12,7 @@ wait, not what to do). `attributes` also takes the CLI's
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping
 from typing import Any, Literal
 
@@ -118,9 +119,12 @@ class RunOptions(BaseModel):
     constants: tuple[tuple[str, str], ...] = Field(
         default=(),
         description="give a place field one value for every row (repeatable), e.g. country=FR"
-        " for a file without a country column; it replaces any column of that field. Fields: "
-        + ", ".join(SETTABLE),
-        json_schema_extra={"flag": "--set", "metavar": "FIELD=VALUE", "identity": "when set"},
+        " for a file without a country column; it replaces any column of that field;"
+        " FILE:FIELD=VALUE gives it to that input file's rows only (FILE as given, its bare"
+        " name, or its s3:// URL). Fields: " + ", ".join(SETTABLE),
+        json_schema_extra={
+            "flag": "--set", "metavar": "[FILE:]FIELD=VALUE", "identity": "when set"
+        },
     )
     encoding: str = Field(default="utf8", description="input text encoding (default utf8)")
     separator: str | None = Field(
@@ -302,17 +306,17 @@ class RunOptions(BaseModel):
         if value is None:
             return ()
         items = list(value.items()) if isinstance(value, Mapping) else [
-            tuple(pair.partition("=")[::2]) if isinstance(pair, str) else tuple(pair)
-            for pair in value
+            set_pair(pair) if isinstance(pair, str) else tuple(pair) for pair in value
         ]  # fmt: skip
-        for field, given in items:
+        for key, given in items:
+            field = split_key(key)[1]
             if field not in SETTABLE:
                 raise OptionsError(f"--set field {field!r} is not one of {', '.join(SETTABLE)}")
             if not str(given).strip():
-                raise OptionsError(f"--set {field}= gives no value; write --set {field}=VALUE")
-        if len({field for field, _ in items}) < len(items):
-            raise OptionsError("--set gives one field more than one value")
-        return tuple(sorted((field, str(given)) for field, given in items))
+                raise OptionsError(f"--set {key}= gives no value; write --set {key}=VALUE")
+        if len({key for key, _ in items}) < len(items):
+            raise OptionsError("--set gives one field more than one value (for one file)")
+        return tuple(sorted((key, str(given)) for key, given in items))
 
     @field_serializer("mapping", "constants")
     def _pairs_as_dict(self, value: tuple[tuple[str, str], ...]) -> dict[str, str]:
@@ -353,6 +357,20 @@ class RunOptions(BaseModel):
             return cls.model_validate(dict(values))
         except ValidationError as exc:
             raise OptionsError("; ".join(_reason(e) for e in exc.errors())) from None
+
+
+def set_pair(text: str) -> tuple[str, str]:
+    """A `--set` argument as (key, value): `FIELD=VALUE`, or `FILE:FIELD=VALUE` whose FILE may
+    hold colons and '=' (an s3:// URL): the key ends at the first '=' after a field's name at
+    the start or after a ':'; the value is the rest, whatever it holds."""
+    for field in SETTABLE:
+        if text.startswith(f"{field}="):
+            return field, text[len(field) + 1 :]
+    found = re.search(f":({'|'.join(SETTABLE)})=", text)
+    if found is not None:
+        return f"{text[: found.start()]}:{found[1]}", text[found.end() :]
+    key, _, value = text.partition("=")
+    return key, value
 
 
 def _reason(error: ErrorDetails) -> str:

@@ -88,3 +88,33 @@ def test_set_is_part_of_a_runs_identity_only_when_given() -> None:
     spanish = RunOptions.parse({"constants": {"country": "ES"}})
     assert spanish.identity_json() != french.identity_json()
     assert RunOptions.parse(french.stored_json()) == french  # stored and read back
+
+
+def test_set_for_one_file_leaves_the_other_files_alone(write_file: WriteFile) -> None:
+    """`--set pubs.csv:poi_name=The Crown`: the pub list's rows get the name, the chain's rows
+    keep their own; a plain --set still reaches both; a FILE that is no input is refused."""
+    chain = write_file("name,city\nBurger 1,Leeds\nBurger 2,York\n", name="chain.csv")
+    pubs = write_file("addr,city\n1 High St,Bath\n", name="pubs.csv")
+    options = RunOptions.parse({"constants": ["pubs.csv:poi_name=The Crown", "country=GB"]})
+    rows, info = read_inputs([str(chain), str(pubs)], constants=dict(options.constants))
+    assert rows.select("poi_name", "country").rows() == [
+        ("Burger 1", "GB"), ("Burger 2", "GB"), ("The Crown", "GB"),
+    ]  # fmt: skip
+    assert info.columns[str(chain)]["poi_name"] == "name"
+    with pytest.raises(InputError, match="--set other.csv:poi_name=X names the file"):
+        read_inputs([str(chain)], constants={"other.csv:poi_name": "X"})
+
+
+def test_set_for_one_file_named_by_its_url(write_file: WriteFile) -> None:
+    """The per-file form works when the file is an object's URL, colons and '=' in it: the
+    key ends at the first ':FIELD=' and the value keeps any ':' or '=' of its own."""
+    url = "s3://bucket/dt=2026-11/pubs.csv"
+    options = RunOptions.parse({"constants": [f"{url}:poi_name=Inn: The=Crown"]})
+    assert options.constants == ((f"{url}:poi_name", "Inn: The=Crown"),)
+    copy = write_file("addr,city\n1 High St,Bath\n", name="00000/pubs.csv")  # its local copy
+    other = write_file("name,city\nBurger 1,Leeds\n", name="chain.csv")
+    rows, _ = read_inputs([str(copy), str(other)], constants=dict(options.constants),
+                          labels={str(copy): url})  # fmt: skip
+    assert rows.select("source_file", "poi_name").rows() == [
+        (url, "Inn: The=Crown"), (str(other), "Burger 1"),
+    ]  # fmt: skip

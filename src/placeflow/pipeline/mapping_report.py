@@ -39,7 +39,7 @@ def describe(report: Mapping[str, Any]) -> list[str]:
     """Lines for people: per file `field <- column`, the ignored columns, then warnings."""
     lines: list[str] = []
     fixed = report.get("set", {})
-    if fixed:  # --set: one value for every row of every file
+    if fixed:  # --set: one value for every row (of one file, for FILE:field)
         lines.append("set: " + ", ".join(f"{field} = {value!r}" for field, value in fixed.items()))
     for name, seen in report.get("files", {}).items():
         fed = ", ".join(f"{field} <- {column!r}" for field, column in seen["columns"].items())

@@ -87,6 +87,8 @@ class _File:
         fixed: frozenset[str] = frozenset(),
     ):
         self.name = str(path)
+        self.constants: dict[str, str] = {}
+        """Its `--set` values (`mapping_for` of the constants)."""
         try:
             with path.open("rb") as handle:
                 head = handle.read(4096)
@@ -201,20 +203,21 @@ class _Tally:
         )
 
 
-def mapping_for(path: Path, given: Mapping[str, str]) -> dict[str, str]:
-    """The mapping of one file: plain `field` keys, then `FILE:field` keys naming this file
-    (as given, by its resolved path, or by its bare name), which win."""
+def mapping_for(path: Path, given: Mapping[str, str], label: str | None = None) -> dict[str, str]:
+    """The mapping (or the `--set` values) of one file: plain `field` keys, then `FILE:field`
+    keys naming this file (as given, by its resolved path, its bare name or its label, an
+    object's URL), which win."""
     plain = {k: v for k, v in given.items() if split_key(k)[0] is None}
     for key, column in given.items():
         prefix, name = split_key(key)
-        if prefix is not None and names_file(prefix, path):
+        if prefix is not None and names_file(prefix, path, label):
             plain[name] = column
     return plain
 
 
-def names_file(prefix: str, path: Path) -> bool:
-    """Whether a `--map FILE:...` prefix names this file."""
-    if prefix in (str(path), path.name):
+def names_file(prefix: str, path: Path, label: str | None = None) -> bool:
+    """Whether a `--map FILE:...` (or `--set FILE:...`) prefix names this file."""
+    if prefix in (str(path), path.name, label):
         return True
     try:
         return Path(prefix).resolve() == path.resolve()
@@ -233,15 +236,23 @@ def duplicate_headers(header: Sequence[str]) -> list[str]:
 
 def _open(
     path: Path, given: Mapping[str, str], codec: str, batch_rows: int, separator: str | None,
-    fixed: frozenset[str], labels: Mapping[str, str],
+    constants: Mapping[str, str], labels: Mapping[str, str],
 ) -> _File:  # fmt: skip
-    """The file opened, named by its label (an object's URL, for a copy of it) if it has one."""
+    """The file opened, named by its label (an object's URL, for a copy of it) if it has one,
+    with its mapping and its `--set` values."""
     name = labels.get(str(path), str(path))
+    mapping, fixed = mapping_for(path, given, name), mapping_for(path, constants, name)
+    both = sorted({f for f, column in mapping.items() if column} & set(fixed))
+    if both:
+        raise InputError(
+            f"{name}: --map and --set both give the field {both[0]}: one column or one value,"
+            " not both"
+        )
     try:
-        opened = _File(path, mapping_for(path, given), codec, batch_rows, separator, fixed)
+        opened = _File(path, mapping, codec, batch_rows, separator, frozenset(fixed))
     except SourceProblem as problem:
         raise InputError(f"{name}: {problem}") from None
-    opened.name = name
+    opened.name, opened.constants = name, fixed
     return opened
 
 
@@ -252,19 +263,19 @@ def _file_rows(
     """Each file's rows in order, shaped; later files are opened when reached."""
     opened: _File | None = first
     paths = iter(rest)
-    constants, fixed = tally.constants, frozenset(tally.constants)
+    constants = tally.constants
     while opened is not None:  # one iteration per file, not per row
         tally.opened(opened)
         try:
             for frame in opened.batches:
                 tally.rows(opened.name, frame)
-                yield _shape(frame, opened.name, constants)
+                yield _shape(frame, opened.name, opened.constants)
         except SourceProblem as problem:
             raise InputError(f"{opened.name}: {problem}") from None
         tally.blank += opened.blank_rows
         following = next(paths, None)
         opened = None if following is None else _open(following, given, codec, batch_rows,
-                                                      separator, fixed, labels)  # fmt: skip
+                                                      separator, constants, labels)  # fmt: skip
 
 
 def stream_inputs(
@@ -282,7 +293,8 @@ def stream_inputs(
     comma, or tab for .tsv and .tab files: `separator_for`).
 
     A mapping key `field` applies to every file, `FILE:field` to the file it names only;
-    `constants` (`--set`) give a field one value in every row, no column read for it. The
+    `constants` (`--set`) give a field one value in every row, no column read for it, keyed
+    alike (`FILE:field`: that file's rows only). The
     inputs, the mapping and the first file's header are checked at once (InputError); a later
     file's header when the stream reaches it, and a file's body as it is read. `labels` name
     files by another name than their path (a local copy of an object by the object's URL).
@@ -293,21 +305,20 @@ def stream_inputs(
         codec = codec_name(encoding)
     except SourceProblem as problem:
         raise InputError(str(problem)) from None
-    both = sorted({split_key(k)[1] for k, column in given.items() if column} & set(constants))
-    if both:
-        raise InputError(
-            f"--map and --set both give the field {both[0]}: one column or one value, not both"
-        )
-    paths = expand_inputs(patterns)
-    for key in given:
-        prefix = split_key(key)[0]
-        if prefix is not None and not any(names_file(prefix, p) for p in paths):
-            raise InputError(
-                f"--map {key}={given[key]} names the file {prefix!r}, which is not an input; "
-                f"the inputs are {', '.join(str(p) for p in paths)}"
-            )
-    tally, labels = _Tally(constants), dict(labels or {})
-    first = _open(paths[0], given, codec, batch_rows, separator, frozenset(constants), labels)
+    paths, labels = expand_inputs(patterns), dict(labels or {})
+    for flag, pairs in (("--map", given), ("--set", constants)):
+        for key, value in pairs.items():
+            prefix = split_key(key)[0]
+            if prefix is not None and not any(
+                names_file(prefix, p, labels.get(str(p))) for p in paths
+            ):
+                inputs = ", ".join(labels.get(str(p), str(p)) for p in paths)
+                raise InputError(
+                    f"{flag} {key}={value} names the file {prefix!r}, which is not an input;"
+                    f" the inputs are {inputs}"
+                )
+    tally = _Tally(constants)
+    first = _open(paths[0], given, codec, batch_rows, separator, constants, labels)
     frames = _file_rows(first, paths[1:], given, codec, batch_rows, separator, tally, labels)
     return ReadStream(frames, tally.info, batch_rows)
 
