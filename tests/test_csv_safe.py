@@ -96,3 +96,45 @@ def test_query_csv_quotes_text_and_keeps_numbers(
     assert cells[0] == ["website_url", "n", "x", "t", "'=col"]
     assert {f"'{s}" for s in HOSTILE} <= {row[0] for row in cells[1:]}
     assert {tuple(row[1:]) for row in cells[1:]} == {("-5", "-1.5", "'-5", "'=1+1")}
+
+
+CONTROL = "Caf\x00e\x1b[31m\u202egnp.exe\u2066x"
+"""Server text holding a NUL, an ESC sequence, a right-to-left override and an isolate."""
+UNSAFE = ("\x00", "\x1b", "\u202e", "\u2066")
+
+
+def test_control_and_bidi_characters_never_reach_a_csv(
+    warehouse: tuple[Path, str], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A website the service sent with NUL, ESC and bidi controls: `rows --out` and `query
+    --csv` write each as U+FFFD, the rest of the text kept."""
+    db, run_id = warehouse
+    with duckdb.connect(str(db)) as con:
+        con.execute("update enrichments set website_url = ? where website_url like '=%'", [CONTROL])
+    out = tmp_path / "rows.csv"
+    assert main(["rows", run_id, "--db", str(db), "--out", str(out)]) == 0
+    capsys.readouterr()
+    assert main(["query", "select website_url from enrichments", "--db", str(db), "--csv"]) == 0
+    printed = capsys.readouterr().out
+    for text in (out.read_text(encoding="utf-8"), printed):
+        assert not any(c in text for c in UNSAFE)
+        assert "Caf\ufffde\ufffd[31m\ufffdgnp.exe\ufffdx" in text
+
+
+def test_a_run_s_published_changes_csv_is_safe() -> None:
+    """runs/RUN/changes.csv (the files publisher): a name starting with =, a phone starting
+    with + and server text with control characters are written inert; numbers stay."""
+    from placeflow.reporting.published import CHANGE_COLUMNS, REJECT_COLUMNS, _csv
+
+    changes = [
+        {"detected_at": "2026-11-28 08:00:00+00:00", "place_key": "pk_1",
+         "place_name": '=HYPERLINK("http://evil.example","x")', "field": "phone",
+         "old_value": "+1 555 0100", "new_value": CONTROL},
+    ]  # fmt: skip
+    cells = list(csv.reader(io.StringIO(_csv(changes, CHANGE_COLUMNS))))
+    assert dangerous(cells) == []
+    assert cells[1][2].startswith("'=HYPERLINK") and cells[1][4] == "'+1 555 0100"
+    assert not any(c in cells[1][5] for c in UNSAFE)
+    rejects = list(csv.reader(io.StringIO(_csv([{"field": "-x", "reason": "@y", "rows": 3}],
+                                                REJECT_COLUMNS))))  # fmt: skip
+    assert rejects[1] == ["'-x", "'@y", "3"]

@@ -88,7 +88,8 @@ def rows_main(args: argparse.Namespace) -> int:
 def query_main(args: argparse.Namespace) -> int:
     import polars as pl
 
-    from placeflow.reporting.rows import csv_safe, query
+    from placeflow.reporting.rows import query
+    from placeflow.support.csvsafe import csv_safe
 
     try:
         frame = query(args.db, args.sql)
@@ -96,7 +97,7 @@ def query_main(args: argparse.Namespace) -> int:
         return _fail(args.json, str(exc))
     if args.json:
         print(json.dumps(frame.to_dicts(), default=str))
-    elif args.csv:  # formulas made inert, as `placeflow rows` writes them
+    elif args.csv:  # formulas inert, no control character: as every CSV placeflow writes
         sys.stdout.write(csv_safe(frame).write_csv())
     else:
         with pl.Config(tbl_rows=-1, tbl_cols=-1, fmt_str_lengths=60, tbl_hide_dataframe_shape=True,

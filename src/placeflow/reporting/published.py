@@ -31,6 +31,7 @@ from placeflow.reporting.listing import changes_table, rejects_table, report_lin
 from placeflow.reporting.summary import markdown_summary
 from placeflow.store.warehouse import MEMORY, reading
 from placeflow.store.writer import workdir_for
+from placeflow.support.csvsafe import csv_cell
 from placeflow.support.text import printable_logger
 
 if TYPE_CHECKING:
@@ -149,10 +150,12 @@ def gather(summary: RunSummary, db: str, exported: Exported | None = None) -> Ga
 
 
 def _csv(rows: list[Row], columns: tuple[str, ...]) -> str:
+    """The rows as CSV, every cell made safe (`csv_cell`: no formula, no control or bidi
+    character): a changed place's name or phone is the service's or the input's text."""
     out = io.StringIO()
     writer = csv.DictWriter(out, fieldnames=list(columns), extrasaction="ignore")
     writer.writeheader()
-    writer.writerows(rows)
+    writer.writerows({k: csv_cell(v) for k, v in row.items()} for row in rows)
     return out.getvalue()
 
 

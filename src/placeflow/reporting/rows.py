@@ -11,7 +11,6 @@ The original columns are read as the file is now, as text; a name the output alr
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -23,6 +22,7 @@ from placeflow.options import RunOptions
 from placeflow.pipeline.csvfile import ROW, codec_name, read_csv_table, separator_for
 from placeflow.pipeline.read import PARQUET_MAGIC
 from placeflow.store.warehouse import READ_WAIT, connect, reading
+from placeflow.support.csvsafe import csv_safe
 
 ROWS_SQL = (
     "select * from run_row_outcomes where run_id = ?"
@@ -94,33 +94,6 @@ def stored_read_options(stored: str | None) -> RunOptions:
     if isinstance(values, dict) and values.get("mode") == "research":
         return RunOptions.parse(values.get("read_as") or {})
     return RunOptions.parse(stored)
-
-
-FORMULA_START = r"^[=+\-@\t\r]"
-"""A text cell a spreadsheet may run as a formula starts with one of = + - @ tab or CR."""
-
-
-def _inert(text: str) -> str:
-    return f"'{text}" if re.match(FORMULA_START, text) else text
-
-
-def csv_safe(frame: pl.DataFrame) -> pl.DataFrame:
-    """`frame` as placeflow writes it to CSV: nested columns as text, and every text cell (and
-    column name) that starts with = + - @ tab or CR prefixed with a single quote, OWASP's rule
-    against formula injection (a place named `=HYPERLINK(...)` in the input, a website the
-    service sent as `+cmd|...`). Numbers stay numbers: only text is touched."""
-    flat = frame.with_columns(
-        [pl.col(c).cast(pl.String) for c, t in frame.schema.items() if t.is_nested()]
-    )
-    quoted = flat.with_columns(
-        pl.when(pl.col(c).str.contains(FORMULA_START))
-        .then(pl.lit("'") + pl.col(c))
-        .otherwise(pl.col(c))
-        .alias(c)
-        for c, t in flat.schema.items()
-        if t == pl.String
-    )
-    return quoted.rename({c: _inert(c) for c in quoted.columns if _inert(c) != c})
 
 
 def write_rows(frame: pl.DataFrame, out: Path) -> None:
