@@ -198,13 +198,16 @@ def _fail(exc: Exception, code: int, *, as_json: bool) -> int:
 
 def _print(out: dict[str, Any], *, as_json: bool) -> int:
     code = int(out["exit_code"])
+    for warning in out.get("budget_warnings") or []:
+        print(printable(f"placeflow research: warning: {warning}"), file=sys.stderr)
     if as_json:
         print(json.dumps(out, sort_keys=True, default=str))
         return code
     head = f"research {out.get('run_id', '(estimate)')}: {out['status']} against {out['target']}"
     print(printable(head))
     for name, value in out.items():
-        if name not in ("run_id", "status", "target", "message", "exit_code") and value is not None:
+        skip = ("run_id", "status", "target", "message", "exit_code", "budget_warnings")
+        if name not in skip and value is not None:
             shown = f"{value:,}" if isinstance(value, int) else str(value)
             print(printable(f"  {name.replace('_', ' '):<24} {shown}"))
     if out.get("message"):

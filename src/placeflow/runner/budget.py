@@ -41,10 +41,26 @@ def check(
     refused = refusal(cost, options, available=available)
     if refused is not None or not cost.credits:
         return refused
+    return within_budgets(
+        con, cost.credits, kind=kind, now=now, usage=usage, exclude_run=exclude_run
+    )
+
+
+def within_budgets(
+    con: duckdb.DuckDBPyConnection,
+    credits: int,
+    *,
+    kind: str,
+    now: datetime,
+    usage: UsageResponse | None,
+    exclude_run: str | None = None,
+) -> str | None:
+    """The line naming the first budget of `kind` that `credits` more would pass (None: none);
+    a research checks its own cap and the key's balance first, as `check` does for a run."""
     found = budgets.standings(
         con, now, kind=kind, reset_date=reset_of(usage), exclude_run=exclude_run
     )
-    return budgets.refusal(found, cost.credits, f"this {kind}")
+    return budgets.refusal(found, credits, f"this {kind}")
 
 
 def reset_of(usage: UsageResponse | None) -> date | None:

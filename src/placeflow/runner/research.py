@@ -29,7 +29,7 @@ import polars as pl
 from placeflow.api.client import PlaceApiClient
 from placeflow.api.errors import InsufficientCredits
 from placeflow.errors import EXIT_FAILED, EXIT_OK, EXIT_REFUSED
-from placeflow.events import Emit, Event, Note, StageFinished, StageStarted, ignore
+from placeflow.events import Emit, Event, Note, RunStarted, StageFinished, StageStarted, ignore
 from placeflow.fields import PLACE_FIELDS
 from placeflow.options import RunOptions
 from placeflow.pipeline.dedupe import dedupe
@@ -52,6 +52,7 @@ from placeflow.pipeline.research.plan import ResearchOptions as ResearchOptions
 from placeflow.pipeline.research.plan import read_options as read_options
 from placeflow.pipeline.research.send import Hook, SendContext, Stop, ledger_totals, send_all
 from placeflow.pipeline.source import FileSource, Source
+from placeflow.runner.budget import warn, within_budgets
 from placeflow.runner.steps import emitter
 from placeflow.state.runbook import RunBook
 from placeflow.state.runstate import record_rows
@@ -242,13 +243,22 @@ def research(
                 rows, options, rates, con=con, now=started, emit=emit,
                 keys_given=source.keys_given,
             )  # fmt: skip
+            out = estimate_summary(
+                api, plan=prepared.plan, run_rows=prepared.run_rows, rows_read=prepared.rows_read,
+                estimate=prepared.estimate, target=target,
+            )  # fmt: skip
+            credits = prepared.estimate.credits
+            if con is not None and out["exit_code"] == EXIT_OK and credits:  # budgets, balance
+                usage = api.usage()
+                refused = budget_refusal(credits, max_credits=None, available=usage.spendable)
+                refused = refused or within_budgets(
+                    con, credits, kind="research", now=started, usage=usage
+                )  # fmt: skip
+                if refused is not None:
+                    out.update(exit_code=EXIT_REFUSED, status="refused", message=refused)
         finally:
             if con is not None:
                 con.close()
-        out = estimate_summary(
-            api, plan=prepared.plan, run_rows=prepared.run_rows, rows_read=prepared.rows_read,
-            estimate=prepared.estimate, target=target,
-        )  # fmt: skip
         emit(StageFinished("account", out, {"credits_estimated": prepared.estimate.credits}))
         return out
     reading = None if options.read_as == READ_AS else options.read_as.identity_json()
@@ -314,6 +324,9 @@ def _go(
         usage = api.usage()
         refusal = budget_refusal(to_spend, max_credits=None, available=usage.spendable)
         usage_before = usage.current_usage
+        refusal = refusal or within_budgets(  # read on the connection this run holds
+            con, to_spend, kind="research", now=loop.clock(), usage=usage, exclude_run=run_id
+        )  # fmt: skip
     fresh = usage_before  # this invocation's own reading: what new requests are judged from
     if refusal is None and fresh_run and to_spend:
         refusal = refusal_of(api, first_request(con, run_id))
@@ -327,6 +340,7 @@ def _go(
     if stored is not None and stored[0] is not None:
         usage_before = int(stored[0])
     RunBook(con, run_id).moved("started", usage_before=usage_before, message=None)
+    emit(RunStarted(run_id, "research", to_spend, resumed=not fresh_run))
     ctx = SendContext(
         con=con, api=api, run_id=run_id, spec=options.spec, rates=rates,
         field_shas=field_shas(options.spec), now=loop.clock, sleep=loop.sleep,
@@ -371,6 +385,10 @@ def _account(
     out = summary(
         con, api, run_id, code, loop.clock(), loop.started, account=account, journal=api.journal
     )
+    if code != EXIT_REFUSED:  # a budget its spending took past the warning share, said
+        out["budget_warnings"] = warn(
+            con, kind="research", now=loop.clock(), api=api, emit=loop.emit, run_id=run_id
+        )  # fmt: skip
     counts = {k: int(out[k]) for k in ("succeeded", "failed", "charged") if out.get(k) is not None}
     loop.emit(StageFinished("account", out, counts))
     return out
