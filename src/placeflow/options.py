@@ -123,7 +123,9 @@ class RunOptions(BaseModel):
         " FILE:FIELD=VALUE gives it to that input file's rows only (FILE as given, its bare"
         " name, or its s3:// URL). Fields: " + ", ".join(SETTABLE),
         json_schema_extra={
-            "flag": "--set", "metavar": "[FILE:]FIELD=VALUE", "identity": "when set"
+            "flag": "--set",
+            "metavar": "[FILE:]FIELD=VALUE",
+            "identity": "when set",
         },
     )
     encoding: str = Field(default="utf8", description="input text encoding (default utf8)")

@@ -101,7 +101,7 @@ def test_set_for_one_file_leaves_the_other_files_alone(write_file: WriteFile) ->
         ("Burger 1", "GB"), ("Burger 2", "GB"), ("The Crown", "GB"),
     ]  # fmt: skip
     assert info.columns[str(chain)]["poi_name"] == "name"
-    with pytest.raises(InputError, match="--set other.csv:poi_name=X names the file"):
+    with pytest.raises(InputError, match=r"--set other\.csv:poi_name=X names the file"):
         read_inputs([str(chain)], constants={"other.csv:poi_name": "X"})
 
 
