@@ -135,3 +135,17 @@ def test_the_library_refuses_before_spending(tmp_path: Path) -> None:
     fresh = tmp_path / "new" / "wh.duckdb"
     connect(fresh).close()
     connect(fresh, read_only=True).close()
+
+
+@pytest.mark.parametrize("db", ["md:placeflow", "motherduck:places", "s3://bucket/wh.duckdb"])
+def test_a_database_elsewhere_is_refused_not_made_a_local_file(
+    db: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`--db md:...` (MotherDuck) or a URL is refused with exit code 2 and a message naming
+    it, by the CLI and by `connect`; no file of that name is made."""
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(NotAWarehouse, match="not a DuckDB file on this machine"):
+        connect(db)
+    assert main(["runs", "--db", db, "--json"]) == EXIT_USAGE
+    assert "not a DuckDB file on this machine" in capsys.readouterr().out
+    assert list(tmp_path.iterdir()) == []

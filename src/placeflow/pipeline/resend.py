@@ -54,26 +54,66 @@ def post_age(chunk: Chunk, now: datetime) -> float:
     return (now - sent).total_seconds()
 
 
+def _explained(state: RunState, run_id: str) -> int | None:
+    """What `run_id`'s ledger explains of the key's usage, when all of it is settled: none of
+    its jobs in flight, no POST or synchronous batch whose answer was lost (None otherwise)."""
+    found = state.con.execute(sql_text("queries/run_usage_explained"), {"run_id": run_id})
+    row = found.fetchone()
+    assert row is not None
+    lost = state.con.execute(
+        "select count(*) from jobs where run_id = ? and ((status = 'planned' and sending_at is"
+        " not null) or (status = 'submitted' and batch_id is null))",
+        [run_id],
+    ).fetchone()
+    return None if int(row[1]) or (lost and int(lost[0])) else int(row[0])
+
+
+def others_explained(state: RunState, others: list[str]) -> int | None:
+    """What the runs beside this one (`concurrent_runs`) spent since this run read the usage:
+    each must be of this warehouse, opened after this run (its whole spend is after this
+    run's reading) and settled (`_explained`); None when one is not (the usage cannot tell)."""
+    if not others:
+        return 0
+    marks = ", ".join("?" for _ in others)
+    rows = state.con.execute(
+        f"select run_id from runs where run_id in ({marks}) and usage_before is not null"  # noqa: S608 - marks
+        " and created_at > (select created_at from runs where run_id = ?)",
+        [*others, state.run_id],
+    ).fetchall()
+    if len(rows) != len(set(others)):
+        return None
+    total = 0
+    for (run_id,) in rows:
+        spent = _explained(state, str(run_id))
+        if spent is None:
+            return None
+        total += spent
+    return total
+
+
 def usage_unexplained(api: PlaceApiClient, state: RunState) -> int | None:
-    """current_usage less the run's usage before and what its ledger explains; None when the
-    usage cannot be had, the key is not ours alone, or a job of the run is in flight."""
+    """current_usage less the run's usage before and what its ledger explains, and what the
+    runs opened after it on the key, all settled and of this warehouse, spent (a run that
+    overlapped a dead owner's); None when the usage cannot be had, another user of the key
+    cannot be explained, or a job of the run is in flight."""
     row = state.con.execute(
         "select usage_before from runs where run_id = ?", [state.run_id]
     ).fetchone()
-    if row is None or row[0] is None or concurrent_runs(state, api.journal):
+    if row is None or row[0] is None:
         return None
+    besides = others_explained(state, concurrent_runs(state, api.journal))
     found = state.con.execute(
         sql_text("queries/run_usage_explained"), {"run_id": state.run_id}
     ).fetchone()
     assert found is not None
     explained, in_flight = int(found[0]), int(found[1])
-    if in_flight:
+    if in_flight or besides is None:
         return None
     try:
         now = api.usage().current_usage
     except UsageUnknown:
         return None
-    return now - int(row[0]) - explained
+    return now - int(row[0]) - explained - besides
 
 
 def vet(

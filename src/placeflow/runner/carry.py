@@ -24,7 +24,6 @@ between batches: never while a synchronous batch is in flight.
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable
 from dataclasses import replace
 from datetime import datetime
@@ -46,6 +45,7 @@ from placeflow.pipeline.poll import poll, unknown_job
 from placeflow.pipeline.resend import post_age, vet
 from placeflow.pipeline.submit import Uncertain, send_batch, submit_job
 from placeflow.runner import budget
+from placeflow.runner.held import Held
 from placeflow.runner.sender import Sender, locked
 from placeflow.runner.steps import Stages
 from placeflow.state.budgets import rest_of
@@ -72,49 +72,6 @@ CLAIM_POLL = (2.0, 15.0)
 
 Get = Callable[[], Fetched | None]
 """How a chunk's verified file is had: from disk, by a fetch, or from a synchronous answer."""
-
-
-class Held:
-    """The chunks of a run that could not settle (or be sent) now, and why: written by the
-    run's thread (settling) and the sender's (a chunk vetted as uncertain), so every access
-    takes its lock. An *uncertain* one's request may have been charged without its answer: a
-    resume sends it again only where the key's usage shows it was not billed, and
-    `--resend-uncertain` is what settles it; the others a plain resume retries."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._why: dict[int, tuple[str, bool]] = {}
-
-    def hold(self, chunk_no: int, why: str, *, uncertain: bool = False) -> None:
-        with self._lock:
-            self._why[chunk_no] = (why, uncertain)
-
-    def release(self, chunk_no: int) -> None:
-        with self._lock:
-            self._why.pop(chunk_no, None)
-
-    def message(self, run_id: str) -> str | None:
-        """What the run says when it stops with chunks held (None: none held), naming the
-        command that settles each kind."""
-        with self._lock:
-            held = sorted(self._why.items())
-        said = []
-        retried = [why for _, (why, uncertain) in held if not uncertain]
-        if retried:
-            said.append(
-                f"{len(retried)} chunk(s) held: {'; '.join(retried)}. `placeflow resume"
-                f" {run_id}` retries them"
-            )
-        lost = [why for _, (why, uncertain) in held if uncertain]
-        if lost:
-            said.append(
-                f"{len(lost)} chunk(s) held as uncertain: {'; '.join(lost)}. Their requests may"
-                " have been billed without an answer, which no plain resume buys again (it"
-                " sends only those the key's usage shows were not billed):"
-                f" `placeflow resume {run_id} --resend-uncertain` sends them again, paying"
-                " again what they cost (counted in possible_extra_credits)"
-            )
-        return ". ".join(said) or None
 
 
 class _Carry:
@@ -261,10 +218,23 @@ class _Carry:
             feed.put(sent.pending(self.api.clock()))
 
     def jobs(self) -> None:
-        """Job chunks submitted by a sender beside the poll; each settled as it ends."""
+        """Job chunks submitted by a sender beside the poll; each settled as it ends. A POST
+        whose answer was lost longer ago than the idempotency window (a resume of a dead
+        owner's run) is sent last, once the others have settled: nothing of the run in
+        flight, the key's usage can tell whether it created a job (`pipeline.resend.vet`)."""
+        planned = [c for c in self.state.chunks("planned") if c.route == "job"]
+        now, window = self.state.now(), self.options.idempotency_window
+        late = {c.chunk_no for c in planned if post_age(c, now) > window}
+        if self.options.resend_uncertain:
+            late = set()
+        submitted = self.state.chunks("submitted")
+        self._jobs([c for c in planned if c.chunk_no not in late], submitted)
+        if late:
+            self._jobs([c for c in planned if c.chunk_no in late], [])
+
+    def _jobs(self, to_send: list[Chunk], submitted: list[Chunk]) -> None:
         state, options = self.state, self.options
-        resumed = [PendingJob(c.batch_id) for c in state.chunks("submitted") if c.batch_id]
-        to_send = [c for c in state.chunks("planned") if c.route == "job"]
+        resumed = [PendingJob(c.batch_id) for c in submitted if c.batch_id]
         send = partial(self.send_jobs, to_send) if to_send else None
         self.r.expect(*(["submit", "poll"] if to_send else []))  # the data's order, side by side
         with Sender(state, send) as sender:

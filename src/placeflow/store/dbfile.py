@@ -29,6 +29,14 @@ def check_warehouse(path: Path | str) -> None:
     creates it); `:memory:` passes."""
     if str(path) == ":memory:":
         return
+    remote = _remote(str(path))
+    if remote is not None:
+        raise NotAWarehouse(
+            f"{path} names {remote}, not a DuckDB file on this machine: placeflow writes its"
+            " warehouse as a local DuckDB file (one writer at a time), and readers elsewhere"
+            " read its exports (docs/operations.md, 'A team on several machines'). Name a"
+            " local path, e.g. data/placeflow.duckdb"
+        )
     target = Path(path)
     if target.is_dir():
         raise NotAWarehouse(
@@ -50,6 +58,21 @@ def check_warehouse(path: Path | str) -> None:
             " throwaway database and lose what a run paid for. Name a warehouse a run made, or"
             " a path that does not exist yet"
         )
+
+
+REMOTE = {"md": "a MotherDuck database", "motherduck": "a MotherDuck database"}
+"""DuckDB's prefixes of databases that are not files here (``md:NAME``)."""
+
+
+def _remote(path: str) -> str | None:
+    """What `path` names when it is a database elsewhere (``md:...``, or any ``scheme://``
+    URL), not a local file; None for a local path (a drive letter is no scheme)."""
+    scheme, colon, rest = path.partition(":")
+    if not colon or len(scheme) < 2 or not scheme.replace("+", "").isalnum():
+        return None
+    if scheme.lower() in REMOTE:
+        return REMOTE[scheme.lower()]
+    return f"a {scheme}:// location" if rest.startswith("//") else None
 
 
 def create_aside(target: Path, build: Callable[[Path], None]) -> None:

@@ -104,7 +104,7 @@ def connect(
     in_memory = str(path) == MEMORY
     target = Path(path)
     if not in_memory:
-        check_warehouse(target)  # a CSV or a directory is refused before anything is done
+        check_warehouse(path)  # a CSV, a directory or md:... is refused before anything is done
         if read_only and not target.exists():
             raise NoWarehouse(f"no warehouse at {target}: a run creates it")
         if not read_only:

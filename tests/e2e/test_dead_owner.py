@@ -1,0 +1,73 @@
+"""A run's owner on another host dies (SIGKILL) after it claimed its places and sent its job's
+POST, which the service never processed. On an injected clock past the owner's lease: an
+overlapping run here buys none of its places and ends without waiting; `placeflow resume` of
+the dead run is refused while the lease runs and then carries it out, the POST lost at the kill
+settled by the key's usage (sent, not held as uncertain); the sandbox billed every place once.
+bench/dead_owner.py measures the same in real time."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from datetime import datetime
+from pathlib import Path
+
+import duckdb
+import pytest
+
+import placeflow
+from placeflow.errors import RunInProgress
+from placeflow.options import RunOptions
+from placeflow.state.lease import LEASE
+from placeflow.state.runstate import utc_now
+
+from .conftest import KEY, ServeSandbox, places, write_csv
+from .test_claims import loopback
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def past_the_lease() -> datetime:
+    """The clock of a process looking after the dead owner's lease has passed."""
+    return utc_now() + LEASE + LEASE / 10
+
+
+@pytest.mark.slow
+def test_a_dead_owner_on_another_host_passes_its_claims_to_its_resume(
+    tmp_path: Path, serve_sandbox: ServeSandbox
+) -> None:
+    """The owner on "far-host" is killed with its first job POST held at the sandbox (then
+    dropped: no job). A run of its places and 8 more buys only the 8 and ends at once; the
+    dead run's resume is refused under the live lease, then completes; 20 places billed once
+    each, nothing held as uncertain."""
+    served = serve_sandbox(rows_per_second=5_000.0)
+    target = loopback(served.base_url)
+    db = tmp_path / "wh.duckdb"
+    first = write_csv(tmp_path / "a.csv", places(12))
+    gate = served.sandbox.hold("POST /v1/jobs/enrich")
+    cmd = [sys.executable, "-m", "tests.e2e.elsewhere", "far-host", "run", str(db), str(first),
+           "--option", "route=job", "--option", "mode=enrich"]  # fmt: skip
+    with subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE) as p:
+        assert gate.arrived.wait(120), "the owner never sent its POST"
+        p.kill()
+    gate.open(drop=True)
+    with duckdb.connect(str(db), read_only=True) as con:
+        (dead, host, status), *_ = con.execute(
+            "select run_id, owner_host, status from runs").fetchall()  # fmt: skip
+    assert (host, status) == ("far-host", "running")
+
+    overlap = write_csv(tmp_path / "b.csv", places(12) + places(8, start=100))
+    job = RunOptions(route="job", mode="enrich")
+    second = placeflow.run([str(overlap)], db=db, target=target, options=job,
+                           clock=past_the_lease)  # fmt: skip
+    assert (second.submitted, second.claimed) == (8, 12)
+    account = served.sandbox.backend.keys[KEY].account
+    assert sum(account.rows_billed.values()) == 8
+
+    with pytest.raises(RunInProgress, match="its lease passes at"):
+        placeflow.resume(dead, db=db, target=target)
+    resumed = placeflow.resume(dead, db=db, target=target, clock=past_the_lease)
+    assert (resumed.status, resumed.succeeded) == ("completed", 12), resumed.message
+    assert account.rows_billed_twice() == []
+    assert sum(account.rows_billed.values()) == 20
+    assert served.requests("POST /v1/jobs/enrich") == 3  # the dropped one, B's, the resume's
