@@ -65,3 +65,22 @@ def test_a_key_without_a_base_url_is_refused(
     assert main(["estimate", SAMPLES]) == 2
     err = capsys.readouterr().err
     assert "PLACEFLOW_BASE_URL" in err and "sk_live_secret_value" not in err
+
+
+def test_a_deployment_run_refuses_local_paths_and_secret_urls(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """`run --deployment`: a local path is refused with how to upload it, a URL with user info
+    or a query (Prefect stores parameters) is refused, --no-wait alone is refused; exit 2,
+    before any Prefect server is asked."""
+    from placeflow.errors import EXIT_USAGE
+
+    assert main(["run", "places.csv", "--deployment", "file-run", "--json"]) == EXIT_USAGE
+    said = json.loads(capsys.readouterr().out)
+    assert "is a local path" in said["message"] and "s3://" in said["message"]
+    for url in ("s3://AKIA:secret@bucket/a.csv", "s3://bucket/a.csv?X-Amz-Signature=abc"):
+        assert main(["run", url, "--deployment", "file-run", "--json"]) == EXIT_USAGE
+        said = json.loads(capsys.readouterr().out)
+        assert "secret" not in said["message"] and "Signature" not in said["message"]
+    assert main(["run", "places.csv", "--no-wait", "--json"]) == EXIT_USAGE
+    assert "--deployment" in json.loads(capsys.readouterr().out)["message"]

@@ -33,26 +33,23 @@ def test_without_a_server_or_with_a_sandbox_the_machine_limiter_stays() -> None:
     from placeflow.flows.rate_gate import gated
 
     plain = target()
-    assert gated(plain, server_url=None, sandbox=False, deployed=True) is plain
+    assert gated(plain, server_url=None, sandbox=False) is plain
     server = "http://127.0.0.1:4200/api"
-    assert gated(plain, server_url=server, sandbox=True, deployed=True) is plain
-    assert gated(plain, server_url=server, sandbox=False, deployed=False) is plain, (
-        "a run that no deployment started (the CLI's) keeps the machine's limiter"
-    )
+    assert gated(plain, server_url=server, sandbox=True) is plain
     with plain.client() as client:
         assert client.limiter is shared_limiter(plain)
 
 
 def test_under_a_server_clients_take_the_servers_limits(prefect_api: str) -> None:
-    """A deployment's run under a Prefect server: its clients acquire through the machine's
-    limiter and a PrefectRateGate, and the server holds one global concurrency limit per
-    window of the key, with decay."""
+    """Any flow run under a Prefect server (a deployment's, or the CLI's on an analyst's
+    machine): its clients acquire through the machine's limiter and a PrefectRateGate, and the
+    server holds one global concurrency limit per window of the key, with decay."""
     from prefect.client.orchestration import get_client
 
     from placeflow.flows.rate_gate import BothGates, PrefectRateGate, gated, limit_names
 
     plain = target()
-    served = gated(plain, server_url=prefect_api, sandbox=False, deployed=True)
+    served = gated(plain, server_url=prefect_api, sandbox=False)
     assert isinstance(served.gate, BothGates)
     assert isinstance(served.gate.server, PrefectRateGate)
     assert served.gate.machine is shared_limiter(plain)

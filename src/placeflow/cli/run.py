@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 from placeflow.cli.args import add_db, add_json, add_quiet
 from placeflow.cli.carried import add_prefect, carried, watched
 from placeflow.cli.options import add_option_flags, options_from_args
+from placeflow.cli.submit import add_deployment_flags
 from placeflow.config import load_settings, storage_settings
 from placeflow.errors import EXIT_FAILED, EXIT_OK, EXIT_REFUSED, EXIT_USAGE, UsageError
 from placeflow.options import RunOptions
@@ -39,6 +40,7 @@ def add_run_parsers(sub: Any) -> None:
         " PLACEFLOW_API_KEY it runs against an embedded sandbox.",
     )
     _common(run, command="run")
+    add_deployment_flags(run)
     resume = sub.add_parser(
         "resume",
         help="finish a run that stopped part way",
@@ -90,6 +92,12 @@ def _run(args: argparse.Namespace) -> int:
     from placeflow.cli.interrupt import Interrupt
     from placeflow.cli.preflight import FINISHED, check_db, check_inputs, stored_status
 
+    if args.command == "run" and args.deployment is not None:
+        from placeflow.cli.submit import submit
+
+        return submit(args)  # carried out by a worker on the warehouse host
+    if getattr(args, "no_wait", False):
+        raise UsageError("--no-wait goes with --deployment (a run here is waited for)")
     began = time.monotonic()
     if args.command == "run":
         params: dict[str, Any] = {

@@ -11,7 +11,9 @@ takes them; each flow run adds a new version under the same keys.
 
 from __future__ import annotations
 
+import json
 import re
+from typing import Any
 
 from prefect import get_run_logger
 from prefect.artifacts import (
@@ -106,3 +108,27 @@ def publish(
         )
         done.keys["report"] = key
     return done
+
+
+RESULT = "place-refresh-result"
+"""The key of a run's result artifact: its summary dict (with `exit_code`) as JSON, what a
+submitter on another machine prints (`placeflow run --deployment`): a flow run's return value
+stays on the worker's machine, an artifact is the server's."""
+
+
+def publish_result(data: dict[str, Any]) -> None:
+    """The run's result dict as an artifact of the flow run (see `RESULT`)."""
+    body = json.dumps(data, sort_keys=True, default=str)
+    create_markdown_artifact(
+        key=RESULT, markdown=f"```json\n{body}\n```", description="the run's result (JSON)"
+    )
+
+
+def read_result(markdown: str) -> dict[str, Any] | None:
+    """The result dict of a `RESULT` artifact's markdown (None: not one)."""
+    body = markdown.strip().removeprefix("```json").removesuffix("```").strip()
+    try:
+        data = json.loads(body)
+    except ValueError:
+        return None
+    return data if isinstance(data, dict) else None

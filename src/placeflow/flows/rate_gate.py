@@ -125,21 +125,14 @@ class BothGates:
         self.server.answered()
 
 
-def gated(
-    target: Target, *, server_url: str | None, sandbox: bool, deployed: bool | None = None
-) -> Target:
-    """`target` with this gate when a deployment's flow run (a worker's or `serve`'s: they may
-    be on other machines) runs under a Prefect server of its own (`server_url`,
-    PREFECT_API_URL) and talks to a real service: every such flow run keeps the key's limits
-    together. Otherwise the target as it is: the machine's limiter, which every process of the
-    machine shares (an analyst's `placeflow run` and a worker on the same machine included);
-    an embedded sandbox is each process's own. `deployed` defaults to whether the current flow
-    run belongs to a deployment."""
-    if deployed is None:
-        from prefect.runtime import deployment
-
-        deployed = deployment.id is not None
-    if server_url is None or sandbox or not deployed:
+def gated(target: Target, *, server_url: str | None, sandbox: bool) -> Target:
+    """`target` with this gate whenever a flow run runs under a Prefect server of its own
+    (`server_url`, PREFECT_API_URL) and talks to a real service: a deployment's run on a
+    worker, and an analyst's `placeflow run` on any machine (the CLI carries a run out as a
+    flow run whenever a Prefect API is configured), so every run on every machine keeps the
+    key's limits together. Otherwise the target as it is: the machine's limiter, which every
+    process of the machine shares; an embedded sandbox is each process's own."""
+    if server_url is None or sandbox:
         return target
     server = PrefectRateGate(target.limits, base_url=target.base_url, api_key=target.api_key)
     return replace(target, gate=BothGates(shared_limiter(target), server))

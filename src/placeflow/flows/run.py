@@ -27,7 +27,7 @@ from prefect.states import Failed
 from placeflow.config import load_settings, prefect_server_url, storage_settings
 from placeflow.errors import PlaceflowError
 from placeflow.events import Event
-from placeflow.flows.artifacts import publish, run_export
+from placeflow.flows.artifacts import publish, publish_result, run_export
 from placeflow.flows.credentials import ExportTo, export_password
 from placeflow.flows.progress_artifact import ProgressArtifact
 from placeflow.flows.rate_gate import gated
@@ -119,6 +119,7 @@ def run_files(
     """
     ending = credentials(lambda e: run_ending(publish, e), export_to, pg_password_block, db)
     if isinstance(ending, Outcome):
+        publish_result(ending.data)
         return as_state(ending)
     progress = ProgressArtifact(f"placeflow run of {db}", forward=on_event)
     outcome = run_outcome(
@@ -127,4 +128,5 @@ def run_files(
         options=options, db=db, resume_run_id=resume_run_id, export_to=export_to,
         storage=storage_settings(),
     )  # fmt: skip
+    publish_result(outcome.data)
     return as_state(outcome)
