@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Mapping
+from datetime import timedelta
 from typing import Any, Literal
 
 from pydantic import (
@@ -47,6 +48,26 @@ SETTABLE = (*PLACE_FIELDS, *MATCH_ONLY_FIELDS)
 """The fields `--set` gives one value for every row (the user's own id is per row)."""
 SEPARATOR_NEVER = frozenset('"\r\n')
 """Characters that cannot separate values: the quote, and the line breaks that end records."""
+DURATION_HELP = "30d, 12h, 90m, 2w; a bare number is days"
+"""How every age flag (--max-age, --older-than) is written, as their help says it."""
+_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([wdhms]?)\s*$")
+_UNIT_SECONDS = {"w": 604800, "d": 86400, "h": 3600, "m": 60, "s": 1, "": 86400}
+
+
+def parse_duration(text: str | float, *, flag: str = "--older-than") -> timedelta:
+    """The one duration syntax of every age flag: `30d`, `12h`, `90m`, `45s`, `2w`, or a bare
+    number of days (`7`, `0.5`, `0`) as a timedelta; `OptionsError` naming `flag` otherwise."""
+    if isinstance(text, int | float) and not isinstance(text, bool) and text >= 0:
+        return timedelta(days=float(text))
+    found = _DURATION.match(str(text).lower())
+    if found is None:
+        raise OptionsError(f"{flag} takes a duration ({DURATION_HELP}), not {text!r}")
+    return timedelta(seconds=float(found[1]) * _UNIT_SECONDS[found[2]])
+
+
+def duration_days(text: str | float, *, flag: str = "--max-age") -> float:
+    """A duration (`parse_duration`) in days."""
+    return parse_duration(text, flag=flag).total_seconds() / 86400
 
 
 class RunOptions(BaseModel):
@@ -73,8 +94,9 @@ class RunOptions(BaseModel):
     )
     max_age_days: float = Field(
         default=30.0,
-        description="places with an outcome younger than this are not sent again (default 30)",
-        json_schema_extra={"flag": "--max-age", "metavar": "DAYS"},
+        description="places with an outcome younger than this are not sent again: a duration,"
+        f" {DURATION_HELP} (default 30d)",
+        json_schema_extra={"flag": "--max-age", "metavar": "DURATION", "duration": True},
     )
     force: bool = Field(default=False, description="send fresh places again")
     retry_failed: bool = Field(
@@ -231,6 +253,14 @@ class RunOptions(BaseModel):
     def _threshold(cls, value: float) -> float:
         if not 0 < value <= 1:
             raise OptionsError("--match-threshold must be above 0 and at most 1")
+        return value
+
+    @field_validator("max_age_days", mode="before")
+    @classmethod
+    def _age_text(cls, value: object) -> object:
+        """`--max-age 2w`: the one duration syntax (a bare number is days)."""
+        if isinstance(value, str):
+            return duration_days(value)
         return value
 
     @field_validator("max_age_days")
@@ -404,9 +434,12 @@ def split_options(params: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, 
 
 
 __all__ = [
+    "DURATION_HELP",
     "DedupeMode",
     "Route",
     "RunOptions",
+    "duration_days",
     "option_extra",
+    "parse_duration",
     "split_options",
 ]

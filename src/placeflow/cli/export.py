@@ -12,13 +12,12 @@ Exit codes: 0 exported (tables asked for but absent from the warehouse are named
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from typing import Any
 
-from placeflow.cli.args import add_db, add_json, fail, one_command
+from placeflow.cli.args import add_db, add_json, add_quiet, fail, one_command, print_json, result
 from placeflow.config import postgres_password, storage_settings
-from placeflow.errors import EXIT_FAILED, EXIT_OK, EXIT_USAGE, PlaceflowError, exit_code
+from placeflow.errors import EXIT_OK, EXIT_USAGE, PlaceflowError
 from placeflow.exporters.export import DEFAULT_TABLES, TABLES, ExportSummary, export
 
 
@@ -53,6 +52,7 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
         "--full", action="store_true", help="send every row again, not only what changed"
     )
     add_json(p, "print one JSON summary")
+    add_quiet(p)
     p.set_defaults(func=main)
     return p
 
@@ -63,27 +63,29 @@ def main(args: argparse.Namespace) -> int:
 
     tables = [t.strip() for t in args.tables.split(",") if t.strip()] if args.tables else None
     if not Path(args.db).exists():
-        return _fail(args, EXIT_USAGE, f"no warehouse at {args.db}: a run creates it")
+        return _fail(args, f"no warehouse at {args.db}: a run creates it", EXIT_USAGE)
     try:
         summary = export(
             args.db, args.to, tables, full=args.full, password=postgres_password(),
             storage=storage_settings(),
         )  # fmt: skip
     except PlaceflowError as exc:  # codes by class: placeflow.errors.EXIT_CODES
-        return _fail(args, exit_code(exc) or EXIT_FAILED, str(exc))
+        return _fail(args, exc)
     except ValueError as exc:
-        return _fail(args, EXIT_USAGE, str(exc))
-    _print(summary, as_json=args.json)
+        return _fail(args, exc, EXIT_USAGE)
+    _print(summary, as_json=args.json, quiet=args.quiet)
     return EXIT_OK
 
 
-def _fail(args: argparse.Namespace, code: int, message: str) -> int:
-    return fail(message, code=code, as_json=args.json, prog="placeflow export")
+def _fail(args: argparse.Namespace, problem: str | Exception, code: int | None = None) -> int:
+    return fail(problem, code=code, as_json=args.json, prog="placeflow export")
 
 
-def _print(summary: ExportSummary, *, as_json: bool) -> None:
+def _print(summary: ExportSummary, *, as_json: bool, quiet: bool = False) -> None:
     if as_json:
-        print(json.dumps({**summary.as_dict(), "exit_code": EXIT_OK}, sort_keys=True))
+        print_json(result(summary.as_dict()))
+        return
+    if quiet:
         return
     mode = "full" if summary.full else "incremental"
     print(f"export {summary.export_id} to {summary.destination} ({mode}): {summary.rows} rows")

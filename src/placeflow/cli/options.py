@@ -29,6 +29,8 @@ def add_option_flags(parser: argparse.ArgumentParser, *, command: str) -> None:
             kw["action"] = "append"
         elif getattr(annotation, "__origin__", None) is Literal:
             kw["choices"] = annotation.__args__  # type: ignore[union-attr]  # a Literal's values
+        elif extra.get("duration"):
+            kw["type"] = str  # the model reads the duration (a bare number is days)
         elif name != "attributes":
             text = annotation in (str, str | None)
             kw["type"] = float if annotation is float else (str if text else int)

@@ -21,7 +21,7 @@ from placeflow.cli.args import add_db, add_json, add_quiet
 from placeflow.cli.carried import add_prefect, carried, watched
 from placeflow.cli.run import print_outcome
 from placeflow.errors import EXIT_FAILED
-from placeflow.options import RunOptions
+from placeflow.options import DURATION_HELP, RunOptions
 from placeflow.support.text import printable
 
 if TYPE_CHECKING:
@@ -45,7 +45,7 @@ def add_parsers(sub: Any) -> None:
         "--older-than",
         required=True,
         metavar="DURATION",
-        help="re-check answers at least this old: 30d, 12h, 90m, or 0 for every place",
+        help=f"re-check answers at least this old: {DURATION_HELP}; 0 for every place",
     )
     p.add_argument(
         "--mode",
@@ -81,7 +81,7 @@ def refresh_command(args: argparse.Namespace) -> int:
     Prefect when asked or configured), print its summary."""
     from placeflow.config import load_settings
     from placeflow.errors import OptionsError
-    from placeflow.runner.refresh import parse_duration
+    from placeflow.options import parse_duration
 
     parse_duration(args.older_than)  # a bad duration is refused before the refresh starts
     for name in ("max_credits", "limit"):
@@ -126,4 +126,4 @@ def refresh_command(args: argparse.Namespace) -> int:
     if not isinstance(data, dict):
         print(printable(f"placeflow: the refresh failed: {message or data}"), file=sys.stderr)
         return EXIT_FAILED
-    return print_outcome(data, as_json=args.json)
+    return print_outcome(data, as_json=args.json, quiet=args.quiet)

@@ -7,15 +7,22 @@ parsed arguments and returns an exit code (0, or 2 for a missing run or warehous
 from __future__ import annotations
 
 import argparse
-import json
-import sys
 from pathlib import Path
 from typing import Any
 
-from placeflow.cli.args import add_db, add_json
-from placeflow.errors import EXIT_OK, EXIT_USAGE, UnknownRun, exit_code
+from placeflow.cli.args import (
+    add_db,
+    add_json,
+    add_nl,
+    add_quiet,
+    fail,
+    print_json,
+    print_list,
+    result,
+    say,
+)
+from placeflow.errors import EXIT_OK, EXIT_USAGE, NoWarehouse
 from placeflow.store.warehouse import READ_WAIT, connect
-from placeflow.support.text import printable
 
 
 def add_parsers(sub: Any) -> None:
@@ -32,6 +39,7 @@ def add_parsers(sub: Any) -> None:
         "--out", default=None, metavar="PATH", help="where to write it (default report-RUN_ID.html)"
     )
     add_json(report, "print where it went as JSON")
+    add_quiet(report)
     report.set_defaults(func=report_command)
     runs = sub.add_parser(
         "runs",
@@ -42,6 +50,8 @@ def add_parsers(sub: Any) -> None:
     add_db(runs)
     runs.add_argument("--limit", type=int, default=20, help="how many runs (default 20)")
     add_json(runs, "print one JSON document (a list)")
+    add_nl(runs)
+    add_quiet(runs)
     runs.set_defaults(func=runs_command)
 
 
@@ -50,29 +60,17 @@ def report_command(args: argparse.Namespace) -> int:
     from placeflow.reporting import write_report
 
     db = Path(args.db)
-    if not db.exists():
-        print(f"placeflow: no warehouse at {db}: a run creates it", file=sys.stderr)
-        return EXIT_USAGE
+    if not db.exists():  # UnknownRun and the rest are said by the one error exit
+        return fail(NoWarehouse(f"no warehouse at {db}: a run creates it"), as_json=args.json,
+                    code=EXIT_USAGE)  # fmt: skip
     out = Path(args.out) if args.out else Path(f"report-{args.run_id}.html")
-    try:
-        with connect(db, read_only=True, wait=READ_WAIT) as con:  # a run writes for moments
-            info = write_report(con, args.run_id, out)
-    except UnknownRun as exc:
-        print(printable(f"placeflow: {exc}"), file=sys.stderr)
-        return exit_code(exc) or EXIT_USAGE
+    with connect(db, read_only=True, wait=READ_WAIT) as con:  # a run writes for moments
+        info = write_report(con, args.run_id, out)
     if args.json:
-        print(
-            json.dumps(
-                {
-                    "run_id": info.run_id,
-                    "path": str(info.path),
-                    "bytes": info.bytes,
-                    "sections": list(info.sections),
-                }
-            )
-        )
+        print_json(result({"run_id": info.run_id, "path": str(info.path), "bytes": info.bytes,
+                           "sections": list(info.sections)}))  # fmt: skip
     else:
-        print(f"report of {info.run_id} written to {info.path} ({info.bytes / 1024:,.0f} KiB)")
+        say(args, f"report of {info.run_id} written to {info.path} ({info.bytes / 1024:,.0f} KiB)")
     return EXIT_OK
 
 
@@ -82,15 +80,15 @@ def runs_command(args: argparse.Namespace) -> int:
 
     db = Path(args.db)
     if not db.exists():
-        if args.json:
-            print("[]")
+        if args.json or args.nl:
+            print_list([], nl=args.nl)
         else:
             print(f"no runs yet: {db} does not exist")
         return EXIT_OK
     with connect(db, read_only=True, wait=READ_WAIT) as con:  # a run writes for moments
         rows = runs_table(con, args.limit)
-    if args.json:
-        print(json.dumps(runs_json_rows(rows), default=str))
+    if args.json or args.nl:
+        print_list(runs_json_rows(rows), nl=args.nl)
     elif rows:
         print(format_runs(rows))
     else:

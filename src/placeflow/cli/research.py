@@ -18,16 +18,15 @@ notices on stderr.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from collections.abc import Sequence
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
-from placeflow.cli.args import add_db, add_json, add_quiet, one_command
+from placeflow.cli.args import add_db, add_json, add_quiet, fail, one_command, print_json
 from placeflow.config import in_ci, load_settings
 from placeflow.errors import EXIT_USAGE, PlaceflowError, UsageError, exit_code
-from placeflow.options import RunOptions
+from placeflow.options import DURATION_HELP, RunOptions, duration_days
 from placeflow.support.text import printable
 
 if TYPE_CHECKING:  # the research library loads when the command runs, not for its parser
@@ -65,7 +64,8 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
         "--older-than",
         default="0",
         metavar="DURATION",
-        help="with --from-warehouse: only places whose latest answer is this old (default 0: all)",
+        help="with --from-warehouse: only places whose latest answer is this old: a duration,"
+        f" {DURATION_HELP} (default 0: all)",
     )
     p.add_argument("--country", metavar="CC", help="with --from-warehouse: only this country")
     p.add_argument(
@@ -96,8 +96,9 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
         "--max-credits", type=int, metavar="N", help="the run's budget; refused if over it"
     )
     p.add_argument("--estimate", action="store_true", help="print the estimate, spend nothing")
-    p.add_argument("--max-age", type=float, default=30.0, metavar="DAYS",
-                   help="answers younger than this are not bought again (default 30)")  # fmt: skip
+    p.add_argument("--max-age", type=_days, default=30.0, metavar="DURATION",
+                   help=f"answers younger than this are not bought again: {DURATION_HELP}"
+                   " (default 30d)")  # fmt: skip
     p.add_argument("--force", action="store_true", help="research fresh places again")
     p.add_argument(
         "--resend-uncertain",
@@ -115,6 +116,14 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
     add_quiet(p)
     p.set_defaults(func=handle)
     return p
+
+
+def _days(text: str) -> float:
+    """`--max-age`: a duration in days (argparse says a bad one as a usage error)."""
+    try:
+        return duration_days(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def _source(args: argparse.Namespace, spec: ResearchSpec) -> Sequence[str] | Source:
@@ -190,10 +199,7 @@ def handle(args: argparse.Namespace) -> int:
 
 def _fail(exc: Exception, code: int, *, as_json: bool) -> int:
     """An error exit: the reason on stderr and, under --json, still one document on stdout."""
-    print(printable(f"placeflow research: {exc}"), file=sys.stderr)  # it may quote a server
-    if as_json:
-        print(json.dumps({"status": "error", "message": str(exc), "exit_code": code}))
-    return code
+    return fail(exc, code=code, as_json=as_json, prog="placeflow research")
 
 
 def _print(out: dict[str, Any], *, as_json: bool) -> int:
@@ -201,7 +207,7 @@ def _print(out: dict[str, Any], *, as_json: bool) -> int:
     for warning in out.get("budget_warnings") or []:
         print(printable(f"placeflow research: warning: {warning}"), file=sys.stderr)
     if as_json:
-        print(json.dumps(out, sort_keys=True, default=str))
+        print_json(out)
         return code
     head = f"research {out.get('run_id', '(estimate)')}: {out['status']} against {out['target']}"
     print(printable(head))

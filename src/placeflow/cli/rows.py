@@ -1,8 +1,12 @@
 """`placeflow rows` and `placeflow query`: argparse wiring (hooked into the CLI by `add_parsers`).
 
-    placeflow rows RUN_ID [--db PATH] --out FILE.csv|FILE.parquet [--no-original]
-                   [--only DISPOSITION ...] [--json]
-    placeflow query "SQL" [--db PATH] [--json | --csv]
+    placeflow rows RUN_ID [--db PATH] --out FILE.csv|FILE.parquet|- [--no-original]
+                   [--only DISPOSITION ...] [--json] [-q]
+    placeflow query "SQL" [--db PATH] [--json [--nl] | --csv] [--limit N] [-q]
+
+`--out -` writes the rows as CSV to stdout (every row). On a terminal, `query`'s table is cut
+to `--limit` rows (said when it cuts) and fits the terminal's width; `--csv` and `--json` are
+never cut.
 
 Exit codes: 0 done; 2 no warehouse, no such run, a bad --out name, or SQL that fails.
 """
@@ -10,15 +14,28 @@ Exit codes: 0 done; 2 no warehouse, no such run, a bad --out name, or SQL that f
 from __future__ import annotations
 
 import argparse
-import json
+import shutil
 import sys
 from pathlib import Path
 from typing import Any
 
-from placeflow.cli.args import add_db, add_json, fail
+from placeflow.cli.args import (
+    add_db,
+    add_json,
+    add_nl,
+    add_quiet,
+    fail,
+    print_json,
+    print_list,
+    result,
+    say,
+)
 from placeflow.errors import EXIT_OK, EXIT_USAGE, UsageError
 
 DISPOSITIONS = ("submitted", "duplicate", "skipped_fresh", "held_failing", "rejected")
+TERMINAL_ROWS = 50
+"""The rows of `query`'s table on a terminal unless --limit says otherwise."""
+STDOUT = "-"
 
 
 def add_parsers(sub: Any) -> None:
@@ -35,14 +52,15 @@ def add_parsers(sub: Any) -> None:
     )
     rows.add_argument("run_id", metavar="RUN_ID")
     add_db(rows)
-    rows.add_argument("--out", required=True, type=Path, metavar="FILE",
-                      help="FILE.csv or FILE.parquet")  # fmt: skip
+    rows.add_argument("--out", required=True, metavar="FILE",
+                      help="FILE.csv or FILE.parquet, or - for CSV on stdout")  # fmt: skip
     rows.add_argument("--no-original", dest="original", action="store_false",
                       help="leave out the input file's own columns")  # fmt: skip
     rows.add_argument("--only", action="append", choices=DISPOSITIONS, metavar="DISPOSITION",
                       help="only the rows of this disposition (repeatable), e.g. --only"
                       " rejected: " + ", ".join(DISPOSITIONS))  # fmt: skip
     add_json(rows, "print one JSON summary")
+    add_quiet(rows)
     rows.set_defaults(func=rows_main)
     q = sub.add_parser(
         "query",
@@ -56,32 +74,40 @@ def add_parsers(sub: Any) -> None:
     q.add_argument("sql", metavar="SQL")
     add_db(q)
     shape = q.add_mutually_exclusive_group()
-    add_json(shape, "print the rows as one JSON array")
-    shape.add_argument("--csv", action="store_true", help="print the rows as CSV")
+    add_json(shape, "print the rows as one JSON array (never cut)")
+    shape.add_argument("--csv", action="store_true", help="print the rows as CSV (never cut)")
+    add_nl(q)
+    q.add_argument(
+        "--limit", type=int, default=None, metavar="N",
+        help=f"rows of the table on a terminal (default {TERMINAL_ROWS}; 0: all); a table"
+        " piped elsewhere, --csv and --json are never cut",
+    )  # fmt: skip
+    add_quiet(q)
     q.set_defaults(func=query_main)
 
 
-def _fail(as_json: bool, message: str) -> int:
-    return fail(message, code=EXIT_USAGE, as_json=as_json)
-
-
 def rows_main(args: argparse.Namespace) -> int:
-    from placeflow.reporting.rows import row_outcomes, write_rows
+    from placeflow.reporting.rows import csv_safe, row_outcomes, write_rows
 
+    out = str(args.out)
     try:
-        if args.out.suffix.lower() not in (".csv", ".parquet"):
-            raise UsageError(f"--out {args.out}: name a .csv or .parquet file")
+        if out != STDOUT and Path(out).suffix.lower() not in (".csv", ".parquet"):
+            raise UsageError(f"--out {out}: name a .csv or .parquet file, or - for stdout")
+        if out == STDOUT and args.json:
+            raise UsageError("--out - prints the rows themselves: leave out --json")
         frame = row_outcomes(args.db, args.run_id, original=args.original, only=args.only)
-        write_rows(frame, args.out)
+        if out == STDOUT:  # formulas made inert, as in a file
+            sys.stdout.write(csv_safe(frame).write_csv())
+            return EXIT_OK
+        write_rows(frame, Path(out))
     except UsageError as exc:
-        return _fail(args.json, str(exc))
+        return fail(exc, code=EXIT_USAGE, as_json=args.json)
     counts = dict(frame.group_by("disposition").len().sort("disposition").iter_rows())
     if args.json:
-        print(json.dumps({"exit_code": EXIT_OK, "out": str(args.out), "rows": frame.height,
-                          "dispositions": counts}, sort_keys=True))  # fmt: skip
+        print_json(result({"out": out, "rows": frame.height, "dispositions": counts}))
     else:
         by = ", ".join(f"{k} {v:,}" for k, v in counts.items())
-        print(f"{frame.height:,} rows of {args.run_id} written to {args.out} ({by})")
+        say(args, f"{frame.height:,} rows of {args.run_id} written to {out} ({by})")
     return EXIT_OK
 
 
@@ -92,15 +118,24 @@ def query_main(args: argparse.Namespace) -> int:
     from placeflow.support.csvsafe import csv_safe
 
     try:
+        if args.nl and args.csv:
+            raise UsageError("--nl prints JSON lines: leave out --csv")
         frame = query(args.db, args.sql)
     except UsageError as exc:
-        return _fail(args.json, str(exc))
-    if args.json:
-        print(json.dumps(frame.to_dicts(), default=str))
+        return fail(exc, code=EXIT_USAGE, as_json=args.json or args.nl)
+    if args.json or args.nl:
+        print_list(frame.to_dicts(), nl=args.nl)
     elif args.csv:  # formulas inert, no control character: as every CSV placeflow writes
         sys.stdout.write(csv_safe(frame).write_csv())
     else:
+        terminal = sys.stdout.isatty()
+        limit = args.limit if args.limit is not None else (TERMINAL_ROWS if terminal else 0)
+        shown = frame.head(limit) if 0 < limit < frame.height else frame
+        width = shutil.get_terminal_size().columns if terminal else None
         with pl.Config(tbl_rows=-1, tbl_cols=-1, fmt_str_lengths=60, tbl_hide_dataframe_shape=True,
-                       tbl_hide_column_data_types=True):  # fmt: skip
-            print(frame)
+                       tbl_hide_column_data_types=True, tbl_width_chars=width):  # fmt: skip
+            print(shown)
+        if shown.height < frame.height:
+            say(args, f"{shown.height:,} of {frame.height:,} rows shown (--limit 0 shows all;"
+                " --csv and --json are never cut)", err=True)  # fmt: skip
     return EXIT_OK

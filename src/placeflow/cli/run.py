@@ -10,7 +10,7 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from placeflow.cli.args import add_db, add_json, add_quiet
+from placeflow.cli.args import add_db, add_json, add_quiet, print_json, result, say
 from placeflow.cli.carried import add_prefect, carried, watched
 from placeflow.cli.options import add_option_flags, options_from_args
 from placeflow.cli.submit import add_deployment_flags
@@ -78,6 +78,7 @@ def add_run_parsers(sub: Any) -> None:
         " what a run would send and the most it could cost. Sends nothing.",
     )
     _common(est, command="estimate")
+    add_quiet(est)
 
 
 def dispatch(args: argparse.Namespace) -> int:
@@ -107,7 +108,7 @@ def _run(args: argparse.Namespace) -> int:
         }
         storage = storage_settings()  # s3:// inputs are listed, not read, here
         for notice in check_inputs(params["inputs"], params["options"], storage):  # before it
-            print(printable(f"placeflow: {notice}"), file=sys.stderr)
+            say(args, f"placeflow: {notice}", err=True)
         check_db(args.db)
     else:
         stored = stored_status(args.db, args.run_id)
@@ -156,7 +157,9 @@ def _run(args: argparse.Namespace) -> int:
     if "next" in data and data["next"] is None and _said(args) is not None:
         data["next"] = _said(args)  # a stop before the run was recorded: the same command
     wall = time.monotonic() - began
-    return print_outcome(data, as_json=args.json, wall_seconds=wall, resume_db=args.db)
+    return print_outcome(
+        data, as_json=args.json, wall_seconds=wall, resume_db=args.db, quiet=args.quiet
+    )
 
 
 def _said(args: argparse.Namespace) -> str | None:
@@ -171,8 +174,7 @@ def _finished(run_id: str, status: str, db: str, *, as_json: bool) -> int:
     if status == "refused":
         message += "; run the command again with a larger --max-credits or more credits"
     if as_json:
-        print(json.dumps({"run_id": run_id, "status": status, "message": message,
-                          "db": db, "exit_code": EXIT_OK}, sort_keys=True))  # fmt: skip
+        print_json(result({"run_id": run_id, "status": status, "message": message, "db": db}))
     else:
         print(f"placeflow: {message}")
     return EXIT_OK
@@ -184,6 +186,7 @@ def print_outcome(
     as_json: bool,
     wall_seconds: float | None = None,
     resume_db: str | None = None,
+    quiet: bool = False,
 ) -> int:
     """Print a flow's summary (text, or one JSON document) and return its exit code; with
     `resume_db`, an interrupted run's JSON names the command that finishes it (`next`)."""
@@ -192,8 +195,9 @@ def print_outcome(
 
     code = int(data.pop("exit_code", EXIT_OK))
     report = data.pop("report", None)  # the HTML report a flow wrote, when it wrote one
-    for warning in [*(data.get("inputs") or {}).get("warnings", []),
-                    *(data.get("budget_warnings") or [])]:  # fmt: skip
+    warnings = [*(data.get("inputs") or {}).get("warnings", []),
+                *(data.get("budget_warnings") or [])]  # fmt: skip
+    for warning in [] if quiet else warnings:
         print(printable(f"placeflow: warning: {warning}"), file=sys.stderr)
     if data.get("status") == "refused" and data.get("message"):  # one line, whatever the form
         print(printable(f"placeflow: refused: {data['message']}"), file=sys.stderr)
@@ -204,10 +208,13 @@ def print_outcome(
         if resume_db and data.get("run_id") and data.get("status") == "interrupted":
             extra["next"] = f"placeflow resume {data['run_id']} --db {resume_db}"
         print(json.dumps({**data, **extra, "exit_code": code}, sort_keys=True, default=str))
-    elif "run_id" in data:
+    elif data.get("run_id"):
         print(text_summary(RunSummary(**data), wall_seconds=wall_seconds))
         if report:
             print(f"  report: {report}")
+    elif code == EXIT_OK:  # ended well without a run (a refresh with nothing stale)
+        if not quiet:
+            print(printable(f"placeflow: {data.get('message') or data.get('status')}"))
     else:
         print(printable(f"placeflow: {data.get('message') or data.get('status')}"), file=sys.stderr)
     return code
@@ -241,7 +248,8 @@ def _estimate(args: argparse.Namespace) -> int:
     }
     inputs = input_report(seen.stages)  # which column feeds which field, per file
     for warning in inputs.get("warnings", []):
-        print(printable(f"placeflow: warning: {warning}"), file=sys.stderr)
+        say(args, f"placeflow: warning: {warning}", err=True)
+    code = EXIT_OK if seen.rows_read or not seen.rejected else EXIT_USAGE
     if options.max_credits is not None:  # would `run` with the same options be refused?
         out["max_credits"] = options.max_credits
         out["would_refuse"] = e.credits > options.max_credits
@@ -254,8 +262,8 @@ def _estimate(args: argparse.Namespace) -> int:
     if args.json:
         out["held_failing"] = seen.stages["fresh"].held_failing
         out["inputs"] = inputs
-        out.update(exit_code=code, status=status, message=seen.refusal)
-        print(json.dumps(out, sort_keys=True))
+        out["message"] = seen.refusal
+        print_json(result(out, code=code, status=status))
     else:
         print(f"estimate against {out['target']} (nothing sent, nothing spent):")
         for name, value in out.items():

@@ -78,6 +78,8 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         metavar="NAME=VALUE",
         help="switch on a failure mode, e.g. error_500_rate=0.05 (repeatable)",
     )
+    p.add_argument("-q", "--quiet", action="store_true",
+                   help="quiet: print only the line with the two addresses")  # fmt: skip
     p.set_defaults(func=sandbox_command)
 
 
@@ -106,12 +108,14 @@ def sandbox_command(args: argparse.Namespace) -> int:
     with sandbox.serve(args.host, args.port, args.files_port) as served:
         hints = ", ".join(f"…{k.hint} ({k.tier}, {k.credits:,} credits)" for k in keys)
         print(f"placeflow sandbox: API {served.base_url}, result files {served.files_url}")
-        print(f"keys: {hints}; stats at {served.base_url}/_sandbox/stats; Ctrl-C stops it")
-        if keys == (KeySpec(key=DEFAULT_API_KEY),):
+        if not args.quiet:
+            print(f"keys: {hints}; stats at {served.base_url}/_sandbox/stats; Ctrl-C stops it")
+        if keys == (KeySpec(key=DEFAULT_API_KEY),) and not args.quiet:
             print(f"default key: {DEFAULT_API_KEY}")
         sys.stdout.flush()
         try:
             threading.Event().wait()
         except KeyboardInterrupt:
-            print("placeflow sandbox: stopped")
+            if not args.quiet:
+                print("placeflow sandbox: stopped")
     return EXIT_OK

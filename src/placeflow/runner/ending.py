@@ -39,7 +39,7 @@ from placeflow.reporting.published import Exported, Published, Publisher
 from placeflow.reporting.summary import exit_code_for
 from placeflow.runner import orchestrate
 from placeflow.runner.prepare import as_source, fingerprint
-from placeflow.runner.refresh import refresh
+from placeflow.runner.refresh import NothingStale, refresh
 from placeflow.runner.steps import Step
 from placeflow.runner.target import Target, open_target
 from placeflow.state.marking import mark_run
@@ -280,6 +280,8 @@ def refresh_outcome(
             )  # fmt: skip
     except Exception as exc:  # a full or read-only disk: the refresh opened since `began`
         return ending.caught(exc, db, since=began)
+    if isinstance(summary, NothingStale):  # nothing recorded: nothing to publish or export
+        return Outcome({**summary.as_dict(), "exit_code": EXIT_OK})
     return ending.finish(summary, db, export_to)
 
 

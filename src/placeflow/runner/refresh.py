@@ -16,9 +16,8 @@ records what changed (`placeflow.pipeline.changes`) in its account stage.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -28,7 +27,7 @@ import polars as pl
 
 from placeflow.errors import InputError, OptionsError
 from placeflow.fields import PLACE_FIELDS
-from placeflow.options import RunOptions
+from placeflow.options import RunOptions, parse_duration
 from placeflow.pipeline.read import ReadInfo, ReadStream
 from placeflow.runner.budget import room
 from placeflow.runner.steps import Step, direct
@@ -40,19 +39,6 @@ if TYPE_CHECKING:
     from placeflow.events import Event
     from placeflow.pipeline.account import RunSummary
     from placeflow.runner.target import Target
-
-_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([wdhms]?)\s*$")
-_UNIT_SECONDS = {"w": 604800, "d": 86400, "h": 3600, "m": 60, "s": 1, "": 86400}
-
-
-def parse_duration(text: str) -> timedelta:
-    """`30d`, `12h`, `90m`, `45s`, `2w`, or `0` (a bare number is days) as a timedelta."""
-    found = _DURATION.match(str(text).lower())
-    if found is None:
-        raise OptionsError(
-            f"--older-than takes a duration such as 30d, 12h, 90m or 0, not {text!r}"
-        )
-    return timedelta(seconds=float(found[1]) * _UNIT_SECONDS[found[2]])
 
 
 def select_stale(
@@ -276,6 +262,25 @@ class WarehouseSource:
         return ReadStream.whole(*self.rows(options), batch_rows)
 
 
+@dataclass(frozen=True)
+class NothingStale:
+    """A refresh that found no stale place: nothing sent, no run recorded, no report written
+    (a schedule's empty refresh leaves no 0-row run behind)."""
+
+    older_than: str
+    warnings: tuple[str, ...] = ()
+
+    @property
+    def message(self) -> str:
+        said = f"nothing to refresh: no place's answer is {self.older_than} old or older"
+        return "; ".join((said, *self.warnings))
+
+    def as_dict(self) -> dict[str, object]:
+        return {"status": "completed", "run_id": None, "rows_read": 0, "submitted": 0,
+                "succeeded": 0, "failed": 0, "charged": 0, "changes": {}, "places_changed": 0,
+                "message": self.message}  # fmt: skip
+
+
 def credits_per_place(target: Target, mode: str) -> int:
     """The most one place of `mode` costs by either route, from the service's rate card."""
     with target.client() as api:
@@ -297,8 +302,9 @@ def refresh(
     step: Step = direct,
     on_event: Callable[[Event], None] | None = None,
     clock: Clock = utc_now,
-) -> RunSummary:
-    """Re-check the places of `db` whose answer is `older_than` old or older (0: all of them).
+) -> RunSummary | NothingStale:
+    """Re-check the places of `db` whose answer is `older_than` old or older (0: all of them);
+    `NothingStale` when no place is (and no unfinished refresh of the same terms waits).
 
     A run like any other (`placeflow.run`; estimate first, ledger, resume, change recording),
     whose input is the warehouse. With `max_credits` smaller than the stale set's cost it does
@@ -342,6 +348,10 @@ def refresh(
     )
     with reading(db) as con:
         prior = unfinished_run(con, fingerprint(source, chosen))
+    if prior is None:
+        frame, info = source.rows(chosen)
+        if frame.height == 0:  # nothing to send: no run recorded, no report written
+            return NothingStale(older_than=str(older_than), warnings=info.warnings)
     summary = run(source, options=chosen, db=db, target=target, step=step, on_event=on_event,
                   clock=clock)  # fmt: skip
     if prior is None or summary.run_id != prior or summary.status != "interrupted":

@@ -31,13 +31,13 @@ from placeflow.errors import (
     exit_code,
 )
 from placeflow.events import Event
-from placeflow.options import RunOptions
+from placeflow.options import RunOptions, parse_duration
 from placeflow.pipeline.read import ReadInfo, ReadStream
 from placeflow.pipeline.research.fields import FieldSpecError, build_specs
 from placeflow.pipeline.research.plan import ResearchSpec
 from placeflow.reporting.published import Exported, export_markdown
 from placeflow.runner.ending import Outcome
-from placeflow.runner.refresh import WarehouseSource, parse_duration
+from placeflow.runner.refresh import WarehouseSource
 from placeflow.runner.research import ResearchOptions, field_shas, fresh_places, research
 from placeflow.runner.target import Target
 from placeflow.store.warehouse import reading

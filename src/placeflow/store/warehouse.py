@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 import duckdb
 
+from placeflow.config import DEFAULT_DB as DEFAULT_DB  # the default warehouse, re-exported
 from placeflow.errors import (
     MigrationError,
     NoWarehouse,
@@ -41,8 +42,6 @@ if TYPE_CHECKING:  # polars loads only where a frame is written (a report needs 
     import polars as pl
 
 
-DEFAULT_DB = "data/placeflow.duckdb"
-"""Where runs land unless told otherwise (the CLI's and the flow's default)."""
 MEMORY = ":memory:"
 
 _MIGRATION_FILE = re.compile(r"^(?P<version>\d{3})_(?P<name>[a-z0-9_]+)\.sql$")
