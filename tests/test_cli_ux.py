@@ -185,7 +185,8 @@ def summary(**changes: object) -> RunSummary:
 
 
 def test_summary_wording_refusal_and_time() -> None:
-    """Plain grammar for either target; a refused run sent nothing; time includes the start's."""
+    """Plain grammar for either target; a refused run sent nothing; the time is the run's, the
+    command's start-up shown as a part of the command's."""
     assert against("embedded sandbox at http://127.0.0.1:1") == (
         "against the embedded sandbox at http://127.0.0.1:1"
     )
@@ -193,4 +194,4 @@ def test_summary_wording_refusal_and_time() -> None:
     refused = text_summary(summary(status="refused", submitted=8013, not_answered=8013))
     assert "0 (refused: nothing sent)" in refused and "8,013" not in refused
     timed = text_summary(summary(), wall_seconds=12.3)
-    assert "12.3 s (start and finish 9.8 s)" in timed
+    assert "2.5 s (the command 12.3 s, of which start-up and finish 9.8 s)" in timed

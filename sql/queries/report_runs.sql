@@ -17,7 +17,12 @@ final as (
     select
         recent_runs.run_id,
         recent_runs.created_at,
-        recent_runs.status,
+        case
+            when recent_runs.status = 'completed' and recent_runs.rows_read > 0
+                and recent_runs.rejected = recent_runs.rows_read
+                then 'all_rejected'
+            else recent_runs.status
+        end as status,
         recent_runs.mode,
         recent_runs.rows_read,
         recent_runs.rejected,

@@ -163,12 +163,20 @@ def _claims_note(claims: list[Claim]) -> str | None:
     return "; ".join(said) or None
 
 
+def _read_and_rejected(con: duckdb.DuckDBPyConnection, run_id: str) -> tuple[int, int]:
+    """The run's rows read and rejected, as its opening recorded them."""
+    row = con.execute("select rows_read, rejected from runs where run_id = ?", [run_id]).fetchone()
+    return (int(row[0] or 0), int(row[1] or 0)) if row else (0, 0)
+
+
 def account(
     state: RunState, api: PlaceApiClient | None, *, started: datetime | None = None
 ) -> RunSummary:
     """Close the run: outcome counts, usage after, reconciliation, final status and message.
 
-    `seconds` counts from `started` (when this invocation began), else from the run's opening.
+    `seconds` is the run's one time, as `placeflow runs` and the report show it: from its
+    opening (when it began reading) to now; `started` (this invocation's start) is kept for
+    callers and no longer counts.
     """
     con, run_id = state.con, state.run_id
     now = state.now()
@@ -222,6 +230,15 @@ def account(
         )
     else:
         final, message = "completed", None
+    read, rejected = _read_and_rejected(con, run_id)
+    if final == "completed" and read and rejected == read:
+        # every row rejected: nothing to send, and not a success (exit 6). The runs table keeps
+        # `completed` until its status CHECK knows `all_rejected` (the lifecycle's migration)
+        final = "all_rejected"
+        message = (
+            f"every one of the {read:,} input rows was rejected, so nothing was sent; each"
+            f" row's reason: placeflow rows {run_id} --only rejected --out -"
+        )
     if delta is not None and unfinished == len(lost) and final != "refused":
         balance_note = balance(
             state, delta, totals, submitted=int(submitted), extra=int(extra or 0),
@@ -234,8 +251,9 @@ def account(
     left = {c.owner_run_id: c.waiting for c in claims if c.waiting}
     message = "; ".join(m for m in (message, _claims_note(claims)) if m) or None
     if final != "refused":
+        stored_as = "completed" if final in ("completed_with_failures", "all_rejected") else final
         state.closed(
-            status=final if final != "completed_with_failures" else "completed",
+            status=stored_as,
             succeeded=succeeded,
             failed=failed,
             usage_after=usage_after,
@@ -244,12 +262,14 @@ def account(
     found = record_changes(con, run_id, now=now) if final != "refused" else None
     counts = con.execute(
         "select rows_read, rejected, duplicates, skipped_fresh, credits_estimated, message,"
-        " coalesce(held_failing, 0) from runs where run_id = ?",
+        " coalesce(held_failing, 0), finished_at from runs where run_id = ?",
         [run_id],
     ).fetchone()
     assert counts is not None
-    if started is None:
-        started = created_at if created_at.tzinfo else created_at.replace(tzinfo=UTC)
+    opened = created_at if created_at.tzinfo else created_at.replace(tzinfo=UTC)
+    stored_end: datetime | None = counts[7]  # the end `closed` stored, `runs` and the report's
+    closed_at = now if stored_end is None else stored_end
+    closed_at = closed_at if closed_at.tzinfo else closed_at.replace(tzinfo=UTC)
     return RunSummary(
         run_id=run_id,
         status=final,
@@ -281,7 +301,7 @@ def account(
         possible_extra_credits=int(extra or 0),
         chunks=chunks_total,
         chunks_failed=bad,
-        seconds=round((now - started).total_seconds(), 3),
+        seconds=round((closed_at - opened).total_seconds(), 3),
         message=message or counts[5],
         changes=found.by_kind if found else {},
         places_changed=found.places_changed if found else 0,

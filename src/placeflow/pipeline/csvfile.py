@@ -338,6 +338,7 @@ class CsvBatches:
     records after it, complete once the batches are exhausted."""
 
     def __init__(self, path: Path, codec: str, batch_rows: int, separator: str = ",") -> None:
+        self.separator = separator
         self._records = records(path, codec, batch_rows, separator)
         self.header: list[str] = []
         self.blank_rows = 0

@@ -37,16 +37,28 @@ __all__ = [
     "ReadInfo",
     "ReadStream",
     "expand_inputs",
+    "ragged_reason",
     "read_inputs",
     "stream_inputs",
 ]
 
 PARQUET_MAGIC = b"PAR1"
 PARQUET_SUFFIXES = frozenset({".parquet", ".pq"})
-RAGGED_REASON = (
-    "row has more values than the header has columns; a value containing a comma may be "
-    "missing its quotes"
-)
+SEPARATOR_NAMES = {",": "a comma", ";": "a semicolon", "\t": "a tab", "|": "a vertical bar"}
+
+
+def ragged_reason(separator: str = ",") -> str:
+    """The reject reason of a row with more values than the header, in the file's own
+    separator: a semicolon file's reason speaks of semicolons, not commas."""
+    named = SEPARATOR_NAMES.get(separator, f"the separator {separator!r}")
+    return (
+        f"row has more values than the header has columns; a value containing {named} may be"
+        " missing its quotes"
+    )
+
+
+RAGGED_REASON = ragged_reason(",")
+"""The reason of a comma-separated file's ragged row (`ragged_reason` for the others)."""
 
 
 def expand_inputs(patterns: Sequence[str]) -> list[Path]:
@@ -114,7 +126,7 @@ class _File:
     @staticmethod
     def _csv_rows(csv: CsvBatches, found: dict[str, int]) -> Iterator[pl.DataFrame]:
         error = (
-            pl.when(pl.col("extra_fields")).then(pl.lit(RAGGED_REASON))
+            pl.when(pl.col("extra_fields")).then(pl.lit(ragged_reason(csv.separator)))
             .when(pl.col("bad_bytes")).then(pl.lit(BAD_BYTES_REASON))
             .otherwise(None)
         )  # fmt: skip

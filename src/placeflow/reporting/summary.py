@@ -4,7 +4,13 @@ from __future__ import annotations
 
 import json
 
-from placeflow.errors import EXIT_FAILED, EXIT_OK, EXIT_REFUSED, PlaceflowError
+from placeflow.errors import (
+    EXIT_ALL_REJECTED,
+    EXIT_FAILED,
+    EXIT_OK,
+    EXIT_REFUSED,
+    PlaceflowError,
+)
 from placeflow.pipeline.account import RunSummary
 from placeflow.pipeline.mapping_report import describe
 from placeflow.support.text import printable
@@ -24,7 +30,8 @@ def error_document(exc: PlaceflowError, code: int, db: str | None) -> dict[str, 
 
 def exit_code_for(status: str) -> int:
     """The exit code of a run that ended without an error, by its status."""
-    return {"completed": EXIT_OK, "refused": EXIT_REFUSED}.get(status, EXIT_FAILED)
+    codes = {"completed": EXIT_OK, "refused": EXIT_REFUSED, "all_rejected": EXIT_ALL_REJECTED}
+    return codes.get(status, EXIT_FAILED)
 
 
 def _n(value: int | None) -> str:
@@ -45,7 +52,10 @@ def _rejected(s: RunSummary) -> str:
     if not s.rejected_by_field:
         return _n(s.rejected)
     by = sorted(s.rejected_by_field.items(), key=lambda item: (-item[1], item[0]))
-    shown = ", ".join(f"{name} {n:,}" for name, n in by[:3]) + (", ..." if len(by) > 3 else "")
+    # "row": the row itself could not be read (not a field, and never a row number)
+    shown = ", ".join(f"{n:,} unreadable" if name == "row" else f"{n:,} by {name}"
+                      for name, n in by[:3])  # fmt: skip
+    shown += ", ..." if len(by) > 3 else ""
     rows = f"placeflow rows {s.run_id} --only rejected --out FILE"
     return f"{s.rejected:,} ({shown}; each row's reason: {rows})"
 
@@ -56,11 +66,19 @@ def against(target: str) -> str:
 
 
 def _time(s: RunSummary, wall_seconds: float | None) -> str:
-    """The run's own seconds, or the command's total with its start and finish beside it
-    (interpreter, imports, and under Prefect its flow run's set-up)."""
-    if wall_seconds is None or wall_seconds <= s.seconds:
-        return f"{s.seconds:,.1f} s"
-    return f"{wall_seconds:,.1f} s (start and finish {wall_seconds - s.seconds:,.1f} s)"
+    """The run's one time (from its opening, its reading included, to its end: the time
+    `placeflow runs` and the report show), and beside it the command's own when it differs:
+    its start-up and finish (interpreter, imports, the embedded sandbox, under Prefect its flow
+    run's set-up) as a part of it; a resume's command is shorter than the run it finished."""
+    run = f"{s.seconds:,.1f} s"
+    if wall_seconds is None or abs(wall_seconds - s.seconds) < 0.05:
+        return run
+    if wall_seconds > s.seconds:
+        return (
+            f"{run} (the command {wall_seconds:,.1f} s, of which start-up and finish"
+            f" {wall_seconds - s.seconds:,.1f} s)"
+        )
+    return f"{run} (this command {wall_seconds:,.1f} s)"
 
 
 def summary_rows(s: RunSummary, *, wall_seconds: float | None = None) -> list[tuple[str, str]]:
