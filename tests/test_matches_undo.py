@@ -53,8 +53,10 @@ def test_a_merge_is_listed_with_its_evidence_and_undone_by_file_row(
         (merge,) = listed["merges"]
         assert (merge["source_row"], merge["source_id"]) == (2, "s2")
         assert (merge["matched_source_row"], merge["matched_id"]) == (1, "s1")
-        evidence = json.loads(merge["evidence"])
+        evidence = merge["evidence"]  # an object, not JSON text inside the JSON
         assert evidence and all({"level", "weight"} <= set(e) for e in evidence.values())
+        levels = [e["level"] for e in evidence.values()]
+        assert not [w for w in levels if "_l " in w or "NULL" in w or "Jaro" in w], levels
         out = tmp_path / "m.csv"
         assert main(["matches", first.run_id, "--db", str(db), "--out", str(out)]) == 0
         assert out.read_text().count("\n") == 2  # the header and the merge
@@ -84,3 +86,36 @@ def test_an_unknown_reference_exits_2_and_marks_nothing(
     assert main(["query", "select count(*) from not_a_match", "--db", str(db), "--json"]) == 0
     assert json.loads(capsys.readouterr().out.splitlines()[-1]) == [{"count_star()": 0}]
     assert main(["matches", "run_nope", "--db", str(db)]) == 2
+
+
+def test_a_mark_keeps_its_notes_and_is_undone(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Marked again without a note, a pair keeps its note; a new note is added after it;
+    `--undo` takes the mark back (with its notes said), and the next run merges the two again;
+    `matches --out -` writes the merges as CSV on stdout and `--nl` one JSON line a merge."""
+    csv_path, db = write(tmp_path / "places.csv"), tmp_path / "wh.duckdb"
+    mark = ["not-a-match", "id:s1", "id:s2", "--db", str(db), "--json"]
+    with served(KEY, fail_rate=0.0) as (_, target):
+        first = placeflow.run([str(csv_path)], db=db, target=target, options=REPEATS)
+        capsys.readouterr()
+        assert main(["matches", first.run_id, "--db", str(db), "--out", "-"]) == 0
+        lines = capsys.readouterr().out.splitlines()
+        assert len(lines) == 2 and lines[0].startswith("source_file,")
+        assert main(["matches", first.run_id, "--db", str(db), "--nl"]) == 0
+        (line,) = capsys.readouterr().out.splitlines()
+        assert isinstance(json.loads(line)["evidence"], dict)
+        notes = []
+        for extra in (["--note", "two branches"], [], ["--note", "different owners"]):
+            assert main([*mark, *extra]) == 0
+            notes.append(json.loads(capsys.readouterr().out)["note"])
+        assert notes == ["two branches", "two branches", "two branches; different owners"]
+        assert main([*mark, "--undo"]) == 0
+        undone = json.loads(capsys.readouterr().out)
+        assert (undone["status"], undone["note"], undone["exit_code"]) == (
+            "undone", "two branches; different owners", 0)  # fmt: skip
+        assert main([*mark, "--undo"]) == 2  # nothing left to undo
+        assert json.loads(capsys.readouterr().out)["exit_code"] == 2
+        forced = REPEATS.model_copy(update={"force": True})
+        again = placeflow.run([str(csv_path)], db=db, target=target, options=forced)
+    assert again.duplicates == 1  # merged again once the mark is taken back

@@ -196,12 +196,12 @@ def test_a_phone_or_site_held_by_many_places_is_no_evidence() -> None:
 
 def test_each_merge_keeps_a_level_a_comparison_rendered_with_the_model_s_label_and_weight() -> None:
     """The pass hands back a digit a comparison (the level's index in the trained model), and
-    `evidence_json_sql` renders every level of every comparison with that level's own label
-    and match weight (log2 m/u; 0 for the null level), as model.json has them."""
+    `evidence_json_sql` renders every level of every comparison with that level's label in
+    words (no column name, no SQL) and match weight (log2 m/u; 0 for the null level)."""
     import json
     import math
 
-    from placeflow.pipeline.match.model import MODEL_PATH, evidence_json_sql
+    from placeflow.pipeline.match.model import MODEL_PATH, evidence_json_sql, plain_label
 
     comparisons = json.loads(MODEL_PATH.read_text(encoding="utf-8"))["comparisons"]
     assert all(len(c["comparison_levels"]) <= 10 for c in comparisons)  # a digit each
@@ -231,5 +231,6 @@ def test_each_merge_keeps_a_level_a_comparison_rendered_with_the_model_s_label_a
             level = by_name[name]["comparison_levels"][int(digit)]
             weight = 0.0 if level.get("is_null_level") else math.log2(
                 level["m_probability"] / level["u_probability"])  # fmt: skip
-            assert said["level"] == level["label_for_charts"]
+            words = plain_label(name, level["label_for_charts"], null=level.get("is_null_level"))
+            assert said["level"] == words and "_l " not in words and "NULL" not in words
             assert said["weight"] == pytest.approx(weight, abs=1e-3)

@@ -87,5 +87,5 @@ def test_a_known_fresh_place_costs_nothing_whatever_file_brings_it(tmp_path: Pat
         0, own, known_key, known_key, None, first.run_id, "probabilistic")  # fmt: skip
     assert p >= 0.99
     scored = json.loads(evidence)
-    assert scored["phone"]["level"] == "Exact match on phone" and scored["phone"]["weight"] > 0
+    assert scored["phone"]["level"] == "the same phone" and scored["phone"]["weight"] > 0
     assert set(scored) >= {"name", "street_number", "street_name", "city", "phone"}

@@ -91,6 +91,16 @@ def _is_key(con: duckdb.DuckDBPyConnection, text: str) -> bool:
     return bool(found[0][0])
 
 
+def _pair(key_a: str, key_b: str) -> tuple[str, str]:
+    a, b = sorted((key_a.strip(), key_b.strip()))
+    if not a or a == b:
+        raise OptionsError(
+            "not-a-match takes two different places: both name the same place key (rows with"
+            " the very same fields are one place to placeflow, whatever the fuzzy pass says)"
+        )
+    return a, b
+
+
 def mark_not_a_match(
     con: duckdb.DuckDBPyConnection,
     key_a: str,
@@ -99,19 +109,42 @@ def mark_not_a_match(
     note: str | None = None,
     now: datetime,
 ) -> tuple[str, str]:
-    """Record that two places differ (again: the note and time are replaced); the pair, sorted."""
-    a, b = sorted((key_a.strip(), key_b.strip()))
-    if not a or a == b:
-        raise OptionsError(
-            "not-a-match takes two different places: both name the same place key (rows with"
-            " the very same fields are one place to placeflow, whatever the fuzzy pass says)"
-        )
+    """Record that two places differ; the pair, sorted. Marked again, the time is the latest
+    and the notes are kept: a new note is added after the ones before ("; "), none keeps them."""
+    a, b = _pair(key_a, key_b)
     con.execute(
-        "insert or replace into not_a_match (place_key_a, place_key_b, noted_at, note)"
-        " values (?, ?, ?, ?)",
+        "insert into not_a_match (place_key_a, place_key_b, noted_at, note) values (?, ?, ?, ?)"
+        " on conflict (place_key_a, place_key_b) do update set noted_at = excluded.noted_at,"
+        " note = case when excluded.note is null then not_a_match.note"
+        " when not_a_match.note is null or not_a_match.note = excluded.note then excluded.note"
+        " when contains(not_a_match.note, excluded.note) then not_a_match.note"
+        " else not_a_match.note || '; ' || excluded.note end",
         [a, b, now, note],
     )
     return a, b
+
+
+def note_of(con: duckdb.DuckDBPyConnection, pair: tuple[str, str]) -> str | None:
+    """The notes kept for a marked pair (None when it has none or is not marked)."""
+    row = con.execute(
+        "select note from not_a_match where place_key_a = ? and place_key_b = ?", list(pair)
+    ).fetchone()
+    return None if row is None or row[0] is None else str(row[0])
+
+
+def undo_not_a_match(con: duckdb.DuckDBPyConnection, key_a: str, key_b: str) -> str | None:
+    """Take a not-a-match mark back: later runs may merge the two places again. The notes the
+    pair had (None when it had none); `UnknownReference` when the pair was never marked."""
+    pair = _pair(key_a, key_b)
+    row = con.execute(
+        "delete from not_a_match where place_key_a = ? and place_key_b = ? returning note",
+        list(pair),
+    ).fetchone()
+    if row is None:
+        raise UnknownReference(
+            f"{pair[0]} and {pair[1]} are not marked as not a match: nothing to undo"
+        )
+    return None if row[0] is None else str(row[0])
 
 
 def merges(con: duckdb.DuckDBPyConnection, run_id: str) -> pl.DataFrame:

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -282,12 +283,48 @@ def evidence_json_sql(column: str) -> str:
                 0.0 if level.get("is_null_level")
                 else math.log2(level["m_probability"] / level["u_probability"])
             )  # fmt: skip
-            labels.append(f"when '{index}' then '{_quoted(level['label_for_charts'])}'")
+            words = plain_label(name, level["label_for_charts"], null=level.get("is_null_level"))
+            labels.append(f"when '{index}' then '{_quoted(words)}'")
             weights.append(f"when '{index}' then {round(weight, 3)!r}")
         level_sql = f"case {digit} {' '.join(labels)} end"
         weight_sql = f"case {digit} {' '.join(weights)} end"
         parts.append(f"'{name}', json_object('level', {level_sql}, 'weight', {weight_sql})")
     return f"case when {column} is not null then json_object({', '.join(parts)})::varchar end"
+
+
+_THINGS = {"name_core": "name", "name_sorted": "words of the name",
+           "name_tokens": "words of the name", "street_number": "street number",
+           "street_name": "street", "postcode": "postcode",
+           "city": "city", "phone": "phone", "website": "website", "name": "name",
+           "distance": "coordinates"}  # fmt: skip
+_EXACT = re.compile(r"^\(?Exact match on (\w+)\)?$")
+_SIMILAR = re.compile(r"^\(?Jaro-Winkler distance of (\w+) >= ([0-9.]+)\)?$")
+
+
+def plain_label(comparison: str, label: str, *, null: bool | None = None) -> str:
+    """A level's label in words a person reads ("the same street", "similar city (0.88 or
+    more alike)", "different"), not Splink's or SQL's ("Exact match on street_name",
+    "not (latitude_l is not null ...)"); a label already in words is kept."""
+    thing = _THINGS.get(comparison, comparison.replace("_", " "))
+    text = label.strip()
+    if null or text.endswith(" is NULL") or text.startswith("not ("):
+        return f"no {thing} on one side or both: not compared"
+    if text == "All other comparisons":
+        return "farther apart" if comparison == "distance" else f"different {thing}"
+
+    def one(part: str) -> str | None:
+        part = part.strip()
+        exact, similar = _EXACT.match(part), _SIMILAR.match(part)
+        if exact:
+            return f"the same {_THINGS.get(exact[1], exact[1])}"
+        if similar:
+            return f"similar {_THINGS.get(similar[1], similar[1])} ({similar[2]} or more alike)"
+        return None
+
+    parts = [one(p) for p in text.split(" OR ")]
+    if all(parts):
+        return " or ".join(p for p in parts if p)
+    return text
 
 
 def _quoted(text: str) -> str:
