@@ -26,6 +26,9 @@
     │   └── SecretRefused               a redact.Secret asked to leave in a pickle (also a
     │                                   TypeError)
     ├── RunInProgress                   another live process carries the run out: nothing done
+    ├── FailedResult                    a flow run's result when its command did not end well:
+    │                                   the summary as a read-only mapping (Prefect's Failed
+    │                                   state carries it and resolves it into this exception)
     ├── RunStopped                      a run ended without completing; `summary` says where it is
     │   ├── BudgetRefused               over --max-credits or the key's balance: nothing spent (3)
     │   └── CreditsRanOut               402 part way: resumable once credits are added (3)
@@ -68,7 +71,9 @@ class of this tree stands for it, the built-in as a second base where callers ca
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Mapping
 from pathlib import Path
+from typing import Any
 
 
 class PlaceflowError(Exception):
@@ -150,6 +155,36 @@ class RunInProgress(PlaceflowError):
     def __init__(self, message: str, *, run_id: str) -> None:
         super().__init__(message)
         self.run_id = run_id
+
+
+class FailedResult(PlaceflowError, Mapping[str, Any]):
+    """A flow run's result when its command did not end well (`placeflow.flows`): the
+    summary dict, readable as a mapping (`result["exit_code"]`, `dict(result)`), and the
+    message as the exception's text. A Prefect Failed state carries it as its data: Prefect
+    resolves a failed state's data into an exception, and a dict would make it raise
+    `TypeError: Unexpected result for failed state` with the summary in every worker log."""
+
+    def __init__(self, message: str, result: Mapping[str, Any]) -> None:
+        super().__init__(message)
+        self.message = message
+        self.result = dict(result)
+
+    def __str__(self) -> str:
+        return self.message
+
+    def __reduce__(self) -> tuple[Any, ...]:  # a flow run's result is pickled
+        return (type(self), (self.message, self.result))
+
+    def __getitem__(self, key: str) -> Any:
+        return self.result[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.result)
+
+    def __len__(self) -> int:
+        return len(self.result)
+
+    __hash__ = PlaceflowError.__hash__  # an exception is hashed by identity, as every other
 
 
 class RunStopped(PlaceflowError):

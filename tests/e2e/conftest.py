@@ -12,6 +12,7 @@ import pytest
 
 from placeflow.config import apply_prefect_defaults
 from placeflow.emulator import KeySpec, Sandbox, SandboxConfig, ServedSandbox
+from placeflow.errors import FailedResult
 from tests.prefect_harness import EARLY, EarlyServer, pointed_at
 
 apply_prefect_defaults()
@@ -104,6 +105,7 @@ def run_flow(**params: Any) -> tuple[str, dict[str, Any]]:
         rest["options"] = RunOptions.parse(options)
     state = run_files(**rest, return_state=True)
     data = state.result(raise_on_failure=False)
+    data = dict(data) if isinstance(data, FailedResult) else data  # a failed run's summary
     assert isinstance(data, dict), data
     return str(state.type.value), data
 

@@ -13,7 +13,7 @@ import pytest
 
 import placeflow
 from placeflow.emulator.research import research_stats
-from placeflow.errors import EXIT_REFUSED
+from placeflow.errors import EXIT_REFUSED, FailedResult
 from placeflow.fields import RateLimits
 from placeflow.runner.target import Target
 from placeflow.support.redact import Secret
@@ -51,6 +51,7 @@ def research_flow(**params: Any) -> tuple[str, dict[str, Any], Any]:
 
     state = research_stale_places(**params, return_state=True)
     data = state.result(raise_on_failure=False)
+    data = dict(data) if isinstance(data, FailedResult) else data  # a failed run's summary
     assert isinstance(data, dict), data
     return str(state.type.value), data, state
 

@@ -18,6 +18,7 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 from placeflow.config import Settings, apply_prefect_defaults, in_ci, prefect_server_url
+from placeflow.errors import FailedResult
 
 if TYPE_CHECKING:
     from prefect.client.schemas.objects import State
@@ -98,7 +99,10 @@ def carried(
             run_flow = flow()  # Prefect loads only when asked or configured
             # the display is an in-process callback: Prefect stores a placeholder for it
             state: State[Any] = run_flow(**params, on_event=on_event, return_state=True)
-            return state.result(raise_on_failure=False), state.message
+            result = state.result(raise_on_failure=False)
+            if isinstance(result, FailedResult):  # a run that did not end well: its summary
+                return dict(result), state.message
+            return result, state.message
         outcome = local(on_event)
         return outcome.data, outcome.failure
 

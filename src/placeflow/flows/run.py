@@ -25,7 +25,7 @@ from prefect import flow
 from prefect.states import Failed
 
 from placeflow.config import load_settings, prefect_server_url, storage_settings
-from placeflow.errors import PlaceflowError
+from placeflow.errors import FailedResult, PlaceflowError
 from placeflow.events import Event
 from placeflow.flows.artifacts import publish, publish_result, run_export
 from placeflow.flows.credentials import ExportTo, export_password
@@ -90,9 +90,11 @@ RUN = run_ending(publish, exporter(None))
 
 
 def as_state(outcome: Outcome) -> Any:
-    """The flow's return: the result dict, or a Failed state carrying it."""
+    """The flow's return: the result dict, or a Failed state carrying it as a `FailedResult`
+    (an exception Prefect can resolve the state into, readable as the dict: a bare dict made
+    every worker log `TypeError: Unexpected result for failed state` with the summary)."""
     if outcome.failure is not None:
-        return Failed(message=outcome.failure, data=outcome.data)
+        return Failed(message=outcome.failure, data=FailedResult(outcome.failure, outcome.data))
     return outcome.data
 
 
