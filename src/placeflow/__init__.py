@@ -1,8 +1,10 @@
 """placeflow: bulk place-data ETL against the place-data service, with a faithful sandbox.
 
-`placeflow.run(inputs, target=...)` and `placeflow.resume(run_id, target=...)` are the entry
-points (see `placeflow.runner.orchestrate`); they load on first use, so importing the package stays
-light and never imports Prefect.
+`placeflow.run(inputs)`, `placeflow.resume(run_id)` and `placeflow.preview(inputs)` are the
+entry points (see `placeflow.runner.orchestrate`; docs/operations.md, "The Python API"): without
+a `target` or a `db` they take the environment's (`placeflow.config`: the key's service, else an
+embedded sandbox; PLACEFLOW_DB). They load on first use, so importing the package stays light
+and never imports Prefect.
 
 The rule of direction: imports run down these floors, never up, and two units on one floor
 import nothing of each other (tests/test_layers.py keeps it, counting lazy and TYPE_CHECKING

@@ -39,7 +39,7 @@ from placeflow.runner import budget
 from placeflow.runner.carry import carry_out
 from placeflow.runner.prepare import as_source, counts_of, fingerprint, gather, plan_places
 from placeflow.runner.steps import SYSTEM_TIMER, Stages, Step, Timer, direct, emitter
-from placeflow.runner.target import Target
+from placeflow.runner.target import Target, environment_defaults
 from placeflow.state.budgets import kind_of, rest_of
 from placeflow.state.owners import owner_of
 from placeflow.state.records import DEDUPED, MATCHED, REJECTS
@@ -52,7 +52,6 @@ from placeflow.state.runstate import (
     unfinished_run,
     utc_now,
 )
-from placeflow.store.warehouse import DEFAULT_DB
 from placeflow.store.writer import Warehouse, held_while_writing, workdir_for
 from placeflow.support.objects import Storage
 
@@ -92,7 +91,7 @@ def _open(
     )  # the budgets read in the hold that records this run's reservation (its estimate)
     state = RunState(staging.con, new_run_id(now), clock=clock)
     run = {
-        "created_at": now,
+        "created_at": started,  # the run's time counts its reading and dedupe too: one time
         "status": "refused" if refused else "running",
         "mode": options.mode,
         "attributes": ",".join(options.attributes),
@@ -139,8 +138,8 @@ def run(
     inputs: Source | Sequence[str],
     *,
     options: RunOptions | None = None,
-    db: Path | str = DEFAULT_DB,
-    target: Target,
+    db: Path | str | None = None,
+    target: Target | None = None,
     step: Step = direct,
     on_event: Callable[[Event], None] | None = None,
     clock: Clock = utc_now,
@@ -150,12 +149,21 @@ def run(
 ) -> RunSummary:
     """Validate or enrich the places of `inputs` (files, globs, or a `Source`) into `db`.
 
-    An unfinished run of the same inputs and options is resumed, not redone, unless a live
-    process carries it out (then a new run buys what that one is not buying, and waits for its
-    answers to the rest), or `new_run` asks for a new one. Inputs may be ``s3://`` URLs, reached
-    with `storage` (`placeflow.config.storage_settings`). Raises `BudgetRefused` (nothing
-    spent) or `CreditsRanOut` (resumable), each carrying the summary.
+    Without a `target`, the service the environment names (PLACEFLOW_API_KEY and
+    PLACEFLOW_BASE_URL, or the configuration file), else an embedded sandbox for the length of
+    the call; without a `db`, PLACEFLOW_DB or the configuration file's, else DEFAULT_DB
+    (`placeflow.config`). An unfinished run of the same inputs and options is resumed, not
+    redone, unless a live process carries it out (then a new run buys what that one is not
+    buying, and waits for its answers to the rest), or `new_run` asks for a new one. Inputs may
+    be ``s3://`` URLs, reached with `storage` (`placeflow.config.storage_settings`). Raises
+    `BudgetRefused` (nothing spent) or `CreditsRanOut` (resumable), each carrying the summary.
     """
+    if target is None or db is None:
+        with environment_defaults(target, db) as (target, db):
+            return run(
+                inputs, options=options, db=db, target=target, step=step, on_event=on_event,
+                clock=clock, timer=timer, new_run=new_run, storage=storage,
+            )  # fmt: skip
     options = options or RunOptions()
     source = as_source(inputs, storage)
     started = clock()
@@ -196,8 +204,8 @@ def run(
 def resume(
     run_id: str,
     *,
-    db: Path | str = DEFAULT_DB,
-    target: Target,
+    db: Path | str | None = None,
+    target: Target | None = None,
     poll_timeout: float | None = None,
     resend_uncertain: bool = False,
     stuck_after: float | None = None,
@@ -208,7 +216,15 @@ def resume(
     watch_every: float | None = None,
 ) -> RunSummary:
     """Finish a run that stopped part way: re-attach to its jobs, load what was not loaded
-    (`watch_every`: `RunOptions.watch_every`, for a live display)."""
+    (`watch_every`: `RunOptions.watch_every`, for a live display). Without a `target` or a
+    `db`, the environment's, as `run` takes them."""
+    if target is None or db is None:
+        with environment_defaults(target, db) as (target, db):
+            return resume(
+                run_id, db=db, target=target, poll_timeout=poll_timeout,
+                resend_uncertain=resend_uncertain, stuck_after=stuck_after, step=step,
+                on_event=on_event, clock=clock, timer=timer, watch_every=watch_every,
+            )  # fmt: skip
     started = clock()
     r = Stages(step=step, emit=emitter(on_event), timer=timer)
     r.emit(StageStarted("warehouse"))

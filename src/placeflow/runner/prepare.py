@@ -32,11 +32,11 @@ from placeflow.pipeline.source import FileSource, Source, stream
 from placeflow.pipeline.staging import Staging
 from placeflow.runner.budget import check
 from placeflow.runner.steps import Stages, Step, direct, emitter
-from placeflow.runner.target import Target
+from placeflow.runner.target import Target, environment_defaults
 from placeflow.state.budgets import kind_of
 from placeflow.state.records import PLACES, REJECTS, Plan
 from placeflow.state.runstate import Clock, utc_now
-from placeflow.store.warehouse import DEFAULT_DB, connect
+from placeflow.store.warehouse import connect
 from placeflow.support.objects import Storage
 
 
@@ -158,15 +158,20 @@ def preview(
     inputs: Source | Sequence[str],
     *,
     options: RunOptions | None = None,
-    db: Path | str = DEFAULT_DB,
-    target: Target,
+    db: Path | str | None = None,
+    target: Target | None = None,
     step: Step = direct,
     on_event: Callable[[Event], None] | None = None,
     clock: Clock = utc_now,
     storage: Storage | None = None,
 ) -> Preview:
     """What a run would send and the most it could cost; sends nothing, writes nothing
-    (`storage`: how to reach inputs in object storage)."""
+    (`storage`: how to reach inputs in object storage). Without a `target` or a `db`, the
+    environment's, as `placeflow.run` takes them."""
+    if target is None or db is None:
+        with environment_defaults(target, db) as (target, db):
+            return preview(inputs, options=options, db=db, target=target, step=step,
+                           on_event=on_event, clock=clock, storage=storage)  # fmt: skip
     options = options or RunOptions()
     source = as_source(inputs, storage)
     now = clock()

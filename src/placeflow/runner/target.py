@@ -13,6 +13,7 @@ from pathlib import Path
 from placeflow.api.client import PlaceApiClient
 from placeflow.api.journal import SpendJournal
 from placeflow.api.limiter import RateGate, RateLimiter, machine_limiter, state_dir
+from placeflow.config import load_settings
 from placeflow.emulator import DEFAULT_API_KEY, Sandbox, SandboxConfig
 from placeflow.emulator.keep import SandboxStore
 from placeflow.errors import ConfigError
@@ -131,3 +132,21 @@ def open_target(
         label=base_url,
         limits=limits or RateLimits.for_tier("paid"),
     )
+
+
+@contextmanager
+def environment_defaults(
+    target: Target | None, db: Path | str | None
+) -> Iterator[tuple[Target, Path | str]]:
+    """What a call of the Python API left out, from the environment and the configuration
+    file (`placeflow.config`): the service its key names, else an embedded sandbox served for
+    the block; the warehouse PLACEFLOW_DB names, else DEFAULT_DB."""
+    settings = load_settings()
+    where = settings.db if db is None else db
+    if target is not None:
+        yield target, where
+        return
+    with open_target(
+        api_key=settings.api_key, base_url=settings.base_url, limits=settings.limits, db=where
+    ) as opened:  # the embedded sandbox keeps its state beside the warehouse, for a resume
+        yield opened, where
