@@ -54,6 +54,7 @@ def argv_for(command: str, db: Path, places: Path) -> list[str]:
         "matches": ["matches", "run_20260101T000000_abcdef"],
         "rows": ["rows", "run_20260101T000000_abcdef", "--out", str(db.parent / "o.csv")],
         "query": ["query", "select 1"],
+        "budget": ["budget"],
     }
     return [*given[command], "--db", str(db)]
 
@@ -71,7 +72,7 @@ def commands_taking_db() -> set[str]:
 
 COMMANDS = sorted(
     ["run", "estimate", "resume", "refresh", "research", "export", "report", "runs",
-     "not-a-match", "matches", "rows", "query"]
+     "not-a-match", "matches", "rows", "query", "budget"]
 )  # fmt: skip
 
 

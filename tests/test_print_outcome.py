@@ -134,7 +134,7 @@ def test_every_error_exit_prints_server_text_as_text(
     monkeypatch.setattr(commands, "dispatch", broken)
     assert cli.main(["resume", "run_x"]) != 0
     assert capsys.readouterr().err == f"placeflow: {shown}\n"
-    assert research_cli._fail(PlaceflowError(said), 1, as_json=False) == 1
+    assert fail(PlaceflowError(said), code=1, as_json=False, prog=research_cli.PROG) == 1
     assert capsys.readouterr().err == f"placeflow research: {shown}\n"
     assert print_outcome({"status": "error", "message": said, "exit_code": 1}, as_json=False) == 1
     assert capsys.readouterr().err == f"placeflow: {shown}\n"

@@ -18,10 +18,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from placeflow.cli.args import add_db, add_json
+from placeflow.cli.args import DB_HELP, add_db, add_json, add_quiet, say
 from placeflow.errors import EXIT_OK, PlaceflowError
 from placeflow.state.budgets import KINDS, PERS, WARN_AT
-from placeflow.store.warehouse import DEFAULT_DB
 from placeflow.support.text import printable
 
 SERVICE_KEYS = ("quota_limit", "current_usage", "period", "reset_date")
@@ -42,6 +41,7 @@ def add_parser(sub: Any) -> None:
     )
     add_db(p)
     add_json(p, help="print the budgets and the service's quota as one JSON document")
+    add_quiet(p)
     p.set_defaults(func=show_command)
     actions = p.add_subparsers(dest="action", metavar="ACTION")
     s = actions.add_parser(
@@ -85,9 +85,7 @@ def add_parser(sub: Any) -> None:
 
 def _db_json(p: argparse.ArgumentParser) -> None:
     """--db and --json after the action too, without overriding those given before it."""
-    p.add_argument(
-        "--db", default=argparse.SUPPRESS, help=f"DuckDB warehouse (default {DEFAULT_DB})"
-    )
+    p.add_argument("--db", default=argparse.SUPPRESS, help=DB_HELP)
     p.add_argument("--json", action="store_true", default=argparse.SUPPRESS,
                    help="print the result as one JSON document")  # fmt: skip
 
@@ -106,7 +104,7 @@ def set_command(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps({"budget": doc, "status": "set", "exit_code": EXIT_OK}, sort_keys=True))
     else:
-        print(f"placeflow: {budget.name()} set (warns past {100 * budget.warn_at:g}%)")
+        say(args, f"placeflow: {budget.name()} set (warns past {100 * budget.warn_at:g}%)")
     return EXIT_OK
 
 
@@ -122,7 +120,7 @@ def clear_command(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps({"cleared": cleared, "status": "cleared", "exit_code": EXIT_OK}))
     else:
-        print(f"placeflow: {cleared} budget(s) cleared")
+        say(args, f"placeflow: {cleared} budget(s) cleared")
     return EXIT_OK
 
 

@@ -20,6 +20,9 @@ from placeflow.config import postgres_password, storage_settings
 from placeflow.errors import EXIT_OK, EXIT_USAGE, PlaceflowError
 from placeflow.exporters.export import DEFAULT_TABLES, TABLES, ExportSummary, export
 
+PROG = "placeflow export"
+"""How its errors begin on stderr."""
+
 
 def add_parser(sub: Any) -> argparse.ArgumentParser:
     """Add the `export` sub-command to a subparsers object; its handler (`func`) is `main`."""
@@ -63,22 +66,19 @@ def main(args: argparse.Namespace) -> int:
 
     tables = [t.strip() for t in args.tables.split(",") if t.strip()] if args.tables else None
     if not Path(args.db).exists():
-        return _fail(args, f"no warehouse at {args.db}: a run creates it", EXIT_USAGE)
+        said = f"no warehouse at {args.db}: a run creates it"
+        return fail(said, code=EXIT_USAGE, as_json=args.json, prog=PROG)
     try:
         summary = export(
             args.db, args.to, tables, full=args.full, password=postgres_password(),
             storage=storage_settings(),
         )  # fmt: skip
     except PlaceflowError as exc:  # codes by class: placeflow.errors.EXIT_CODES
-        return _fail(args, exc)
+        return fail(exc, as_json=args.json, prog=PROG)
     except ValueError as exc:
-        return _fail(args, exc, EXIT_USAGE)
+        return fail(exc, code=EXIT_USAGE, as_json=args.json, prog=PROG)
     _print(summary, as_json=args.json, quiet=args.quiet)
     return EXIT_OK
-
-
-def _fail(args: argparse.Namespace, problem: str | Exception, code: int | None = None) -> int:
-    return fail(problem, code=code, as_json=args.json, prog="placeflow export")
 
 
 def _print(summary: ExportSummary, *, as_json: bool, quiet: bool = False) -> None:

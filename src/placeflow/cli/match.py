@@ -119,9 +119,10 @@ def not_a_match_command(args: argparse.Namespace) -> int:
 
 def matches_command(args: argparse.Namespace) -> int:
     from placeflow.pipeline.notamatch import merges
-    from placeflow.reporting.rows import csv_safe, write_rows
+    from placeflow.reporting.rows import write_rows
     from placeflow.state.runread import stored_run
     from placeflow.store.warehouse import reading
+    from placeflow.support.csvsafe import csv_safe
 
     with reading(args.db) as con:
         stored_run(con, args.run_id)  # an unknown run: UnknownRun, exit 2

@@ -34,6 +34,10 @@ if TYPE_CHECKING:  # the research library loads when the command runs, not for i
     from placeflow.pipeline.source import Source
 
 
+PROG = "placeflow research"
+"""How its errors begin on stderr."""
+
+
 def add_parser(sub: Any) -> argparse.ArgumentParser:
     p: argparse.ArgumentParser = sub.add_parser(
         "research",
@@ -179,7 +183,7 @@ def handle(args: argparse.Namespace) -> int:
         source = _source(args, options.spec)
         settings = load_settings()
     except (UsageError, ValueError) as exc:  # FieldSpecError, OptionsError, InputError, ...
-        return _fail(exc, exit_code(exc) or EXIT_USAGE, as_json=args.json)
+        return fail(exc, code=exit_code(exc) or EXIT_USAGE, as_json=args.json, prog=PROG)
     try:
         with (
             open_target(
@@ -193,13 +197,8 @@ def handle(args: argparse.Namespace) -> int:
                 on_event=display if show else None,
             )  # fmt: skip
     except (PlaceflowError, FileNotFoundError) as exc:  # codes by class: errors.EXIT_CODES
-        return _fail(exc, exit_code(exc) or EXIT_USAGE, as_json=args.json)
+        return fail(exc, code=exit_code(exc) or EXIT_USAGE, as_json=args.json, prog=PROG)
     return _print(out, as_json=args.json)
-
-
-def _fail(exc: Exception, code: int, *, as_json: bool) -> int:
-    """An error exit: the reason on stderr and, under --json, still one document on stdout."""
-    return fail(exc, code=code, as_json=as_json, prog="placeflow research")
 
 
 def _print(out: dict[str, Any], *, as_json: bool) -> int:

@@ -87,7 +87,8 @@ def add_parsers(sub: Any) -> None:
 
 
 def rows_main(args: argparse.Namespace) -> int:
-    from placeflow.reporting.rows import csv_safe, row_outcomes, write_rows
+    from placeflow.reporting.rows import row_outcomes, write_rows
+    from placeflow.support.csvsafe import csv_safe
 
     out = str(args.out)
     try:

@@ -9,23 +9,10 @@ from placeflow.errors import (
     EXIT_FAILED,
     EXIT_OK,
     EXIT_REFUSED,
-    PlaceflowError,
 )
 from placeflow.pipeline.account import RunSummary
 from placeflow.pipeline.mapping_report import describe
 from placeflow.support.text import printable
-
-
-def error_document(exc: PlaceflowError, code: int, db: str | None) -> dict[str, object]:
-    """The one `--json` document of a command that ended with an error."""
-    doc: dict[str, object] = {"status": "error", "message": str(exc), "exit_code": code}
-    run_id = getattr(exc, "run_id", None)
-    if run_id:
-        summary = getattr(exc, "summary", None)
-        doc.update(summary.as_dict() if summary is not None else {}, run_id=run_id)
-        doc.update(message=str(exc), exit_code=code)
-        doc["next"] = f"placeflow resume {run_id}" + (f" --db {db}" if db else "")
-    return doc
 
 
 def exit_code_for(status: str) -> int:
