@@ -39,6 +39,20 @@ def split_key(key: str) -> tuple[str | None, str]:
     return (prefix, name) if sep and prefix else (None, key)
 
 
+def set_pair(text: str, fields: tuple[str, ...]) -> tuple[str, str]:
+    """A `--set` argument as (key, value): `FIELD=VALUE`, or `FILE:FIELD=VALUE` whose FILE may
+    hold colons and '=' (an s3:// URL): the key ends at the first '=' after one of `fields` at
+    the start or after a ':'; the value is the rest, whatever it holds."""
+    for field in fields:
+        if text.startswith(f"{field}="):
+            return field, text[len(field) + 1 :]
+    found = re.search(f":({'|'.join(fields)})=", text)
+    if found is not None:
+        return f"{text[: found.start()]}:{found[1]}", text[found.end() :]
+    key, _, value = text.partition("=")
+    return key, value
+
+
 # --- the spec's vocabulary ------------------------------------------------------------------
 
 ValueAttribute = Literal[

@@ -12,7 +12,6 @@ wait, not what to do). `attributes` also takes the CLI's
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Mapping
 from datetime import timedelta
 from typing import Any, Literal
@@ -40,6 +39,7 @@ from placeflow.fields import (
     PLACE_FIELDS,
     DedupeMode,
     JobKind,
+    set_pair,
     split_key,
 )
 
@@ -142,13 +142,16 @@ class RunOptions(BaseModel):
         default=(),
         description="give a place field one value for every row (repeatable), e.g. country=FR"
         " for a file without a country column; it replaces any column of that field;"
-        " FILE:FIELD=VALUE gives it to that input file's rows only (FILE as given, its bare"
-        " name, or its s3:// URL). Fields: " + ", ".join(SETTABLE),
-        json_schema_extra={
-            "flag": "--set",
-            "metavar": "[FILE:]FIELD=VALUE",
-            "identity": "when set",
-        },
+        " FILE:FIELD=VALUE, for that input file only (its path, name or s3:// URL). Fields: "
+        + ", ".join(SETTABLE),
+        json_schema_extra={"flag": "--set", "metavar": "[FILE:]FIELD=VALUE",
+                           "identity": "when set"},
+    )  # fmt: skip
+    without_address: bool = Field(
+        default=False,
+        description="send a file whose mapping gives a name but no address while columns that"
+        " look like one (adresse, commune, code_postal, ...) are ignored: refused otherwise",
+        json_schema_extra={"identity": False},
     )
     encoding: str = Field(default="utf8", description="input text encoding (default utf8)")
     separator: str | None = Field(
@@ -338,7 +341,7 @@ class RunOptions(BaseModel):
         if value is None:
             return ()
         items = list(value.items()) if isinstance(value, Mapping) else [
-            set_pair(pair) if isinstance(pair, str) else tuple(pair) for pair in value
+            set_pair(pair, SETTABLE) if isinstance(pair, str) else tuple(pair) for pair in value
         ]  # fmt: skip
         for key, given in items:
             field = split_key(key)[1]
@@ -389,20 +392,6 @@ class RunOptions(BaseModel):
             return cls.model_validate(dict(values))
         except ValidationError as exc:
             raise OptionsError("; ".join(_reason(e) for e in exc.errors())) from None
-
-
-def set_pair(text: str) -> tuple[str, str]:
-    """A `--set` argument as (key, value): `FIELD=VALUE`, or `FILE:FIELD=VALUE` whose FILE may
-    hold colons and '=' (an s3:// URL): the key ends at the first '=' after a field's name at
-    the start or after a ':'; the value is the rest, whatever it holds."""
-    for field in SETTABLE:
-        if text.startswith(f"{field}="):
-            return field, text[len(field) + 1 :]
-    found = re.search(f":({'|'.join(SETTABLE)})=", text)
-    if found is not None:
-        return f"{text[: found.start()]}:{found[1]}", text[found.end() :]
-    key, _, value = text.partition("=")
-    return key, value
 
 
 def _reason(error: ErrorDetails) -> str:

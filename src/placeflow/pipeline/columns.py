@@ -183,3 +183,52 @@ def resolve_columns(
             "Name the column with --map poi_name=COLUMN (if the first row is data, add a header)"
         )
     return chosen
+
+
+LOCATION_FIELDS = ("street", "address", "city", "region", "postcode", "latitude", "longitude")
+"""The fields that say where a place is: a file must map one of them to be sent as it is."""
+ADDRESS_WORDS: dict[str, str] = {
+    **dict.fromkeys(("adresse", "address", "addr", "adres", "adresa", "rue", "strasse",
+                     "straße", "calle", "via", "direccion", "dirección", "indirizzo", "endereco",
+                     "endereço", "morada", "voie", "street"), "street"),
+    **dict.fromkeys(("commune", "ville", "city", "town", "stadt", "gemeinde", "gemeente",
+                     "comune", "ciudad", "municipio", "localite", "localité", "locality",
+                     "municipality", "cidade", "plaats", "ort", "poblacion", "población"), "city"),
+    **dict.fromkeys(("codepostal", "cp", "postcode", "postalcode", "zip", "zipcode", "plz",
+                     "postleitzahl", "cap", "codigopostal", "códigopostal", "postnummer", "npa"),
+                    "postcode"),
+    **dict.fromkeys(("departement", "département", "region", "région", "province", "provincia",
+                     "state", "bundesland", "county", "canton"), "region"),
+}  # fmt: skip
+"""Words of column names that hold an address, in the languages of the files placeflow meets,
+and the field each would feed (`unmapped_address`)."""
+
+
+def address_like(column: str) -> str | None:
+    """The field a column's name says it holds part of an address for (None: it does not): its
+    name is one of ADDRESS_WORDS, or begins or ends with one of five letters or more (not a
+    mail or web address)."""
+    name = canonical(column)
+    if "mail" in name or "web" in name:
+        return None
+    for word, field in ADDRESS_WORDS.items():
+        if name == word or (len(word) >= 5 and (name.startswith(word) or name.endswith(word))):
+            return field
+    return None
+
+
+def unmapped_address(
+    chosen: Mapping[str, str], fixed: Sequence[str], header: Sequence[str]
+) -> list[tuple[str, str]]:
+    """The columns that look like an address and feed nothing, each with the field it would
+    feed, when a file's mapping (`chosen`, and its `--set` fields `fixed`) gives no field that
+    says where a place is; empty otherwise."""
+    if any(f in chosen or f in fixed for f in LOCATION_FIELDS):
+        return []
+    used = set(chosen.values())
+    out = []
+    for column in dict.fromkeys(header):
+        field = address_like(column) if column not in used else None
+        if field is not None:
+            out.append((column, field))
+    return out

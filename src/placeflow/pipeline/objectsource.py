@@ -110,4 +110,5 @@ class ObjectSource:
             batch_rows=batch_rows,
             constants=dict(options.constants),
             labels=labels,
+            address_optional=options.without_address,
         )

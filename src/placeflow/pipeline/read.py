@@ -18,7 +18,12 @@ import polars as pl
 
 from placeflow.errors import InputError, SourceProblem
 from placeflow.fields import BATCH_ROWS, MATCH_ONLY_FIELDS, PLACE_FIELDS, split_key
-from placeflow.pipeline.columns import canonical, check_mapping, resolve_columns
+from placeflow.pipeline.columns import (
+    canonical,
+    check_mapping,
+    resolve_columns,
+    unmapped_address,
+)
 from placeflow.pipeline.csvfile import (
     BAD_BYTES_REASON,
     ROW,
@@ -248,7 +253,7 @@ def duplicate_headers(header: Sequence[str]) -> list[str]:
 
 def _open(
     path: Path, given: Mapping[str, str], codec: str, batch_rows: int, separator: str | None,
-    constants: Mapping[str, str], labels: Mapping[str, str],
+    constants: Mapping[str, str], labels: Mapping[str, str], address_optional: bool = True,
 ) -> _File:  # fmt: skip
     """The file opened, named by its label (an object's URL, for a copy of it) if it has one,
     with its mapping and its `--set` values."""
@@ -265,12 +270,31 @@ def _open(
     except SourceProblem as problem:
         raise InputError(f"{name}: {problem}") from None
     opened.name, opened.constants = name, fixed
+    left = [] if address_optional else unmapped_address(opened.chosen, list(fixed), opened.header)
+    if left:
+        raise InputError(_no_address(name, opened.chosen, left))
     return opened
+
+
+def _no_address(name: str, chosen: Mapping[str, str], left: Sequence[tuple[str, str]]) -> str:
+    """The refusal of a file mapped without its address (`unmapped_address`)."""
+    mapped = ", ".join(sorted(chosen)) or "no field"
+    columns = ", ".join(repr(column) for column, _ in left)
+    fields: dict[str, str] = {}
+    for column, field in left:  # the first column of each field
+        fields.setdefault(field, column)
+    maps = " ".join(f"--map '{name}:{f}={c}'" for f, c in fields.items())
+    return (
+        f"{name}: only {mapped} mapped, while the columns {columns} that look like an address"
+        " are ignored; places sent without an address are matched by their name alone (weaker"
+        f" answers, each charged). Map them, e.g. {maps}, or pass --without-address to send"
+        " them as they are; nothing was sent"
+    )
 
 
 def _file_rows(
     first: _File, rest: Sequence[Path], given: Mapping[str, str], codec: str, batch_rows: int,
-    separator: str | None, tally: _Tally, labels: Mapping[str, str],
+    separator: str | None, tally: _Tally, labels: Mapping[str, str], address_optional: bool,
 ) -> Iterator[pl.DataFrame]:  # fmt: skip
     """Each file's rows in order, shaped; later files are opened when reached."""
     opened: _File | None = first
@@ -286,8 +310,13 @@ def _file_rows(
             raise InputError(f"{opened.name}: {problem}") from None
         tally.blank += opened.blank_rows
         following = next(paths, None)
-        opened = None if following is None else _open(following, given, codec, batch_rows,
-                                                      separator, constants, labels)  # fmt: skip
+        opened = (
+            None
+            if following is None
+            else _open(
+                following, given, codec, batch_rows, separator, constants, labels, address_optional
+            )
+        )
 
 
 def stream_inputs(
@@ -299,6 +328,7 @@ def stream_inputs(
     batch_rows: int = BATCH_ROWS,
     constants: Mapping[str, str] | None = None,
     labels: Mapping[str, str] | None = None,
+    address_optional: bool = True,
 ) -> ReadStream:
     """Read every file the patterns name, in file order, as a stream of read frames of at most
     `batch_rows` rows (see `ReadStream`). CSV values are split at `separator` (by default a
@@ -310,6 +340,8 @@ def stream_inputs(
     inputs, the mapping and the first file's header are checked at once (InputError); a later
     file's header when the stream reaches it, and a file's body as it is read. `labels` name
     files by another name than their path (a local copy of an object by the object's URL).
+    Unless `address_optional`, a file whose mapping gives no field of a place's location while
+    columns that look like an address feed nothing is refused (InputError) when opened.
     """
     given, constants = dict(mapping or {}), dict(constants or {})
     try:
@@ -330,8 +362,10 @@ def stream_inputs(
                     f" the inputs are {inputs}"
                 )
     tally = _Tally(constants)
-    first = _open(paths[0], given, codec, batch_rows, separator, constants, labels)
-    frames = _file_rows(first, paths[1:], given, codec, batch_rows, separator, tally, labels)
+    first = _open(paths[0], given, codec, batch_rows, separator, constants, labels,
+                  address_optional)  # fmt: skip
+    frames = _file_rows(first, paths[1:], given, codec, batch_rows, separator, tally, labels,
+                        address_optional)  # fmt: skip
     return ReadStream(frames, tally.info, batch_rows)
 
 

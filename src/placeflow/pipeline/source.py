@@ -80,6 +80,7 @@ class FileSource:
             separator=options.separator,
             batch_rows=batch_rows,
             constants=dict(options.constants),
+            address_optional=options.without_address,
         )
 
 
