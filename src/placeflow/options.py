@@ -12,6 +12,7 @@ wait, not what to do). `attributes` also takes the CLI's
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping
 from datetime import timedelta
 from typing import Any, Literal
