@@ -263,6 +263,31 @@ def test_a_run_whose_every_row_is_rejected_exits_6(
     assert "semicolon" in row and "comma" not in row
     assert main(["runs", "--db", str(db), "--json"]) == 0
     assert json.loads(capsys.readouterr().out)[0]["status"] == "all_rejected"
+    assert main(["query", "select status from runs", "--db", str(db), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out) == [{"status": "all_rejected"}]
+    assert main(["resume", summary.run_id, "--db", str(db), "--json"]) == 0  # nothing to do
+    assert "nothing to resume" in json.loads(capsys.readouterr().out)["message"]
+
+
+def test_an_empty_refresh_records_no_run_and_no_report(
+    done: Done, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A refresh with nothing stale ends completed (exit 0) and says so, with no run recorded
+    and no report written."""
+    for name, value in env_for(done.url).items():
+        monkeypatch.setenv(name, value)
+    reports = done.db.parent / "reports"
+    before = sorted(p.name for p in reports.iterdir()) if reports.exists() else []
+    db = str(done.db)
+    assert main(["query", "select count(*) as n from runs", "--db", db, "--json"]) == 0
+    runs = json.loads(capsys.readouterr().out)[0]["n"]
+    assert main(["refresh", "--db", db, "--older-than", "30d", "--json", "-q"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert (doc["status"], doc["run_id"], doc["exit_code"]) == ("completed", None, 0)
+    assert "nothing to refresh" in doc["message"]
+    assert main(["query", "select count(*) as n from runs", "--db", db, "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)[0]["n"] == runs
+    assert (sorted(p.name for p in reports.iterdir()) if reports.exists() else []) == before
 
 
 def test_one_run_time_everywhere(done: Done, capsys: pytest.CaptureFixture[str]) -> None:

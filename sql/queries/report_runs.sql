@@ -17,7 +17,7 @@ final as (
     select
         recent_runs.run_id,
         recent_runs.created_at,
-        case
+        case  -- a run closed before 019 knew all_rejected
             when recent_runs.status = 'completed' and recent_runs.rows_read > 0
                 and recent_runs.rejected = recent_runs.rows_read
                 then 'all_rejected'

@@ -75,7 +75,7 @@ def stored_status(db: str, run_id: str) -> StoredRun:
     return StoredRun(run_id, str(row[0]), None if row[1] is None else str(row[1]))
 
 
-FINISHED = frozenset({"completed", "refused"})
+FINISHED = frozenset({"completed", "refused", "all_rejected"})
 """Statuses a resume has nothing to do for."""
 
 

@@ -232,9 +232,7 @@ def account(
         final, message = "completed", None
     read, rejected = _read_and_rejected(con, run_id)
     if final == "completed" and read and rejected == read:
-        # every row rejected: nothing to send, and not a success (exit 6). The runs table keeps
-        # `completed` until its status CHECK knows `all_rejected` (the lifecycle's migration)
-        final = "all_rejected"
+        final = "all_rejected"  # every row rejected: nothing to send, and not a success (exit 6)
         message = (
             f"every one of the {read:,} input rows was rejected, so nothing was sent; each"
             f" row's reason: placeflow rows {run_id} --only rejected --out -"
@@ -251,7 +249,7 @@ def account(
     left = {c.owner_run_id: c.waiting for c in claims if c.waiting}
     message = "; ".join(m for m in (message, _claims_note(claims)) if m) or None
     if final != "refused":
-        stored_as = "completed" if final in ("completed_with_failures", "all_rejected") else final
+        stored_as = "completed" if final == "completed_with_failures" else final
         state.closed(
             status=stored_as,
             succeeded=succeeded,
