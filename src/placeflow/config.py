@@ -219,3 +219,15 @@ def postgres_password(env: Mapping[str, str] | None = None) -> Secret | None:
     env = os.environ if env is None else env
     value = env.get("PGPASSWORD", "")
     return Secret(value) if value else None
+
+
+def warehouse_db(db: str, env: Mapping[str, str] | None = None) -> str:
+    """A flow's `db` as the worker opens it: a relative path is taken under PLACEFLOW_HOME
+    (the warehouse host's placeflow folder, set in the worker's environment) when it is set,
+    so that every worker and every deployment names the one warehouse whatever folder the
+    flow run starts in; an absolute path, ``:memory:`` or no PLACEFLOW_HOME leave it as given."""
+    env = os.environ if env is None else env
+    home = env.get("PLACEFLOW_HOME", "").strip()
+    if not home or db == ":memory:" or os.path.isabs(db):
+        return db
+    return os.path.join(os.path.expanduser(home), db)

@@ -96,7 +96,7 @@ def _run(args: argparse.Namespace) -> int:
     if args.command == "run" and args.deployment is not None:
         from placeflow.cli.submit import submit
 
-        return submit(args)  # carried out by a worker on the warehouse host
+        return print_outcome(submit(args), as_json=args.json)  # a worker carries it out
     if getattr(args, "no_wait", False):
         raise UsageError("--no-wait goes with --deployment (a run here is waited for)")
     began = time.monotonic()

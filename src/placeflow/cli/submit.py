@@ -14,7 +14,6 @@ the usual exit codes; `--no-wait` prints the flow run's id and returns at once.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
@@ -68,8 +67,9 @@ def check_inputs(inputs: list[str]) -> None:
             )
 
 
-def submit(args: argparse.Namespace) -> int:
-    """Create the flow run of the deployment; wait for it and print its summary (or its id)."""
+def submit(args: argparse.Namespace) -> dict[str, Any]:
+    """Create the flow run of the deployment; wait for it: its summary dict, with its exit code
+    (with --no-wait: the flow run's id, at once)."""
     inputs = list(args.inputs)
     check_inputs(inputs)
     options = options_from_args(args)  # checked here, before the flow run is created
@@ -91,16 +91,10 @@ def submit(args: argparse.Namespace) -> int:
         name=name, parameters=params, timeout=0 if args.no_wait else None, poll_interval=2
     )
     if args.no_wait:
-        doc = {"flow_run_id": str(flow_run.id), "deployment": name, "status": "submitted"}
-        if args.json:
-            print(json.dumps({**doc, "exit_code": EXIT_OK}, sort_keys=True))
-        else:
-            print(f"placeflow: flow run {flow_run.id} of {name} created on {server}")
-        return EXIT_OK
-    data = _result(flow_run)
-    from placeflow.cli.run import print_outcome
-
-    return print_outcome(data, as_json=args.json)
+        said = f"flow run {flow_run.id} of {name} created on {server}"
+        return {"flow_run_id": str(flow_run.id), "deployment": name, "status": "submitted",
+                "message": said, "exit_code": EXIT_OK}  # fmt: skip
+    return _result(flow_run)
 
 
 def _result(flow_run: FlowRun) -> dict[str, Any]:

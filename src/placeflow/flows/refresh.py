@@ -20,6 +20,7 @@ from typing import Any
 
 from prefect import flow
 
+from placeflow.config import warehouse_db
 from placeflow.events import Event
 from placeflow.flows.artifacts import publish
 from placeflow.flows.credentials import ExportTo
@@ -64,6 +65,7 @@ def refresh_stale_places(
     draws the live display (`RunOptions.watch_every`). The export's PostgreSQL password comes
     from the Secret block `pg_password_block` or PGPASSWORD, never from `export_to`.
     """
+    db = warehouse_db(db)  # relative: under PLACEFLOW_HOME, the warehouse host's folder
     ending = credentials(lambda e: refresh_ending(publish, e), export_to, pg_password_block, db)
     if isinstance(ending, Outcome):
         return as_state(ending)

@@ -20,6 +20,7 @@ from typing import Any
 from prefect import flow
 from prefect.artifacts import create_markdown_artifact
 
+from placeflow.config import warehouse_db
 from placeflow.errors import PlaceflowError, exit_code
 from placeflow.events import Event
 from placeflow.flows.credentials import ExportTo, export_password
@@ -75,6 +76,7 @@ def research_stale_places(
     Secret block `pg_password_block` or PGPASSWORD; an `export_to` holding a password is
     refused before anything is done (exit code 2). `on_event` is for a caller in this process.
     """
+    db = warehouse_db(db)  # relative: under PLACEFLOW_HOME, the warehouse host's folder
     try:
         password = export_password(export_to, pg_password_block)
     except PlaceflowError as exc:

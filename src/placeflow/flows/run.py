@@ -24,7 +24,7 @@ from typing import Any
 from prefect import flow
 from prefect.states import Failed
 
-from placeflow.config import load_settings, prefect_server_url, storage_settings
+from placeflow.config import load_settings, prefect_server_url, storage_settings, warehouse_db
 from placeflow.errors import FailedResult, PlaceflowError
 from placeflow.events import Event
 from placeflow.flows.artifacts import publish, publish_result, run_export
@@ -119,6 +119,7 @@ def run_files(
     PostgreSQL password from the Secret block `pg_password_block` or PGPASSWORD; an
     `export_to` holding a password is refused before anything is done (exit code 2).
     """
+    db = warehouse_db(db)
     ending = credentials(lambda e: run_ending(publish, e), export_to, pg_password_block, db)
     if isinstance(ending, Outcome):
         publish_result(ending.data)

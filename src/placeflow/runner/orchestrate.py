@@ -52,6 +52,7 @@ from placeflow.state.runstate import (
     unfinished_run,
     utc_now,
 )
+from placeflow.store.dbfile import shared_note
 from placeflow.store.writer import Warehouse, held_while_writing, workdir_for
 from placeflow.support.objects import Storage
 
@@ -169,6 +170,9 @@ def run(
     started = clock()
     r = Stages(step=step, emit=emitter(on_event), timer=timer)
     r.emit(StageStarted("warehouse"))  # opened (or waited for) before anything else
+    shared = shared_note(db)  # said, not refused: one host writing it over a share works
+    if shared:
+        r.emit(Note(shared))
     # the client first: its making (a TLS context, the key's limiter) need not hold the file
     with target.client() as api, Warehouse(db, wait=options.warehouse_wait) as wh:
         con = held_while_writing(wh, api)
@@ -228,6 +232,9 @@ def resume(
     started = clock()
     r = Stages(step=step, emit=emitter(on_event), timer=timer)
     r.emit(StageStarted("warehouse"))
+    shared = shared_note(db)
+    if shared:
+        r.emit(Note(shared))
     with target.client() as api, Warehouse(db) as wh:  # the client first, as `run` does
         con = held_while_writing(wh, api)
         stored = stored_run(con, run_id)

@@ -175,3 +175,48 @@ def holder_of(path: Path | str) -> str | None:
         return _holder_file(path).read_text()[:200] or None
     except OSError:
         return None
+
+
+NETWORK_FILESYSTEMS = frozenset(
+    {"nfs", "nfs4", "cifs", "smb3", "smbfs", "9p", "afs", "ceph", "glusterfs", "lustre",
+     "gpfs", "beegfs", "fuse.sshfs", "fuse.s3fs", "fuse.gcsfuse", "fuse.rclone",
+     "fuse.glusterfs", "fuse.cephfs", "fuse.juicefs", "fuse.goofys"}
+)  # fmt: skip
+"""File systems a folder may be shared through between hosts (as /proc/mounts names them)."""
+
+
+def network_filesystem(path: Path | str, mounts: Path = Path("/proc/mounts")) -> str | None:
+    """The network file system holding `path`'s folder (``nfs4``, ``cifs``, ...), None when it
+    is a local one or cannot be told (no /proc/mounts: not Linux). Two hosts writing one DuckDB
+    file over such a share is not supported: its lock does not hold across hosts, and the file
+    is corrupted (docs/operations.md, 'A team on several machines')."""
+    if str(path) == ":memory:":
+        return None
+    try:
+        where = Path(path).expanduser().resolve().parent
+        table = mounts.read_text(encoding="utf-8", errors="replace").splitlines()
+    except OSError:
+        return None
+    best, kind = -1, None
+    for line in table:
+        fields = line.split()
+        if len(fields) < 3:
+            continue
+        point = fields[1].replace("\\040", " ")
+        inside = where == Path(point) or Path(point) in where.parents
+        if inside and len(point) > best:
+            best, kind = len(point), fields[2]
+    return kind if kind in NETWORK_FILESYSTEMS else None
+
+
+def shared_note(path: Path | str) -> str | None:
+    """What a run says when the warehouse lies on a network file system (None: it does not)."""
+    kind = network_filesystem(path)
+    if kind is None:
+        return None
+    return (
+        f"the warehouse {path} is on a network file system ({kind}): only one host may write"
+        " it (DuckDB's lock does not hold across hosts, and two writers corrupt the file). Run"
+        " the workers that write it on one host; others submit runs and read the exports"
+        " (docs/operations.md, 'A team on several machines')"
+    )
