@@ -47,6 +47,8 @@ AIRPORT = {"street": "1 Airport Boulevard", "city": "Pittsburgh", "postcode": "1
 MALL = {"street": "10250 Santa Monica Blvd", "city": "Los Angeles", "postcode": "90067",
         "country": "US"}  # fmt: skip
 GINZA = {"city": "Chuo-ku", "postcode": "104-0061", "country": "JP"}
+PLAZA = {"street": "1 Pennsylvania Turnpike", "city": "Bedford", "postcode": "15522",
+         "country": "US", "latitude": 40.0184, "longitude": -78.4939}  # fmt: skip
 
 
 @pytest.mark.parametrize(
@@ -169,6 +171,35 @@ GINZA = {"city": "Chuo-ku", "postcode": "104-0061", "country": "JP"}
              "latitude": 52.52175, "longitude": 13.41405},
             id="numbers-in-the-name",
         ),
+        pytest.param(
+            {**AIRPORT, "poi_name": "Burger Barn", "street": "Airside, 1 Airport Boulevard"},
+            {**AIRPORT, "poi_name": "Burger Barn", "street": "Landside, 1 Airport Boulevard"},
+            {**AIRPORT, "poi_name": "Burger Barn", "street": "Airside, 1 Airport Boulevard"},
+            {**AIRPORT, "poi_name": "BURGER BARN", "street": "AIRSIDE 1 AIRPORT BLVD"},
+            id="airside-and-landside",
+        ),
+        pytest.param(
+            {**AIRPORT, "poi_name": "Burger Barn Pre-Security"},
+            {**AIRPORT, "poi_name": "Burger Barn Post-Security"},
+            {**AIRPORT, "poi_name": "Burger Barn Pre-Security"},
+            {**AIRPORT, "poi_name": "BURGER BARN PRE SECURITY"},
+            id="before-and-after-security",
+        ),
+        pytest.param(
+            {**PLAZA, "poi_name": "Burger Barn - Service Plaza Northbound"},
+            {**PLAZA, "poi_name": "Burger Barn - Service Plaza Southbound"},
+            {**PLAZA, "poi_name": "Burger Barn - Service Plaza Northbound"},
+            {**PLAZA, "poi_name": "BURGER BARN - SERVICE PLAZA NORTHBOUND",
+             "street": "1 Penna Tpke"},
+            id="carriageways-of-a-plaza",
+        ),
+        pytest.param(
+            {**PLAZA, "poi_name": "Burger Barn", "street": "I-76 Turnpike, Mile Marker 172"},
+            {**PLAZA, "poi_name": "Burger Barn", "street": "I-76 Turnpike, Mile Marker 189"},
+            {**PLAZA, "poi_name": "Burger Barn", "street": "I-76 Turnpike, Mile Marker 172"},
+            {**PLAZA, "poi_name": "Burger Barn", "street": "I-76 Tpke, Mile Marker 172"},
+            id="mile-markers",
+        ),
     ],
 )  # fmt: skip
 def test_evidence_keeps_two_places_apart(
@@ -233,3 +264,47 @@ def test_the_exact_key_keeps_the_sign_of_a_level() -> None:
         .to_list()
     )
     assert keys[0] != keys[1] and keys[0] == keys[2] and keys[3] == keys[4]
+
+
+def _burger(street: str, lat: float, lon: float, name: str = "Burger Barn") -> dict[str, Any]:
+    return {"poi_name": name, "street": street, "city": "Atlanta", "postcode": "30320",
+            "country": "US", "latitude": lat, "longitude": lon}  # fmt: skip
+
+
+BURGER_CHAIN = [_burger(f"{n} Camp Creek Parkway", 33.65 + n / 1e4, -84.5) for n in range(1, 5)]
+"""Four more of the chain in the same ZIP: the name is a chain's (five places share it)."""
+
+
+def test_a_chain_s_units_at_one_address_are_kept_apart_by_distance() -> None:
+    """Two units of a chain listed at the airport's one street address, 300 m apart (as its
+    directory places them): never merged (STORE_KM). The same unit listed twice, 20 m apart,
+    merges; and a name no chain shares still merges at 300 m (FAR_KM)."""
+    a = _burger("6000 N Terminal Parkway", 33.6407, -84.4277)
+    far = _burger("6000 N Terminal Pkwy", 33.6434, -84.4277)  # 300 m north
+    near = _burger("6000 N TERMINAL PKWY", 33.64088, -84.4277)  # 20 m
+    assert not _merged(a, far, *BURGER_CHAIN)
+    assert _merged(a, near, *BURGER_CHAIN)
+    rare = {"poi_name": "Hartsfield Shoe Shine"}
+    assert _merged({**a, **rare}, {**far, **rare})
+
+
+def test_model_distances_hold_the_labelled_directories() -> None:
+    """STORE_KM is above the largest distance between two records of one store in the labelled
+    directories, FAR_KM above all but the stations' and airports' far listings
+    (bench/matching_distance.py measures them)."""
+    import importlib.util
+    from pathlib import Path
+
+    from placeflow.pipeline.match.model import FAR_KM, STORE_KM
+
+    path = Path(__file__).resolve().parents[2] / "bench" / "matching_distance.py"
+    spec = importlib.util.spec_from_file_location("matching_distance", path)
+    assert spec is not None and spec.loader is not None
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    pairs = bench.same_place_pairs()
+    stores = pairs.filter(pl.col("category") == "store")
+    assert stores.height > 100 and stores["km"].max() < STORE_KM  # type: ignore[operator]
+    beyond = pairs.filter(pl.col("km") > FAR_KM)
+    assert beyond.height / pairs.height < 0.005
+    assert set(beyond["category"]) <= {"rail_station", "airport_station", "transit_station"}

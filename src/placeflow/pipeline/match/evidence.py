@@ -11,8 +11,14 @@ fuzzy pass refuses a pair, and a cluster holding such a pair is rebuilt (`groupi
   t: terminal ("Terminal C", "T1"), c: concourse, g: gate ("gate C67"), l: level or floor
   ("LEVEL +1" vs "LEVEL -1", "B1" vs "1F", "2F", "地下1階", "Upper Level"), u: unit, suite,
   shop, stall, kiosk, room ("Shop No. 12", "#200"), w: wing, court, hall, pier, zone, sector,
-  block, tower, building, platform ("Center Court" vs "East Wing"), d: a direction word of the
-  name (north, süd, ost, West, ...), s: drive-thru (a drive-thru is never the store beside it).
+  block, tower, building, platform ("Center Court" vs "East Wing"), a: the side of an airport's
+  security or hall (airside/landside, pre/post security, arrivals/departures), b: the carriageway
+  of a service plaza (northbound/southbound/...), m: a mile marker ("Mile Marker 93" vs "41"; not
+  "MM"/"MP", which are a state's code in many addresses),
+  d: a direction word of the name (north, süd, ost, West, ...), s: drive-thru (a drive-thru is
+  never the store beside it). Units at one airport, service plaza or mall share the venue's
+  address: these marks (with terminals, concourses, gates, levels, units, wings and courts) and
+  the chain's distance rule (`model.CHAIN_FAR`) keep them apart.
   Two places whose marks of one class differ are never merged; a class only one of them names
   proves nothing (a perturbed "Level 2, " line), except s: drive-thru on one side alone also
   keeps them apart.
@@ -68,6 +74,11 @@ _LINE_MARKS = (
           r"|gleis)\s+(?:[a-z]|\d+[a-z]?|[a-z]\d+))(?-u:\b)"),
     ("w", r"(?-u:\b)((?:[a-z]|\d+[a-z]?)\s+(?:wing|court|pier|zone|sector|block|tower|building"
           r"|platform))(?-u:\b)"),
+    ("a", r"(?-u:\b)(airside|landside)(?-u:\b)"),
+    ("a", r"(?-u:\b)(pre|post)[\s-]*security(?-u:\b)"),
+    ("a", r"(?-u:\b)(arrival|departure)s?(?-u:\b)"),
+    ("b", r"(?-u:\b)(north|south|east|west)[\s-]*bound(?-u:\b)"),
+    ("m", r"(?-u:\b)mile\s*(?:marker|post)\s*\.?\s*(\d+(?:\.\d+)?)(?-u:\b)"),
 )  # fmt: skip
 """(class, pattern) of the qualifiers read from a name or a street line (folded, a sign kept
 only where it stands alone: "LEVEL -1"); each pattern's first group is the value."""
@@ -75,6 +86,7 @@ _HINT = (
     r"#|terminal|term(?-u:(?-u:\b))|(?-u:(?-u:\b))t\s?\d(?-u:(?-u:\b))|concourse|gate|level|lvl|floor|flr|(?-u:(?-u:\b))fl(?-u:(?-u:\b))|etage|ebene|piso"
     r"|niveau|(?-u:(?-u:\b))og(?-u:(?-u:\b))|stock|suite|(?-u:(?-u:\b))ste(?-u:(?-u:\b))|unit|shop|stall|kiosk|space|room|(?-u:(?-u:\b))rm(?-u:(?-u:\b))|wing|court"
     r"|hall|pier|zone|sector|block|tower|building|bldg|platform|gleis|(?-u:(?-u:\b))b\d|\d+f(?-u:(?-u:\b))|階|楼|層"
+    r"|airside|landside|security|arrival|departure|bound|mile"
 )
 """A cheap test for a text that may hold a qualifier (the patterns run on those alone)."""
 _NAME_HINT = (

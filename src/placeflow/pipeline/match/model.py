@@ -7,14 +7,15 @@ file, so a run loads fixed parameters: deterministic, and no training time per r
 Hard rules (HARD_RULES): different countries, different street numbers (two branches on one
 street among them), more than FAR_KM apart, two different phones (each only when both places
 have the value), different ids in one input file (`placeflow.pipeline.match.evidence`), and two
-places both already known in the warehouse. The first three are part of every blocking rule, so
-a pair breaking one is never even scored; the rest, with the rules that need lists or string
-tests (CONFLICT: the marks and the branch of a name) and the rule for a chain's name
-(CHAIN_AGREES), are tested on the pairs scored at or above the threshold (few) and over the
-clusters, in DuckDB. The evidence of a merge is each comparison's level, computed for those
-pairs alone from the model's own level conditions and kept as a digit a comparison
-(`levels_sql`), and rendered with the level's label and match weight where it is stored
-(`evidence_json_sql`).
+places both already known in the warehouse; and (CHAIN_FAR) two places of a chain more than
+STORE_KM apart. Both distances come from the labelled directories (FAR_KM, STORE_KM). The first
+three hard rules are part of every blocking rule, so a pair breaking one is never even scored;
+the rest, with the rules that need lists or string tests (CONFLICT: the marks and the branch of
+a name, CHAIN_FAR) and the rule for a chain's name (CHAIN_AGREES), are tested on the pairs
+scored at or above the threshold (few) and over the clusters, in DuckDB. The evidence of a
+merge is each comparison's level, computed for those pairs alone from the model's own level
+conditions and kept as a digit a comparison (`levels_sql`), and rendered with the level's label
+and match weight where it is stored (`evidence_json_sql`).
 """
 
 from __future__ import annotations
@@ -40,7 +41,23 @@ if TYPE_CHECKING:
 
 MODEL_PATH = Path(__file__).with_name("model.json")
 FAR_KM = 0.5
-"""Places farther apart than this (both with coordinates) are never merged."""
+"""Places farther apart than this (both with coordinates) are never merged. Where it comes from
+(bench/matching_distance.py over the labelled directories, bench/matching/directories): of the
+24,082 pairs of records of one place with coordinates, half lie within 0.5 m, 99% within 220 m,
+all but 94 within 0.5 km; the largest, 3.94 km, are a station listed twice by one directory
+(trainline's two "Skopje") and stations two directories place at different entrances (1.45 km
+at most). Those far pairs are stations and airports, places of a kilometre; a veto at their
+largest distance would let two shops of one name merge across a town, so it stays at 0.5 km,
+stricter than the data's largest: the 94 far pairs (0.4%) are the misses it costs."""
+STORE_KM = 0.15
+"""A chain's places (its name shared by CHAIN_MIN places or more) farther apart than this (both
+with coordinates) are never merged, whatever their addresses say: the largest distance between
+two records of one store in the labelled directories (bench/matching_distance.py: category
+`store`, 128 pairs) is 84 m (IKEA Gran Vía, listed twice by its own directory; perturbed copies
+within 28 m), and the margin is as much again for geocoders that put a store at its door or
+its parcel's middle. Units at one airport, service plaza or mall share the venue's street
+address but not its spot: two of a burger chain's airport units merged on their address
+(issue #44)."""
 
 
 def _km2(template: str) -> str:
@@ -89,9 +106,18 @@ _ONLY = (
     " lambda w: not list_contains(string_split({b}.branch, ' '), w)), ' ')"
 )
 """The words of one branch name ({a}) that the other ({b}) lacks."""
+CHAIN_FAR = (
+    "coalesce((l.name_core in (select name_core from match_chains)"  # noqa: S608 - our table
+    " or r.name_core in (select name_core from match_chains))"
+    " and l.latitude is not null and r.latitude is not null"
+    f" and {_km2('{side}.{col}')} > {STORE_KM * STORE_KM}, false)"
+)
+"""A pair of a chain's places more than STORE_KM apart (the pass's table match_chains holds
+the chains' names)."""
 CONFLICT = " or ".join(
     [
         f"not ({' and '.join(HARD_RULES)})",
+        CHAIN_FAR,
         "pf_marks_conflict(l.marks, r.marks)",
         "(l.branch is not null and r.branch is not null and l.branch <> r.branch"
         f" and {_ONLY.format(a='l', b='r')} <> '' and {_ONLY.format(a='r', b='l')} <> ''"
@@ -99,8 +125,9 @@ CONFLICT = " or ".join(
         f" {_ONLY.format(a='r', b='l')}) < {BRANCH_ALIKE})",
     ]
 )
-"""A pair (l, r) that may never be merged: a hard rule broken, marks of one class that differ,
-or two branch names each with words the other lacks, those words not alike (not a typo):
+"""A pair (l, r) that may never be merged: a hard rule broken, a chain's places farther apart
+than one store's records ever are (CHAIN_FAR), marks of one class that differ, or two branch
+names each with words the other lacks, those words not alike (not a typo):
 "NRI Koramangala" vs "SME Koramangala", not "Nighoje" vs "Nighjoe" or "Adyar" vs "CAC Adyar"."""
 CHAIN_MIN = 5
 """Places sharing a name (name_core) in one pass from which the name is a chain's (the pass
@@ -334,6 +361,7 @@ def _quoted(text: str) -> str:
 __all__ = [
     "BLOCKING_HARD_RULES",
     "CHAIN_AGREES",
+    "CHAIN_FAR",
     "CHAIN_MIN",
     "CONFLICT",
     "EVIDENCE_COLUMNS",
@@ -342,6 +370,7 @@ __all__ = [
     "MARKS_MACRO",
     "MODEL_PATH",
     "NAMES_ALIKE",
+    "STORE_KM",
     "blocking_rules",
     "comparisons",
     "evidence_json_sql",
