@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import zipfile
@@ -197,8 +198,8 @@ def test_rows_and_matches_write_csv_to_stdout(
 def test_query_cuts_its_table_on_a_terminal_only(
     done: Done, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """On a terminal the table stops at --limit rows and says so on stderr; piped, --csv and
-    --json it is never cut."""
+    """On a terminal the table stops at --limit rows and at the terminal's width, and says so
+    on stderr; piped, --csv and --json it is never cut."""
     sql = "select * from range(120) t(n)"
     db = str(done.db)
     monkeypatch.setattr(sys.stdout, "isatty", lambda: True)
@@ -211,10 +212,17 @@ def test_query_cuts_its_table_on_a_terminal_only(
     assert len(capsys.readouterr().out.splitlines()) == 121
     assert main(["query", sql, "--db", db, "--nl"]) == 0
     assert len(capsys.readouterr().out.splitlines()) == 120
+    wide = "select " + ", ".join(f"'a longish value' as column_{i}" for i in range(30))
+    monkeypatch.setattr(shutil, "get_terminal_size", lambda *a: os.terminal_size((80, 24)))
+    assert main(["query", wide, "--db", db]) == 0
+    out, err = capsys.readouterr()
+    assert max(map(len, out.splitlines())) <= 80 and "columns fit the terminal" in err
     monkeypatch.setattr(sys.stdout, "isatty", lambda: False)
     assert main(["query", sql, "--db", db]) == 0
     out, err = capsys.readouterr()
     assert "│ 119 " in out and "shown" not in err
+    assert main(["query", wide, "--db", db]) == 0
+    assert "column_29" in capsys.readouterr().out  # piped: every column
 
 
 @pytest.mark.parametrize(

@@ -86,6 +86,26 @@ def add_parsers(sub: Any) -> None:
     q.set_defaults(func=query_main)
 
 
+def _table(frame: Any, width: int | None) -> tuple[str, int]:
+    """The frame as a table, and how many of its columns it shows: every column, each whole,
+    when `width` is None (not a terminal), else as many as fit `width` characters (the rest
+    elided)."""
+    import polars as pl
+
+    def render(columns: int) -> str:
+        with pl.Config(tbl_rows=-1, tbl_cols=columns, fmt_str_lengths=60,
+                       tbl_hide_dataframe_shape=True, tbl_hide_column_data_types=True,
+                       tbl_width_chars=-1 if width is None else width):  # fmt: skip
+            return str(frame)
+
+    columns = frame.width
+    table = render(-1)
+    while width is not None and columns > 1 and max(map(len, table.splitlines())) > width:
+        columns -= 1
+        table = render(columns)
+    return table, columns
+
+
 def rows_main(args: argparse.Namespace) -> int:
     from placeflow.reporting.rows import row_outcomes, write_rows
     from placeflow.support.csvsafe import csv_safe
@@ -113,7 +133,6 @@ def rows_main(args: argparse.Namespace) -> int:
 
 
 def query_main(args: argparse.Namespace) -> int:
-    import polars as pl
 
     from placeflow.reporting.rows import query
     from placeflow.support.csvsafe import csv_safe
@@ -133,10 +152,13 @@ def query_main(args: argparse.Namespace) -> int:
         limit = args.limit if args.limit is not None else (TERMINAL_ROWS if terminal else 0)
         shown = frame.head(limit) if 0 < limit < frame.height else frame
         width = shutil.get_terminal_size().columns if terminal else None
-        with pl.Config(tbl_rows=-1, tbl_cols=-1, fmt_str_lengths=60, tbl_hide_dataframe_shape=True,
-                       tbl_hide_column_data_types=True, tbl_width_chars=width):  # fmt: skip
-            print(shown)
+        table, columns = _table(shown, width)
+        print(table)
+        cut = []
         if shown.height < frame.height:
-            say(args, f"{shown.height:,} of {frame.height:,} rows shown (--limit 0 shows all;"
-                " --csv and --json are never cut)", err=True)  # fmt: skip
+            cut.append(f"{shown.height:,} of {frame.height:,} rows shown (--limit 0 shows all)")
+        if columns < frame.width:
+            cut.append(f"{columns:,} of {frame.width:,} columns fit the terminal")
+        if cut:
+            say(args, f"{'; '.join(cut)}; --csv and --json are never cut", err=True)
     return EXIT_OK
