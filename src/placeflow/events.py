@@ -249,9 +249,7 @@ class Tally:
                 self.held[chunk_no] = credits
             case CreditsCharged(chunk_no, charged, released):
                 self.charged[chunk_no] = (charged, released)
-            case Note(message) | ClaimsWaiting(message=message) | ClaimsEnded(message=message):
-                self.note, self.note_at = message, self._clock()
-            case BudgetThreshold(message=message):
+            case Note(message) | BudgetThreshold(message=message):
                 self.note, self.note_at = message, self._clock()
 
     # --- what the counts say -------------------------------------------------------------------

@@ -24,6 +24,7 @@ from placeflow.config import warehouse_db
 from placeflow.events import Event
 from placeflow.flows.artifacts import publish
 from placeflow.flows.credentials import ExportTo
+from placeflow.flows.prefect_events import PrefectEvents
 from placeflow.flows.progress_artifact import ProgressArtifact
 from placeflow.flows.run import as_state, credentials, exporter, service_target
 from placeflow.flows.tasks import as_task
@@ -72,12 +73,14 @@ def refresh_stale_places(
     progress = ProgressArtifact(
         f"placeflow refresh of {db}", forward=on_event, key=f"{PREFIX}-progress"
     )
+    told = PrefectEvents(db, kind="refresh", forward=progress)  # its facts, as events
     tuning = {"poll_timeout": poll_timeout, "stuck_after": stuck_after,
               "idempotency_window": idempotency_window, "claim_wait": claim_wait,
               "resend_uncertain": resend_uncertain, "watch_every": watch_every}  # fmt: skip
     outcome = refresh_outcome(
-        ending, service=lambda: service_target(db), step=as_task, on_event=progress, db=db,
+        ending, service=lambda: service_target(db), step=as_task, on_event=told, db=db,
         older_than=older_than, mode=mode, max_credits=max_credits, limit=limit,
         country=country, tuning=tuning, export_to=export_to,
     )  # fmt: skip
+    told.ended(outcome.data)
     return as_state(outcome)

@@ -24,6 +24,7 @@ from placeflow.config import warehouse_db
 from placeflow.errors import PlaceflowError, exit_code
 from placeflow.events import Event
 from placeflow.flows.credentials import ExportTo, export_password
+from placeflow.flows.prefect_events import PrefectEvents
 from placeflow.flows.progress_artifact import ProgressArtifact
 from placeflow.flows.run import as_state, exporter, service_target
 from placeflow.reporting.published import Exported
@@ -86,11 +87,13 @@ def research_stale_places(
     progress = ProgressArtifact(
         f"placeflow research of {db}", forward=on_event, key=f"{PREFIX}-progress"
     )
+    told = PrefectEvents(db, kind="research", forward=progress)  # its facts, as events
     outcome = research_outcome(
         service=service_target, publish=publish_research, exporter=exporter(password), db=db,
         fields=OWNER_FIELDS if fields is None else fields, older_than=older_than,
         max_credits=max_credits, limit=limit, country=country, verify_identity=verify_identity,
         validate_existence=validate_existence,
-        resend_uncertain=resend_uncertain, export_to=export_to, on_event=progress,
+        resend_uncertain=resend_uncertain, export_to=export_to, on_event=told,
     )  # fmt: skip
+    told.ended(outcome.data)
     return as_state(outcome)

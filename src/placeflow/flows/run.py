@@ -29,6 +29,7 @@ from placeflow.errors import FailedResult, PlaceflowError
 from placeflow.events import Event
 from placeflow.flows.artifacts import publish, publish_result, run_export
 from placeflow.flows.credentials import ExportTo, export_password
+from placeflow.flows.prefect_events import PrefectEvents
 from placeflow.flows.progress_artifact import ProgressArtifact
 from placeflow.flows.rate_gate import gated
 from placeflow.flows.tasks import as_task
@@ -125,11 +126,13 @@ def run_files(
         publish_result(ending.data)
         return as_state(ending)
     progress = ProgressArtifact(f"placeflow run of {db}", forward=on_event)
+    told = PrefectEvents(db, kind="run", forward=progress)  # its facts, as events
     outcome = run_outcome(
-        ending, service=lambda: service_target(db), step=as_task, on_event=progress,
+        ending, service=lambda: service_target(db), step=as_task, on_event=told,
         inputs=inputs,
         options=options, db=db, resume_run_id=resume_run_id, export_to=export_to,
         storage=storage_settings(),
     )  # fmt: skip
     publish_result(outcome.data)
+    told.ended(outcome.data)
     return as_state(outcome)

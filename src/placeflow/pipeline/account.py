@@ -247,6 +247,8 @@ def account(
     message = "; ".join(m for m in (message, usage_note) if m) or None
     claims = state.claims()
     left = {c.owner_run_id: c.waiting for c in claims if c.waiting}
+    if final == "completed" and left:  # not every place answered: it says so (exit 4)
+        final = "left_to_other_run"
     message = "; ".join(m for m in (message, _claims_note(claims)) if m) or None
     if final != "refused":
         stored_as = "completed" if final == "completed_with_failures" else final

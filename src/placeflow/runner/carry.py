@@ -36,7 +36,7 @@ from placeflow.api.feed import JobFeed
 from placeflow.api.jobref import PendingJob
 from placeflow.api.models import JobStatus
 from placeflow.errors import CreditsRanOut, LoadError
-from placeflow.events import Note
+from placeflow.events import ClaimsEnded, ClaimsWaiting, Note
 from placeflow.options import RunOptions
 from placeflow.pipeline.account import RunSummary, account
 from placeflow.pipeline.fetch import Fetched, fetch, on_disk
@@ -44,11 +44,9 @@ from placeflow.pipeline.load import load
 from placeflow.pipeline.poll import poll, unknown_job
 from placeflow.pipeline.resend import post_age, vet
 from placeflow.pipeline.submit import Uncertain, send_batch, submit_job
-from placeflow.runner import budget
 from placeflow.runner.held import Held
 from placeflow.runner.sender import Sender, locked
 from placeflow.runner.steps import Stages
-from placeflow.state.budgets import rest_of
 from placeflow.state.lifecycle import RESENDABLE, UNCERTAIN, UNKNOWN_JOB
 from placeflow.state.owners import carrying, owner_of
 from placeflow.state.records import Chunk
@@ -264,14 +262,18 @@ class _Carry:
             return
         clock, wait = self.api.clock, self.options.claim_wait
         owners = ", ".join(f"{run_id} ({n:,})" for run_id, n in waiting)
-        self.emit(Note(f"waiting up to {wait:g} s for places bought by run(s) {owners}"))
+        said = f"waiting up to {wait:g} s for places bought by run(s) {owners}"
+        self.emit(Note(said))  # said on stderr (the CLI), announced (a flow's events)
+        self.emit(ClaimsWaiting(self.state.run_id, dict(waiting), wait, said))
         deadline, pause = clock() + wait, CLAIM_POLL[0]
         first = dict(waiting)
         while waiting and clock() < deadline:
             self.api.sleep(min(pause, max(0.0, deadline - clock())))
             pause = min(pause * 1.5, CLAIM_POLL[1])
             waiting = self._waiting()
-        self.emit(Note(self._wait_ended(first, dict(waiting), wait)))
+        ended = self._wait_ended(first, dict(waiting), wait)
+        self.emit(Note(ended))
+        self.emit(ClaimsEnded(self.state.run_id, dict(waiting), ended))
 
     def _wait_ended(self, first: dict[str, int], left: dict[str, int], wait: float) -> str:
         """How the wait for other runs' places ended, run by run."""
@@ -317,14 +319,6 @@ class _Carry:
         if not open_ and not lost:
             self.api.journal.settled(self.state.run_id)
 
-    def warned(self) -> list[str]:
-        """The budgets this run's spending took past their warning share (announced)."""
-        kind = rest_of(self.state.con, self.state.run_id)[0]
-        return budget.warn(
-            self.state.con, kind=kind, now=self.state.now(), api=self.api, emit=self.emit,
-            run_id=self.state.run_id,
-        )  # fmt: skip
-
     def run(self, started: datetime) -> RunSummary:
         """Every step in order; the run marked interrupted when chunks are held or credits ran
         out (raised as `CreditsRanOut` after the account, which runs however the run ends)."""
@@ -352,8 +346,6 @@ class _Carry:
         finally:
             self.in_flight_or_settled()
             summary = self.r.stage("account", account)(self.state, self.api, started=started)
-            summary = replace(summary, budget_warnings=self.warned())
-            self.r.stages["account"] = summary  # the stage's own summary is the one returned
         if stopped:
             raise CreditsRanOut(stopped, run_id=self.state.run_id, summary=summary)
         return summary

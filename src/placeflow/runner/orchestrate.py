@@ -116,11 +116,24 @@ def _open(
     }
     r.stage("open", open_run)(state, run, None if refused else planned)
     if refused:
-        r.emit(Note(refused))
         summary = r.stage("account", account)(state, None, started=started)
         raise BudgetRefused(refused, run_id=state.run_id, summary=_finish(summary, r))
     r.emit(RunStarted(state.run_id, kind, cost.credits))
     return state
+
+
+def _warned(summary: RunSummary, r: Stages, api: PlaceApiClient, state: RunState) -> RunSummary:
+    """The summary with the budgets this run's spending took past their warning share, said
+    and announced (`placeflow.runner.budget.warn`)."""
+    kind = rest_of(state.con, state.run_id)[0]
+    warned = budget.warn(
+        state.con, kind=kind, now=state.now(), api=api, emit=r.emit, run_id=state.run_id
+    )
+    if not warned:
+        return summary
+    summary = replace(summary, budget_warnings=warned)
+    r.stages["account"] = summary  # the account stage's summary is the one returned
+    return summary
 
 
 def _finish(summary: RunSummary, r: Stages) -> RunSummary:
@@ -202,7 +215,8 @@ def run(
                         staging.close()  # the plan is in the run's tables now (or refused)
         wh.on_wait = state.beat
         workdir = workdir_for(db, state.run_id)
-        return _finish(carry_out(r, api, state, options, workdir, started), r)
+        summary = carry_out(r, api, state, options, workdir, started)
+        return _finish(_warned(summary, r, api, state), r)
 
 
 def resume(
@@ -260,7 +274,8 @@ def resume(
             )
         state = _taken_over(r, api, wh, con, run_id, options, clock)
         wh.on_wait = state.beat
-        return _finish(carry_out(r, api, state, options, workdir_for(db, run_id), started), r)
+        summary = carry_out(r, api, state, options, workdir_for(db, run_id), started)
+        return _finish(_warned(summary, r, api, state), r)
 
 
 def _taken_over(
@@ -284,7 +299,6 @@ def _taken_over(
             con, cost, options, kind=kind, now=now, usage=usage, exclude_run=run_id
         )  # fmt: skip
         if refused:
-            r.emit(Note(refused))
             raise BudgetRefused(f"run {run_id} was not resumed: {refused}", run_id=run_id)
         state = RunState(con, run_id, clock=clock)
         state.take_over()
