@@ -352,3 +352,23 @@ def test_uv_run_does_not_compile_the_environment_every_time() -> None:
     steps = (ROOT / ".ci" / "run").read_text().splitlines()
     compiled = steps.index("python3 -m uv sync --frozen --compile-bytecode")
     assert compiled < min(i for i, s in enumerate(steps) if s.startswith("python3 -m uv run"))
+
+
+def test_docs_give_one_table_of_every_status_and_exit_code() -> None:
+    """docs/cli.md's table names every status a run ends with (state.lifecycle.RUN_STATES, but
+    the two a run passes through) with the exit code errors.py gives it."""
+    from placeflow import errors
+    from placeflow.state.lifecycle import RUN_STATES
+
+    doc = (ROOT / "docs" / "cli.md").read_text()
+    table = doc.split("## Statuses and exit codes", 1)[1].split("\n\n", 2)[2]
+    codes = {"completed": errors.EXIT_OK, "failed": errors.EXIT_FAILED,
+             "interrupted": errors.EXIT_FAILED, "refused": errors.EXIT_REFUSED,
+             "left_to_other_run": errors.EXIT_LEFT_TO_OTHER_RUN,
+             "double_charged": errors.EXIT_DOUBLE_CHARGED,
+             "all_rejected": errors.EXIT_ALL_REJECTED}  # fmt: skip
+    assert set(RUN_STATES) - {"planned", "running"} == set(codes)
+    rows = [line for line in table.splitlines() if line.startswith("| `")]
+    for status, code in codes.items():
+        (row,) = [r for r in rows if f"`{status}`" in r.split("|")[1]]
+        assert f"`{code}`" in row.split("|")[2], row
