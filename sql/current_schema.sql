@@ -149,6 +149,7 @@ create table jobs (
     finished_at timestamp with time zone,  -- When the service reported the chunk finished (or it was given up).
     loaded_at timestamp with time zone,  -- When the chunk's outcomes were loaded.
     sending_at timestamp with time zone,  -- When the chunk's request was about to be sent (written before the POST): a resume that finds it set without an answer knows the request may have reached the service.
+    lost_answers integer default 0,  -- Attempts of the chunk's job POST whose answer was lost after the request may have reached the service (a reset, a timeout, a 502/504): where a service that forgot the Idempotency-Key may have created a second job.
     CHECK((route IN ('job', 'sync'))),
     CHECK((kind IN ('validate', 'enrich'))),
     CHECK(("rows" > 0)),

@@ -182,10 +182,13 @@ class RunOptions(BaseModel):
     )
     idempotency_window: float = Field(
         default=60.0,
-        description="seconds within which a job POST whose answer was lost is replayed under"
-        " its Idempotency-Key, by the run's own retries and by a resume; past it the usage"
-        " decides, else the chunk is held as uncertain (default 60; set it below how long"
-        " the service keeps keys, when that is shorter)",
+        description="seconds after a job POST whose answer was lost during which it is"
+        " replayed under its Idempotency-Key (default 60). A lost answer is first replayed at"
+        " once, a few times 20 ms apart; past those tries the key's usage is asked whether the"
+        " POST created a job before every further re-send, and the job that answers is judged"
+        " the original or new work billed twice (booked and said: exit 5). Past the window it"
+        " is sent again only where the usage shows it created no job, else held as uncertain;"
+        " a resume replays a lost POST within it",
         json_schema_extra={"metavar": "SECONDS", "estimate": False, "identity": False},
     )
     warehouse_wait: float = Field(

@@ -32,7 +32,9 @@ class PossibleDoubleCharge:
     """Wall-clock time (epoch seconds) of the retry decision."""
 
 
-def within(endpoint: str, window: float, now: float, reached: float, possible_credits: int) -> None:
+def within(
+    endpoint: str, window: float, now: float, reached: float, possible_credits: int, lost: int
+) -> None:
     """`OutcomeUnknown` when a replay would leave at `now`, more than the idempotency `window`
     after the first attempt that may have reached the service (at `reached`)."""
     age = now - reached
@@ -45,6 +47,7 @@ def within(endpoint: str, window: float, now: float, reached: float, possible_cr
             endpoint=endpoint,
             possible_credits=possible_credits,
             first_sent=reached,
+            lost=lost,
         )
 
 

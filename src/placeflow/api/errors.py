@@ -231,11 +231,14 @@ class OutcomeUnknown(ApiError):
         *,
         possible_credits: int,
         first_sent: float | None = None,
+        lost: int = 0,
         **kwargs: Any,
     ) -> None:
         super().__init__(message, **kwargs)
         self.possible_credits = possible_credits
         self.first_sent = first_sent
+        self.lost = lost
+        """Attempts of this call whose answer was lost after they may have reached it."""
 
 
 class JobFailed(ApiError):

@@ -245,7 +245,7 @@ class ApiSession:
             reached = chain.first_sent
             self.limiter.acquire(urgent=urgent or reached is not None)  # replays first
             if replay_window is not None and reached is not None:
-                within(endpoint, replay_window, self.clock(), reached, possible_credits)
+                within(endpoint, replay_window, self.clock(), reached, possible_credits, chain.lost)
             leaving = self.clock()
             try:
                 try:
@@ -302,6 +302,7 @@ class ApiSession:
                         endpoint=endpoint,
                         possible_credits=possible_credits,
                         first_sent=reached,
+                        lost=chain.lost,
                     ) from error
             tried = attempt - prompted  # the prompt tries are the policy's first retry's
             delay = policy.delay(error, tried, self._rand())

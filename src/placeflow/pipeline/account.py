@@ -18,8 +18,9 @@ import duckdb
 from placeflow.api.client import PlaceApiClient
 from placeflow.api.errors import UsageUnknown
 from placeflow.pipeline.changes import record_changes
-from placeflow.pipeline.reconcile import balance
+from placeflow.pipeline.reconcile import balance, twice_line
 from placeflow.state.lifecycle import UNCERTAIN
+from placeflow.state.owners import owner_of
 from placeflow.state.runread import Claim
 from placeflow.state.runstate import RunState
 
@@ -169,6 +170,25 @@ def _read_and_rejected(con: duckdb.DuckDBPyConnection, run_id: str) -> tuple[int
     return (int(row[0] or 0), int(row[1] or 0)) if row else (0, 0)
 
 
+def _left_line(con: duckdb.DuckDBPyConnection, left: dict[str, int], now: datetime) -> str:
+    """The runs whose claimed places still have no answer, and what finishes each: a run
+    whose process is gone must be resumed (this run never buys its places)."""
+    said = []
+    for run_id, places in left.items():
+        owner = owner_of(con, run_id)
+        if owner is not None and owner.alive(now):
+            said.append(
+                f"{places:,} place(s) are still being bought by run {run_id}"
+                f" ({owner.describe()}): they are answered when it loads them"
+            )
+        else:
+            said.append(
+                f"{places:,} place(s) are left to run {run_id}, whose process is gone: resume it"
+                f" with `placeflow resume {run_id}` (this run does not buy them)"
+            )
+    return "not completed: " + "; ".join(said)
+
+
 def account(
     state: RunState, api: PlaceApiClient | None, *, started: datetime | None = None
 ) -> RunSummary:
@@ -247,9 +267,16 @@ def account(
     message = "; ".join(m for m in (message, usage_note) if m) or None
     claims = state.claims()
     left = {c.owner_run_id: c.waiting for c in claims if c.waiting}
-    if final == "completed" and left:  # not every place answered: it says so (exit 4)
-        final = "left_to_other_run"
     message = "; ".join(m for m in (message, _claims_note(claims)) if m) or None
+    twice = twice_line(state)
+    if twice:  # one line saying what the service billed twice, first
+        message = "; ".join(m for m in (twice, message) if m)
+    if final in ("completed", "completed_with_failures"):
+        if left:  # not every place answered: it says so, and what finishes them (exit 4)
+            final = "left_to_other_run"
+            message = "; ".join(m for m in (_left_line(con, left, now), message) if m)
+        elif twice:
+            final = "double_charged"
     if final != "refused":
         stored_as = "completed" if final == "completed_with_failures" else final
         state.closed(
@@ -262,7 +289,8 @@ def account(
     found = record_changes(con, run_id, now=now) if final != "refused" else None
     counts = con.execute(
         "select rows_read, rejected, duplicates, skipped_fresh, credits_estimated, message,"
-        " coalesce(held_failing, 0), finished_at from runs where run_id = ?",
+        " coalesce(held_failing, 0), finished_at, possible_extra_credits from runs"
+        " where run_id = ?",
         [run_id],
     ).fetchone()
     assert counts is not None
@@ -298,7 +326,7 @@ def account(
         ledger_vs_usage=None if delta is None else delta - totals["charge"] - totals["adjustment"],
         adjustment=totals["adjustment"],
         difference=None if delta is None else delta - totals["charge"],
-        possible_extra_credits=int(extra or 0),
+        possible_extra_credits=int(counts[8] or 0),  # the balance may have found more
         chunks=chunks_total,
         chunks_failed=bad,
         seconds=round((closed_at - opened).total_seconds(), 3),

@@ -53,6 +53,51 @@ def _target(state: RunBook) -> str:
     return str(found[0]) if found else ""
 
 
+def twice(state: RunBook) -> dict[int, int]:
+    """The chunks the service billed twice (a second job of their places: `billed_twice`),
+    by chunk number: the credits that job may cost."""
+    rows = state.con.execute(
+        "select chunk_no, sum(credits) from credit_ledger where run_id = ? and kind = 'possible'"
+        " and ref like '%:twice' and chunk_no is not null group by chunk_no order by chunk_no",
+        [state.run_id],
+    ).fetchall()
+    return {int(n): int(c) for n, c in rows}
+
+
+def suspects(state: RunBook) -> dict[int, int]:
+    """Job chunks whose POST lost answers and was answered, not known to be billed twice: a
+    usage beyond the ledger once the run settled is what such a chunk's second job cost."""
+    known = twice(state)
+    rows = state.con.execute(
+        "select chunk_no, rows from jobs where run_id = ? and coalesce(lost_answers, 0) > 0"
+        " and batch_id is not null order by chunk_no",
+        [state.run_id],
+    ).fetchall()
+    return {int(n): int(r) for n, r in rows if int(n) not in known}
+
+
+def twice_line(state: RunBook) -> str | None:
+    """One line saying what the service billed twice, or None."""
+    found = twice(state)
+    if not found:
+        return None
+    booked = state.con.execute(
+        "select coalesce(sum(credits), 0) from credit_ledger where run_id = ?"
+        " and kind = 'adjustment'",
+        [state.run_id],
+    ).fetchone()
+    return (
+        f"billed twice: chunk(s) {_names(found)} ({sum(found.values()):,} places): the service"
+        " created a second job of them when a re-send of a POST whose answer was lost came"
+        " after it had forgotten the Idempotency-Key; the ledger books what the usage shows"
+        f" (adjustments {int(booked[0]) if booked else 0:+,})"
+    )
+
+
+def _names(chunks: Mapping[int, int]) -> str:
+    return ", ".join(str(n) for n in sorted(chunks))
+
+
 def balance(
     state: RunBook,
     delta: int,
@@ -67,7 +112,9 @@ def balance(
     """Adjust the ledger to the usage `delta` when the key was ours alone; a message, or None
     when the ledger already balances. `lost` are the chunks held because their answers were
     lost (chunk number: rows), the only ones left open: what the usage shows beyond the
-    ledger, up to their rows, is what they cost, booked as an adjustment that names them.
+    ledger, up to their rows, is what they cost, booked as an adjustment that names them; so
+    is what jobs created twice cost (`twice`), and, beyond both, what a chunk whose answers
+    were lost (`suspects`) cost twice: it is then booked as billed twice.
     `why`: the caller's reason for a difference, when it knows one (else the spec's rule)."""
     charged = totals.get("charge", 0)
     diff = delta - charged - totals.get("adjustment", 0)
@@ -77,10 +124,11 @@ def balance(
     others = concurrent_runs(state, journal)
     if others:
         return f"{said}; not adjusted: run(s) {', '.join(others)} used the same key meanwhile"
-    if diff > submitted - charged + extra or diff < -charged:
+    doubled, suspected = twice(state), suspects(state)
+    if diff > submitted - charged + extra + sum(suspected.values()) or diff < -charged:
         return f"{said}; not adjusted: more than this run could explain (another user of the key?)"
-    if lost and diff > 0:
-        return _book_lost(state, diff, said, lost)
+    if diff > 0 and (lost or doubled or suspected):
+        return _book_lost(state, diff, said, dict(lost or {}), doubled, suspected)
     why = why or "the service billed differently from the spec's rule"
     nulls = null_status_rows(state) if diff < 0 else 0
     if nulls and nulls == -diff:
@@ -90,18 +138,41 @@ def balance(
     return f"ledger adjusted by {diff:+,} to the service's usage: {why}"
 
 
-def _book_lost(state: RunBook, diff: int, said: str, lost: Mapping[int, int]) -> str:
-    """The usage beyond the ledger while only chunks whose answers were lost are open: what
-    they cost (the service billed them, the answers never came), booked as one adjustment
-    naming them, when it is no more than their rows; a later balance corrects it (a lost job
-    still running shows its whole hold until it ends)."""
-    names = ", ".join(str(n) for n in sorted(lost))
-    most = sum(lost.values())
+def _book_lost(
+    state: RunBook,
+    diff: int,
+    said: str,
+    lost: dict[int, int],
+    doubled: dict[int, int],
+    suspected: dict[int, int],
+) -> str:
+    """The usage beyond the ledger once only chunks whose answers were lost are open: what
+    they cost (the service billed them, the answers never came) and what second jobs cost,
+    booked as one adjustment naming them, when it is no more than their rows; beyond that, a
+    chunk whose answers were lost (`suspected`) was billed twice, and is booked so. A later
+    balance corrects it (a job still running shows its whole hold until it ends)."""
+    most = sum(lost.values()) + sum(doubled.values())
+    if diff > most and suspected:
+        for n, rows in suspected.items():
+            state.billed_twice(n, ref=f"chunk-{n}:twice", credits=rows, why=(
+                f"chunk {n}: its POST lost answers and the usage shows, once the run settled,"
+                " more than the ledger explains: a second job of its places was billed"
+            ))  # fmt: skip
+        doubled = {**doubled, **suspected}
+        most += sum(suspected.values())
+    every = {**lost, **doubled}
     if diff > most:
-        return f"{said}; not adjusted: more than chunk(s) {names}, whose answers were lost, cost"
-    why = (
-        f"chunk(s) {names}: their answers were lost after the service billed {diff:+,}"
-        f" credit(s) for them (at most {most:,}); their places are not answered"
+        return (
+            f"{said}; not adjusted: more than chunk(s) {_names(every)}, whose answers were lost"
+            " or which were billed twice, cost"
+        )
+    parts = []
+    if lost:
+        parts.append(f"chunk(s) {_names(lost)}: their answers were lost after the service billed")
+    if doubled:
+        parts.append(f"chunk(s) {_names(doubled)}: billed twice (a second job of their places)")
+    why = f"{'; '.join(parts)}: {diff:+,} credit(s) for them (at most {most:,})" + (
+        "; their places are not answered" if lost else ""
     )
     state.adjusted(diff, f"{said}: {why}")
     return f"ledger adjusted by {diff:+,} to the service's usage: {why}"

@@ -21,13 +21,14 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from placeflow.api.client import PlaceApiClient
+from placeflow.api.client import JobSubmission, PlaceApiClient
 from placeflow.api.errors import ApiError, OutcomeUnknown
 from placeflow.api.jobref import PendingJob
 from placeflow.api.models import TERMINAL_JOB_STATUSES
 from placeflow.events import ChunkSubmitted, CreditsHeld, Emit, Note
 from placeflow.fields import JobKind
 from placeflow.pipeline.fetch import Fetched
+from placeflow.pipeline.lostpost import Reading, judge, read_usage
 from placeflow.pipeline.resend import post_age, usage_unexplained
 from placeflow.state.lifecycle import UNCERTAIN
 from placeflow.state.records import Chunk
@@ -63,6 +64,11 @@ class Uncertain:
     why: str
 
 
+ASKS = 3
+"""Re-sends of a lost POST within the idempotency window, each after asking the usage, before
+the chunk is held as uncertain."""
+
+
 def submit_job(
     api: PlaceApiClient,
     state: RunState,
@@ -75,34 +81,50 @@ def submit_job(
 ) -> SubmitInfo | Uncertain:
     """POST a planned job chunk under its Idempotency-Key; store the batch_id and the hold.
 
-    A POST whose answer is lost is replayed only within the idempotency `window` of its first
-    send (`PlaceApiClient.submit_job_body`'s replay_window; a resumed chunk's from its
-    `sending_at`): past it the usage judges it (`lost_post`), and it is held as `Uncertain`
-    unless the usage shows it created no job."""
+    A lost answer is replayed at once a few times by the client (`PromptRetry`); past those
+    tries the usage is asked before each further re-send (`pipeline.lostpost.read_usage`).
+    Within the idempotency `window` of the first attempt that may have reached the service (a
+    resumed chunk's from its `sending_at`) the re-send is a replay under the same key; past
+    it the POST is sent again only when the usage shows it created no job, else held as
+    `Uncertain`. The job that answers after lost answers is judged original or new work
+    (`pipeline.lostpost.judge`); new work after an attempt that created a job is booked as
+    billed twice (`RunState.billed_twice`) and said."""
     assert chunk.idempotency_key is not None
     sent_at = None
     if chunk.sending_at is None:
         state.sending_job(chunk.chunk_no)  # written ahead: a lost answer is known on resume
     else:  # a replay (resumed within the window): the window counts from the first send
         sent_at = api.clock() - post_age(chunk, state.now())
-    try:
-        # checked: the plan made each request from columns held to every limit of the spec's
-        # stricter request model (normalize), so the 10,000 rows are not parsed again here.
-        submission = api.submit_job_body(
-            kind,
-            state.chunk_body(chunk.chunk_no),
-            idempotency_key=chunk.idempotency_key,
-            checked=True,
-            replay_window=window,
-            sent_at=sent_at,
-            possible_credits=chunk.rows,
-        )
-    except OutcomeUnknown as lost:  # replays stopped at the window: the usage judges it
-        return lost_post(api, state, chunk, kind=kind, emit=emit, window=window, again=again,
-                         lost=lost)  # fmt: skip
-    except ApiError:  # answered with a refusal: no job was created
-        state.not_sent(chunk.chunk_no)
-        raise
+    asked: Reading | None = None
+    for asks in range(ASKS + 1):
+        try:
+            # checked: the plan made each request from columns held to every limit of the
+            # spec's stricter request model (normalize): the 10,000 rows are not parsed again.
+            submission = api.submit_job_body(
+                kind,
+                state.chunk_body(chunk.chunk_no),
+                idempotency_key=chunk.idempotency_key,
+                checked=True,
+                replay_window=window,
+                sent_at=sent_at,
+                possible_credits=chunk.rows,
+            )
+        except OutcomeUnknown as lost:  # past the prompt tries: the usage is asked first
+            state.lost_answers(chunk.chunk_no, lost.lost)
+            sent_at = lost.first_sent if lost.first_sent is not None else sent_at
+            asked = read_usage(api, state, chunk_no=chunk.chunk_no, urgent=True)
+            created = asked.created_job() if asked is not None else None
+            past = sent_at is None or api.clock() - sent_at > window
+            if past or asks == ASKS:
+                return _past(api, state, chunk, kind=kind, emit=emit, window=window,
+                             again=again, lost=lost, asked=asked, past=past)  # fmt: skip
+            emit(Note(f"chunk {chunk.chunk_no}: its POST got no answer ({_cause(lost)}); the"
+                      f" usage {_shows(asked, created)}: replayed under its key"))  # fmt: skip
+            continue
+        except ApiError:  # answered with a refusal: no job was created
+            state.not_sent(chunk.chunk_no)
+            raise
+        break
     job = submission.job
     taken = state.batch_taken(submission.batch_id, chunk.chunk_no)
     if taken is not None:  # another job's id: its polls and file are not this chunk's answer
@@ -118,23 +140,50 @@ def submit_job(
     due = None
     if job.status not in TERMINAL_JOB_STATUSES and job.eta_seconds is not None:
         due = api.clock() + job.eta_seconds
-    if state.submitted(chunk.chunk_no, batch_id=submission.batch_id, rows=chunk.rows):
+    batch = submission.batch_id
+    if state.submitted(chunk.chunk_no, batch_id=batch, rows=chunk.rows, lost=submission.lost):
         emit(CreditsHeld(chunk.chunk_no, chunk.rows))
+    if submission.first_sent is not None:  # an attempt may have created a job: which is this?
+        _judged(api, state, chunk, submission, asked, emit)
     emit(
         ChunkSubmitted(
-            chunk.chunk_no, "job", chunk.rows, submission.batch_id, submission.replayed,
+            chunk.chunk_no, "job", chunk.rows, batch, submission.replayed,
             None if due is None else job.eta_seconds,
         )
     )  # fmt: skip
     verb = "re-attached to" if submission.replayed else "submitted"
-    emit(Note(f"chunk {chunk.chunk_no}: {verb} job {submission.batch_id} ({chunk.rows:,} rows)"))
+    emit(Note(f"chunk {chunk.chunk_no}: {verb} job {batch} ({chunk.rows:,} rows)"))
     return SubmitInfo(
-        chunk.chunk_no, submission.batch_id, chunk.rows, submission.replayed, due,
+        chunk.chunk_no, batch, chunk.rows, submission.replayed, due,
         job.created_at, job.eta_completion_at,
     )  # fmt: skip
 
 
-def lost_post(
+def _judged(
+    api: PlaceApiClient,
+    state: RunState,
+    chunk: Chunk,
+    submission: JobSubmission,
+    asked: Reading | None,
+    emit: Emit,
+) -> None:
+    """Book and say a job that answered after lost answers when it is new work billed twice."""
+    judged = judge(api, state, chunk.chunk_no, submission, asked)
+    if not (judged.new and judged.twice):
+        return
+    why = (
+        f"chunk {chunk.chunk_no}: billed twice: job {submission.batch_id} is new work the"
+        f" service created for a re-send of its POST ({judged.why}), after an earlier attempt"
+        f" had created a job of the same {chunk.rows:,} places that the service no longer"
+        " replayed; that job's batch_id never came, so it cannot be fetched or cancelled: what"
+        " the usage shows it cost is booked to this chunk"
+    )
+    state.billed_twice(chunk.chunk_no, ref=f"{submission.batch_id}:twice", credits=chunk.rows,
+                       why=why)  # fmt: skip
+    emit(Note(why))
+
+
+def _past(
     api: PlaceApiClient,
     state: RunState,
     chunk: Chunk,
@@ -144,33 +193,50 @@ def lost_post(
     window: float,
     again: bool,
     lost: OutcomeUnknown,
+    asked: Reading | None,
+    past: bool,
 ) -> SubmitInfo | Uncertain:
-    """A job POST whose answer was lost and that may not be replayed (past the window): where
-    the key's usage shows it created no job (the key ours alone, nothing of the run in
-    flight) it is sent once more as a new POST; otherwise held as uncertain, its rows counted
-    as possible extra credits, never sent again unless `--resend-uncertain` says so."""
-    moved = usage_unexplained(api, state)
-    if moved == 0 and again:
+    """A lost POST that may not be replayed (past the window, or the usage asked too often):
+    where the usage shows it created no job it is sent once more as a new POST; otherwise
+    held as uncertain, its rows counted as possible extra credits, never sent again unless
+    `--resend-uncertain` says so."""
+    created = asked.created_job() if asked is not None else None
+    if created is False and again:
         state.not_sent(chunk.chunk_no)
         emit(Note(f"chunk {chunk.chunk_no}: its POST got no answer; the usage shows it created"
                   " no job, so it is sent again"))  # fmt: skip
         fresh = replace(chunk, sending_at=None)
         return submit_job(api, state, fresh, kind=kind, emit=emit, window=window, again=False)
-    reason = (
-        "the usage cannot tell whether it created a job (another user of the key, a job in"
-        " flight, or no figure)"
-        if moved is None
-        else f"the usage moved {moved:,} credit(s) more than the run's ledger explains"
+    where = (
+        f"replaying it past the idempotency window ({window:g} s) could create a second job"
+        if past
+        else f"it got no answer after {ASKS} re-sends"
     )
-    cause = type(lost.__cause__).__name__ if lost.__cause__ else "no answer"
     why = (
-        f"chunk {chunk.chunk_no}: its job POST got no answer ({cause}) and replaying it past"
-        f" the idempotency window ({window:g} s) could create a second job; {reason}; held as"
-        " uncertain, not sent again blind"
+        f"chunk {chunk.chunk_no}: its job POST got no answer ({_cause(lost)}) and {where}; the"
+        f" usage {_shows(asked, created)}; held as uncertain, not sent again blind"
     )
     state.uncertain(chunk.chunk_no, why, possible=chunk.rows)
     emit(Note(why))
     return Uncertain(chunk.chunk_no, why)
+
+
+def _cause(lost: OutcomeUnknown) -> str:
+    return type(lost.__cause__).__name__ if lost.__cause__ else "no answer"
+
+
+def _shows(asked: Reading | None, created: bool | None) -> str:
+    """What the usage said of a lost POST, in words."""
+    if asked is None:
+        return "cannot tell whether it created a job (another user of the key, or no figure)"
+    if created is None:
+        return (
+            f"holds {asked.unexplained:,} credit(s) beyond the run's ledger, which chunks held"
+            " as uncertain may explain"
+        )
+    if created:
+        return f"holds {asked.unexplained:,} credit(s) more than the run's ledger explains"
+    return "shows it created no job"
 
 
 def send_batch(

@@ -6,6 +6,7 @@ import json
 
 from placeflow.errors import (
     EXIT_ALL_REJECTED,
+    EXIT_DOUBLE_CHARGED,
     EXIT_FAILED,
     EXIT_LEFT_TO_OTHER_RUN,
     EXIT_OK,
@@ -18,9 +19,13 @@ from placeflow.support.text import printable
 
 def exit_code_for(status: str) -> int:
     """The exit code of a run that ended without an error, by its status."""
-    codes = {"completed": EXIT_OK, "refused": EXIT_REFUSED, "all_rejected": EXIT_ALL_REJECTED,
-             "left_to_other_run": EXIT_LEFT_TO_OTHER_RUN}  # fmt: skip
-    return codes.get(status, EXIT_FAILED)
+    return {
+        "completed": EXIT_OK,
+        "refused": EXIT_REFUSED,
+        "left_to_other_run": EXIT_LEFT_TO_OTHER_RUN,
+        "double_charged": EXIT_DOUBLE_CHARGED,
+        "all_rejected": EXIT_ALL_REJECTED,
+    }.get(status, EXIT_FAILED)
 
 
 def _n(value: int | None) -> str:

@@ -134,6 +134,8 @@ MOVES: dict[str, Move] = {
     for m in (
         _move("sending_job", {"planned"}, set(), "pipeline.submit",
               "a job's POST written ahead (sending_at)"),
+        _move("lost_answers", {"planned"}, set(), "pipeline.submit",
+              "attempts of its POST lost their answer: counted (lost_answers), nothing moves"),
         _move("not_sent", {"planned"}, set(), "pipeline.submit",
               "the POST was refused (402, 4xx): nothing reached the service, sending_at cleared"),
         _move("submitted", {"planned", "submitted"}, {"submitted"}, "pipeline.submit",

@@ -17,6 +17,7 @@ from placeflow.errors import IllegalMove
 from placeflow.state.lifecycle import RUN_OPENS, RUNS, move
 from placeflow.state.owners import BEAT_EVERY, owned_now
 from placeflow.state.runread import RunReader
+from placeflow.store.warehouse import transaction
 
 Clock = Callable[[], datetime]
 LedgerKind = Literal["hold", "charge", "release", "adjustment", "possible"]
@@ -94,6 +95,15 @@ class RunBook(RunReader):
         """A research request that may have been billed without its answer: its possible
         credits (not ruled out, not counted as charged)."""
         self._ledger(chunk_no, ref, "possible", credits, note)
+
+    def billed_twice(self, chunk_no: int, *, ref: str, credits: int, why: str) -> None:
+        """The service created a second job of the chunk's places (a re-send it took for new
+        work after an attempt that had created one): the `credits` that job may cost are a
+        `possible` ledger entry of the chunk (the account books what the usage shows it cost)
+        and are counted in possible_extra_credits."""
+        with transaction(self.con):
+            self._ledger(chunk_no, ref, "possible", credits, why)
+            self._run_extra(credits)
 
     def adjusted(self, credits: int, note: str) -> None:
         """The ledger balanced to the service's usage: a signed entry of the difference."""

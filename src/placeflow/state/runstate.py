@@ -94,9 +94,10 @@ class RunState(RunBook):
 
     # --- moving chunks on -----------------------------------------------------------------------
 
-    def submitted(self, chunk_no: int, *, batch_id: str, rows: int) -> bool:
+    def submitted(self, chunk_no: int, *, batch_id: str, rows: int, lost: int = 0) -> bool:
         """A job was accepted: store its batch_id, and its hold once however often the POST was
-        retried. True when the hold was recorded now."""
+        retried (`lost`: attempts whose answer was lost, added to the chunk's count). True when
+        the hold was recorded now."""
         with transaction(self.con):
             self._move(
                 "submitted",
@@ -106,11 +107,24 @@ class RunState(RunBook):
                 credits_held=rows,
                 error=None,
                 error_code=None,
+                lost_answers=self._lost(chunk_no) + lost,
             )
             if self.held(chunk_no):
                 return False
             self._ledger(chunk_no, batch_id, "hold", rows, "1 credit per row held at submission")
             return True
+
+    def lost_answers(self, chunk_no: int, lost: int) -> None:
+        """`lost` more attempts of the chunk's POST lost their answer (it was not answered)."""
+        if lost:
+            self._move("lost_answers", chunk_no, lost_answers=self._lost(chunk_no) + lost)
+
+    def _lost(self, chunk_no: int) -> int:
+        found = self.con.execute(
+            "select coalesce(lost_answers, 0) from jobs where run_id = ? and chunk_no = ?",
+            [self.run_id, chunk_no],
+        ).fetchone()
+        return int(found[0]) if found else 0
 
     def sending(self, chunk_no: int) -> None:
         """A synchronous batch is about to be sent (one found so on resume may have been
