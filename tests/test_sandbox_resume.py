@@ -65,7 +65,7 @@ def test_a_run_stopped_on_the_embedded_sandbox_is_finished_by_a_resume(tmp_path:
     its usage delta equals what it charged, and the kept ledger shows no row billed twice."""
     db, csv_path = tmp_path / "wh.duckdb", write_places(tmp_path / "p.csv", 40)
     with open_target(api_key=None, base_url=None, db=db) as target:
-        assert "state kept in" in target.label
+        assert target.label == f"embedded sandbox kept in {sandbox_folder(db)}"
         with pytest.raises(Crash):
             placeflow.run([str(csv_path)], options=OPTIONS, db=db, target=target,
                           on_event=crash_when(1))  # fmt: skip
@@ -85,7 +85,9 @@ def test_a_run_stopped_on_the_embedded_sandbox_is_finished_by_a_resume(tmp_path:
 
 
 def _target(base_url: str) -> Target:
-    return replace(sandbox_target(base_url, KEY), sleep=lambda seconds: None)
+    """The sandbox at `base_url`, labelled by it (two sandboxes, two services)."""
+    target = sandbox_target(base_url, KEY)
+    return replace(target, label=f"sandbox at {base_url}", sleep=lambda seconds: None)
 
 
 def test_a_sandbox_whose_state_was_lost_holds_then_resends_without_a_dead_end(
@@ -94,7 +96,7 @@ def test_a_sandbox_whose_state_was_lost_holds_then_resends_without_a_dead_end(
     """A run stopped on one sandbox, resumed on a new one that never saw its jobs: the resume
     holds them (unknown to the service) and says so; --resend-uncertain sends them as new jobs
     and the run completes, with no move the lifecycle refuses (a new sandbox's first job id
-    is not the loaded chunk's)."""
+    is not the loaded chunk's), and no adjustment booked from a usage of another service."""
     db, csv_path = tmp_path / "wh.duckdb", write_places(tmp_path / "p.csv", 30)
     config = SandboxConfig(keys=(KeySpec(key=KEY),))
     first = Sandbox(config)
@@ -111,7 +113,10 @@ def test_a_sandbox_whose_state_was_lost_holds_then_resends_without_a_dead_end(
         done = placeflow.resume(run_id, db=db, target=_target(srv.base_url),
                                 resend_uncertain=True)  # fmt: skip
     assert done.status == "completed", done.message
+    assert "is resumed on sandbox at" in (held.message or "") or done.usage_delta is None
     with duckdb.connect(str(db), read_only=True) as con:
+        kinds = con.execute("select distinct kind from credit_ledger order by 1").fetchall()
+        assert ("adjustment",) not in kinds, kinds
         ids = con.execute("select batch_id from jobs order by chunk_no").fetchall()
         assert len({i for (i,) in ids}) == 3
         loaded = con.execute("select count(*) from enrichments").fetchone()
@@ -168,10 +173,11 @@ def test_a_sync_route_resume_sends_only_what_is_left_and_shows_running(
         seen: list[str] = []
         take_over = RunState.take_over
 
-        def taken_over(state: RunState) -> None:
-            take_over(state)
+        def taken_over(state: RunState, service: str | None = None) -> str | None:
+            said = take_over(state, service)
             found = state.con.execute("select status from runs where run_id = ?", [run_id])
             seen.append(str(found.fetchall()[0][0]))
+            return said
 
         monkeypatch.setattr(RunState, "take_over", taken_over)
         done = placeflow.resume(run_id, db=db, target=target)

@@ -12,7 +12,7 @@ from typing import Any
 import httpx
 
 from placeflow.emulator import KeySpec, ManualClock, Sandbox, SandboxConfig
-from placeflow.emulator.keep import SandboxStore
+from placeflow.emulator.keep import ENDED_KEPT_SECONDS, SandboxStore
 
 from .conftest import KEY, place
 
@@ -123,3 +123,21 @@ def test_no_two_sandboxes_give_out_the_same_job_id() -> None:
         ) as http:
             ids.add(_job(http, [place(1)], "same-key")["batch_id"])
     assert len(ids) == 2
+
+
+def test_jobs_that_ended_long_ago_are_not_taken_up(tmp_path: Path) -> None:
+    """A job that ended more than ENDED_KEPT_SECONDS before the sandbox starts again is let go
+    with its idempotency record and its places' file (as a real service's retention): its
+    reads answer 404, and the same POST is new work; what it billed stays billed."""
+    clock, folder = ManualClock(CLOCK), tmp_path / "kept"
+    with kept(folder, clock) as (_, http):
+        job = _job(http, [place(i) for i in range(5)], "idem-old")
+        clock.advance(1.0)
+        assert http.get(f"/v1/jobs/{job['batch_id']}").json()["status"] == "completed"
+    clock.advance(ENDED_KEPT_SECONDS + 1)
+    with kept(folder, clock) as (again, http):
+        assert http.get(f"/v1/jobs/{job['batch_id']}").status_code == 404
+        anew = _job(http, [place(i) for i in range(5)], "idem-old")
+        assert anew["batch_id"] != job["batch_id"]
+        assert again.stats()["keys"][KEY]["credits"]["charged"] == 5
+    assert not (folder / "jobs" / f"{job['batch_id']}.json.gz").exists()

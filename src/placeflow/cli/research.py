@@ -187,7 +187,10 @@ def handle(args: argparse.Namespace) -> int:
     try:
         with (
             open_target(
-                api_key=settings.api_key, base_url=settings.base_url, limits=settings.limits
+                api_key=settings.api_key,
+                base_url=settings.base_url,
+                limits=settings.limits,
+                db=args.db,
             ) as target,
             target.client() as api,
             ProgressDisplay(title="placeflow research", enabled=show) as display,

@@ -55,6 +55,13 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         metavar="NAME:tier=free|paid:credits=N",
         help="a key to accept (repeatable); options entitlements=a,b and status=",
     )
+    p.add_argument(
+        "--keep",
+        metavar="FOLDER",
+        default=None,
+        help="keep the sandbox's state (jobs, idempotency records, credits, ledger) in FOLDER,"
+        " taken up again by the next sandbox started on it (default: in memory only)",
+    )
     p.add_argument("--seed", type=int, default=0, help="seed of outcomes and faults")
     p.add_argument("--epoch", type=int, default=0, help="a later epoch changes a few outcomes")
     p.add_argument(
@@ -104,12 +111,24 @@ def sandbox_command(args: argparse.Namespace) -> int:
         url_ttl_seconds=args.url_ttl,
         faults=faults,
     )
-    sandbox = Sandbox(config)
+    store = None
+    if args.keep is not None:
+        from pathlib import Path
+
+        from placeflow.emulator.keep import SandboxStore
+
+        store = SandboxStore(Path(args.keep))
+        if not store.acquire():
+            raise OptionsError(f"--keep {args.keep}: another live sandbox keeps its state there")
+    sandbox = Sandbox(config, store=store)
     with sandbox.serve(args.host, args.port, args.files_port) as served:
         hints = ", ".join(f"…{k.hint} ({k.tier}, {k.credits:,} credits)" for k in keys)
         print(f"placeflow sandbox: API {served.base_url}, result files {served.files_url}")
         if not args.quiet:
             print(f"keys: {hints}; stats at {served.base_url}/_sandbox/stats; Ctrl-C stops it")
+        if store is not None:
+            taken = "taken up from" if sandbox.restored else "kept in"
+            print(f"state {taken} {args.keep}")
         if keys == (KeySpec(key=DEFAULT_API_KEY),) and not args.quiet:
             print(f"default key: {DEFAULT_API_KEY}")
         sys.stdout.flush()

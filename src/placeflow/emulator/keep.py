@@ -38,6 +38,10 @@ if TYPE_CHECKING:
     from placeflow.emulator.backend import SandboxBackend
 
 VERSION = 1
+ENDED_KEPT_SECONDS = 30 * 86_400.0
+"""Jobs that ended longer ago than this (and their idempotency records) are not taken up: a
+warehouse used for months does not make every request rewrite a snapshot of all its jobs. A
+resume later than that finds the job unknown, as after a real service's retention."""
 _JOB_FIELDS = (
     "kind", "content_hash", "created_at", "fate", "status", "started_at", "completed_at",
     "processed", "held", "settled", "error", "error_code", "total_items", "refuse_file",
@@ -98,9 +102,13 @@ class SandboxStore:
         by_digest = {key_digest(k): s for k, s in backend.keys.items()}
         self._ledger_size = int(snap["ledger_bytes"])
         entries, billed = self._ledger(self._ledger_size)
+        since = backend.clock.now() - ENDED_KEPT_SECONDS
         for job_id, fields in snap["jobs"].items():
             owner = by_digest.get(fields["key"])
-            if owner is None:
+            ended = fields["completed_at"] is not None and fields["completed_at"] < since
+            if ended:
+                (self.jobs_dir / f"{job_id}.json.gz").unlink(missing_ok=True)
+            if owner is None or ended:
                 continue
             job = Job(
                 batch_id=job_id, key=owner.spec.key, kind=fields["kind"], pois=[],
@@ -113,7 +121,8 @@ class SandboxStore:
         for digest, kept in snap["keys"].items():
             found = by_digest.get(digest)
             if found is not None:
-                _restore_key(found, kept, entries.get(digest, []), billed.get(digest, Counter()))
+                _restore_key(found, kept, entries.get(digest, []),
+                             billed.get(digest, Counter()), backend.jobs)  # fmt: skip
                 found.scheduler.jobs = [backend.jobs[j] for j in kept["jobs"] if j in backend.jobs]
                 self._saved_entries[digest] = len(found.account.entries)
         backend.request_counts = {r: Counter(c) for r, c in snap["requests"].items()}
@@ -178,7 +187,11 @@ class SandboxStore:
 
 
 def _restore_key(
-    state: KeyState, kept: dict[str, Any], entries: list[LedgerEntry], billed: Counter[str]
+    state: KeyState,
+    kept: dict[str, Any],
+    entries: list[LedgerEntry],
+    billed: Counter[str],
+    jobs: dict[str, Job],
 ) -> None:
     account = state.account
     for name in _ACCOUNT_FIELDS:
@@ -187,7 +200,9 @@ def _restore_key(
     account.rows_billed = billed
     account.rows_log = []
     state.created_at = float(kept["created_at"])
-    state.idempotency = {k: IdempotencyRecord(*v) for k, v in kept["idempotency"].items()}
+    state.idempotency = {
+        k: IdempotencyRecord(*v) for k, v in kept["idempotency"].items() if v[1] in jobs
+    }
     state.submitted = Counter(kept["submitted"])
     state.scheduler.freed_at = float(kept["freed_at"])
 

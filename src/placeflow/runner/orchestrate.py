@@ -195,7 +195,7 @@ def run(
             options = stored_run(con, same).options.model_copy(
                 update={n: getattr(options, n) for n in PER_INVOCATION}
             )
-            state = _taken_over(r, api, wh, con, same, options, clock)
+            state = _taken_over(r, api, wh, con, same, options, clock, target.label)
         else:
             fuzzy = options.dedupe == "fuzzy"
             pairs = not_a_match_pairs(con) if fuzzy else None
@@ -272,7 +272,7 @@ def resume(
                 ),
                 run_id=run_id,
             )
-        state = _taken_over(r, api, wh, con, run_id, options, clock)
+        state = _taken_over(r, api, wh, con, run_id, options, clock, target.label)
         wh.on_wait = state.beat
         summary = carry_out(r, api, state, options, workdir_for(db, run_id), started)
         return _finish(_warned(summary, r, api, state), r)
@@ -286,10 +286,12 @@ def _taken_over(
     run_id: str,
     options: RunOptions,
     clock: Clock,
+    service: str | None = None,
 ) -> RunState:
-    """A stored run taken over by this process once the rest of its estimate is within the
-    budgets (checked and reserved in one hold of the warehouse, as a new run's open is);
-    `BudgetRefused` (the run left as it was) when it is not."""
+    """A stored run taken over by this process (on the service labelled `service`) once the
+    rest of its estimate is within the budgets (checked and reserved in one hold of the
+    warehouse, as a new run's open is); `BudgetRefused` (the run left as it was) when it is
+    not."""
     with wh.held():
         kind, rest, places = rest_of(con, run_id)
         cost = replace(estimate(places, options, None), credits=rest)
@@ -301,7 +303,9 @@ def _taken_over(
         if refused:
             raise BudgetRefused(f"run {run_id} was not resumed: {refused}", run_id=run_id)
         state = RunState(con, run_id, clock=clock)
-        state.take_over()
+        moved = state.take_over(service)
+    if moved:
+        r.emit(Note(moved))
     r.emit(RunStarted(run_id, kind, rest, resumed=True))
     return state
 

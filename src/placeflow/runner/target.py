@@ -92,17 +92,18 @@ def embedded_sandbox(
     try:
         sandbox = Sandbox(config or SandboxConfig(), store=store if kept else None)
         with sandbox.serve() as served:
-            said = ""
+            # Kept: one label for every process on the warehouse, the same service to a resume
+            label = f"embedded sandbox at {served.base_url}"
             if keep is not None:
-                said = (
-                    f" (state kept in {keep})"
+                label = (
+                    f"embedded sandbox kept in {keep}"
                     if kept
-                    else f" (state not kept: another process's sandbox holds {keep})"
+                    else f"{label} (state not kept: another process's sandbox holds {keep})"
                 )
             yield Target(
                 base_url=served.base_url,
                 api_key=Secret(DEFAULT_API_KEY),
-                label=f"embedded sandbox at {served.base_url}{said}",
+                label=label,
                 limits=RateLimits.for_tier("paid"),
             )
     finally:

@@ -116,16 +116,28 @@ class RunBook(RunReader):
             [target, shape, billed, self.run_id, self.now()],
         )
 
-    def take_over(self) -> None:
+    def take_over(self, service: str | None = None) -> str | None:
         """This process carries the run out from now (resumed): its host, pid and a first
-        heartbeat (`placeflow.state.owners`); a run that stopped (interrupted, failed) shows
-        `running` again while it is carried out, until its account closes it."""
+        heartbeat (`placeflow.state.owners`); an interrupted run shows `running` again while
+        it is carried out (the runs lifecycle's `started`), until its account closes it.
+
+        `service`, the label of the service it is resumed on: when the run began on another
+        (a sandbox whose state was lost, another base URL), the usage it read then is not this
+        service's, so it is let go (no reconciliation against it) and the new label recorded;
+        what to say of it is returned (None: the same service)."""
         self._beaten = self.now()
         self._run(**owned_now(self._beaten))
-        self.con.execute(
-            "update runs set status = 'running' where run_id = ?"
-            " and status in ('interrupted', 'failed')",
-            [self.run_id],
+        row = self.con.execute(
+            "select status, target from runs where run_id = ?", [self.run_id]
+        ).fetchone()
+        if row is not None and row[0] in ("planned", "interrupted"):
+            self.moved("started")
+        if service is None or row is None or row[1] == service:
+            return None
+        self._run(usage_before=None, target=service)
+        return (
+            f"run {self.run_id} began on {row[1]} and is resumed on {service}: the usage read"
+            " then is not this service's, so the run's credits are not reconciled with it"
         )
 
     def beat(self) -> None:
