@@ -18,7 +18,7 @@ from typing import Any
 from placeflow.cli.args import add_db, add_json, add_quiet, fail, one_command, print_json, result
 from placeflow.config import postgres_password, storage_settings
 from placeflow.errors import EXIT_OK, EXIT_USAGE, PlaceflowError
-from placeflow.exporters.export import DEFAULT_TABLES, TABLES, ExportSummary, export
+from placeflow.exporters.export import DEFAULT_TABLES, TABLES, ExportSummary, estimate, export
 
 PROG = "placeflow export"
 """How its errors begin on stderr."""
@@ -54,6 +54,12 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
     p.add_argument(
         "--full", action="store_true", help="send every row again, not only what changed"
     )
+    p.add_argument(
+        "--estimate",
+        action="store_true",
+        help="say which tables and how many rows an export would send (above the watermarks"
+        " the warehouse records for DEST), sending and writing nothing",
+    )
     add_json(p, "print one JSON summary")
     add_quiet(p)
     p.set_defaults(func=main)
@@ -69,6 +75,10 @@ def main(args: argparse.Namespace) -> int:
         said = f"no warehouse at {args.db}: a run creates it"
         return fail(said, code=EXIT_USAGE, as_json=args.json, prog=PROG)
     try:
+        if args.estimate:  # what it would send, sending and writing nothing
+            priced = estimate(args.db, args.to, tables, full=args.full)
+            _print(priced, as_json=args.json, quiet=args.quiet, status="estimated")
+            return EXIT_OK
         summary = export(
             args.db, args.to, tables, full=args.full, password=postgres_password(),
             storage=storage_settings(),
@@ -81,13 +91,17 @@ def main(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _print(summary: ExportSummary, *, as_json: bool, quiet: bool = False) -> None:
+def _print(
+    summary: ExportSummary, *, as_json: bool, quiet: bool = False, status: str = "ok"
+) -> None:
     if as_json:
-        print_json(result(summary.as_dict()))
+        print_json(result(summary.as_dict(), status=status))
         return
     if quiet:
         return
     mode = "full" if summary.full else "incremental"
+    if status == "estimated":
+        mode += ", an estimate: nothing sent, nothing written"
     print(f"export {summary.export_id} to {summary.destination} ({mode}): {summary.rows} rows")
     for t in summary.tables:
         files = f" in {', '.join(t.files)}" if t.files else ""

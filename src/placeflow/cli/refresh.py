@@ -13,6 +13,7 @@ progress display is drawn on stderr, as for `run` (never under --json, --quiet o
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
@@ -20,11 +21,12 @@ from typing import TYPE_CHECKING, Any
 from placeflow.cli.args import add_db, add_json, add_quiet
 from placeflow.cli.carried import add_prefect, carried, watched
 from placeflow.cli.run import print_outcome
-from placeflow.errors import EXIT_FAILED
+from placeflow.errors import EXIT_FAILED, EXIT_OK, EXIT_REFUSED
 from placeflow.options import DURATION_HELP, RunOptions
 from placeflow.support.text import printable
 
 if TYPE_CHECKING:
+    from placeflow.config import Settings
     from placeflow.events import Event
     from placeflow.runner.ending import Outcome
 
@@ -70,6 +72,12 @@ def add_parsers(sub: Any) -> None:
         else:
             p.add_argument(flag, type=float, default=None, metavar="SECONDS",
                            help=field.description)  # fmt: skip
+    p.add_argument(
+        "--estimate",
+        action="store_true",
+        help="price the refresh (the places it would re-check, within --max-credits and the"
+        " warehouse's budgets, and the most they could cost), sending nothing",
+    )
     add_json(p)
     add_quiet(p)
     add_prefect(p)
@@ -88,6 +96,8 @@ def refresh_command(args: argparse.Namespace) -> int:
         if getattr(args, name) is not None and getattr(args, name) < 0:
             raise OptionsError(f"--{name.replace('_', '-')} must be 0 or more")
     settings = load_settings()
+    if args.estimate:
+        return estimate_refresh(args, settings)
     params = {
         "db": args.db,
         "older_than": args.older_than,
@@ -127,3 +137,44 @@ def refresh_command(args: argparse.Namespace) -> int:
         print(printable(f"placeflow: the refresh failed: {message or data}"), file=sys.stderr)
         return EXIT_FAILED
     return print_outcome(data, as_json=args.json, quiet=args.quiet)
+
+
+def estimate_refresh(args: argparse.Namespace, settings: Settings) -> int:
+    """`refresh --estimate`: the refresh's selection (stale places within --max-credits and
+    the budgets for refresh) read, normalised and planned as the refresh would, sending nothing
+    and writing nothing; exit 3 when the refresh would be refused (the key's balance)."""
+    from placeflow.runner.prepare import preview
+    from placeflow.runner.refresh import refresh_plan
+    from placeflow.runner.target import open_target
+
+    with open_target(
+        api_key=settings.api_key, base_url=settings.base_url, limits=settings.limits
+    ) as target:
+        chosen, source = refresh_plan(
+            db=args.db, older_than=args.older_than, target=target, mode=args.mode,
+            max_credits=args.max_credits, limit=args.limit, country=args.country,
+        )  # fmt: skip
+        seen = preview(source, options=chosen, db=args.db, target=target)
+    e, code = seen.estimate, EXIT_REFUSED if seen.refusal else EXIT_OK
+    warnings = list(seen.stages["read"].warnings)
+    out = {
+        "places": seen.rows_read, "skipped_fresh": seen.skipped_fresh, "to_send": seen.to_send,
+        "route": e.route, "credits_at_most": e.credits, "credits_per_place": e.credits_per_place,
+        "requests_at_least": e.requests, "budget_left": source.budget if source.budget_said
+        else None, "budget": source.budget_said, "warnings": warnings, "message": seen.refusal,
+        "status": "refused" if code else "estimated", "exit_code": code,
+    }  # fmt: skip
+    for line in [*warnings, *([f"would be refused: {seen.refusal}"] if seen.refusal else [])]:
+        print(printable(f"placeflow: {line}"), file=sys.stderr)
+    if args.json:
+        print(json.dumps(out, sort_keys=True))
+        return code
+    print(f"refresh estimate of {args.db} (nothing sent, nothing spent):")
+    for name in ("places", "skipped_fresh", "to_send", "route", "credits_at_most",
+                 "requests_at_least"):  # fmt: skip
+        value = out[name]
+        shown = f"{value:,}" if isinstance(value, int) else str(value)
+        print(f"  {name.replace('_', ' '):<20} {shown}")
+    if source.budget_said:
+        print(printable(f"  {source.budget_said} leaves {source.budget:,} credits for it"))
+    return code

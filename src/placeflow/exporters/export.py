@@ -39,7 +39,7 @@ from placeflow.exporters.failures import is_panic, rust_panics_kept_off_stderr, 
 from placeflow.exporters.summary import ExportSummary, TableExport
 from placeflow.exporters.tables import DEFAULT_TABLES, TABLES, TableSpec
 from placeflow.exporters.textsafe import Tally
-from placeflow.store.warehouse import connect, settings, sql_text, transaction
+from placeflow.store.warehouse import connect, reading, settings, sql_text, transaction
 from placeflow.support.objects import Storage
 from placeflow.support.redact import Secret, redact_text
 
@@ -55,6 +55,7 @@ __all__ = [
     "ExportSummary",
     "TableExport",
     "TableSpec",
+    "estimate",
     "export",
     "parse_destination",
     "plan_table",
@@ -150,6 +151,31 @@ def _export(
     return ExportSummary(
         export_id, destination.redacted, destination.kind, full, tuple(done), missing
     )
+
+
+def estimate(
+    db: Path | str, dest: str, tables: Sequence[str] | None = None, *, full: bool = False
+) -> ExportSummary:
+    """What `export` would send to `dest`, sending and writing nothing: each table's rows above
+    the watermark the warehouse mirrors for that destination (everything with `full`, or never
+    exported there), read on a read-only connection. A table the destination lost since is sent
+    whole by the export itself, so this is the least it sends."""
+    destination = parse_destination(dest, None)
+    unknown = [t for t in tables or () if t not in TABLES]
+    if unknown:
+        raise OptionsError(
+            f"cannot export {', '.join(unknown)}: placeflow exports {', '.join(TABLES)}"
+        )
+    with reading(db) as con:
+        present = {str(r[0]) for r in con.execute(
+            "select table_name from duckdb_tables() union all select view_name from duckdb_views()"
+        ).fetchall()}  # fmt: skip
+        wanted = list(tables) if tables else list(DEFAULT_TABLES)
+        recorded = {} if full else _watermarks(con, destination.redacted)
+        plans = [plan_table(con, TABLES[t], recorded.get(t)) for t in wanted if t in present]
+    done = tuple(TableExport(p.name, p.rows, p.lower, p.upper, ()) for p in plans)
+    missing = tuple(t for t in wanted if t not in present)
+    return ExportSummary("(estimate)", destination.redacted, destination.kind, full, done, missing)
 
 
 def _watermarks(con: duckdb.DuckDBPyConnection, destination: str) -> dict[str, datetime]:

@@ -289,7 +289,7 @@ def credits_per_place(target: Target, mode: str) -> int:
     return max([r.credits for r in rates if r is not None and r.credits is not None] or [1])
 
 
-def refresh(
+def refresh_plan(
     *,
     db: Path | str,
     older_than: timedelta | str,
@@ -299,21 +299,10 @@ def refresh(
     limit: int | None = None,
     country: str | None = None,
     options: RunOptions | None = None,
-    step: Step = direct,
-    on_event: Callable[[Event], None] | None = None,
     clock: Clock = utc_now,
-) -> RunSummary | NothingStale:
-    """Re-check the places of `db` whose answer is `older_than` old or older (0: all of them);
-    `NothingStale` when no place is (and no unfinished refresh of the same terms waits).
-
-    A run like any other (`placeflow.run`; estimate first, ledger, resume, change recording),
-    whose input is the warehouse. With `max_credits` smaller than the stale set's cost it does
-    not refuse: the places most likely to have changed go first, as many as the budget buys.
-    `options` (mode and max_credits set from the arguments) tunes the rest, e.g. poll_timeout.
-    """
-    from placeflow.runner.orchestrate import run
-    from placeflow.runner.prepare import fingerprint
-
+) -> tuple[RunOptions, WarehouseSource]:
+    """A refresh's run options and its source: the stale places, as many as `max_credits` and
+    what the warehouse's budgets for refresh leave buy (`refresh`, and its estimate)."""
     age = parse_duration(older_than) if isinstance(older_than, str) else older_than
     if not Path(db).exists():
         raise InputError(f"no warehouse at {db}: a refresh re-checks the places a run loaded")
@@ -346,6 +335,38 @@ def refresh(
         clock=clock,
         budget_said=said,
     )
+    return chosen, source
+
+
+def refresh(
+    *,
+    db: Path | str,
+    older_than: timedelta | str,
+    target: Target,
+    mode: str = "enrich",
+    max_credits: int | None = None,
+    limit: int | None = None,
+    country: str | None = None,
+    options: RunOptions | None = None,
+    step: Step = direct,
+    on_event: Callable[[Event], None] | None = None,
+    clock: Clock = utc_now,
+) -> RunSummary | NothingStale:
+    """Re-check the places of `db` whose answer is `older_than` old or older (0: all of them);
+    `NothingStale` when no place is (and no unfinished refresh of the same terms waits).
+
+    A run like any other (`placeflow.run`; estimate first, ledger, resume, change recording),
+    whose input is the warehouse. With `max_credits` smaller than the stale set's cost it does
+    not refuse: the places most likely to have changed go first, as many as the budget buys.
+    `options` (mode and max_credits set from the arguments) tunes the rest, e.g. poll_timeout.
+    """
+    from placeflow.runner.orchestrate import run
+    from placeflow.runner.prepare import fingerprint
+
+    chosen, source = refresh_plan(
+        db=db, older_than=older_than, target=target, mode=mode, max_credits=max_credits,
+        limit=limit, country=country, options=options, clock=clock,
+    )  # fmt: skip
     with reading(db) as con:
         prior = unfinished_run(con, fingerprint(source, chosen))
     if prior is None:
