@@ -12,6 +12,7 @@ import duckdb
 import pytest
 from PIL import Image
 
+from placeflow.cli.args import run_command
 from placeflow.cli.report import add_parsers
 from placeflow.reporting import changes_table, rejects_table, report_link, write_report
 from placeflow.reporting.data import collect
@@ -24,8 +25,8 @@ def _cli(*argv: str) -> tuple[int, str]:
     add_parsers(parser.add_subparsers(dest="command", required=True))
     args = parser.parse_args(argv)
     out = io.StringIO()
-    with redirect_stdout(out):
-        code = int(args.func(args))
+    with redirect_stdout(out):  # the command's own ends: --db resolved, its error said once
+        code = run_command(args, args.func)
     return code, out.getvalue()
 
 
