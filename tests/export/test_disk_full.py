@@ -1,6 +1,6 @@
 """An export whose destination disk is full (#44 item 6): a real `placeflow export --json` gives
-one JSON document with exit code 1 and the OS's words, and nothing on stderr: no traceback of
-DuckDB's IOException (Parquet), no Rust panic of delta-rs's writer (Delta).
+one JSON document with exit code 1 and the OS's words, and on stderr at most that one line: no
+traceback of DuckDB's IOException (Parquet), no Rust panic of delta-rs's writer (Delta).
 
 The disk is a small tmpfs mounted by the test, filled before the export (the suite runs as root
 in CI); where mounting is not permitted the tests are skipped and say so."""
@@ -32,7 +32,7 @@ note: Some details are omitted, run with `RUST_BACKTRACE=full` for a verbose bac
 def test_a_full_disk_is_one_line_exit_1_and_json(db: Path, tmp_path: Path, scheme: str) -> None:
     """Parquet and Delta on a full disk: exit 1, one JSON document saying "No space left on
     device" in one line (delta-rs's own error spans lines, with terminal colours), stderr
-    empty."""
+    one line at most."""
     with small_disk(tmp_path / "disk", "4m") as disk:
         fill(disk)
         dest = f"{scheme}{disk / 'lake'}"
@@ -44,7 +44,7 @@ def test_a_full_disk_is_one_line_exit_1_and_json(db: Path, tmp_path: Path, schem
     assert done.returncode == EXIT_FAILED, done.stderr[-3000:]
     for noise in NOISE:
         assert noise not in done.stdout + done.stderr, done.stderr[-3000:]
-    assert done.stderr.strip() == ""
+    assert len(done.stderr.strip().splitlines()) <= 1  # at most the one line of the error
     doc = json.loads(done.stdout)
     assert doc["exit_code"] == EXIT_FAILED
     message = str(doc.get("message", doc.get("error")))
