@@ -192,3 +192,12 @@ def test_a_sync_route_resume_sends_only_what_is_left_and_shows_running(
     with duckdb.connect(str(db), read_only=True) as con:
         assert con.execute("select status from runs").fetchall() == [("completed",)]
         assert con.execute("select count(*) from enrichments").fetchone() == (60,)
+
+
+def test_a_folder_that_cannot_be_written_keeps_nothing(tmp_path: Path) -> None:
+    """A warehouse in a place the sandbox cannot write its folder in (read-only) still gets a
+    sandbox, one that keeps nothing and says so in its label."""
+    blocked = tmp_path / "wh.duckdb.sandbox"
+    blocked.write_text("a file where the folder would be")
+    with open_target(api_key=None, base_url=None, db=tmp_path / "wh.duckdb") as target:
+        assert target.label.endswith("cannot be written)") and "state not kept" in target.label

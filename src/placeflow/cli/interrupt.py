@@ -227,8 +227,8 @@ def _cancel(db: str, run_id: str | None) -> int:
     finally:
         con.close()
     settings = load_settings()
-    if settings.uses_sandbox:  # the embedded sandbox stops with this process, its jobs too
-        return 0
+    if settings.uses_sandbox:  # the embedded sandbox stops with this process: no one to ask (its
+        return 0  # kept jobs end on its clock when a resume starts it again, and load then)
     count = 0
     with (
         open_target(

@@ -86,9 +86,13 @@ def embedded_sandbox(
     """Serve a sandbox on free loopback ports for the length of the block (its one key is paid,
     so the client keeps to the paid tier's limits). With `keep`, its state is kept in that
     folder and taken up again by the next sandbox kept there; while another process's sandbox
-    holds the folder, this one keeps nothing (said in its label)."""
+    holds the folder, or where it cannot be written (a read-only place), this one keeps
+    nothing (said in its label)."""
     store = SandboxStore(keep) if keep is not None else None
-    kept = store is not None and store.acquire()
+    try:
+        kept = store is not None and store.acquire()
+    except OSError:  # a read-only or full place: a sandbox of this process alone
+        kept = False
     try:
         sandbox = Sandbox(config or SandboxConfig(), store=store if kept else None)
         with sandbox.serve() as served:
@@ -98,7 +102,8 @@ def embedded_sandbox(
                 label = (
                     f"embedded sandbox kept in {keep}"
                     if kept
-                    else f"{label} (state not kept: another process's sandbox holds {keep})"
+                    else f"{label} (state not kept: {keep} is held by another process's"
+                    " sandbox or cannot be written)"
                 )
             yield Target(
                 base_url=served.base_url,
