@@ -2,9 +2,10 @@
 one error exit (`fail`: one JSON document under --json, the reason on stderr) and the output
 that pipes (a reader that closes the pipe early, as `head` does, ends the command quietly).
 
-The error document is one shape for every command: `{"exit_code", "status", "error",
-"message"}` (`message` the same text as `error`, as docs/cli.md promised it), with a run's
-figures and the command that finishes it when the error stopped a recorded run.
+The error document is one shape for every command, on stdout under --json:
+`{"exit_code", "status", "error", "message"}` (`message` the same text as `error`, as
+docs/cli.md promised it), with a run's figures and the command that finishes it when the error
+stopped a recorded run.
 """
 
 from __future__ import annotations
@@ -122,15 +123,17 @@ def fail(
     db: str | None = None,
     prog: str = "placeflow",
 ) -> int:
-    """The one error exit of every command: `prog: message` on stderr and, under --json, the
-    error document (`error_document`) on stdout; returns the exit code (`code`, else the
-    error's class's in `placeflow.errors.EXIT_CODES`)."""
+    """The one error exit of every command: under --json the error document
+    (`error_document`) on stdout and nothing on stderr (a script reads one document), else
+    `prog: message` on stderr; returns the exit code (`code`, else the error's class's in
+    `placeflow.errors.EXIT_CODES`)."""
     if code is None:
         found = exit_code(problem) if isinstance(problem, BaseException) else None
         code = EXIT_FAILED if found is None else found
-    print(printable(f"{prog}: {problem}"), file=sys.stderr)  # it may quote a server
     if as_json:
         print_json(error_document(problem, code, db=db))
+    else:
+        print(printable(f"{prog}: {problem}"), file=sys.stderr)  # it may quote a server
     return code
 
 
