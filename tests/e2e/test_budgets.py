@@ -16,6 +16,7 @@ from .conftest import KEY, ServeSandbox, places, write_csv
 
 BUDGET = 1_000
 SENDING = ("POST /v1/jobs/enrich", "POST /v1/enrich-batch", "POST /v1/enrich")
+"""The sandbox's routes that can spend: a refused run sends none of them."""
 
 
 def cli(*args: str) -> subprocess.CompletedProcess[str]:
@@ -64,7 +65,7 @@ def test_a_month_budget_governs_runs_refreshes_and_two_processes(
     assert shown["exit_code"] == 0 and shown["status"] == "ok"
     (month,) = shown["budgets"]
     assert month["left"] == BUDGET - charged and month["spent"] == charged
-    assert set(month) >= {"credits", "per", "for", "period_start", "period_end", "spent",
+    assert set(month) == {"credits", "per", "for", "period_start", "period_end", "spent",
                           "held", "left"}  # fmt: skip
     assert set(shown["service"]) == {"quota_limit", "current_usage", "period", "reset_date"}
 
@@ -104,3 +105,37 @@ def test_a_month_budget_governs_runs_refreshes_and_two_processes(
     assert sb.stats()["keys"][KEY]["credits"]["charged"] <= BUDGET
     final = doc(cli("budget", "--db", db, "--json"))["budgets"][0]
     assert final["spent"] == sb.credits()["charged"] and final["left"] >= 0
+
+
+@pytest.mark.slow
+def test_a_run_in_flight_holds_its_estimate_against_a_second_run(
+    tmp_path: Path, serve_sandbox: ServeSandbox
+) -> None:
+    """Run A (60 places) cannot end while the sandbox's clock stands still; run B (60 other
+    places) under a budget of 100 is refused while A holds its 60, naming the budget and
+    sending nothing; `budget --json` shows A's 60 held meanwhile."""
+    import placeflow
+    from placeflow.emulator import ManualClock
+    from placeflow.options import RunOptions
+
+    from .test_claims import Running, loopback
+
+    clock = ManualClock()
+    sb = serve_sandbox(clock=clock, rows_per_second=1000.0, fail_rate=0.0)
+    db = tmp_path / "wh.duckdb"
+    assert cli("budget", "set", "--credits", "100", "--per", "day", "--db", str(db)).returncode == 0
+    a_csv = write_csv(tmp_path / "a.csv", places(60))
+    b_csv = write_csv(tmp_path / "b.csv", places(60, start=1_000))
+    a = Running(lambda ev: placeflow.run([str(a_csv)], db=db, target=loopback(sb.base_url),
+                                         options=RunOptions(route="job"), on_event=ev))  # fmt: skip
+    assert a.polled.wait(120), a.error
+    shown = doc(cli("budget", "--db", str(db), "--json"))["budgets"][0]
+    assert (shown["held"], shown["left"]) == (60, 40)  # A's estimate, held while it runs
+    before = sent(sb)
+    b = cli("run", str(b_csv), "--db", str(db), "--json", "--route", "job")
+    assert b.returncode == 3, b.stdout + b.stderr
+    assert "day budget (100 credits) has 40 left" in b.stderr
+    assert sent(sb) == before
+    clock.advance(3600)
+    first = a.done()
+    assert first.status == "completed" and sb.credits()["charged"] == first.charged <= 60

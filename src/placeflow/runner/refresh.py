@@ -273,6 +273,8 @@ class NothingStale:
     @property
     def message(self) -> str:
         said = f"nothing to refresh: no place's answer is {self.older_than} old or older"
+        if any("left for a later refresh" in w and "--limit" not in w for w in self.warnings):
+            said = "nothing sent: what --max-credits or the budget leaves buys no stale place"
         return "; ".join((said, *self.warnings))
 
     def as_dict(self) -> dict[str, object]:

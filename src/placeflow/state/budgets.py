@@ -98,7 +98,6 @@ class Standing:
             "spent": self.spent,
             "held": self.held,
             "left": self.left,
-            "warn_at": self.budget.warn_at,
         }
 
     def said(self) -> str:
