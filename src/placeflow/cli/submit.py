@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from prefect.client.schemas.objects import FlowRun
 from placeflow.config import apply_prefect_defaults, prefect_server_url
 from placeflow.errors import EXIT_FAILED, EXIT_OK, UsageError
+from placeflow.options import RunOptions
 from placeflow.support.objects import is_object_url
 from placeflow.support.redact import url_has_password
 from placeflow.support.text import printable
@@ -83,10 +84,7 @@ def submit(args: argparse.Namespace) -> dict[str, Any]:
     from prefect.deployments import run_deployment
 
     name = args.deployment if "/" in args.deployment else f"{FILE_RUN_FLOW}/{args.deployment}"
-    params: dict[str, Any] = {
-        "inputs": inputs,
-        "options": options.model_dump(mode="json", exclude_defaults=True),
-    }
+    params: dict[str, Any] = {"inputs": inputs, "options": _given(options)}
     flow_run: FlowRun = run_deployment(  # type: ignore[assignment]  # sync here: a FlowRun
         name=name, parameters=params, timeout=0 if args.no_wait else None, poll_interval=2
     )
@@ -95,6 +93,19 @@ def submit(args: argparse.Namespace) -> dict[str, Any]:
         return {"flow_run_id": str(flow_run.id), "deployment": name, "status": "submitted",
                 "message": said, "exit_code": EXIT_OK}  # fmt: skip
     return _result(flow_run)
+
+
+def _given(options: RunOptions) -> dict[str, Any]:
+    """The options that differ from the defaults, as the flow's parameter schema takes them
+    (the `--map` and `--set` pairs as lists of pairs)."""
+    default = RunOptions().model_dump(mode="json")
+    given = {}
+    for name, value in options.model_dump(mode="json").items():
+        if name in ("mapping", "constants"):
+            value = [[k, v] for k, v in value.items()] if value else None
+        if value is not None and value != default[name]:
+            given[name] = value
+    return given
 
 
 def _result(flow_run: FlowRun) -> dict[str, Any]:
