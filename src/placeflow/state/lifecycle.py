@@ -239,8 +239,9 @@ _RESUMABLE = frozenset({"planned", "running", "interrupted"})
 RUN_MOVES: dict[str, Move] = {
     m.name: m
     for m in (
-        _move("started", {*_RESUMABLE, "refused"}, {"running"}, "runner.research",
-              "its budget checked and passed: sending (a refused research run checked again)"),
+        _move("started", {*_RESUMABLE, "refused"}, {"running"}, "runner.research, state.runbook",
+              "its budget checked and passed: sending (a refused research run checked again; a"
+              " resumed run, taken over)"),
         _move("refused", {*_RESUMABLE, "refused"}, {"refused"}, "runner.research",
               "a budget, balance or field-policy check said no: nothing more sent"),
         _move("interrupted", _RESUMABLE | (RUN_ENDS - {"completed", "all_rejected"}),
