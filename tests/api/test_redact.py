@@ -70,3 +70,15 @@ def test_logging_filter_scrubs_messages_and_args(caplog: pytest.LogCaptureFixtur
         logger.info(f"inline {KEY}")
     assert KEY not in caplog.text
     assert caplog.text.count("…5678") == 2
+
+
+def test_a_service_url_s_password_is_never_the_target_s_label() -> None:
+    """PLACEFLOW_BASE_URL carrying a proxy's password (one holding "/" too): the target shown
+    and recorded for the run names the user and host only."""
+    from placeflow.runner.target import open_target
+    from placeflow.support.redact import Secret
+
+    url = "https://proxy:pa/ss#w@api.example.com/v1"
+    with open_target(api_key=Secret("sk_live_abcdefgh1234"), base_url=url) as target:
+        assert target.label == "https://proxy@api.example.com/v1"
+        assert target.base_url == url  # the client still gets it whole

@@ -18,7 +18,7 @@ from placeflow.emulator import DEFAULT_API_KEY, Sandbox, SandboxConfig
 from placeflow.emulator.keep import SandboxStore
 from placeflow.errors import ConfigError
 from placeflow.fields import RateLimits
-from placeflow.support.redact import Secret
+from placeflow.support.redact import Secret, url_without_password
 
 
 @dataclass(frozen=True)
@@ -135,7 +135,7 @@ def open_target(
     yield Target(
         base_url=base_url,
         api_key=api_key,
-        label=base_url,
+        label=url_without_password(base_url),  # shown and recorded: never a proxy's password
         limits=limits or RateLimits.for_tier("paid"),
     )
 
