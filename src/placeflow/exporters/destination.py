@@ -145,10 +145,12 @@ def parquet_files(destination: Destination, storage: Storage) -> ParquetFiles:
 
 
 def lake_of(destination: Destination, storage: Storage) -> Lake:
+    """Where a Delta export's tables go: a folder here, or a prefix in object storage with
+    delta-rs's storage options (S3's from the AWS variables; gs:// its own defaults)."""
     from placeflow.exporters.delta import Lake
 
     if destination.url is None:
         assert destination.path is not None
         return Lake(str(destination.path))
-    split_url(destination.url)  # a bucket named
-    return Lake(destination.url, storage.delta_options())
+    store, _ = split_url(destination.url)  # a bucket named
+    return Lake(destination.url, storage.delta_options() if store == "s3" else {})
