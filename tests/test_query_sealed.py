@@ -105,3 +105,13 @@ def test_enable_logging_to_a_file_is_refused_not_an_abort(db: Path, tmp_path: Pa
     doc = json.loads(done.stdout)
     assert doc["exit_code"] == EXIT_USAGE and "refused" in str(doc.get("message", doc["error"]))
     assert "terminate" not in done.stderr and not (tmp_path / "log").exists()
+
+
+def test_an_interval_reads_as_text_not_a_crash(db: Path, capfd: pytest.CaptureFixture[str]) -> None:
+    """A result polars cannot take (an INTERVAL, `now() - created_at`; a BIT) is printed with
+    that column as text: exit 0, no traceback and no Rust panic on stderr."""
+    sql = "select interval 1 day as i, 1 as n, 1::bit as b"
+    assert main(["query", sql, "--db", str(db), "--json"]) == EXIT_OK
+    out, err = capfd.readouterr()
+    assert json.loads(out) == [{"i": "1 day", "n": 1, "b": "00000000000000000000000000000001"}]
+    assert "panicked" not in err and "Traceback" not in err

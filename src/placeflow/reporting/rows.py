@@ -11,6 +11,7 @@ The original columns are read as the file is now, as text; a name the output alr
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -111,6 +112,27 @@ LOCKED = "the configuration has been locked"
 """What DuckDB says of a statement that would change a setting of a sealed connection."""
 
 
+UNREADABLE = re.compile(
+    r"\b(?:INTERVAL|UNION|BIT|BIGNUM|VARINT|TIMETZ|TIME WITH TIME ZONE|TIME_NS)\b"
+)
+"""DuckDB types polars cannot take from Arrow (an INTERVAL, `now() - finished_at`, fails the
+whole result with a Rust panic printed on stderr): such a column travels as text."""
+
+
+def _frame(relation: duckdb.DuckDBPyRelation) -> pl.DataFrame:
+    """The query's result, each column of a type polars cannot take (UNREADABLE, nested too)
+    cast to text first."""
+    types = [str(t) for t in relation.dtypes]
+    if not any(UNREADABLE.search(t) for t in types):
+        return relation.pl()
+    shown = []
+    for name, kind in zip(relation.columns, types, strict=True):
+        quoted = '"' + name.replace('"', '""') + '"'
+        as_text = UNREADABLE.search(kind) is not None
+        shown.append(f"cast({quoted} as varchar) as {quoted}" if as_text else quoted)
+    return relation.project(", ".join(shown)).pl()
+
+
 def query(db: Path | str, sql: str) -> pl.DataFrame:
     """Run SQL on the warehouse, read-only: a write is refused by DuckDB, and so is any file
     but the warehouse (read_csv, COPY ... TO, ATTACH, INSTALL: its external access is off)."""
@@ -124,7 +146,7 @@ def query(db: Path | str, sql: str) -> pl.DataFrame:
         ) from None
     try:
         relation = con.sql(sql)
-        frame: pl.DataFrame = pl.DataFrame() if relation is None else relation.pl()
+        frame: pl.DataFrame = pl.DataFrame() if relation is None else _frame(relation)
     except duckdb.PermissionException as err:
         first = str(err).splitlines()[0]
         raise UsageError(
