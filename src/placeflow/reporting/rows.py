@@ -124,13 +124,15 @@ def _frame(relation: duckdb.DuckDBPyRelation) -> pl.DataFrame:
     cast to text first."""
     types = [str(t) for t in relation.dtypes]
     if not any(UNREADABLE.search(t) for t in types):
-        return relation.pl()
+        whole: pl.DataFrame = relation.pl()
+        return whole
     shown = []
     for name, kind in zip(relation.columns, types, strict=True):
         quoted = '"' + name.replace('"', '""') + '"'
         as_text = UNREADABLE.search(kind) is not None
         shown.append(f"cast({quoted} as varchar) as {quoted}" if as_text else quoted)
-    return relation.project(", ".join(shown)).pl()
+    as_read: pl.DataFrame = relation.project(", ".join(shown)).pl()
+    return as_read
 
 
 def query(db: Path | str, sql: str) -> pl.DataFrame:
