@@ -164,6 +164,15 @@ class WarehouseSource:
         self.clock = clock
         self.selected: pl.DataFrame | None = None
         """The last selection (select_stale's columns: priority and reason included)."""
+        self.stale_found = 0
+        """How many stale places the last selection found, those other runs are buying too."""
+        self._looked: tuple[pl.DataFrame, ReadInfo] | None = None
+
+    def look(self, options: RunOptions) -> tuple[pl.DataFrame, ReadInfo]:
+        """The selection, kept for the run's read of it (one query of the warehouse, not two)."""
+        self._looked = None
+        self._looked = self.rows(options)
+        return self._looked
 
     @property
     def name(self) -> str:
@@ -188,6 +197,9 @@ class WarehouseSource:
         ]
 
     def rows(self, options: RunOptions) -> tuple[pl.DataFrame, ReadInfo]:
+        if self._looked is not None:  # the refresh's own look before the run: not done twice
+            looked, self._looked = self._looked, None
+            return looked
         with reading(self.db, wait=options.warehouse_wait) as con:  # another run may write
             found = select_stale(
                 con,
@@ -198,6 +210,7 @@ class WarehouseSource:
                 now=self.clock(),
             )
             unknown = () if found.height else self._no_country(con)
+        self.stale_found = found.height
         every, claimed = _unclaimed(found)
         stale = choose(
             every, limit=self.limit, budget=self.budget, credits_per_place=self.credits_per_place
@@ -372,8 +385,8 @@ def refresh(
     with reading(db) as con:
         prior = unfinished_run(con, fingerprint(source, chosen))
     if prior is None:
-        frame, info = source.rows(chosen)
-        if frame.height == 0:  # nothing to send: no run recorded, no report written
+        _, info = source.look(chosen)
+        if source.stale_found == 0:  # nothing stale at all: no run recorded, no report written
             return NothingStale(older_than=str(older_than), warnings=info.warnings)
     summary = run(source, options=chosen, db=db, target=target, step=step, on_event=on_event,
                   clock=clock)  # fmt: skip
