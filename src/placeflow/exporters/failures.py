@@ -65,14 +65,23 @@ def without_panics(text: str) -> str:
     return "".join(kept)
 
 
+def _flush() -> None:
+    if sys.stderr is not None:
+        sys.stderr.flush()
+
+
 @contextmanager
 def rust_panics_kept_off_stderr() -> Iterator[None]:
     """For the block, the process's stderr (file descriptor 2, where Rust's panic hook
     writes) goes through a pipe; afterwards what came through is written to stderr less any
     Rust panic (`without_panics`). A thread drains the pipe, so a writer never blocks on it."""
-    sys.stderr.flush()
+    _flush()
+    try:
+        saved = os.dup(2)
+    except OSError:  # no stderr to keep clean (a daemon's closed descriptor)
+        yield
+        return
     read_end, write_end = os.pipe()
-    saved = os.dup(2)
     chunks: list[bytes] = []
 
     def drain() -> None:
@@ -86,12 +95,12 @@ def rust_panics_kept_off_stderr() -> Iterator[None]:
     try:
         yield
     finally:
-        sys.stderr.flush()
+        _flush()
         os.dup2(saved, 2)  # the pipe's last writer closed: the drain ends
         os.close(saved)
         reader.join(timeout=10)
         os.close(read_end)
         shown = without_panics(b"".join(chunks).decode("utf-8", "replace"))
-        if shown.strip():  # (a panic is preceded by a blank line)
+        if shown.strip() and sys.stderr is not None:  # (a panic is preceded by a blank line)
             sys.stderr.write(shown)
-            sys.stderr.flush()
+            _flush()
