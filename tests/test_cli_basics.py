@@ -372,3 +372,21 @@ def test_docs_give_one_table_of_every_status_and_exit_code() -> None:
     for status, code in codes.items():
         (row,) = [r for r in rows if f"`{status}`" in r.split("|")[1]]
         assert f"`{code}`" in row.split("|")[2], row
+
+
+def test_a_run_that_did_not_end_well_prints_the_error_shape(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """A run's JSON document with a non-zero exit code carries `error` beside `message`, as
+    every error document does; a completed run's does not."""
+    from placeflow.cli.run import print_outcome
+
+    failed = {"status": "failed", "message": "the warehouse is busy", "exit_code": 1}
+    assert print_outcome(dict(failed), as_json=True) == 1
+    doc = json.loads(capsys.readouterr().out)
+    assert (doc["status"], doc["error"], doc["message"], doc["exit_code"]) == (
+        "failed", "the warehouse is busy", "the warehouse is busy", 1)  # fmt: skip
+    from tests.test_cli_ux import summary
+
+    assert print_outcome({**summary().as_dict(), "exit_code": 0}, as_json=True) == 0
+    assert "error" not in json.loads(capsys.readouterr().out)

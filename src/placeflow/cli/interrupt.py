@@ -86,8 +86,8 @@ class Interrupt:
             self._call(self.before_saying)
             outcome = self.stop()
             hinted = outcome.pop("_hinted", False)  # its line is printed: only news follows
-            if self.as_json:
-                print(json.dumps(outcome, sort_keys=True))
+            if self.as_json:  # the error document's shape: `error` beside `message`
+                print(json.dumps({**outcome, "error": outcome["message"]}, sort_keys=True))
             elif not hinted or outcome.get("cancelled"):
                 print(printable(str(outcome["message"])), file=sys.stderr)
         finally:

@@ -207,6 +207,8 @@ def print_outcome(
             extra["wall_seconds"] = round(wall_seconds, 3)
         if resume_db and data.get("run_id") and data.get("status") == "interrupted":
             extra["next"] = f"placeflow resume {data['run_id']} --db {resume_db}"
+        if code != EXIT_OK:  # an end that is not a success reads as every error document does
+            extra["error"] = data.get("error") or data.get("message") or data.get("status")
         print(json.dumps({**data, **extra, "exit_code": code}, sort_keys=True, default=str))
     elif data.get("run_id"):
         print(text_summary(RunSummary(**data), wall_seconds=wall_seconds))
