@@ -23,8 +23,9 @@ imports too):
     pipeline        placeflow.pipeline: the stages, each a plain typed function (research's
                     request kind among them: placeflow.pipeline.research)
     state           placeflow.state: the one writer of a run's tables, the lifecycles
-    store           placeflow.store: the DuckDB file (warehouse, writer, dbfile, diskfull)
-    api             placeflow.api: the service's client
+    store and api   placeflow.store: the DuckDB file (warehouse, writer, dbfile, diskfull)
+                    beside placeflow.api: the service's client (told before it waits, never
+                    told of the warehouse)
     settings        config (the environment, read once) and options
     fields and support
                     fields (the service's field names) beside support (lazy, text, redact)

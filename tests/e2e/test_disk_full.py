@@ -23,7 +23,7 @@ import pytest
 
 import placeflow
 from placeflow.errors import EXIT_FAILED, EXIT_USAGE
-from placeflow.store.writer import Warehouse
+from placeflow.store.writer import Writer
 from tests.sandbox_target import sandbox_target
 
 from .conftest import KEY, ServeSandbox, places, write_csv
@@ -136,8 +136,8 @@ def test_warehouse_disk_full_before_the_run_is_recorded(
     csv = write_csv(tmp_path / "p.csv", places(40))
     with small_disk(tmp_path / "disk", "8m") as disk:
         db = disk / "wh.duckdb"
-        with Warehouse(db):  # an existing warehouse, migrated
-            pass
+        with Writer(db) as wh:  # an existing warehouse, migrated at its first statement
+            wh.execute("select 1")
         fill(disk)
         args = ["run", str(csv), "--db", str(db), "--route", "job", "--json"]
         done = subprocess.run(
@@ -161,7 +161,7 @@ def test_read_only_warehouse_is_one_document(tmp_path: Path) -> None:
     csv = write_csv(tmp_path / "p.csv", places(5))
     with small_disk(tmp_path / "disk", "8m") as disk:
         db = disk / "wh.duckdb"
-        with Warehouse(db) as wh:
+        with Writer(db) as wh:
             wh.execute(
                 "insert into runs (run_id, created_at, status, mode, signature)"
                 " values ('run_x', now(), 'interrupted', 'enrich', 'enrich')"

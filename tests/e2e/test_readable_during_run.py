@@ -93,21 +93,19 @@ def test_other_processes_read_while_a_job_runs(tmp_path: Path, serve_sandbox: Se
         assert con.execute("select status from runs").fetchall() == [("completed",)]
 
 
-def test_release_keeps_an_open_transaction(tmp_path: Path) -> None:
-    """Warehouse.release closes the connection between statements, never inside a
-    transaction; the next statement opens it again."""
-    from placeflow.store.warehouse import transaction
-    from placeflow.store.writer import Warehouse
+def test_let_go_keeps_an_open_transaction(tmp_path: Path) -> None:
+    """Writer.let_go closes the connection between statements, never inside a transaction;
+    the next statement opens it again."""
+    from placeflow.store.writer import Writer
 
-    with Warehouse(tmp_path / "wh.duckdb") as wh:
-        con: Any = wh
-        with transaction(con):
+    with Writer(tmp_path / "wh.duckdb") as wh:
+        with wh.transaction() as con:
             con.execute("create table t (i int)")
-            wh.release()
-            con.execute("insert into t values (1)")
+            wh.let_go()
+            wh.execute("insert into t values (1)")
         assert wh.opened == 1
-        wh.release()
+        wh.let_go()
         with duckdb.connect(str(tmp_path / "wh.duckdb"), read_only=True) as other:
             assert other.execute("select i from t").fetchall() == [(1,)]
-        assert con.execute("select count(*) from t").fetchall() == [(1,)]
+        assert wh.execute("select count(*) from t").fetchall() == [(1,)]
         assert wh.opened == 2

@@ -4,7 +4,7 @@ time): waits advance the clock, so jobs, retries and URL lifetimes cost no wall 
 from __future__ import annotations
 
 import csv
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -30,7 +30,9 @@ class VirtualTarget(Target):
 
     clock: ManualClock = field(default_factory=ManualClock, compare=False)
 
-    def client(self, *, timeout: float = 30.0) -> PlaceApiClient:
+    def client(
+        self, *, timeout: float = 30.0, waiting: Callable[[float], None] | None = None
+    ) -> PlaceApiClient:
         return PlaceApiClient(
             base_url=self.base_url,
             api_key=self.api_key.reveal(),
@@ -41,6 +43,7 @@ class VirtualTarget(Target):
             retry=QUICK,
             accounting_retry=PATIENCE,
             timeout=timeout,
+            waiting=waiting,
         )
 
 

@@ -1,5 +1,5 @@
-"""Readers get their turn: a new warehouse appears whole, and a writer that lets go of the file
-only for moments at a time still gives readers a turn once it has held it long enough."""
+"""Readers get their turn: a new warehouse appears whole, and the writer lets go of the file
+when its run waits, at once after a long stretch, never sleeping for it."""
 
 from __future__ import annotations
 
@@ -73,64 +73,85 @@ def test_a_warehouse_another_process_made_meanwhile_is_kept(tmp_path: Path) -> N
         assert con.execute("select x from mine").fetchall() == [(1,)]
 
 
-def test_a_streak_of_short_holds_counts_whole_and_ends_in_a_readers_turn(tmp_path: Path) -> None:
-    """Holds parted by let-goes shorter than READERS_TURN (a request answered in moments) are
-    one streak: `release(held_over=...)` lets go once the streak, not the last hold, is that
-    long, and the file is not opened again before READERS_TURN has passed; a let-go at least
-    that long starts a new streak."""
+def test_a_long_stretch_ends_at_a_wait_with_a_gap_for_readers(tmp_path: Path) -> None:
+    """A wait of moments puts the let-go off while the stretch is under `stretch` seconds; once
+    it is that long, the next wait on the service lets go at once, however short, and the file
+    is opened again only GAP seconds after (the wait counted in): a new stretch. Work of the
+    writer's own is never delayed: only an open after such a let-go waits."""
     clock = Clock()
-    wh = writer.Warehouse(tmp_path / "w.duckdb", clock=clock, sleep=clock.sleep)
+    wh = writer.Writer(
+        tmp_path / "w.duckdb", clock=clock, sleep=clock.sleep, lazy=60.0, stretch=1.0
+    )
     wh.execute("create table t (i int)")
-    for i in range(4):  # four writes, 0.2 s each, let go for 0.01 s before each request
+    for i in range(4):  # four writes, 0.2 s each, a request answered in moments after each
         clock.now += 0.2
         wh.execute("insert into t values (?)", [i])
-        wh.release()
-        clock.now += 0.01
-    wh.execute("select 1")
-    assert wh.held_for() == pytest.approx(0.84)
-    opened = wh.opened
-    wh.release(held_over=1.0)
-    assert wh._con is not None  # not yet a second held
+        wh.waiting(0.0)
+    assert wh.holding() and wh.held_for() == pytest.approx(0.8)
+    assert clock.slept == []
     clock.now += 0.2
-    wh.release(held_over=1.0)
-    assert wh._con is None and wh.held_for() == 0.0  # let go for the readers
-    clock.now += 0.1
+    wh.waiting(0.0)
+    assert not wh.holding()  # let go: the stretch was a second
+    clock.now += 0.05  # the answer, in moments
     assert wh.execute("select count(*) from t").fetchall() == [(4,)]
-    assert clock.slept == [pytest.approx(writer.READERS_TURN - 0.1)]  # their turn, whole
-    assert wh.opened == opened + 1
-    assert wh.held_for() == 0.0  # a new streak
+    assert clock.slept == [pytest.approx(writer.GAP - 0.05)]  # the rest of the gap
+    assert wh.held_for() == 0.0  # a new stretch
+    wh.waiting(0.0)
+    assert wh.holding() and wh.opened == 2  # put off again
+    clock.now += 1.0
+    wh.waiting(writer.GAP)  # a wait as long as a gap: no delay after it
+    wh.execute("select 1")
+    assert len(clock.slept) == 1
     wh.close()
 
 
 def test_a_request_answered_in_moments_keeps_the_connection_a_slow_one_lets_it_go(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path,
 ) -> None:
-    """Before a request the let-go is put off (`waiting(lazily=True)`): a statement before
-    `lazy` seconds have passed finds the same connection open (no close, no open); once they
-    pass the connection is let go, and the next statement opens it again; inside a
+    """Before a request the let-go is put off (`waiting(0.0)`): a statement before `lazy`
+    seconds have passed finds the same connection open (no close, no open); once they pass,
+    the one idle closer lets go of it, and the next statement opens it again; inside a
     transaction nothing is let go."""
-    timers: list[threading.Timer] = []
-
-    class Timer(threading.Timer):
-        def start(self) -> None:
-            timers.append(self)
-            super().start()
-
-    monkeypatch.setattr(writer.threading, "Timer", Timer)
-    wh = writer.Warehouse(tmp_path / "w.duckdb")
+    wh = writer.Writer(tmp_path / "w.duckdb", lazy=60.0)  # the answer comes first
     wh.execute("create table t (i int)")
-    wh.lazy = 60.0  # the answer comes first
-    wh.waiting(lazily=True)
+    wh.waiting(0.0)
     wh.execute("insert into t values (1)")
-    assert wh.opened == 1 and wh._hold().idle is None  # called off
-    wh.lazy = 0.0  # the answer is slow
-    wh.waiting(lazily=True)
-    timers[-1].join(30)
-    assert wh._con is None  # let go while the request was out
+    assert wh.opened == 1 and wh._hold().idle_at is None  # called off
+    wh.lazy = 0.001  # the answer is slow
+    wh.waiting(0.0)
+    assert wh._closer.let_went.wait(30)
+    assert not wh.holding()  # let go while the request was out
     assert wh.execute("select count(*) from t").fetchall() == [(1,)]
     assert wh.opened == 2
-    wh.execute("begin transaction")
-    wh.waiting(lazily=True)
-    assert wh._hold().idle is None and wh._con is not None  # a transaction is never let go
-    wh.execute("commit")
+    with wh.transaction():
+        wh.waiting(0.0)
+        assert wh._hold().idle_at is None and wh.holding()  # a transaction is never let go
     wh.close()
+
+
+def test_a_close_leaves_a_working_thread_its_connection_until_it_stops(tmp_path: Path) -> None:
+    """`close` closes the caller's connection under its hold's lock but leaves a thread still
+    `working` (a run's sender finishing its request) its own: that thread writes on after the
+    close, and its connection is closed when its block ends."""
+    wh = writer.Writer(tmp_path / "w.duckdb")
+    wh.execute("create table t (i int)")
+    inside, closed, done = threading.Event(), threading.Event(), threading.Event()
+
+    def sender() -> None:
+        with wh.working():
+            wh.execute("insert into t values (1)")
+            inside.set()
+            closed.wait(30)
+            wh.execute("insert into t values (2)")  # its answer, recorded after the close
+        done.set()
+
+    thread = threading.Thread(target=sender)
+    thread.start()
+    assert inside.wait(30)
+    wh.close()
+    closed.set()
+    assert done.wait(30)
+    thread.join(30)
+    assert not wh.holding()
+    with duckdb.connect(str(tmp_path / "w.duckdb"), read_only=True) as reader:
+        assert reader.execute("select i from t order by i").fetchall() == [(1,), (2,)]

@@ -6,13 +6,12 @@ import subprocess
 import sys
 import textwrap
 from pathlib import Path
-from types import SimpleNamespace
 
 import duckdb
 import polars as pl
 import pytest
 
-from placeflow.api.limiter import RateLimiter
+from placeflow.api.client import PlaceApiClient
 from placeflow.errors import MigrationError, WarehouseBusy
 from placeflow.fields import RateLimits
 from placeflow.store import warehouse, writer
@@ -232,10 +231,10 @@ def test_key_hint_holds_at_most_four_characters_of_the_key(con: duckdb.DuckDBPyC
 def test_a_writer_checkpoints_after_hundreds_of_megabytes_of_log(tmp_path: Path) -> None:
     """A writable connection, first or reopened, folds its log into the file only past
     CHECKPOINT_THRESHOLD (DuckDB's 16 MB default is under two chunks' outcomes)."""
-    wh = writer.Warehouse(tmp_path / "w.duckdb")
+    wh = writer.Writer(tmp_path / "w.duckdb")
     setting = "select current_setting('checkpoint_threshold')"
     first = wh.execute(setting).fetchone()
-    wh.release()
+    wh.let_go()
     again = wh.execute(setting).fetchone()
     wh.close()
     assert first == again == ("512.0 MiB",)
@@ -282,15 +281,16 @@ def test_migration_013_keeps_the_plan_and_drops_its_indexes() -> None:
 
 
 def test_a_held_connection_is_not_let_go_while_the_client_waits(tmp_path: Path) -> None:
-    """`release` (what a run calls when the client waits) keeps a held connection, and its
-    temporary tables (a run's staging) with it; once no longer held, it lets go as before."""
-    wh = writer.Warehouse(tmp_path / "w.duckdb")
+    """`let_go` and `waiting` (what a run calls when the client waits) keep a held connection,
+    and its temporary tables (a run's staging) with it; once no longer held, it lets go."""
+    wh = writer.Writer(tmp_path / "w.duckdb")
     with wh.held():
         wh.execute("create temp table staged as select 1 as x")
-        wh.release()
+        wh.let_go()
+        wh.waiting(60.0)
         assert wh.execute("select count(*) from staged").fetchall() == [(1,)]
         assert wh.opened == 1
-    wh.release()
+    wh.let_go()
     assert wh.execute("select count(*) from duckdb_tables() where temporary").fetchall() == [(0,)]
     assert wh.opened == 2
     wh.close()
@@ -320,26 +320,28 @@ def test_a_writer_caps_duckdb_memory_and_a_block_with_its_own_settings_gives_it_
 
 
 def test_a_wait_lets_go_of_the_warehouse_and_counts_that_time_as_waited(tmp_path: Path) -> None:
-    """While the client waits the run's connection is let go (other processes may read), and
-    the time letting go took (a checkpoint) comes off the wait: a poll planned for when a job
-    ends is not made late by it. The clock is the client's own (here a fake one)."""
+    """A client built with the writer's `waiting` lets go of the run's connection before it
+    pauses (other processes may read), and the time letting go took (a checkpoint) comes off
+    the pause: a poll planned for when a job ends is not made late by it. The clock is the
+    client's own (here a fake one)."""
     now = [100.0]
     slept: list[float] = []
 
-    class Releasing(writer.Warehouse):
-        def release(self) -> None:
-            super().release()
+    class Closing(writer.Writer):
+        def let_go(self) -> None:
+            super().let_go()
             now[0] += 0.4  # what closing the connection took
 
-    wh = Releasing(tmp_path / "w.duckdb")
-    gate = RateLimiter(RateLimits(), clock=lambda: now[0], sleep=slept.append)
-    api = SimpleNamespace(clock=lambda: now[0], sleep=slept.append, limiter=gate)
-    writer.held_while_writing(wh, api)  # type: ignore[arg-type]  # a stand-in with clock, sleep, limiter
-    wh.execute("create table t as select 1 as x")
-    api.sleep(2.0)
-    assert wh.opened == 1 and wh._con is None  # let go during the wait
-    api.sleep(0.3)
-    assert slept == [pytest.approx(1.6), 0.0]  # never a negative wait
-    assert wh.execute("select x from t").fetchall() == [(1,)]
-    assert wh.opened == 2
-    wh.close()
+    with Closing(tmp_path / "w.duckdb") as wh:
+        api = PlaceApiClient(
+            base_url="http://127.0.0.1:9", api_key="k", limits=RateLimits(),
+            clock=lambda: now[0], sleep=slept.append, waiting=wh.waiting,
+        )  # fmt: skip
+        wh.execute("create table t as select 1 as x")
+        api.pause(2.0)
+        assert wh.opened == 1 and not wh.holding()  # let go during the wait
+        assert wh.execute("select x from t").fetchall() == [(1,)]
+        api.pause(0.3)
+        assert slept == [pytest.approx(1.6), 0.0]  # never a negative wait
+        assert wh.opened == 2
+        api.close()

@@ -286,7 +286,7 @@ def _download_part(
             of,
             reason,
         )
-        client.sleep(client.retry.backoff(attempts, 0.5))
+        client.pause(client.retry.backoff(attempts, 0.5))
 
 
 def _join(parts: list[Path], joined: Path) -> tuple[str, int]:

@@ -117,7 +117,7 @@ class JobPoller:
         self.learner = learner or EtaLearner()
         self.watch = watch
         self._clock = clock or client.clock
-        self._sleep = sleep or client.sleep
+        self._sleep = sleep or client.pause
         self._rand = rand or random.Random().random  # noqa: S311 - jitter, not secrets; own state
         self.polls = 0
         """GET /v1/jobs/{batch_id} requests made by this poller (DELETEs not included)."""

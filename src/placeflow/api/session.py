@@ -85,6 +85,7 @@ class ApiSession:
         rand: Callable[[], float] | None = None,
         on_possible_double_charge: Callable[[PossibleDoubleCharge], None] | None = None,
         journal: SpendJournal | None = None,
+        waiting: Callable[[float], None] | None = None,
     ) -> None:
         if limits is not None and limiter is not None:
             raise OptionsError("pass limits or a shared limiter, not both")
@@ -112,6 +113,9 @@ class ApiSession:
         self.clock = clock
         self.wall_clock = wall_clock
         self.sleep = sleep
+        self.waiting = waiting
+        """Told before the client waits, with how long it expects to (0: a request whose answer
+        may come at once): a run lets go of its warehouse then (`placeflow.store.writer`)."""
         # jitter from a generator of its own: the global `random` state is the caller's
         self._rand = rand or random.Random().random  # noqa: S311 - jitter, not secrets
         self._on_possible_double_charge = on_possible_double_charge
@@ -157,6 +161,16 @@ class ApiSession:
 
     def __exit__(self, *exc_info: object) -> None:
         self.close()
+
+    def pause(self, seconds: float) -> None:
+        """Wait `seconds` (a poll's, a backoff's): `waiting` is told first, and the time it took
+        (a run's let-go, a checkpoint) comes off the wait, so a poll planned for when a job ends
+        is not made late by it."""
+        if self.waiting is not None:
+            before = self.clock()
+            self.waiting(seconds)
+            seconds = max(0.0, seconds - (self.clock() - before))
+        self.sleep(seconds)
 
     @property
     def possible_double_charges(self) -> list[PossibleDoubleCharge]:
@@ -243,6 +257,8 @@ class ApiSession:
         while True:
             attempt += 1
             reached = chain.first_sent
+            if self.waiting is not None:
+                self.waiting(self.limiter.delay())
             self.limiter.acquire(urgent=urgent or reached is not None)  # replays first
             if replay_window is not None and reached is not None:
                 within(endpoint, replay_window, self.clock(), reached, possible_credits, chain.lost)
@@ -327,7 +343,7 @@ class ApiSession:
                 policy.max_attempts - 1,
                 delay,
             )
-            self.sleep(delay)
+            self.pause(delay)
             waited += delay
 
     def _record_double_charge(

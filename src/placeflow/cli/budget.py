@@ -92,11 +92,11 @@ def _db_json(p: argparse.ArgumentParser) -> None:
 
 def set_command(args: argparse.Namespace) -> int:
     from placeflow.state.budgets import set_budget
-    from placeflow.store.writer import Warehouse
+    from placeflow.store.writer import Writer
 
-    with Warehouse(args.db) as wh:
+    with Writer(args.db) as wh:
         budget = set_budget(
-            wh.live(), credits=args.credits, per=args.per, applies_to=args.applies_to,
+            wh.con, credits=args.credits, per=args.per, applies_to=args.applies_to,
             warn_at=args.warn_at / 100, now=datetime.now(UTC),
         )  # fmt: skip
     doc = {"credits": budget.credits, "per": budget.per, "for": budget.applies_to,
@@ -110,13 +110,13 @@ def set_command(args: argparse.Namespace) -> int:
 
 def clear_command(args: argparse.Namespace) -> int:
     from placeflow.state.budgets import clear_budgets
-    from placeflow.store.writer import Warehouse
+    from placeflow.store.writer import Writer
 
     if not Path(args.db).exists():
         cleared = 0
     else:
-        with Warehouse(args.db) as wh:
-            cleared = clear_budgets(wh.live(), per=args.per, applies_to=args.applies_to)
+        with Writer(args.db) as wh:
+            cleared = clear_budgets(wh.con, per=args.per, applies_to=args.applies_to)
     if args.json:
         print(json.dumps({"cleared": cleared, "status": "cleared", "exit_code": EXIT_OK}))
     else:

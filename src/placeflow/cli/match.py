@@ -82,12 +82,12 @@ def not_a_match_command(args: argparse.Namespace) -> int:
         undo_not_a_match,
     )
     from placeflow.state.runstate import utc_now
-    from placeflow.store.writer import Warehouse
+    from placeflow.store.writer import Writer
 
     if args.undo and args.note is not None:
         raise UsageError("--undo takes the mark back: leave out --note")
-    with Warehouse(args.db) as wh:
-        con = wh.live()
+    with Writer(args.db) as wh:
+        con = wh.con
         a = resolve(con, args.ref_a, args.run)
         b = resolve(con, args.ref_b, args.run)
         pair: tuple[str, str]

@@ -228,6 +228,7 @@ def account(
     usage_after, usage_note = None, None
     if api is not None and usage_before is not None:
         usage_after, usage_note = read_usage_after(api)
+        con = state.con  # the writer may have let go while the usage was asked for
     totals = ledger_totals(con, run_id)
     delta = (
         usage_after - usage_before if usage_after is not None and usage_before is not None else None

@@ -16,10 +16,9 @@ Two threads work on one run: this one and the sender's. What they share is named
 owner: `Held` (chunks that could not settle now, and why) takes a lock; events go through a
 locked emit; the sender writes only the rows of the chunks it sends, on its own connection.
 
-Readers in other processes get their turn: the warehouse is let go whenever the client waits
-(`placeflow.store.writer.held_while_writing`) and, once it has been held `READERS_EVERY` seconds (in
-a streak: `placeflow.store.writer.Warehouse`), before a chunk's load and, on the synchronous route,
-between batches: never while a synchronous batch is in flight.
+Readers in other processes get their turn whenever the run waits: the client tells the run's
+writer before it waits (`placeflow.store.writer.Writer.waiting`), and the taker of the sender's
+jobs does too; the writer never sleeps for them.
 """
 
 from __future__ import annotations
@@ -51,7 +50,6 @@ from placeflow.state.lifecycle import RESENDABLE, UNCERTAIN, UNKNOWN_JOB
 from placeflow.state.owners import carrying, owner_of
 from placeflow.state.records import Chunk
 from placeflow.state.runstate import RunState
-from placeflow.store.writer import let_go
 
 ENDED_OR_SUBMITTED = ("submitted", "completed", "cancelled")
 """The states of a chunk whose job the service may no longer know (`UNKNOWN_JOB`): submitted,
@@ -60,11 +58,6 @@ CHUNK_FAILURES = (DownloadError, LoadError, NotFound, TransientError)
 """What settling one chunk may raise that is that chunk's alone: noted on it, retried by a
 resume, never stopping the others (NotFound: its job, asked for a fresh file URL, is unknown to
 the service)."""
-READERS_EVERY = 0.5
-"""Seconds a run holds the warehouse (in a streak: see `placeflow.store.writer`) before it lets go
-for `placeflow.store.writer.READERS_TURN` before a load or between two synchronous batches: readers
-are kept out for this and one chunk's writing at most, under 2 s at a time on a busy
-machine."""
 CLAIM_POLL = (2.0, 15.0)
 """First and longest pause between two looks at the places other runs are buying (seconds)."""
 
@@ -91,14 +84,10 @@ class _Carry:
     # --- one chunk's file, had and loaded -------------------------------------------------------
 
     def settle(self, chunk_no: int, get: Get) -> None:
-        """One chunk's fetch and load; its failure is its own, never the other chunks'. With
-        its file recorded, readers get their turn before the load if the warehouse has been
-        held `READERS_EVERY` seconds: loads of jobs that end together, between polls answered
-        in moments, are held as one streak as a synchronous route's batches are."""
+        """One chunk's fetch and load; its failure is its own, never the other chunks'."""
         try:
             fetched = get()
             if fetched is not None:
-                let_go(self.state.con, held_over=READERS_EVERY)
                 self.r.each("load", load)(self.state, fetched, kind=self.kind, emit=self.emit)
         except CHUNK_FAILURES as exc:
             why = f"chunk {chunk_no}: {type(exc).__name__}: {exc}"
@@ -161,9 +150,7 @@ class _Carry:
                 self.state.reopened(chunk.chunk_no)
 
     def send_sync(self) -> None:
-        """Synchronous batches, one at a time, each loaded as it comes back (or held); readers
-        get their turn before a batch is sent or once its answer is recorded, never while it
-        is in flight (a crash then would leave its answer unknown)."""
+        """Synchronous batches, one at a time, each loaded as it comes back (or held)."""
         for chunk in self.state.chunks("planned", "submitted"):
             if chunk.route != "sync":
                 continue
@@ -175,7 +162,6 @@ class _Carry:
                 self.held.hold(chunk.chunk_no, sent.why, uncertain=True)
             else:  # its answer is recorded: a turn for readers before the load risks nothing
                 self.settle(chunk.chunk_no, _given(sent))
-            let_go(self.state.con, held_over=READERS_EVERY)
 
     def resend_held(self) -> None:
         """Held jobs sent again as new ones, when --resend-uncertain accepts it."""
@@ -237,7 +223,7 @@ class _Carry:
         self.r.expect(*(["submit", "poll"] if to_send else []))  # the data's order, side by side
         with Sender(state, send) as sender:
             if sender.feed is not None:  # waiting for submissions is the readers' turn too
-                sender.feed.on_wait = lambda: let_go(state.con)
+                sender.feed.on_wait = lambda: state.db.waiting(0.0)
             polled = self.r.stream("poll", poll)
             for status in polled(
                 self.api, state, jobs=resumed, feed=sender.feed, timeout=options.poll_timeout,
@@ -268,7 +254,7 @@ class _Carry:
         deadline, pause = clock() + wait, CLAIM_POLL[0]
         first = dict(waiting)
         while waiting and clock() < deadline:
-            self.api.sleep(min(pause, max(0.0, deadline - clock())))
+            self.api.pause(min(pause, max(0.0, deadline - clock())))
             pause = min(pause * 1.5, CLAIM_POLL[1])
             waiting = self._waiting()
         ended = self._wait_ended(first, dict(waiting), wait)

@@ -19,7 +19,6 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
-from typing import cast
 
 import duckdb
 import polars as pl
@@ -53,7 +52,7 @@ from placeflow.state.runstate import (
     utc_now,
 )
 from placeflow.store.dbfile import shared_note
-from placeflow.store.writer import Warehouse, held_while_writing, workdir_for
+from placeflow.store.writer import Writer, workdir_for
 from placeflow.support.objects import Storage
 
 PER_INVOCATION = (
@@ -66,6 +65,7 @@ PER_INVOCATION = (
 def _open(
     r: Stages,
     api: PlaceApiClient,
+    db: Writer,
     staging: Staging,
     source: Source,
     options: RunOptions,
@@ -77,7 +77,8 @@ def _open(
 ) -> RunState:
     """Plan the gathered places, check the budget, and record the run with its plan (or
     refused) in one go: in one hold of the warehouse, so the places other runs are buying are
-    looked up and this run's own claimed with nothing between (one place, one purchase)."""
+    looked up and this run's own claimed with nothing between (one place, one purchase);
+    `staging` is on `db`'s connection, held for the block."""
     now = clock()
     planned = plan_places(r, options, staging, now)
     c = counts_of(r)
@@ -90,7 +91,7 @@ def _open(
     refused = r.stage("budget", budget.check)(
         staging.con, cost, options, kind=kind, now=now, usage=usage
     )  # the budgets read in the hold that records this run's reservation (its estimate)
-    state = RunState(staging.con, new_run_id(now), clock=clock)
+    state = RunState(db, new_run_id(now), clock=clock)
     run = {
         "created_at": started,  # the run's time counts its reading and dedupe too: one time
         "status": "refused" if refused else "running",
@@ -186,29 +187,33 @@ def run(
     shared = shared_note(db)  # said, not refused: one host writing it over a share works
     if shared:
         r.emit(Note(shared))
-    # the client first: its making (a TLS context, the key's limiter) need not hold the file
-    with target.client() as api, Warehouse(db, wait=options.warehouse_wait) as wh:
-        con = held_while_writing(wh, api)
+    # the writer opens the file at its first statement: the client's making (a TLS context,
+    # the key's limiter) does not hold it; the client tells the writer when it is to wait
+    with (
+        Writer(db, wait=options.warehouse_wait) as wh,
+        target.client(waiting=wh.waiting) as api,
+    ):
+        con = wh.con
         print_ = fingerprint(source, options)
         same = None if new_run else _resumable(con, unfinished_run(con, print_), clock(), r)
         if same is not None:
             options = stored_run(con, same).options.model_copy(
                 update={n: getattr(options, n) for n in PER_INVOCATION}
             )
-            state = _taken_over(r, api, wh, con, same, options, clock, target.label)
+            state = _taken_over(r, api, wh, same, options, clock, target.label)
         else:
             fuzzy = options.dedupe == "fuzzy"
             pairs = not_a_match_pairs(con) if fuzzy else None
-            wh.release()  # others may read while the rows are read and deduped, apart
+            wh.let_go()  # others may read while the rows are read and deduped, apart
             with Staging.scratch() as scratch:
                 known = _known_lookup(wh) if fuzzy else None
                 gather(r, source, options, scratch, not_a_match=pairs, known=known)
-                staging = Staging(con, warehouse=True)
-                with wh.held():  # its temporary tables must outlive the client's waits
+                with wh.held() as con:  # the staging's tables must outlive the client's waits
+                    staging = Staging(con, warehouse=True)
                     try:
                         scratch.move_to(staging, DEDUPED, MATCHED, REJECTS)
                         state = _open(
-                            r, api, staging, source, options,
+                            r, api, wh, staging, source, options,
                             print_=print_, target=target, clock=clock, started=started,
                         )  # fmt: skip
                     finally:
@@ -249,8 +254,8 @@ def resume(
     shared = shared_note(db)
     if shared:
         r.emit(Note(shared))
-    with target.client() as api, Warehouse(db) as wh:  # the client first, as `run` does
-        con = held_while_writing(wh, api)
+    with Writer(db) as wh, target.client(waiting=wh.waiting) as api:  # as `run` does
+        con = wh.con
         stored = stored_run(con, run_id)
         options = stored.options
         given = {"poll_timeout": poll_timeout, "stuck_after": stuck_after}
@@ -272,7 +277,7 @@ def resume(
                 ),
                 run_id=run_id,
             )
-        state = _taken_over(r, api, wh, con, run_id, options, clock, target.label)
+        state = _taken_over(r, api, wh, run_id, options, clock, target.label)
         wh.on_wait = state.beat
         summary = carry_out(r, api, state, options, workdir_for(db, run_id), started)
         return _finish(_warned(summary, r, api, state), r)
@@ -281,8 +286,7 @@ def resume(
 def _taken_over(
     r: Stages,
     api: PlaceApiClient,
-    wh: Warehouse,
-    con: duckdb.DuckDBPyConnection,
+    wh: Writer,
     run_id: str,
     options: RunOptions,
     clock: Clock,
@@ -292,7 +296,7 @@ def _taken_over(
     rest of its estimate is within the budgets (checked and reserved in one hold of the
     warehouse, as a new run's open is); `BudgetRefused` (the run left as it was) when it is
     not."""
-    with wh.held():
+    with wh.held() as con:
         kind, rest, places = rest_of(con, run_id)
         cost = replace(estimate(places, options, None), credits=rest)
         usage = api.usage() if rest else None
@@ -302,7 +306,7 @@ def _taken_over(
         )  # fmt: skip
         if refused:
             raise BudgetRefused(f"run {run_id} was not resumed: {refused}", run_id=run_id)
-        state = RunState(con, run_id, clock=clock)
+        state = RunState(wh, run_id, clock=clock)
         moved = state.take_over(service)
     if moved:
         r.emit(Note(moved))
@@ -310,15 +314,15 @@ def _taken_over(
     return state
 
 
-def _known_lookup(wh: Warehouse) -> KnownLookup:
+def _known_lookup(wh: Writer) -> KnownLookup:
     """The dedupe stage's look-up of known places: the warehouse taken for the one query
     (waiting for a writer as any statement does) and let go again."""
 
     def lookup(keys: pl.DataFrame) -> pl.DataFrame:
         try:
-            return known_places(cast(duckdb.DuckDBPyConnection, wh), keys)
+            return known_places(wh.con, keys)
         finally:
-            wh.release()
+            wh.let_go()
 
     return lookup
 

@@ -3,9 +3,10 @@ the run's thread polls, fetches and loads the jobs already accepted, so the firs
 loaded while later chunks are still going out, and the local work of loading hides behind the
 service's.
 
-The sender works on a connection of its own (the run's `Warehouse` gives each thread its own,
-let go while that thread waits; a bare connection gives a cursor): it writes only the rows of
-the chunks it sends, which DuckDB keeps apart from the loads' transactions. It
+The sender works on a connection of its own (the run's `Writer` gives each thread its own, let
+go while that thread waits): it writes only the rows of the chunks it sends, which DuckDB keeps
+apart from the loads' transactions. The writer closes it only once the sender stopped
+(`Writer.working`), however long its request under way takes after the run ended. It
 hands each accepted job to the poller through a `JobFeed`, which it closes when it ends, however
 it ends. An error in the sender (credits ran out, a refusal of the key, a full disk) ends the
 sending; it is kept and raised again in the run's thread by `raise_error` once the jobs already
@@ -22,7 +23,6 @@ from types import TracebackType
 from placeflow.api.feed import JobFeed
 from placeflow.events import Emit, Event
 from placeflow.state.runstate import RunState
-from placeflow.store.writer import Warehouse
 
 STOP_WAIT = 5.0
 """Seconds a run that stops on an error (or Ctrl-C) waits for the sender's request under way
@@ -53,16 +53,10 @@ class Sender:
     def _main(self) -> None:
         assert self._send is not None and self.feed is not None
         try:
-            con = self._state.con
-            own_con = con if isinstance(con, Warehouse) else con.cursor()
-            try:
-                own = RunState(own_con, self._state.run_id, clock=self._state.now)
+            db = self._state.db
+            with db.working():  # its connection closed when it stops, not before
+                own = RunState(db, self._state.run_id, clock=self._state.now)
                 self._send(own, self.feed, self._stop.is_set)
-            finally:
-                if isinstance(con, Warehouse):
-                    con.release()
-                else:
-                    own_con.close()
         except BaseException as exc:  # kept for the run's thread to raise
             self.error = exc
         finally:

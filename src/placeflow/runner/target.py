@@ -35,15 +35,19 @@ class Target:
     sleep: Callable[[float], None] = field(default=time.sleep, compare=False)
     """How a client waits between polls and retries (a test passes one that returns at once)."""
 
-    def client(self, *, timeout: float = 30.0) -> PlaceApiClient:
+    def client(
+        self, *, timeout: float = 30.0, waiting: Callable[[float], None] | None = None
+    ) -> PlaceApiClient:
         """A client whose limiter is shared with every other client of this key: `gate` when
-        given, else the machine's limiter of this key."""
+        given, else the machine's limiter of this key; `waiting` is told before it waits (a
+        run's writer, which lets go of the warehouse then)."""
         return PlaceApiClient(
             base_url=self.base_url,
             api_key=self.api_key.reveal(),
             limiter=self.gate if self.gate is not None else shared_limiter(self),
             timeout=timeout,
             sleep=self.sleep,
+            waiting=waiting,
             journal=SpendJournal(state_dir() / f"{_ident(self)}.spend"),
         )
 

@@ -18,6 +18,7 @@ from placeflow.state.lifecycle import RUN_OPENS, RUNS, move
 from placeflow.state.owners import BEAT_EVERY, owned_now
 from placeflow.state.runread import RunReader
 from placeflow.store.warehouse import transaction
+from placeflow.store.writer import Writer
 
 Clock = Callable[[], datetime]
 LedgerKind = Literal["hold", "charge", "release", "adjustment", "possible"]
@@ -31,9 +32,9 @@ class RunBook(RunReader):
     """One run's own row and its ledger, read (`RunReader`) and written."""
 
     def __init__(
-        self, con: duckdb.DuckDBPyConnection, run_id: str, *, clock: Clock = utc_now
+        self, db: Writer | duckdb.DuckDBPyConnection, run_id: str, *, clock: Clock = utc_now
     ) -> None:
-        super().__init__(con, run_id)
+        super().__init__(db, run_id)
         self.now = clock
         self._beaten: datetime | None = None
         self._thread = threading.get_ident()

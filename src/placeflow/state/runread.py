@@ -15,6 +15,7 @@ from placeflow.options import RunOptions
 from placeflow.state.records import CHUNK_COLUMNS, Chunk
 from placeflow.state.records import chunk_body as plan_body
 from placeflow.store.warehouse import sql_text
+from placeflow.store.writer import Writer
 
 
 @dataclass(frozen=True)
@@ -67,11 +68,19 @@ def stored_run(con: duckdb.DuckDBPyConnection, run_id: str) -> StoredRun:
 
 
 class RunReader:
-    """One run's rows in the warehouse, read: its chunks, their stored requests and holds."""
+    """One run's rows in the warehouse, read: its chunks, their stored requests and holds.
+    `db` is the run's writer (a bare connection stands in as `Writer.over(con)`); `con` is the
+    calling thread's open connection, asked for at each use, since the writer lets it go
+    whenever the thread waits."""
 
-    def __init__(self, con: duckdb.DuckDBPyConnection, run_id: str) -> None:
-        self.con = con
+    def __init__(self, db: Writer | duckdb.DuckDBPyConnection, run_id: str) -> None:
+        self.db = db if isinstance(db, Writer) else Writer.over(db)
         self.run_id = run_id
+
+    @property
+    def con(self) -> duckdb.DuckDBPyConnection:
+        """The calling thread's open connection to the warehouse (see the class's docstring)."""
+        return self.db.con
 
     def chunks(self, *statuses: str) -> list[Chunk]:
         """The run's chunks in the given states (all when none given), in chunk order."""

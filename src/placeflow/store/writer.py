@@ -1,11 +1,20 @@
 """A run's connection to the warehouse, held only while it writes.
 
 DuckDB lets one process open a database file at a time, and a run waits on the service for
-most of its life: `Warehouse` opens the file when a statement needs it and lets it go whenever
-its thread waits (a poll, a backoff, a request that is not answered in moments:
-`held_while_writing`), so other processes read and write between a run's writes. A writer that
-never waits long gives readers a turn once it has held the file a while
-(`Warehouse.release(held_over=...)`). Each thread has a connection of its own.
+most of its life. `Writer` opens the file when a statement needs it (`con`, `execute`) and lets
+it go when its thread is about to wait (`waiting`: a poll, a backoff, the rate gate, a request),
+so other processes (any DuckDB client: they cannot announce themselves) read and write between
+a run's writes. Letting go costs a close (a checkpoint once every thread has let go) and an
+open, so it is done when it costs nothing: a wait of `soon` seconds or more lets go at once. A
+wait of moments (a request that may be answered at once) puts the let-go off for `lazy` seconds,
+and one idle closer lets go of every hold whose wait outlasted that. A run whose waits are all
+that short (its own work slower than the key's rate) lets go at its next wait once it has held
+the file `stretch` seconds, and opens it again no sooner than `GAP` seconds later. The writer
+never sleeps before work of its own (a load): only after a let-go at a wait on the service.
+
+Each thread has a connection of its own (a run's sender writes beside its loads: DuckDB keeps
+their transactions apart). `Writer.over(con)` stands a bare connection in for a writer (tests,
+in-memory work): it is never let go, and another thread is given a cursor of it.
 """
 
 from __future__ import annotations
@@ -15,96 +24,221 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast
+from typing import Any
 
 import duckdb
 
+from placeflow.errors import WarehouseError
 from placeflow.store.dbfile import note_holder
 from placeflow.store.warehouse import (
     FILES,
     connect,
     in_transaction,
     open_database,
+    transaction,
     writer_settings,
 )
 
-if TYPE_CHECKING:
-    from placeflow.api.client import PlaceApiClient
-    from placeflow.api.limiter import RateGate
-
-READERS_TURN = 0.5
-"""Seconds a writer that let go for readers (`Warehouse.release(held_over=...)`) stays away:
-longer than a reader trying every quarter of a second takes between two tries on a busy
-machine (its own refused try included), so that it meets the turn."""
+SOON = 0.02
+"""Seconds of a wait (the rate gate's, a poll's, a backoff's) from which the run lets go of the
+warehouse at once: closing the file and opening it again take less, so the wait pays for them
+and readers get its whole length."""
 LAZY = 0.15
-"""Seconds a request may take before the run lets go of the warehouse it holds
-(`Warehouse.waiting(lazily=True)`): too short a gap for a reader trying every quarter of a
+"""Seconds a wait of moments (a request about to go out, the rate gate's short delay) may take
+before the run lets go of the warehouse: too short a gap for a reader trying every quarter of a
 second to count on, so an answer within it is recorded on the connection still open."""
+STRETCH = 1.0
+"""Seconds a run holds the warehouse in one stretch before it lets go at its next wait on the
+service, however short, for `GAP` seconds at least: readers are kept out for this and one piece
+of short work at most."""
+GAP = 0.3
+"""Seconds the file is left free after a stretch (the wait on the service counted in): longer
+than a reader trying every quarter of a second takes between two tries. Only the part of it
+that the wait did not cover delays the run, and only when its waits on the service are all
+shorter than `soon` (its own work slower than the key's rate); a wait of GAP or more, or any
+wait while the file is free, ends a stretch without a delay."""
 WRITE_WAIT = 120.0
 """How long a run waits for readers to let go before it writes (seconds)."""
 
 
 class _Hold:
-    """One thread's hold of the file: its connection, how many `held` blocks keep it, and the
-    let-go put off while a request is answered (`idle`: the timer that makes it, if due)."""
+    """One thread's hold of the file: its connection, how many `held` blocks keep it, and when
+    its put-off let-go comes due (`idle_at`, on the closer's clock; None: not put off)."""
 
     def __init__(self) -> None:
         self.lock = threading.Lock()
+        self.thread = threading.current_thread()
         self.con: duckdb.DuckDBPyConnection | None = None
         self.held = 0
-        self.idle: threading.Timer | None = None
+        self.idle_at: float | None = None
+        self.working = False
 
 
-class Warehouse:
-    """A run's connection to the warehouse, held only while it is used, so other processes can
-    read between writes: `release()` closes it (unless a transaction is open) and the next
-    statement opens it again (waiting up to `wait` s for another process). Every attribute is
-    the open connection's, so it stands wherever a connection is taken; `with` closes it.
-
-    Each thread has a connection of its own (a run's sender writes beside its loads: DuckDB
-    keeps their transactions apart), and `release()` lets go of the calling thread's alone: the
-    file is free for other processes once every thread has let go.
-
-    How long the file has been held is counted over a *streak*: from the open that took it
-    after it had been free READERS_TURN seconds or more (a reader trying every quarter of a
-    second had its turn), across every shorter let-go since (a request of a few milliseconds
-    is no turn for a reader, however often it comes). `release(held_over=...)` measures that.
-
-    Before a request the let-go may be put off (`waiting(lazily=True)`): a timer lets go of the
-    thread's connection once the answer has taken `lazy` seconds; an answer within them is
-    recorded on the same connection, sparing a close (a checkpoint) and an open, which were
-    two fifths of a synchronous batch's work."""
+class Writer:
+    """A run's connection to the warehouse, held only while it is used (see the module's
+    docstring): `con` is the calling thread's open connection (opened again after a let-go),
+    `execute` a statement on it, `transaction` and `held` blocks in which it is not let go,
+    `let_go` closes it now, `waiting` before the thread waits. `with` closes it."""
 
     def __init__(
         self,
         path: Path | str,
         *,
         wait: float = WRITE_WAIT,
+        soon: float = SOON,
+        lazy: float = LAZY,
+        stretch: float = STRETCH,
         clock: Callable[[], float] = time.monotonic,
         sleep: Callable[[float], None] = time.sleep,
     ) -> None:
         self.path = Path(path)
         self.wait = wait
-        self.lazy = LAZY
-        self._clock, self._sleep = clock, sleep  # the streak's and the readers' turn's
+        self.soon = soon
+        self.lazy = lazy
+        self.stretch = stretch
+        self._clock, self._sleep = clock, sleep
+        self._turn_until = 0.0
+        """No thread opens the file before this (after a stretch's let-go: see GAP)."""
         self._own = threading.local()
-        self._lock = threading.Lock()
+        self._lock = threading.Lock()  # the holds, the stretch and the count of opens
         self._holds: list[_Hold] = []
-        self.open_database: list[duckdb.DuckDBPyConnection] = []
-        hold = self._hold()
-        hold.con = connect(path, wait=wait)  # migrates once
-        self.open_database.append(hold.con)
-        self.opened = 1
-        """How many times a connection was opened (a test reads it)."""
-        self._streak_since = clock()
-        """When the file was last taken after a readers' turn (see the class's docstring)."""
+        self._migrated = False
+        self._closed = False
+        self._since: float | None = None
+        """When the current stretch began (None: none yet)."""
         self._free_since: float | None = None
-        """When every thread had let go, while none holds it (None: some thread holds it)."""
-        self._readers_until = 0.0
-        """Until when no thread opens the file again: the turn `release(held_over=...)` gave."""
+        """When every thread had let go, while none holds the file (None: some thread holds it)."""
+        self._closer = _IdleCloser(self)
+        self.opened = 0
+        """How many times a connection was opened (a test reads it)."""
         self.on_wait: Callable[[], None] | None = None
-        """Called by a thread about to wait with the warehouse let go (a run's heartbeat)."""
-        note_holder(self.path)
+        """Called by a thread about to wait while it holds the file (a run's heartbeat)."""
+
+    # --- the calling thread's connection ---------------------------------------------------------
+
+    @property
+    def con(self) -> duckdb.DuckDBPyConnection:
+        """The calling thread's open connection, opened again if it was let go; a let-go put
+        off is called off."""
+        hold = self._hold()
+        with hold.lock:
+            hold.idle_at = None
+            con = hold.con
+        return con if con is not None else self._open(hold)
+
+    def execute(self, query: str, parameters: Any = None) -> duckdb.DuckDBPyConnection:
+        """One statement on the calling thread's connection (its result read from the return)."""
+        return self.con.execute(query, parameters)
+
+    @contextmanager
+    def held(self) -> Iterator[duckdb.DuckDBPyConnection]:
+        """In the block the calling thread's connection is not let go: its temporary tables
+        (a run's staging) live as long as it does."""
+        con = self.con
+        hold = self._hold()
+        hold.held += 1
+        try:
+            yield con
+        finally:
+            hold.held -= 1
+
+    @contextmanager
+    def transaction(self) -> Iterator[duckdb.DuckDBPyConnection]:
+        """One transaction on the calling thread's connection, held for the block (joined when
+        one is open already): committed at its end, rolled back on any exception."""
+        with self.held() as con, transaction(con):
+            yield con
+
+    def let_go(self) -> None:
+        """Close the calling thread's connection now, unless a transaction is open on it or it
+        is `held` (it opens again on next use)."""
+        hold = self._hold()
+        with hold.lock:
+            hold.idle_at = None
+            if hold.con is not None and (self._closed or self._free(hold)):
+                self._forget(hold)
+
+    def waiting(self, seconds: float) -> None:
+        """The calling thread is about to wait `seconds` (0: an answer that may come at once):
+        `on_wait`, then its connection is let go at once when the wait is `soon` seconds or
+        longer or the stretch has lasted `stretch` seconds (then, if the file is free and the
+        wait shorter than GAP, it is not opened again before GAP has passed), else once the
+        wait has taken `lazy` seconds (the idle closer), unless the thread uses it before. A
+        stretch runs from an open after the file was free GAP seconds in one go, across
+        shorter let-goes."""
+        hold = self._hold()
+        if hold.con is None:
+            return
+        if self.on_wait is not None:
+            self.on_wait()
+        long = self.held_for() >= self.stretch
+        if seconds >= self.soon or long:
+            self.let_go()
+            with self._lock:
+                if long and seconds < GAP and self._free_since is not None:
+                    self._turn_until = self._free_since + GAP  # from the close's end
+            return
+        with hold.lock:
+            if hold.con is None or not self._free(hold):
+                return
+            hold.idle_at = self._closer.put_off(hold, self.lazy)
+
+    def held_for(self) -> float:
+        """Seconds the current stretch has lasted (0 once the file has been free `GAP` s)."""
+        with self._lock:
+            now = self._clock()
+            if self._since is None or self._gap(now):
+                return 0.0
+            return now - self._since
+
+    def _gap(self, now: float) -> bool:
+        """Whether the file has been free `GAP` seconds in one go (the lock held)."""
+        return self._free_since is not None and now - self._free_since >= GAP
+
+    def holding(self) -> bool:
+        """Whether the calling thread holds a connection."""
+        return self._hold().con is not None
+
+    @contextmanager
+    def working(self) -> Iterator[None]:
+        """The calling thread works beside the writer's owner (a run's sender) for the block:
+        `close` leaves its connection to it, and it lets go at the block's end (closing it for
+        good once the writer is closed), so its connection is closed only after it stopped."""
+        hold = self._hold()
+        hold.working = True
+        try:
+            yield
+        finally:
+            hold.working = False
+            self.let_go()
+
+    def close(self) -> None:
+        """Close every thread's connection, each under its hold's lock (as a let-go takes it),
+        but those of threads still `working` (a sender finishing its request): each closes its
+        own at the end of its block, so nothing is closed under a statement."""
+        with self._lock:
+            self._closed = True
+            holds = list(self._holds)
+        self._closer.stop()
+        for hold in holds:
+            with hold.lock:
+                if hold.con is not None and not (hold.working and hold.thread.is_alive()):
+                    hold.idle_at = None
+                    self._forget(hold)
+
+    def __enter__(self) -> Writer:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    @classmethod
+    def over(cls, con: duckdb.DuckDBPyConnection) -> Writer:
+        """A bare connection standing in for a writer: never let go (`let_go` and `waiting` keep
+        it), another thread given a cursor of its own, which `let_go` closes."""
+        return _Over(con)
+
+    # --- holds -----------------------------------------------------------------------------------
 
     def _hold(self) -> _Hold:
         """The calling thread's hold (made on its first use)."""
@@ -112,200 +246,145 @@ class Warehouse:
         if hold is None:
             hold = self._own.hold = _Hold()
             with self._lock:
+                self._holds = [h for h in self._holds if h.thread.is_alive() or h.con is not None]
                 self._holds.append(hold)
         return hold
 
-    @property
-    def _con(self) -> duckdb.DuckDBPyConnection | None:
-        """The calling thread's connection, if it holds one."""
-        return self._hold().con
+    def _free(self, hold: _Hold) -> bool:
+        """Whether the hold may be let go: not `held`, no transaction open (its lock held)."""
+        assert hold.con is not None
+        return hold.held == 0 and not in_transaction(hold.con)
 
-    def live(self) -> duckdb.DuckDBPyConnection:
-        """The calling thread's open connection, opened again if it was released (not before
-        READERS_TURN has passed since a release made for readers: see `release`); a let-go
-        put off is called off."""
-        hold = self._hold()
-        con = self._kept(hold)
-        if con is None:
-            with self._lock:
-                turn = self._readers_until - self._clock()
-            if turn > 0:
-                self._sleep(turn)  # the readers' turn, bounded: READERS_TURN at most
+    def _open(self, hold: _Hold) -> duckdb.DuckDBPyConnection:
+        """Open a connection for `hold` (the first one migrates the warehouse)."""
+        if self._closed and not hold.working:
+            raise WarehouseError(f"the run's connection to {self.path} was closed")
+        with self._lock:
+            turn = self._turn_until - self._clock()
+        if turn > 0:
+            self._sleep(turn)  # the rest of the readers' gap its wait did not cover
+        with self._lock:
+            first = not self._migrated
+            self._migrated = True
+        if first:
+            con = connect(self.path, wait=self.wait)  # creates and migrates it if need be
+        else:
             con = open_database(self.path, read_only=False, wait=self.wait)
             writer_settings(con)
-            with self._lock:
-                self.open_database.append(con)
-                self.opened += 1
-                now = self._clock()
-                if self._free_since is not None and now - self._free_since >= READERS_TURN:
-                    self._streak_since = now  # readers had their turn: a new streak
-                self._free_since = None
+        with hold.lock:
             hold.con = con
-            note_holder(self.path)
+        with self._lock:
+            self.opened += 1
+            now = self._clock()
+            if self._since is None or self._gap(now) or turn > 0:
+                self._since = now  # a new stretch: readers had a gap
+            self._free_since = None
+        note_holder(self.path)
         return con
-
-    def held_for(self) -> float:
-        """Seconds the file has been held in the current streak (0 while it is free)."""
-        with self._lock:
-            return 0.0 if self._free_since is not None else self._clock() - self._streak_since
-
-    def release(self, *, held_over: float = 0.0) -> None:
-        """Close the calling thread's connection now unless a transaction is open on it or it
-        is `held` (it reopens on next use); with `held_over`, only once the file has been held
-        that many seconds in its streak, and then no thread opens it again for READERS_TURN
-        seconds: a writer that never waits long (the synchronous route, its requests answered
-        in moments, its own work slower than the key's rate) still gives other processes a
-        turn that a reader trying every quarter of a second meets."""
-        if held_over and self.held_for() < held_over:
-            return
-        hold = self._hold()
-        con = self._kept(hold)
-        if con is None or hold.held > 0 or in_transaction(con):
-            return
-        self._forget(hold)
-        if held_over:  # counted from the close's end: the checkpoint holds the file till then
-            with self._lock:
-                self._readers_until = self._clock() + READERS_TURN
-
-    def waiting(self, *, lazily: bool = False) -> None:
-        """The calling thread is about to wait: `on_wait`, then let go of its connection; with
-        `lazily` (a request expected to be answered in moments), only once the wait has taken
-        `lazy` seconds, unless the thread uses the connection again before."""
-        hold = self._hold()
-        if self.on_wait is not None and hold.con is not None:
-            self.on_wait()
-        if not lazily:
-            self.release()
-            return
-        con = self._kept(hold)
-        if con is None or hold.held > 0 or in_transaction(con):
-            return
-        timer = threading.Timer(self.lazy, self._let_go_idle, args=(hold,))
-        timer.daemon = True
-        with hold.lock:
-            hold.idle = timer
-        timer.start()
-
-    @contextmanager
-    def held(self) -> Iterator[None]:
-        """In the block, the calling thread's connection is not let go (`release` does
-        nothing): its temporary tables (a run's staging) live as long as the connection."""
-        hold = self._hold()
-        self._kept(hold)  # a let-go put off is called off too
-        hold.held += 1
-        try:
-            yield
-        finally:
-            hold.held -= 1
-
-    def close(self) -> None:
-        """Close every thread's connection."""
-        with self._lock:
-            holds = list(self._holds)
-            self.open_database = []
-        for hold in holds:
-            with hold.lock:
-                idle, hold.idle = hold.idle, None
-                con, hold.con = hold.con, None
-            if idle is not None:
-                idle.cancel()
-            if con is not None:
-                con.close()
-        with self._lock:
-            self._free_since = self._clock()
-
-    def _kept(self, hold: _Hold) -> duckdb.DuckDBPyConnection | None:
-        """The thread's connection, its let-go put off called off (if its timer has not let
-        go of it already: then None)."""
-        with hold.lock:
-            idle, hold.idle = hold.idle, None
-            con = hold.con
-        if idle is not None:
-            idle.cancel()  # once past this lock, it finds itself called off and does nothing
-        return con
-
-    def _let_go_idle(self, hold: _Hold) -> None:
-        """The timer of a let-go put off: the thread is still waiting for its answer (it has
-        not used the connection since), so its connection is let go now."""
-        with hold.lock:
-            if hold.idle is not threading.current_thread() or hold.con is None:
-                return  # called off: the thread took its connection back
-            hold.idle = None
-            self._forget(hold)
 
     def _forget(self, hold: _Hold) -> None:
-        """Close a hold's connection (by its thread, or by its timer under its lock)."""
-        con = hold.con
+        """Close a hold's connection (its lock held by the caller)."""
+        con, hold.con = hold.con, None
         if con is None:
             return
-        with self._lock:
-            self.open_database = [c for c in self.open_database if c is not con]
         with FILES:  # not while another thread of this process opens the file
-            con.close()  # a checkpoint of what it wrote: the file is held until it returns
-        hold.con = None
+            con.close()  # a checkpoint of what it wrote once no other thread holds the file
         with self._lock:
-            if not self.open_database:
+            if all(h.con is None for h in self._holds):
                 self._free_since = self._clock()
 
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.live(), name)
-
-    def __enter__(self) -> Warehouse:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-
-def held_while_writing(wh: Warehouse, api: PlaceApiClient) -> duckdb.DuckDBPyConnection:
-    """The run's connection, let go whenever the client waits (polls, backoffs) and before
-    every request (once the answer has taken `wh.lazy` seconds, unless the rate gate says at
-    once that it will wait longer), so that `placeflow runs` and read-only connections of other
-    processes can read between writes: a thread that waits lets go of its own connection
-    (see `Warehouse`), after `wh.on_wait` (the owner's heartbeat). Letting go checkpoints what
-    the thread wrote (half a second after a loaded chunk): that time comes off the wait, so a
-    poll planned for when a job ends is not made late by it."""
-    wait, clock = api.sleep, api.clock
-
-    def sleep(seconds: float) -> None:
-        before = clock()
-        wh.waiting()
-        wait(max(0.0, seconds - (clock() - before)))
-
-    api.sleep = sleep
-    api.limiter = _ReleasingGate(api.limiter, wh)
-    return cast(duckdb.DuckDBPyConnection, wh)  # it stands for the connection it opens
+    def _let_go_idle(self, hold: _Hold, due: float) -> None:
+        """The idle closer's let-go of a hold whose put-off let-go came due, unless its thread
+        took the connection back meanwhile."""
+        with hold.lock:
+            if hold.idle_at != due or hold.con is None:
+                return
+            hold.idle_at = None
+            self._forget(hold)
 
 
-class _ReleasingGate:
-    """A rate gate that lets go of the warehouse before every request: an answer may take
-    seconds (a slow service, a held connection, a 10,000-row upload), and no other process
-    should wait for it to read or to write. The let-go is put off for `wh.lazy` seconds
-    (`Warehouse.waiting`) unless the gate itself is to wait longer."""
+class _Over(Writer):
+    """A bare connection as a writer (`Writer.over`)."""
 
-    def __init__(self, gate: RateGate, wh: Warehouse) -> None:
-        self._gate = gate
-        self._wh = wh
+    def __init__(self, con: duckdb.DuckDBPyConnection) -> None:
+        super().__init__(":memory:")
+        self._base = con
+        self._owner = threading.current_thread()
 
-    def acquire(self, *, urgent: bool = False) -> float:
-        self._wh.waiting(lazily=self._gate.delay() < self._wh.lazy)  # a long wait: at once
-        return self._gate.acquire(urgent=urgent)
+    @property
+    def con(self) -> duckdb.DuckDBPyConnection:
+        if threading.current_thread() is self._owner:
+            return self._base
+        hold = self._hold()
+        if hold.con is None:
+            hold.con = self._base.cursor()
+        return hold.con
 
-    def delay(self) -> float:
-        return self._gate.delay()
+    def let_go(self) -> None:
+        hold = self._hold()
+        if threading.current_thread() is not self._owner and hold.con is not None:
+            hold.con.close()
+            hold.con = None
 
-    def defer(self, seconds: float) -> None:
-        self._gate.defer(seconds)
+    def waiting(self, seconds: float) -> None:
+        if self.on_wait is not None:
+            self.on_wait()
 
-    def answered(self) -> None:
-        self._gate.answered()
+    def close(self) -> None:
+        self.let_go()
 
 
-def let_go(con: duckdb.DuckDBPyConnection, *, held_over: float = 0.0) -> None:
-    """Let other processes read: release a run's `Warehouse` connection of this thread when it
-    has been held `held_over` seconds or more (a bare connection is kept)."""
-    if isinstance(con, Warehouse):
-        con.release(held_over=held_over)
+class _IdleCloser:
+    """One thread that lets go of the holds whose put-off let-go came due (started at the first
+    put-off, ended by `stop`). `let_go_count` counts its let-goes (a test waits on `let_went`)."""
+
+    def __init__(self, writer: Writer) -> None:
+        self._writer = writer
+        self._cond = threading.Condition()
+        self._due: dict[_Hold, float] = {}
+        self._thread: threading.Thread | None = None
+        self._stopped = False
+        self.let_went = threading.Event()
+        """Set each time it let go of a hold (a test clears and waits on it)."""
+
+    def put_off(self, hold: _Hold, seconds: float) -> float:
+        """Let go of `hold` in `seconds` unless called off; its due time (on this clock)."""
+        due = time.monotonic() + seconds
+        with self._cond:
+            if self._stopped:
+                return due
+            self._due[hold] = due
+            if self._thread is None:
+                self._thread = threading.Thread(
+                    target=self._main, name="placeflow-idle-closer", daemon=True
+                )
+                self._thread.start()
+            self._cond.notify()
+        return due
+
+    def stop(self) -> None:
+        with self._cond:
+            self._stopped = True
+            self._due.clear()
+            self._cond.notify()
+
+    def _main(self) -> None:
+        while True:
+            with self._cond:
+                while not self._stopped:
+                    if not self._due:
+                        self._cond.wait()
+                        continue
+                    hold, due = min(self._due.items(), key=lambda item: item[1])
+                    left = due - time.monotonic()
+                    if left <= 0:
+                        del self._due[hold]
+                        break
+                    self._cond.wait(left)
+                if self._stopped:
+                    return
+            self._writer._let_go_idle(hold, due)
+            self.let_went.set()
 
 
 def workdir_for(db: Path | str, run_id: str) -> Path:
