@@ -128,7 +128,7 @@ def show_command(args: argparse.Namespace) -> int:
     from placeflow.state.budgets import reset_date_of, standings
     from placeflow.store.warehouse import reading
 
-    service = service_quota()
+    service = service_quota(args.db if Path(args.db).exists() else None)
     now = datetime.now(UTC)
     reset = reset_date_of(service.get("reset_date"), service.get("period"))
     found = []
@@ -152,16 +152,16 @@ def show_command(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def service_quota() -> dict[str, Any]:
+def service_quota(db: str | None) -> dict[str, Any]:
     """The key's quota as GET /v1/usage gives it (values None, said on stderr, when the
-    service cannot be asked)."""
+    service cannot be asked); without a key, the embedded sandbox kept beside `db`."""
     from placeflow.config import load_settings
     from placeflow.runner.target import open_target
 
     try:
         settings = load_settings()
         with (
-            open_target(api_key=settings.api_key, base_url=settings.base_url) as target,
+            open_target(api_key=settings.api_key, base_url=settings.base_url, db=db) as target,
             target.client() as api,
         ):
             usage = api.usage()

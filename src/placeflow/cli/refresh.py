@@ -148,7 +148,7 @@ def estimate_refresh(args: argparse.Namespace, settings: Settings) -> int:
     from placeflow.runner.target import open_target
 
     with open_target(
-        api_key=settings.api_key, base_url=settings.base_url, limits=settings.limits
+        api_key=settings.api_key, base_url=settings.base_url, limits=settings.limits, db=args.db
     ) as target:
         chosen, source = refresh_plan(
             db=args.db, older_than=args.older_than, target=target, mode=args.mode,
