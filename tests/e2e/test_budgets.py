@@ -139,3 +139,46 @@ def test_a_run_in_flight_holds_its_estimate_against_a_second_run(
     clock.advance(3600)
     first = a.done()
     assert first.status == "completed" and sb.credits()["charged"] == first.charged <= 60
+
+
+@pytest.mark.slow
+def test_a_resume_is_held_to_what_its_run_may_still_spend(
+    tmp_path: Path, serve_sandbox: ServeSandbox
+) -> None:
+    """A run stopped when credits ran out after its first batch: its resume, under a budget
+    that leaves less than the rest of its estimate, is refused (BudgetRefused, exit 3's class)
+    sending nothing and leaves the run interrupted; with room it finishes."""
+    import duckdb
+
+    import placeflow
+    from placeflow.errors import BudgetRefused, CreditsRanOut
+    from placeflow.events import ChunkSubmitted, Event
+    from placeflow.options import RunOptions
+
+    from .test_claims import loopback
+
+    sb = serve_sandbox(fail_rate=0.0)
+    target, db = loopback(sb.base_url), tmp_path / "wh.duckdb"
+    csv = write_csv(tmp_path / "p.csv", places(30))
+
+    def drain(event: Event) -> None:  # credits run out once the first batch is answered
+        if isinstance(event, ChunkSubmitted):
+            sb.sandbox.backend.set_available(KEY, 0)
+
+    with pytest.raises(CreditsRanOut) as stopped:
+        placeflow.run([str(csv)], db=db, target=target, on_event=drain,
+                      options=RunOptions(route="sync"))  # fmt: skip
+    run_id, first = stopped.value.run_id, sb.credits()["charged"]
+    assert 0 < first <= 10
+    sb.sandbox.backend.set_available(KEY, 1_000_000)
+    budget = ["budget", "set", "--per", "day", "--db", str(db), "--credits"]
+    assert cli(*budget, str(first + 5)).returncode == 0  # 5 left; the rest costs up to 20
+    before = sent(sb)
+    with pytest.raises(BudgetRefused, match="day budget"):
+        placeflow.resume(run_id, db=db, target=target)
+    assert sent(sb) == before
+    with duckdb.connect(str(db), read_only=True) as con:
+        assert con.execute("select status from runs").fetchall() == [("interrupted",)]
+    assert cli(*budget, "100").returncode == 0
+    done = placeflow.resume(run_id, db=db, target=target)
+    assert done.status == "completed" and sb.credits()["charged"] == done.charged <= 30
