@@ -125,7 +125,7 @@ def text_summary(s: RunSummary, *, wall_seconds: float | None = None) -> str:
     lines = [head] + [f"  {label:<{width}}  {value}" for label, value in rows]
     if s.message:
         lines.append(f"  {s.message}")
-    lines += [f"  warning: {line}" for line in s.budget_warnings]  # placeflow budget
+    lines += [f"  warning: {line}" for line in s.budget_warnings or ()]  # placeflow budget
     lines += [f"  {line}" for line in describe(s.inputs)]  # columns used and ignored, warnings
     return printable("\n".join(lines))  # messages quote servers and file names
 
@@ -142,7 +142,7 @@ def markdown_summary(s: RunSummary) -> str:
     lines += [f"| {label} | {value} |" for label, value in summary_rows(s)]
     if s.message:
         lines += ["", s.message]
-    warnings = [*(s.inputs or {}).get("warnings", []), *s.budget_warnings]
+    warnings = [*(s.inputs or {}).get("warnings", []), *(s.budget_warnings or ())]
     if warnings:  # e.g. a budgeted refresh's stale places left for the next one
         lines += ["", "**Warnings**", "", *(f"- {w}" for w in warnings)]
     return "\n".join(lines) + "\n"
