@@ -48,3 +48,34 @@ def test_key_is_not_kept_in_clear_in_the_settings_repr() -> None:
     """The settings' repr shows at most the key's last four characters."""
     text = repr(load_settings(KEY_ENV))
     assert "sk_live_cfg_secret" not in text and "cret" in text
+
+
+def test_object_storage_is_configured_by_the_standard_aws_variables() -> None:
+    """AWS_ENDPOINT_URL (AWS_ENDPOINT_URL_S3 first), the key pair, the region (AWS_REGION, else
+    AWS_DEFAULT_REGION) and AWS_ALLOW_HTTP; the secret never shows in a repr; a plain-http
+    endpoint without AWS_ALLOW_HTTP is refused when a file system is asked for."""
+    import pytest
+
+    from placeflow.config import storage_settings
+    from placeflow.errors import OptionsError
+
+    env = {
+        "AWS_ENDPOINT_URL": "http://127.0.0.1:9000",
+        "AWS_ACCESS_KEY_ID": "AKIATEST",
+        "AWS_SECRET_ACCESS_KEY": "very-secret-value",
+        "AWS_DEFAULT_REGION": "eu-west-1",
+        "AWS_ALLOW_HTTP": "true",
+    }
+    storage = storage_settings(env)
+    assert (storage.endpoint_url, storage.region, storage.allow_http) == (
+        "http://127.0.0.1:9000", "eu-west-1", True
+    )  # fmt: skip
+    assert "very-secret-value" not in repr(storage)
+    options = storage.delta_options()
+    assert options["conditional_put"] == "etag" and options["AWS_ALLOW_HTTP"] == "true"
+    assert storage_settings({**env, "AWS_ENDPOINT_URL_S3": "http://s3.local"}).endpoint_url == (
+        "http://s3.local"
+    )
+    with pytest.raises(OptionsError, match="AWS_ALLOW_HTTP"):
+        storage_settings({**env, "AWS_ALLOW_HTTP": ""}).filesystem("s3")
+    assert storage_settings({}).endpoint_url is None

@@ -74,7 +74,7 @@ class Storage:
             access_key=self.access_key_id,
             secret_key=None if self.secret_access_key is None else self.secret_access_key.reveal(),
             session_token=None if self.session_token is None else self.session_token.reveal(),
-            region=self.region or "us-east-1",
+            region=self.region,
             endpoint_override=endpoint or None,
             scheme=scheme,
         )
