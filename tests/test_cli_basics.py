@@ -104,17 +104,21 @@ def test_settings_come_from_flag_then_environment_then_file_then_default(tmp_pat
 
 
 def test_a_run_without_db_writes_the_warehouse_placeflow_db_names(
-    done: Done, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """With PLACEFLOW_DB set and no --db, `placeflow run` writes that warehouse (none at the
-    default path); `runs` reads it back the same way."""
+    default path); `runs` reads it back the same way. Under -q, with no key (the embedded
+    sandbox), nothing is said on stderr."""
     db = tmp_path / "elsewhere" / "env.duckdb"
     places = write_places(tmp_path / "p.csv", 2)
-    for name, value in env_for(done.url, PLACEFLOW_DB=str(db)).items():
-        monkeypatch.setenv(name, value)
+    for name in ("PLACEFLOW_API_KEY", "PLACEFLOW_BASE_URL"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("PLACEFLOW_DB", str(db))
     monkeypatch.chdir(tmp_path)
     assert main(["run", str(places), "--json", "-q"]) == 0
-    ran = json.loads(capsys.readouterr().out)
+    out, err = capsys.readouterr()
+    ran = json.loads(out)
+    assert err == "" and "embedded sandbox" in ran["target"]
     assert db.is_file() and not (tmp_path / DEFAULT_DB).exists()
     assert main(["runs", "--json"]) == 0
     assert [r["run_id"] for r in json.loads(capsys.readouterr().out)] == [ran["run_id"]]

@@ -125,7 +125,8 @@ def refresh_command(args: argparse.Namespace) -> int:
         from placeflow.runner.steps import direct
 
         return refresh_outcome(
-            refresh_ending(write_files), service=lambda: open_service(settings, db=args.db),
+            refresh_ending(write_files),
+            service=lambda: open_service(settings, db=args.db, quiet=args.quiet),
             step=direct, on_event=on_event, tuning=tuning, **params,
         )  # fmt: skip
 

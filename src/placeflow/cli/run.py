@@ -143,7 +143,8 @@ def _run(args: argparse.Namespace) -> int:
         from placeflow.runner.steps import direct
 
         return run_outcome(
-            run_ending(write_files), service=lambda: open_service(settings, db=args.db),
+            run_ending(write_files),
+            service=lambda: open_service(settings, db=args.db, quiet=args.quiet),
             step=direct, on_event=on_event, storage=settings.storage, **params,
         )  # fmt: skip
 

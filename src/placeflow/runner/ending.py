@@ -72,15 +72,16 @@ def open_service(
     *,
     db: str | None = None,
     wrap: Callable[[Target], Target] | None = None,
+    quiet: bool = False,
 ) -> Iterator[Target]:
     """The service `settings` name (or the embedded sandbox, its state kept beside the
-    warehouse `db`, said on stderr), `wrap`ped (the flows keep a deployment's requests to the
-    Prefect server's limits)."""
+    warehouse `db`, said on stderr unless `quiet`), `wrap`ped (the flows keep a deployment's
+    requests to the Prefect server's limits)."""
     with open_target(
         api_key=settings.api_key, base_url=settings.base_url, limits=settings.limits, db=db
     ) as opened:
         target = wrap(opened) if wrap is not None else opened
-        if settings.uses_sandbox:
+        if settings.uses_sandbox and not quiet:
             print(f"placeflow: no PLACEFLOW_API_KEY set; using the {target.label}", file=sys.stderr)
         yield target
 
