@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
 
@@ -36,17 +37,19 @@ def past_the_lease() -> datetime:
 def test_a_dead_owner_on_another_host_passes_its_claims_to_its_resume(
     tmp_path: Path, serve_sandbox: ServeSandbox
 ) -> None:
-    """The owner on "far-host" is killed with its first job POST held at the sandbox (then
-    dropped: no job). A run of its places and 8 more buys only the 8 and ends at once; the
-    dead run's resume is refused under the live lease, then completes; 20 places billed once
-    each, nothing held as uncertain."""
+    """The owner on "far-host" claims 24 places in two chunks: its first job is made, its
+    second POST is held at the sandbox when it is killed (then dropped: no job). A run of 12 of
+    its places and 8 more buys only the 8 and ends at once; the dead run's resume is refused
+    under the live lease, then re-attaches the first job and sends the second chunk (the usage
+    shows no job of it); 32 places billed once each, nothing held as uncertain."""
     served = serve_sandbox(rows_per_second=5_000.0)
-    target = loopback(served.base_url)
+    target = replace(loopback(served.base_url), label=served.base_url)  # as the owner's
     db = tmp_path / "wh.duckdb"
-    first = write_csv(tmp_path / "a.csv", places(12))
-    gate = served.sandbox.hold("POST /v1/jobs/enrich")
+    first = write_csv(tmp_path / "a.csv", places(24))
+    gate = served.sandbox.hold("POST /v1/jobs/enrich", after=1)
     cmd = [sys.executable, "-m", "tests.e2e.elsewhere", "far-host", "run", str(db), str(first),
-           "--option", "route=job", "--option", "mode=enrich"]  # fmt: skip
+           "--option", "route=job", "--option", "mode=enrich",
+           "--option", "chunk_rows=12"]  # fmt: skip
     with subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE) as p:
         assert gate.arrived.wait(120), "the owner never sent its POST"
         p.kill()
@@ -62,12 +65,12 @@ def test_a_dead_owner_on_another_host_passes_its_claims_to_its_resume(
                            clock=past_the_lease)  # fmt: skip
     assert (second.submitted, second.claimed) == (8, 12)
     account = served.sandbox.backend.keys[KEY].account
-    assert sum(account.rows_billed.values()) == 8
+    assert sum(account.rows_billed.values()) in (8, 20)  # the first job's may have ended
 
     with pytest.raises(RunInProgress, match="its lease passes at"):
         placeflow.resume(dead, db=db, target=target)
     resumed = placeflow.resume(dead, db=db, target=target, clock=past_the_lease)
-    assert (resumed.status, resumed.succeeded) == ("completed", 12), resumed.message
+    assert (resumed.status, resumed.succeeded) == ("completed", 24), resumed.message
     assert account.rows_billed_twice() == []
-    assert sum(account.rows_billed.values()) == 20
-    assert served.requests("POST /v1/jobs/enrich") == 3  # the dropped one, B's, the resume's
+    assert sum(account.rows_billed.values()) == 32
+    assert served.requests("POST /v1/jobs/enrich") == 4  # A's two (one dropped), B's, the resume's

@@ -35,8 +35,10 @@ class Gate:
     `open(drop=True)` closes its connection unprocessed, as if it had never been sent.
     """
 
-    def __init__(self, route: str) -> None:
+    def __init__(self, route: str, after: int = 0) -> None:
         self.route = route
+        self.after = after
+        """How many requests to the route pass before the one held."""
         self.arrived = threading.Event()
         self._opened = threading.Event()
         self.drop = False
@@ -72,15 +74,19 @@ class FaultPlan:
         self._gates: dict[str, Gate] = {}
         self._lock = threading.Lock()
 
-    def hold(self, route: str) -> Gate:
-        """Hold the next request to `route` (see `Gate`)."""
-        gate = Gate(route)
+    def hold(self, route: str, after: int = 0) -> Gate:
+        """Hold the next request to `route`, or the one after `after` more (see `Gate`)."""
+        gate = Gate(route, after)
         with self._lock:
             self._gates[route] = gate
         return gate
 
     def take_gate(self, route: str) -> Gate | None:
         with self._lock:
+            gate = self._gates.get(route)
+            if gate is not None and gate.after > 0:
+                gate.after -= 1  # this one passes
+                return None
             return self._gates.pop(route, None)
 
     def inject(self, route: str, kind: str, times: int = 1) -> None:

@@ -86,9 +86,10 @@ class Sandbox:
         """Act out `kind` on the next `times` requests to `route` (e.g. 'POST /v1/jobs/enrich')."""
         self.backend.faults.inject(route, kind, times)
 
-    def hold(self, route: str) -> Gate:
-        """Hold the next request to `route` until the returned gate is opened."""
-        return self.backend.faults.hold(route)
+    def hold(self, route: str, after: int = 0) -> Gate:
+        """Hold the next request to `route` (or, with `after`, the one after that many more)
+        until the returned gate is opened."""
+        return self.backend.faults.hold(route, after)
 
     def reset(self) -> None:
         self.backend.reset()
