@@ -104,7 +104,9 @@ def test_every_command_refuses_a_db_that_is_not_a_warehouse(
         assert sandbox.stats()["requests"] == {}
     captured = capsys.readouterr()
     assert code == EXIT_USAGE, captured
-    assert "not a DuckDB warehouse" in captured.err and str(db) in captured.err
+    # under --json (query's case) the reason is the one document's, stderr left quiet
+    said = json.loads(captured.out)["error"] if command == "query" else captured.err
+    assert "not a DuckDB warehouse" in said and str(db) in said
     if before is not None:
         assert db.read_bytes() == before
 
