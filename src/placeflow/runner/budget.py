@@ -11,6 +11,7 @@ said (stderr, the summary) and announced as a `BudgetThreshold` event.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import date, datetime
 
 import duckdb
@@ -81,7 +82,7 @@ def room(
 
 
 def warn(
-    con: duckdb.DuckDBPyConnection,
+    db: Callable[[], duckdb.DuckDBPyConnection],
     *,
     kind: str,
     now: datetime,
@@ -90,8 +91,9 @@ def warn(
     run_id: str,
 ) -> list[str]:
     """At a run's end: each budget of `kind` spent past its warning share, said and announced
-    (`BudgetThreshold`); the lines, for the summary."""
-    if not budgets.budgets(con):
+    (`BudgetThreshold`); the lines, for the summary. `db` gives the connection at each use: a
+    run's writer lets it go while the client waits (the usage asked here)."""
+    if not budgets.budgets(db()):
         return []
     usage = None
     if api is not None:
@@ -99,7 +101,7 @@ def warn(
             usage = api.usage()
         except (UsageUnknown, TransientError):  # the calendar month, then
             usage = None
-    found = budgets.standings(con, now, kind=kind, reset_date=reset_of(usage))
+    found = budgets.standings(db(), now, kind=kind, reset_date=reset_of(usage))
     lines = budgets.warnings(found)
     for s, line in zip(_past(found), lines, strict=True):
         emit(threshold_event(s, run_id, line))

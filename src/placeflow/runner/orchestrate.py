@@ -128,8 +128,8 @@ def _warned(summary: RunSummary, r: Stages, api: PlaceApiClient, state: RunState
     and announced (`placeflow.runner.budget.warn`)."""
     kind = rest_of(state.con, state.run_id)[0]
     warned = budget.warn(
-        state.con, kind=kind, now=state.now(), api=api, emit=r.emit, run_id=state.run_id
-    )
+        lambda: state.con, kind=kind, now=state.now(), api=api, emit=r.emit, run_id=state.run_id
+    )  # fmt: skip
     if not warned:
         return summary
     summary = replace(summary, budget_warnings=warned)

@@ -387,7 +387,7 @@ def _account(
     )
     if code != EXIT_REFUSED:  # a budget its spending took past the warning share, said
         out["budget_warnings"] = warn(
-            con, kind="research", now=loop.clock(), api=api, emit=loop.emit, run_id=run_id
+            lambda: con, kind="research", now=loop.clock(), api=api, emit=loop.emit, run_id=run_id
         )  # fmt: skip
     counts = {k: int(out[k]) for k in ("succeeded", "failed", "charged") if out.get(k) is not None}
     loop.emit(StageFinished("account", out, counts))
