@@ -127,7 +127,7 @@ def test_a_run_without_db_writes_the_warehouse_placeflow_db_names(
 def test_every_command_takes_quiet() -> None:
     """-q/--quiet parses on every command."""
     for name, parser in subcommands().items():
-        flags = {s for a in parser._actions for s in a.option_strings}  # type: ignore[attr-defined]
+        flags = {s for a in parser._actions for s in a.option_strings}  # type: ignore[attr-defined]  # argparse keeps them private
         assert {"-q", "--quiet"} <= flags, name
 
 
@@ -146,7 +146,7 @@ def test_every_age_flag_reads_one_duration_syntax() -> None:
     assert options_from_args(args).max_age_days == 0.5
     ages = ("max_age_days", "max_age", "older_than")
     helps = {
-        name: " ".join(a.help or "" for a in p._actions if a.dest in ages)  # type: ignore[attr-defined]
+        name: " ".join(a.help or "" for a in p._actions if a.dest in ages)  # type: ignore[attr-defined]  # private list
         for name, p in subcommands().items()
     }
     for name in ("run", "estimate", "refresh", "research"):

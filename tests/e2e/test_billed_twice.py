@@ -55,7 +55,7 @@ def lossy_run(r: Any, tmp_path: Path, rows: int, chunk: int) -> None:
     kinds = ledger(db)
     assert kinds["charge"] + kinds.get("adjustment", 0) == r.billed_credits() == s.charged
     with duckdb.connect(str(db), read_only=True) as con:
-        (lost,) = con.execute("select sum(lost_answers) from jobs").fetchone()  # type: ignore[misc]
+        (lost,) = con.execute("select sum(lost_answers) from jobs").fetchone()  # type: ignore[misc]  # an aggregate: one row
     assert lost > 0  # answers were lost, and none of them cost a second job
 
 
