@@ -251,3 +251,50 @@ def test_a_display_asks_for_one_poll_in_ten_of_the_keys_pace() -> None:
     """Watching costs a tenth of the key's slowest pace: 6 s on the paid tier, 60 s on free."""
     assert watch_every(RateLimits.for_tier("paid")) == pytest.approx(6.0)
     assert watch_every(RateLimits.for_tier("free")) == pytest.approx(60.0)
+
+
+class Interrupting(Terminal):
+    """A terminal whose next write is interrupted: `then` is called from inside it, as a
+    signal handler run by the main thread in the middle of the display's write is."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.then: Any = None
+
+    def write(self, s: str) -> int:
+        then, self.then = self.then, None
+        if then is not None:
+            then()
+        return super().write(s)
+
+
+def test_a_ctrl_c_inside_a_frame_clears_the_display_once_the_frame_is_written() -> None:
+    """A Ctrl-C that comes while the display writes a frame (an event's, a note's) clears it
+    once that frame is written: the erase is the last thing on the terminal, and the Ctrl-C's
+    line printed then stays under no display line."""
+    term = Interrupting()
+    show = ProgressDisplay(stream=term, clock=Clock())
+    show.start()
+    for e in prepared():
+        show(e)
+    done: list[str] = []
+
+    def ctrl_c() -> None:
+        show.clear()
+        done.append(term.getvalue())
+
+    term.then = lambda: show.at_rest(ctrl_c)
+    show.say("placeflow: chunk 0: submitted job b0 (400 rows)")
+    assert len(done) == 1 and "chunk 0: submitted job b0" in done[0]
+    assert done[0].endswith("\x1b[2K")  # erased after the note's frame, not inside it
+    show(Note("after"))
+    show.stop()
+    assert term.getvalue() == done[0]
+
+
+def test_at_rest_acts_at_once_outside_the_displays_writes() -> None:
+    """Outside a write of the display (or with none drawn) the Ctrl-C acts at once."""
+    show = ProgressDisplay(stream=Terminal(), enabled=False)
+    done: list[int] = []
+    show.at_rest(lambda: done.append(1))
+    assert done == [1]

@@ -133,6 +133,7 @@ def _armed(stop: Interrupt | None, display: ProgressDisplay) -> Iterator[None]:
         yield
         return
     stop.before_saying, stop.before_leaving = display.clear, display.release
+    stop.at_rest = display.at_rest
     stop.arm()
     try:
         yield

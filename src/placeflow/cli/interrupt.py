@@ -16,7 +16,9 @@ the line then also names the command that sends them, the run's own command agai
 once the resume has completed this one).
 
 The live display is cleared (`before_saying`) before anything is printed: it would redraw over
-the line.
+the line. The handler runs in the main thread between any two of its steps, so it acts once
+that thread is out of the display's own writes (`at_rest`): a frame left half written keeps
+the clear from reaching the terminal, and a stream's write cannot be entered again.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable
+from contextlib import suppress
 from datetime import UTC, datetime
 from types import FrameType
 from typing import Any
@@ -65,6 +68,9 @@ class Interrupt:
         """Called first on Ctrl-C: the live display's `clear`."""
         self.before_leaving: Callable[[], None] | None = None
         """Called last, before the exit: the live display's `release` of the terminal."""
+        self.at_rest: Callable[[Callable[[], None]], None] | None = None
+        """Given what the Ctrl-C does, calls it once the main thread is out of the live
+        display's writes (`ProgressDisplay.at_rest`); without it, at once."""
         self._previous: Any = None
         self._second = threading.Event()
 
@@ -82,17 +88,27 @@ class Interrupt:
 
     def _handle(self, signum: int, frame: FrameType | None) -> None:
         signal.signal(signal.SIGINT, self._again)  # runs nested while this one works
+        if self.at_rest is None:
+            self._act()
+        else:  # not from inside a frame of the display the main thread was drawing
+            self.at_rest(self._act)
+
+    def _act(self) -> None:
+        """What the first Ctrl-C does: the display cleared, the run marked, its line said,
+        the process left with EXIT_INTERRUPTED, whatever fails on the way."""
         try:
             self._call(self.before_saying)
             outcome = self.stop()
             hinted = outcome.pop("_hinted", False)  # its line is printed: only news follows
             if self.as_json:  # the error document's shape: `error` beside `message`
-                print(json.dumps({**outcome, "error": outcome["message"]}, sort_keys=True))
+                document = {**outcome, "error": outcome["message"]}
+                _said(json.dumps(document, sort_keys=True), sys.stdout)
             elif not hinted or outcome.get("cancelled"):
-                print(printable(str(outcome["message"])), file=sys.stderr)
+                _said(printable(str(outcome["message"])), sys.stderr)
         finally:
-            sys.stdout.flush()
-            sys.stderr.flush()
+            for stream in (sys.stdout, sys.stderr):
+                with suppress(OSError, RuntimeError, ValueError):  # closed, or its write stopped
+                    stream.flush()
             self._call(self.before_leaving)
             _stop_prefect_server()
             os._exit(EXIT_INTERRUPTED)
@@ -134,11 +150,10 @@ class Interrupt:
         cancel, hinted = self.cancel_jobs or self._second.is_set(), False
         if not cancel and found.jobs_running:
             hinted = True
-            print(
+            _said(
                 f"{head}; press Ctrl-C again within {SECOND_WAIT:g} s to also cancel the"
                 f" {found.jobs_running} submitted job(s) still running",
-                file=sys.stderr,
-                flush=True,
+                sys.stderr,
             )
             cancel = self._wait_second(SECOND_WAIT)
         signal.signal(signal.SIGINT, signal.SIG_IGN)
@@ -181,6 +196,19 @@ class Interrupt:
                 break
             self._second.wait(min(left, 0.1))
         return self._second.is_set()
+
+
+def _said(line: str, stream: Any) -> None:
+    """`line` on `stream`, or straight on its descriptor when the stream cannot take it: the
+    Ctrl-C came while the main thread was inside that stream's own write (a log line, a
+    warning), which cannot be entered again ("reentrant call")."""
+    try:
+        print(line, file=stream, flush=True)
+    except RuntimeError:
+        try:
+            os.write(stream.fileno(), (line + "\n").encode("utf-8", "replace"))
+        except (OSError, ValueError, AttributeError):  # no descriptor: nowhere else to say it
+            return
 
 
 def _ctrl_c(run_id: str, db: str) -> str:

@@ -7,12 +7,17 @@ the service's jobs, downloading, loading) or, before the run's first event, what
 under the processed rows, the jobs in flight with their rows as the service last reported them.
 Whether to show it at all is the caller's decision (`wanted`): only on a TTY, never under
 --json, --quiet or CI; a shown display asks the run to poll its jobs often enough to move
-(`watch_every`). On Ctrl-C the CLI clears it (`clear`) before it says how to finish the run.
+(`watch_every`). On Ctrl-C the CLI clears it (`clear`) before it says how to finish the run,
+at rest (`at_rest`): never from inside one of the display's own writes, which the signal
+handler, run by the main thread between two of its steps, may have stopped half way.
 """
 
 from __future__ import annotations
 
+import threading
 import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from datetime import timedelta
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Protocol
@@ -134,7 +139,9 @@ class ProgressDisplay:
     counts. The last frame stays on screen when it stops, above whatever is printed next.
     """
 
-    __slots__ = ("_echo", "_live", "_stream", "enabled", "tally", "title", "waiting")
+    __slots__ = (
+        "_after", "_echo", "_live", "_stream", "_writing", "enabled", "tally", "title", "waiting",
+    )  # fmt: skip
 
     def __init__(
         self,
@@ -152,27 +159,64 @@ class ProgressDisplay:
         self._stream = stream
         self._live: Live | None = None
         self._echo: _EchoControl | None = None
+        self._writing = 0
+        """How deep the main thread is in the display's own writes (see `at_rest`)."""
+        self._after: Callable[[], None] | None = None
+        """What `at_rest` left for the end of the main thread's write it came in."""
 
     def __call__(self, event: Event) -> None:
-        self.tally(event)
-        live = self._live
-        if live is not None:  # each count as it comes (the clock moves REFRESH_PER_SECOND)
-            live.refresh()
+        with self._write():
+            self.tally(event)
+            live = self._live
+            if live is not None:  # each count as it comes (the clock moves REFRESH_PER_SECOND)
+                live.refresh()
 
     def say(self, line: str) -> None:
         """A line for the person: above the live display while it is drawn, else on its
         stream (stderr)."""
         import sys
 
-        live = self._live
-        if live is not None:
-            live.console.print(line, markup=False, highlight=False)
+        with self._write():
+            live = self._live
+            if live is not None:
+                live.console.print(line, markup=False, highlight=False)
+                return
+            stream = self._stream or sys.stderr
+            stream.write(line + "\n")
+            stream.flush()
+
+    def at_rest(self, act: Callable[[], None]) -> None:
+        """`act()` now, or, when the main thread is inside one of the display's writes (a
+        signal handler runs in the main thread between any two of its steps), as soon as that
+        write ends. Rich keeps what a thread writes inside a frame in that thread's buffer until
+        the frame ends, and a stream's write cannot be entered again from within: a Ctrl-C's
+        `clear` made in the middle of a frame was never written (the display stayed on screen
+        over the Ctrl-C line), or failed the write ("reentrant call") and the run with it."""
+        if self._writing:
+            self._after = act
             return
-        stream = self._stream or sys.stderr
-        stream.write(line + "\n")
-        stream.flush()
+        act()
+
+    @contextmanager
+    def _write(self) -> Iterator[None]:
+        """A write of the display: counted when the main thread makes it (see `at_rest`)."""
+        if threading.current_thread() is not threading.main_thread():
+            yield  # another thread's frame is its own: `clear` waits for it on rich's lock
+            return
+        self._writing += 1
+        try:
+            yield
+        finally:
+            self._writing -= 1
+            if not self._writing and self._after is not None:
+                act, self._after = self._after, None
+                act()
 
     def start(self) -> None:
+        with self._write():
+            self._start()
+
+    def _start(self) -> None:
         if not self.enabled or self._live is not None:
             return
         import sys
@@ -193,11 +237,12 @@ class ProgressDisplay:
         self._live.start(refresh=True)
 
     def stop(self) -> None:
-        live, self._live = self._live, None
-        if live is not None:
-            live.refresh()
-            live.stop()
-        self._echo_back()
+        with self._write():
+            live, self._live = self._live, None
+            if live is not None:
+                live.refresh()
+                live.stop()
+            self._echo_back()
 
     def clear(self) -> None:
         """Stop drawing and erase the display, so that what is printed next stays on screen
