@@ -34,12 +34,20 @@ imports too):
 
 from __future__ import annotations
 
+import sys
 from importlib.metadata import version
 from typing import TYPE_CHECKING
 
 from placeflow.support.lazy import lazy_names
 
 __version__ = version("placeflow")
+
+# httpx imports its own command line (httpx._main: click, rich, pygments) whenever click is
+# installed, as it is here (through prefect): 0.1 s of every placeflow process, for a command
+# placeflow never runs. Marked absent before httpx is first imported, httpx's __init__ takes its
+# own fallback (a `main` that asks for httpx[cli]).
+if "httpx" not in sys.modules:
+    sys.modules.setdefault("httpx._main", None)  # type: ignore[arg-type]  # absent, on purpose
 
 if TYPE_CHECKING:
     from placeflow.errors import PlaceflowError

@@ -1,9 +1,11 @@
-"""A new warehouse file made from the process's template is the warehouse `migrate` and
-`apply_views` make in place: the same schema, comments, views, macros and history, the history
-stamped when the copy was made."""
+"""A new warehouse file made from the template (made once, kept for the user) is the warehouse
+`migrate` and `apply_views` make in place: the same schema, comments, views, macros and
+history, the history stamped when the copy was made."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
@@ -11,7 +13,7 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from placeflow.store import warehouse
+from placeflow.store import dbfile, warehouse
 from placeflow.store.warehouse import connect
 
 CATALOG = {
@@ -49,8 +51,8 @@ def in_place(path: Path) -> Path:
 def test_a_copied_warehouse_is_the_migrated_one(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A process's later new files are copies of its template: their catalog is that of a
-    warehouse migrated in place, and a copy's history says when it was made."""
+    """New files are copies of the template: their catalog is that of a warehouse migrated in
+    place, and a copy's history says when it was made."""
     copies: list[bool] = []
     copy = warehouse.copy_template
 
@@ -59,12 +61,12 @@ def test_a_copied_warehouse_is_the_migrated_one(
         return copies[-1]
 
     monkeypatch.setattr(warehouse, "copy_template", noted)
-    for name in ("a", "b"):  # a process's second new file on has the template
+    for name in ("a", "b"):
         connect(tmp_path / f"{name}.duckdb").close()
     before = datetime.now(UTC)
     copied = tmp_path / "copied.duckdb"
     connect(copied).close()
-    assert copies[-1] is True, "the third new file is a copy of the template"
+    assert copies == [True, True, True], "every new file is a copy of the template"
     assert catalog(copied) == catalog(in_place(tmp_path / "in_place.duckdb"))
     assert catalog(copied)["history"] == warehouse.migrations()
     with duckdb.connect(str(copied), read_only=True) as con:
@@ -88,3 +90,26 @@ def test_an_existing_file_is_never_overwritten_by_the_template(tmp_path: Path) -
         assert con.execute("select answer from kept").fetchall() == [(42,)]
     finally:
         con.close()
+
+
+def test_the_template_is_kept_for_the_next_process(tmp_path: Path) -> None:
+    """The template is kept in the user's private template folder under a digest of what makes
+    it: another process making a new warehouse copies it instead of migrating, and its copy is
+    the same warehouse."""
+    connect(tmp_path / "first.duckdb").close()
+    folder = dbfile.template_folder()
+    assert folder is not None and list(folder.glob("*.duckdb"))
+    assert folder.stat().st_mode & 0o077 == 0  # this user's alone
+    script = (
+        "import sys; from placeflow.store import dbfile, warehouse;"
+        " made = []; keep = dbfile.kept;"
+        " warehouse.kept = lambda make, sources, version: keep("
+        "lambda: made.append(1) or make(), sources, version);"
+        " warehouse.connect(sys.argv[1]).close(); print(len(made))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script, str(tmp_path / "second.duckdb")],
+        capture_output=True, text=True, timeout=120, check=True,
+    )  # fmt: skip
+    assert done.stdout.strip() == "0", "the other process made no template of its own"
+    assert catalog(tmp_path / "second.duckdb") == catalog(tmp_path / "first.duckdb")

@@ -18,7 +18,8 @@ from typing import Any
 from placeflow.cli.args import add_db, add_json, add_quiet, fail, one_command, print_json, result
 from placeflow.config import postgres_password, storage_settings
 from placeflow.errors import EXIT_OK, EXIT_USAGE, PlaceflowError
-from placeflow.exporters.export import DEFAULT_TABLES, TABLES, ExportSummary, estimate, export
+from placeflow.exporters.summary import ExportSummary
+from placeflow.exporters.tables import DEFAULT_TABLES, TABLES
 
 PROG = "placeflow export"
 """How its errors begin on stderr."""
@@ -69,6 +70,8 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
 def main(args: argparse.Namespace) -> int:
     """Run one export from parsed arguments; print its summary; return the exit code."""
     from pathlib import Path
+
+    from placeflow.exporters.export import estimate, export  # pyarrow loads only to export
 
     tables = [t.strip() for t in args.tables.split(",") if t.strip()] if args.tables else None
     if not Path(args.db).exists():

@@ -7,8 +7,6 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 
 import polars as pl
-import pyarrow as pa  # type: ignore[import-untyped]  # pyarrow ships no stubs or py.typed
-import pyarrow.parquet as pq  # type: ignore[import-untyped]  # the same
 
 from placeflow.errors import SourceProblem
 from placeflow.pipeline.columns import resolve_columns
@@ -60,6 +58,9 @@ class ParquetBatches:
         ]
 
     def __iter__(self) -> Iterator[pl.DataFrame]:
+        import pyarrow as pa  # type: ignore[import-untyped]  # no stubs; loaded for Parquet alone
+        import pyarrow.parquet as pq  # type: ignore[import-untyped]  # the same
+
         columns = sorted(set(self.chosen.values()))
         done = 0
         try:

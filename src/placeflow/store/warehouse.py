@@ -36,7 +36,13 @@ from placeflow.errors import (
     WarehouseBusy,
     WarehouseError,
 )
-from placeflow.store.dbfile import check_warehouse, copy_template, create_aside, holder_of
+from placeflow.store.dbfile import (
+    check_warehouse,
+    copy_template,
+    create_aside,
+    holder_of,
+    kept,
+)
 
 if TYPE_CHECKING:  # polars loads only where a frame is written (a report needs none)
     import polars as pl
@@ -138,8 +144,15 @@ def connect(
 
 
 def _migrated_image() -> bytes | None:
-    """The bytes of a new warehouse file made by `_made_at`: the template of `copy_template`;
-    None when it cannot be made (the new file is then made as the first one was)."""
+    """The bytes of a new warehouse file made by `_made_at`: the template of `copy_template`,
+    kept for the user under a digest of what makes it (`placeflow.store.dbfile.kept`); None
+    when it cannot be made (the new file is then migrated in place)."""
+    sources = [Path(__file__)]
+    sources += [p for f in ("meta", "schema", "views") for p in sorted((sql_dir() / f).glob("*"))]
+    return kept(_made_image, sources, duckdb.__version__)
+
+
+def _made_image() -> bytes | None:
     try:
         with tempfile.TemporaryDirectory(prefix="placeflow-template-") as folder:
             made = Path(folder) / "template.duckdb"
