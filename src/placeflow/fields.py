@@ -1,5 +1,6 @@
-"""The vocabulary every layer shares, and which imports nothing of placeflow: the place fields a
-file maps, the spec's request kinds, attributes and limits, the dedupe modes, batch sizes.
+"""The vocabulary every layer shares, and which imports nothing of placeflow but its errors: the
+place fields a file maps (and `--map`'s and `--set`'s pairs naming them, read and checked), the
+spec's request kinds, attributes and limits, the dedupe modes, batch sizes.
 
 Base module: errors, fields, options, config, events and redact sit below everything else
 (the rule of direction is in the package docstring); a name defined here is imported from here.
@@ -8,8 +9,9 @@ Base module: errors, fields, options, config, events and redact sit below everyt
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Literal, get_args
+from typing import Any, Literal, get_args
 
 from placeflow.errors import OptionsError
 
@@ -51,6 +53,52 @@ def set_pair(text: str, fields: tuple[str, ...]) -> tuple[str, str]:
         return f"{text[: found.start()]}:{found[1]}", text[found.end() :]
     key, _, value = text.partition("=")
     return key, value
+
+
+SETTABLE = (*PLACE_FIELDS, *MATCH_ONLY_FIELDS)
+"""The fields `--set` gives one value for every row (the user's own id is per row)."""
+
+
+def mapping_pairs(value: Any) -> tuple[tuple[str, str], ...]:
+    """`--map`'s pairs from a dict, pairs, or the CLI's FIELD=COLUMN strings (FIELD= leaves the
+    field out): checked, sorted by field."""
+    if value is None:
+        return ()
+    if isinstance(value, Mapping):
+        items = list(value.items())
+    else:
+        items = []
+        for pair in value:
+            if isinstance(pair, str):
+                field, sep, column = pair.partition("=")
+                if not sep:  # FIELD= (no column) leaves the field out
+                    raise OptionsError(f"--map takes FIELD=COLUMN or FIELD=, not {pair!r}")
+                items.append((field, column))
+            else:
+                items.append(tuple(pair))
+    for key, _ in items:
+        if split_key(key)[1] not in MAPPABLE:
+            raise OptionsError(f"--map field {key!r} is not one of {', '.join(MAPPABLE)}")
+    return tuple(sorted(items))
+
+
+def constant_pairs(value: Any) -> tuple[tuple[str, str], ...]:
+    """`--set`'s pairs from a dict, pairs, or the CLI's FIELD=VALUE strings (`set_pair`):
+    checked (a settable field, a value, one value a field), sorted by field."""
+    if value is None:
+        return ()
+    items = list(value.items()) if isinstance(value, Mapping) else [
+        set_pair(pair, SETTABLE) if isinstance(pair, str) else tuple(pair) for pair in value
+    ]  # fmt: skip
+    for key, given in items:
+        field = split_key(key)[1]
+        if field not in SETTABLE:
+            raise OptionsError(f"--set field {field!r} is not one of {', '.join(SETTABLE)}")
+        if not str(given).strip():
+            raise OptionsError(f"--set {key}= gives no value; write --set {key}=VALUE")
+    if len({key for key, _ in items}) < len(items):
+        raise OptionsError("--set gives one field more than one value (for one file)")
+    return tuple(sorted((key, str(given)) for key, given in items))
 
 
 # --- the spec's vocabulary ------------------------------------------------------------------

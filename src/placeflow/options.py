@@ -6,15 +6,14 @@ give a `metavar`, keep it off `placeflow estimate` (`estimate: False`) or off th
 (`cli: False`: the CLI sets it itself), or out of the run's identity (`identity: False`: how to
 wait, not what to do). `attributes` also takes the CLI's
 ``a,b,c`` text, `mapping` its repeated ``FIELD=COLUMN`` pairs and `constants` its repeated
-``FIELD=VALUE`` ones (`--set`).
+``FIELD=VALUE`` ones (`--set`), read by `placeflow.fields` (`mapping_pairs`, `constant_pairs`);
+`max_age_days` a duration (`placeflow.support.durations`, whose names this module passes on).
 """
 
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Mapping
-from datetime import timedelta
 from typing import Any, Literal
 
 from pydantic import (
@@ -35,40 +34,18 @@ from placeflow.fields import (
     DEFAULT_ENRICH_ATTRIBUTES,
     DEFAULT_MATCH_THRESHOLD,
     MAPPABLE,
-    MATCH_ONLY_FIELDS,
     MAX_JOB_ROWS,
-    PLACE_FIELDS,
+    SETTABLE,
     DedupeMode,
     JobKind,
-    set_pair,
-    split_key,
+    constant_pairs,
+    mapping_pairs,
 )
+from placeflow.support.durations import DURATION_HELP, duration_days, parse_duration
 
 Route = Literal["auto", "sync", "job"]
-SETTABLE = (*PLACE_FIELDS, *MATCH_ONLY_FIELDS)
-"""The fields `--set` gives one value for every row (the user's own id is per row)."""
 SEPARATOR_NEVER = frozenset('"\r\n')
 """Characters that cannot separate values: the quote, and the line breaks that end records."""
-DURATION_HELP = "30d, 12h, 90m, 2w; a bare number is days"
-"""How every age flag (--max-age, --older-than) is written, as their help says it."""
-_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([wdhms]?)\s*$")
-_UNIT_SECONDS = {"w": 604800, "d": 86400, "h": 3600, "m": 60, "s": 1, "": 86400}
-
-
-def parse_duration(text: str | float, *, flag: str = "--older-than") -> timedelta:
-    """The one duration syntax of every age flag: `30d`, `12h`, `90m`, `45s`, `2w`, or a bare
-    number of days (`7`, `0.5`, `0`) as a timedelta; `OptionsError` naming `flag` otherwise."""
-    if isinstance(text, int | float) and not isinstance(text, bool) and text >= 0:
-        return timedelta(days=float(text))
-    found = _DURATION.match(str(text).lower())
-    if found is None:
-        raise OptionsError(f"{flag} takes a duration ({DURATION_HELP}), not {text!r}")
-    return timedelta(seconds=float(found[1]) * _UNIT_SECONDS[found[2]])
-
-
-def duration_days(text: str | float, *, flag: str = "--max-age") -> float:
-    """A duration (`parse_duration`) in days."""
-    return parse_duration(text, flag=flag).total_seconds() / 86400
 
 
 class RunOptions(BaseModel):
@@ -318,44 +295,12 @@ class RunOptions(BaseModel):
     @field_validator("mapping", mode="before")
     @classmethod
     def _pairs(cls, value: Any) -> Any:
-        """A dict, pairs, or the CLI's FIELD=COLUMN strings: checked, sorted by field."""
-        if value is None:
-            return ()
-        if isinstance(value, Mapping):
-            items = list(value.items())
-        else:
-            items = []
-            for pair in value:
-                if isinstance(pair, str):
-                    field, sep, column = pair.partition("=")
-                    if not sep:  # FIELD= (no column) leaves the field out
-                        raise OptionsError(f"--map takes FIELD=COLUMN or FIELD=, not {pair!r}")
-                    items.append((field, column))
-                else:
-                    items.append(tuple(pair))
-        for key, _ in items:
-            if split_key(key)[1] not in MAPPABLE:
-                raise OptionsError(f"--map field {key!r} is not one of {', '.join(MAPPABLE)}")
-        return tuple(sorted(items))
+        return mapping_pairs(value)
 
     @field_validator("constants", mode="before")
     @classmethod
     def _constants(cls, value: Any) -> Any:
-        """A dict, pairs, or the CLI's FIELD=VALUE strings: checked, sorted by field."""
-        if value is None:
-            return ()
-        items = list(value.items()) if isinstance(value, Mapping) else [
-            set_pair(pair, SETTABLE) if isinstance(pair, str) else tuple(pair) for pair in value
-        ]  # fmt: skip
-        for key, given in items:
-            field = split_key(key)[1]
-            if field not in SETTABLE:
-                raise OptionsError(f"--set field {field!r} is not one of {', '.join(SETTABLE)}")
-            if not str(given).strip():
-                raise OptionsError(f"--set {key}= gives no value; write --set {key}=VALUE")
-        if len({key for key, _ in items}) < len(items):
-            raise OptionsError("--set gives one field more than one value (for one file)")
-        return tuple(sorted((key, str(given)) for key, given in items))
+        return constant_pairs(value)
 
     @field_serializer("mapping", "constants")
     def _pairs_as_dict(self, value: tuple[tuple[str, str], ...]) -> dict[str, str]:
