@@ -22,10 +22,9 @@ from placeflow.emulator.core import (
     CoreBackend,
     IdempotencyRecord,
     KeyState,
-    row_identity,
 )
 from placeflow.emulator.jobs import Job
-from placeflow.emulator.ledger import InsufficientCredits
+from placeflow.emulator.ledger import InsufficientCredits, row_identity
 from placeflow.emulator.responses import (
     Reply,
     ServiceError,

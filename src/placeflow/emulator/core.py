@@ -22,7 +22,7 @@ from placeflow.api.models import (
 from placeflow.emulator import synth
 from placeflow.emulator.faults import FaultPlan
 from placeflow.emulator.jobs import Job, JobScheduler
-from placeflow.emulator.ledger import CreditAccount, InsufficientCredits
+from placeflow.emulator.ledger import CreditAccount, InsufficientCredits, row_identity
 from placeflow.emulator.pricing import pricing_card
 from placeflow.emulator.ratelimit import KeyRateLimiter
 from placeflow.emulator.responses import (
@@ -43,16 +43,6 @@ from placeflow.emulator.settings import (
 )
 
 MAX_IDEMPOTENCY_KEY = 255
-
-
-def row_identity(kind: str, poi: dict[str, Any]) -> str:
-    """A row's identity in the ledger of rows billed: its kind and `id`, or, without an id,
-    a digest of its identity fields."""
-    rid = poi.get("id")
-    if rid is None:
-        fields = {k: poi.get(k) for k in ("poi_name", "address", "street", "city", "country")}
-        rid = "#" + hashlib.sha256(repr(sorted(fields.items())).encode()).hexdigest()[:16]
-    return f"{kind}:{rid}"
 
 
 @dataclass

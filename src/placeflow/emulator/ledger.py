@@ -1,13 +1,25 @@
-"""Credits of one key, kept as the service keeps them: holds, charges and releases, in a ledger."""
+"""Credits of one key, kept as the service keeps them: holds, charges and releases, in a ledger;
+and each row billed, by its identity (`row_identity`), to find a row billed twice."""
 
 from __future__ import annotations
 
+import hashlib
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal
 
 EntryKind = Literal["hold", "charge", "release"]
+
+
+def row_identity(kind: str, poi: dict[str, Any]) -> str:
+    """A row's identity in the ledger of rows billed: its kind and `id`, or, without an id,
+    a digest of its identity fields."""
+    rid = poi.get("id")
+    if rid is None:
+        fields = {k: poi.get(k) for k in ("poi_name", "address", "street", "city", "country")}
+        rid = "#" + hashlib.sha256(repr(sorted(fields.items())).encode()).hexdigest()[:16]
+    return f"{kind}:{rid}"
 
 
 class InsufficientCredits(Exception):
