@@ -20,13 +20,14 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from placeflow.api.client import PlaceApiClient
 from placeflow.emulator import KeySpec, Sandbox, SandboxConfig
 from placeflow.emulator.research import research_stats
 from placeflow.fields import RateLimits
 from placeflow.pipeline.research.fields import build_specs
 from placeflow.pipeline.research.plan import ResearchSpec
 from placeflow.runner.research import ResearchOptions, research
+from placeflow.runner.target import Target
+from placeflow.support.redact import Secret
 
 KEY = "sk_bench_research_0000"
 FIELDS = ("cuisine:enum:italian|thai|mexican|other", "has_outdoor_seating:bool", "owner_person")
@@ -76,13 +77,12 @@ def main() -> None:
     started = datetime.now(UTC)
     with sandbox.serve() as served:
         limits = RateLimits.for_tier("paid", window_scale=args.scale)
-        with PlaceApiClient(base_url=served.base_url, api_key=KEY, limits=limits) as api:
-            t0 = time.perf_counter()
-            out = research(
-                [str(path)], ResearchOptions(spec=spec), api=api, db=tmp / "wh.duckdb",
-                target="sandbox",
-            )  # fmt: skip
-            wall = time.perf_counter() - t0
+        target = Target(base_url=served.base_url, api_key=Secret(KEY), label="sandbox",
+                        limits=limits)  # fmt: skip
+        t0 = time.perf_counter()
+        db = tmp / "wh.duckdb"
+        out = research([str(path)], ResearchOptions(spec=spec), target=target, db=db)
+        wall = time.perf_counter() - t0
         stats = sandbox.stats()
     counts: dict[str, Any] = {r: sum(c.values()) for r, c in stats["requests"].items()}
     total = sum(counts.values())

@@ -58,8 +58,7 @@ def test_a_refresh_and_a_research_send_the_warehouse_places_under_their_own_keys
         assert charged == first.charged + again.charged and again.charged == 3
 
         options = ResearchOptions(spec=ResearchSpec(build_specs(("owner_person",))))
-        with target.client() as api:
-            out = research(WarehouseSource(db, older_than=timedelta(0)), options, api=api,
-                           db=db, target="sandbox", sleep=lambda s: None)  # fmt: skip
+        out = research(WarehouseSource(db, older_than=timedelta(0)), options, target=target,
+                       db=db, sleep=lambda s: None)  # fmt: skip
         assert out["exit_code"] == 0 and out["submitted"] == 3, out
     assert _keys(db, "research_answers") == keys

@@ -274,9 +274,8 @@ def test_a_research_answer_lost_while_usage_is_down_is_settled_by_the_next_run(
             r.sandbox.inject("GET /v1/usage", "503", times=2 * PATIENCE.max_attempts)
 
     def go_research(**hook: Any) -> dict[str, Any]:
-        with r.target.client() as api:
-            return research([str(f)], options, api=api, db=db, target="virtual",
-                            sleep=r.clock.sleep, clock=r.now, **hook)  # fmt: skip
+        return research([str(f)], options, target=r.target, db=db, sleep=r.clock.sleep,
+                        clock=r.now, **hook)  # fmt: skip
 
     first = go_research(hook=usage_down)
     assert first["exit_code"] == 1 and "usage cannot be read now" in first["message"]

@@ -171,12 +171,11 @@ def test_no_combination_of_readings_bills_a_research_field_twice(
     options = ResearchOptions(spec=spec, max_credits=budget)
     for _ in range(RUNS):
         charged = r.billed_credits()
-        with r.target.client() as api:
-            try:
-                out = research([str(csv)], options, api=api, db=db,
-                               target="virtual", sleep=r.clock.sleep, clock=r.now)  # fmt: skip
-            except PlaceflowError:  # the usage unreadable before anything is sent
-                out = {"exit_code": 1}
+        try:
+            out = research([str(csv)], options, target=r.target, db=db, sleep=r.clock.sleep,
+                           clock=r.now)  # fmt: skip
+        except PlaceflowError:  # the usage unreadable before anything is sent
+            out = {"exit_code": 1}
         assert budget is None or r.billed_credits() - charged <= budget, faults
         if out["exit_code"] in (0, 3):  # done, or the budget refuses the rest
             break

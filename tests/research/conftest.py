@@ -19,6 +19,8 @@ from placeflow.fields import RateLimits
 from placeflow.pipeline.research.fields import build_specs
 from placeflow.pipeline.research.plan import ResearchSpec
 from placeflow.runner.research import ResearchOptions, research
+from placeflow.runner.target import Target
+from placeflow.support.redact import Secret
 
 KEY = "sk_research_paid_key_5c5c"
 SCALE = 0.05
@@ -73,14 +75,18 @@ class Served:
     def credits(self) -> dict[str, int]:
         return dict(self.sandbox.stats()["keys"][KEY]["credits"])
 
+    def target(self) -> Target:
+        """This sandbox as a run's target: its key, at the key's limits, the windows scaled."""
+        limits = RateLimits.for_tier("paid", window_scale=SCALE)
+        return Target(base_url=self.base_url, api_key=Secret(KEY), label="sandbox", limits=limits)
+
     def run(self, csv_path: Path, db: Path, options: ResearchOptions, **kw: Any) -> dict[str, Any]:
         """The research command, in this process, against this sandbox."""
-        with self.client() as api:
-            return research(
-                [str(csv_path)], options, api=api, db=db, target="sandbox",
-                sleep=kw.pop("sleep", lambda s: None),
-                clock=kw.pop("clock", lambda: datetime.now(UTC)), **kw,
-            )  # fmt: skip
+        return research(
+            [str(csv_path)], options, target=self.target(), db=db,
+            sleep=kw.pop("sleep", lambda s: None),
+            clock=kw.pop("clock", lambda: datetime.now(UTC)), **kw,
+        )  # fmt: skip
 
 
 ServeSandbox = Callable[..., Served]

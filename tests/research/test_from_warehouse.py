@@ -14,7 +14,6 @@ import duckdb
 import pytest
 
 import placeflow
-from placeflow.api.client import PlaceApiClient
 from placeflow.cli.research import main
 from placeflow.events import (
     ChunkSubmitted,
@@ -73,8 +72,7 @@ def test_from_warehouse_researches_each_loaded_place_once_and_a_rerun_buys_nothi
     before = sb.credits()["charged"]
     events: list[Event] = []
     source = WarehouseSource(db, older_than=timedelta(0))
-    with sb.client() as api:
-        out = placeflow_research(source, db, api, events.append)
+    out = placeflow_research(source, db, sb.target(), events.append)
     assert out["exit_code"] == 0 and out["status"] == "completed", out
     assert out["submitted"] == 12 and out["charged"] == 12 * PER_ROW
     assert sb.credits()["charged"] - before == 12 * PER_ROW
@@ -83,15 +81,14 @@ def test_from_warehouse_researches_each_loaded_place_once_and_a_rerun_buys_nothi
     assert researched(db) == dict.fromkeys(keys, 3)
     # the run's events tell the same story as the sandbox
     finished = [e.stage for e in events if isinstance(e, StageFinished)]
-    assert finished == ["read", "normalize", "dedupe", "fresh", "plan", "budget", "send",
+    assert finished == ["read", "normalize", "dedupe", "fresh", "plan", "budget", "open", "send",
                         "account"]  # fmt: skip
     submitted = [e for e in events if isinstance(e, ChunkSubmitted)]
     assert len(submitted) == stats["requests"]["answered"] == 2
     assert sum(e.rows for e in submitted) == 12
     assert sum(e.rows for e in events if isinstance(e, RowsLoaded)) == 12
     assert sum(e.charged for e in events if isinstance(e, CreditsCharged)) == 12 * PER_ROW
-    with sb.client() as api:
-        again = placeflow_research(WarehouseSource(db, older_than=timedelta(0)), db, api, None)
+    again = placeflow_research(WarehouseSource(db, older_than=timedelta(0)), db, sb.target(), None)
     assert again["exit_code"] == 0 and again["skipped_fresh"] == 12 and again["charged"] == 0
     assert sb.credits()["charged"] - before == 12 * PER_ROW
 
@@ -99,12 +96,12 @@ def test_from_warehouse_researches_each_loaded_place_once_and_a_rerun_buys_nothi
 def placeflow_research(
     source: WarehouseSource,
     db: Path,
-    api: PlaceApiClient,
+    target: Target,
     on_event: Callable[[Event], None] | None,
 ) -> dict[str, Any]:
     """The research of the warehouse's places, in this process."""
     return research(
-        source, ResearchOptions(spec=spec()), api=api, db=db, target="sandbox",
+        source, ResearchOptions(spec=spec()), target=target, db=db,
         sleep=lambda s: None, on_event=on_event,
     )  # fmt: skip
 

@@ -127,12 +127,11 @@ def test_refresh_and_from_warehouse_on_a_warehouse_of_research_runs_only(
     db = tmp_path / "wh.duckdb"
     first = sb.run(write_csv(tmp_path / "p.csv", places(5)), db, ResearchOptions(spec=spec()))
     assert first["status"] == "completed", first
-    with sb.client() as api:
-        again = research(
-            WarehouseSource(db, older_than=timedelta(0)),
-            ResearchOptions(spec=spec(fields=("vegan:bool",), verify=False)),
-            api=api, db=db, target="sandbox", sleep=lambda s: None,
-        )  # fmt: skip
+    again = research(
+        WarehouseSource(db, older_than=timedelta(0)),
+        ResearchOptions(spec=spec(fields=("vegan:bool",), verify=False)),
+        target=sb.target(), db=db, sleep=lambda s: None,
+    )  # fmt: skip
     assert again["status"] == "completed" and again["submitted"] == 5, again
     assert again["charged"] == 5
     summary = refresh(db=db, older_than="0", target=_target(sb), mode="validate")

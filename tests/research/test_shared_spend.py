@@ -9,12 +9,9 @@ from pathlib import Path
 
 import duckdb
 
-from placeflow.api.client import PlaceApiClient
-from placeflow.api.journal import SpendJournal
-from placeflow.fields import RateLimits
 from placeflow.runner.research import ResearchOptions, research
 
-from .conftest import KEY, SCALE, ServeSandbox, places, spec, write_csv
+from .conftest import ServeSandbox, places, spec, write_csv
 
 
 def test_another_runs_spend_during_a_lost_answer_is_not_booked_to_the_research(
@@ -27,28 +24,24 @@ def test_another_runs_spend_during_a_lost_answer_is_not_booked_to_the_research(
     reading usage afresh, buys it once."""
     sb = serve(fail_rate=0.0)
     csv, db = write_csv(tmp_path / "p.csv", places(10)), tmp_path / "wh.duckdb"
-    journal = SpendJournal(tmp_path / "key.spend")
-    limits = RateLimits.for_tier("paid", window_scale=SCALE)
-
-    def client() -> PlaceApiClient:
-        return PlaceApiClient(base_url=sb.base_url, api_key=KEY, limits=limits, journal=journal)
+    target = sb.target()  # the research's clients and the other run's share its key's journal
 
     def other_run_spends(moment: str, sent: int) -> None:
         if moment != "sent":
             return
         sb.sandbox.inject("POST /v1/deep-research", "drop_request")
-        journal.active("run_other")
-        with client() as other:
+        with target.client() as other:
+            assert other.journal is not None
+            other.journal.active("run_other")
             for place in places(5, start=100):
                 other.validate({"id": place["id"], "poi_name": place["name"]})
-        journal.settled("run_other")
+            other.journal.settled("run_other")
 
     def go(options: ResearchOptions, **kw: object) -> dict[str, object]:
-        with client() as api:
-            return research(
-                [str(csv)], options, api=api, db=db, target="sandbox", sleep=lambda s: None,
-                clock=lambda: datetime.now(UTC), **kw,  # type: ignore[arg-type]  # the hook
-            )  # fmt: skip
+        return research(
+            [str(csv)], options, target=target, db=db, sleep=lambda s: None,
+            clock=lambda: datetime.now(UTC), **kw,  # type: ignore[arg-type]  # the hook
+        )  # fmt: skip
 
     first = go(ResearchOptions(spec=spec()), hook=other_run_spends)
     stats = sb.research()

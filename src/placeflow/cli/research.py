@@ -192,13 +192,11 @@ def handle(args: argparse.Namespace) -> int:
                 limits=settings.limits,
                 db=args.db,
             ) as target,
-            target.client() as api,
             ProgressDisplay(title="placeflow research", enabled=show) as display,
         ):
             out = research(
-                source, options, api=api, db=args.db, target=target.label,
-                on_event=display if show else None,
-            )  # fmt: skip
+                source, options, target=target, db=args.db, on_event=display if show else None
+            )
     except (PlaceflowError, FileNotFoundError) as exc:  # codes by class: errors.EXIT_CODES
         return fail(exc, code=exit_code(exc) or EXIT_USAGE, as_json=args.json, prog=PROG)
     return _print(out, as_json=args.json)

@@ -3,13 +3,14 @@
 The places of the warehouse whose research of `fields` is `older_than` old (or missing) are
 researched within `max_credits` (refused before spending when the estimate is over it), at most
 `limit` of them, by the library (`placeflow.runner.research_due.research_outcome`: the same
-selection as the CLI's, the same research, resume and ledger). This flow only wires it: the
-service the settings name, its requests kept to the key's limits by the Prefect server's global
-concurrency limits under a deployment (`placeflow.flows.run.service_target`, as the other
-flows), the export's password from `pg_password_block` or PGPASSWORD (never from `export_to`),
-a `research-summary` markdown artifact and a `research-progress` artifact, and the flow run's
-state: Completed only when the research completed (and its export, when asked, too); a refused
-budget, a research stopped part way or a failed export end Failed with the summary as data.
+selection as the CLI's, the same research, resume and ledger). This flow only wires it: each of its
+stages a task run (`placeflow.flows.tasks.as_task`, as the run's flows), the service the settings
+name, its requests kept to the key's limits by the Prefect server's global concurrency limits under
+a deployment (`placeflow.flows.run.service_target`, as the other flows), the export's password from
+`pg_password_block` or PGPASSWORD (never from `export_to`), a `research-summary` markdown artifact
+and a `research-progress` artifact, and the flow run's state: Completed only when the research
+completed (and its export, when asked, too); a refused budget, a research stopped part way or a
+failed export end Failed with the summary as data.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from placeflow.flows.credentials import ExportTo, export_password
 from placeflow.flows.prefect_events import PrefectEvents
 from placeflow.flows.progress_artifact import ProgressArtifact
 from placeflow.flows.run import as_state, exporter, service_target
+from placeflow.flows.tasks import as_task
 from placeflow.reporting.published import Exported
 from placeflow.runner.ending import Outcome
 from placeflow.runner.research_due import (
@@ -93,7 +95,7 @@ def research_stale_places(
         fields=OWNER_FIELDS if fields is None else fields, older_than=older_than,
         max_credits=max_credits, limit=limit, country=country, verify_identity=verify_identity,
         validate_existence=validate_existence,
-        resend_uncertain=resend_uncertain, export_to=export_to, on_event=told,
+        resend_uncertain=resend_uncertain, export_to=export_to, on_event=told, step=as_task,
     )  # fmt: skip
     told.ended(outcome.data)
     return as_state(outcome)

@@ -51,10 +51,11 @@ def as_source(inputs: Source | Sequence[str], storage: Storage | None = None) ->
     return FileSource(given)
 
 
-def fingerprint(source: Source, options: RunOptions) -> str:
-    """The identity of a run command: its source's identity and its options."""
+def fingerprint(source: Source, options: RunOptions, *asked: str) -> str:
+    """The identity of a run command: its source's identity and its options (and, for a mode
+    that asks more than the options say, `asked`: research's fields and sample)."""
     return hashlib.sha256(
-        "\n".join([options.identity_json(), *source.identity()]).encode()
+        "\n".join([options.identity_json(), *source.identity(), *asked]).encode()
     ).hexdigest()
 
 

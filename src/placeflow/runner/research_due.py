@@ -2,12 +2,13 @@
 other commands end (an `Outcome`), whoever carries it out.
 
 The places are the warehouse's (refresh's selection, `placeflow.runner.refresh.WarehouseSource`:
-every place a run sent, its stored fields as the read stage's text, the oldest answer first), less
-those whose research of the same fields is younger than `max_age` (`research.run.fresh_places`:
-the research's own freshness rule), before `limit` is applied: a limited run takes places that
-are due, so the next run of a schedule goes on where the last stopped instead of choosing the
-same fresh places again. `placeflow research --from-warehouse` and the Prefect flow
-(`placeflow.flows.research`) both select with `due_source`.
+every place a run sent, its stored fields as the read stage's text, the oldest answer first),
+less those whose research of the same fields is younger than `max_age`
+(`placeflow.pipeline.research.fresh`: the research's own freshness rule), before `limit` is
+applied: a limited run takes places that are due, so the next run of a schedule goes on where
+the last stopped instead of choosing the same fresh places again. `placeflow research
+--from-warehouse` and the Prefect flow (`placeflow.flows.research`) both select with
+`due_source`.
 
 Nothing here imports Prefect.
 """
@@ -34,11 +35,13 @@ from placeflow.events import Event
 from placeflow.options import RunOptions, parse_duration
 from placeflow.pipeline.read import ReadInfo, ReadStream
 from placeflow.pipeline.research.fields import FieldSpecError, build_specs
+from placeflow.pipeline.research.fresh import field_shas, fresh_places
 from placeflow.pipeline.research.plan import ResearchSpec
 from placeflow.reporting.published import Exported, export_markdown
 from placeflow.runner.ending import Outcome
 from placeflow.runner.refresh import WarehouseSource
-from placeflow.runner.research import ResearchOptions, field_shas, fresh_places, research
+from placeflow.runner.research import ResearchOptions, research
+from placeflow.runner.steps import Step, direct
 from placeflow.runner.target import Target
 from placeflow.store.warehouse import reading
 
@@ -214,6 +217,7 @@ def research_outcome(
     resend_uncertain: bool = False,
     export_to: str | None = None,
     on_event: Callable[[Event], None] | None = None,
+    step: Step = direct,
 ) -> Outcome:
     """Research the places of `db` whose research is `older_than` old (or missing), within
     `max_credits`, and end it: export a completed research to `export_to` (when asked), publish
@@ -233,8 +237,8 @@ def research_outcome(
             spec=spec, max_credits=max_credits, max_age_days=age,
             resend_uncertain=resend_uncertain,
         )  # fmt: skip
-        with service() as target, target.client() as api:
-            out = research(source, options, api=api, db=db, target=target.label, on_event=on_event)
+        with service() as target:
+            out = research(source, options, target=target, db=db, on_event=on_event, step=step)
     except (PlaceflowError, ValueError) as exc:  # FieldSpecError, InputError, ConfigError, ...
         code = exit_code(exc) if isinstance(exc, PlaceflowError) else EXIT_USAGE
         data = {"status": "failed", "message": str(exc), "exit_code": code or EXIT_USAGE}

@@ -33,8 +33,9 @@ __all__ = [
 ]  # fmt: skip
 
 
-def new_run_id(now: datetime) -> str:
-    return f"run_{now.strftime('%Y%m%dT%H%M%S')}_{secrets.token_hex(3)}"
+def new_run_id(now: datetime, prefix: str = "run") -> str:
+    """A new run's id: <prefix>_<utc timestamp>_<random hex> (rr_... for a research run)."""
+    return f"{prefix}_{now.strftime('%Y%m%dT%H%M%S')}_{secrets.token_hex(3)}"
 
 
 def open_run(state: RunState, run: dict[str, Any], plan: Plan | None) -> None:

@@ -10,16 +10,16 @@ from typing import TYPE_CHECKING, Any
 import duckdb
 
 from placeflow.api.client import PlaceApiClient
-from placeflow.api.errors import Unprocessable
 from placeflow.api.journal import SpendJournal
 from placeflow.pipeline.account import read_usage_after
 from placeflow.pipeline.reconcile import balance
-from placeflow.pipeline.research.send import rejected_fields
 from placeflow.state.runbook import RunBook
 from placeflow.store.warehouse import sql_text
+from placeflow.store.writer import Writer
 
 if TYPE_CHECKING:
-    from placeflow.pipeline.research.plan import Estimate, Rates, ResearchOptions
+    from placeflow.pipeline.plan import Estimate
+    from placeflow.pipeline.research.plan import Rates, ResearchOptions
 
 
 def set_run(con: duckdb.DuckDBPyConnection, run_id: str, **values: Any) -> None:
@@ -58,14 +58,8 @@ def run_row(
     }  # fmt: skip
 
 
-def policy_message(exc: Unprocessable) -> str:
-    rejected = rejected_fields(exc)
-    why = "; ".join(f"{name}: {reason}" for name, reason in rejected.items()) or str(exc)
-    return f"the service refuses to research field(s) by policy ({why}); nothing was charged"
-
-
 def summary(
-    con: duckdb.DuckDBPyConnection,
+    db: Writer,
     api: PlaceApiClient,
     run_id: str,
     code: int,
@@ -78,8 +72,10 @@ def summary(
     """The run's summary, the shape `placeflow run` prints, with the research figures. A run
     that completed with the key's usage known has its ledger balanced to the usage delta
     (`placeflow.pipeline.reconcile.balance`, as a run's: one signed adjustment, unless another
-    run or process used the key meanwhile, or the delta is more than the run could explain)."""
+    run or process used the key meanwhile, or the delta is more than the run could explain).
+    `db` is the run's writer."""
     usage_after, usage_note = read_usage_after(api) if account else (None, None)
+    con = db.con  # taken after the usage's request, which lets the warehouse go
     if usage_after is not None:
         set_run(con, run_id, usage_after=usage_after)
     status = con.execute("select status from runs where run_id = ?", [run_id]).fetchone()

@@ -7,17 +7,14 @@ from __future__ import annotations
 import json
 from typing import Any
 
-import duckdb
 import polars as pl
 
 from placeflow.api.client import PlaceApiClient
 from placeflow.api.errors import Unprocessable
 from placeflow.errors import EXIT_OK, EXIT_REFUSED, RateCardError
-from placeflow.pipeline.research.account import policy_message
-from placeflow.pipeline.research.plan import Estimate, requests_of
-from placeflow.store.warehouse import sql_text
-
-REQUEST_COLUMNS = ("request_no", "places", "body", "body_sha256", "credits_max")
+from placeflow.pipeline.plan import Estimate
+from placeflow.pipeline.research.plan import Rates, requests_of
+from placeflow.pipeline.research.refused import policy_message
 
 
 def check_estimate(api: PlaceApiClient, plan: pl.DataFrame) -> None:
@@ -34,12 +31,6 @@ def check_estimate(api: PlaceApiClient, plan: pl.DataFrame) -> None:
             f"the rate card prices the first request at {first['credits_max']} credits but the"
             f" service estimates {said}: refusing to spend on a wrong estimate"
         )
-
-
-def first_request(con: duckdb.DuckDBPyConnection, run_id: str) -> pl.DataFrame:
-    """A recorded run's first request as planned (REQUEST_COLUMNS), for `check_estimate`."""
-    rows = con.execute(sql_text("queries/research_first_request"), {"run_id": run_id}).fetchall()
-    return pl.DataFrame(rows, schema=list(REQUEST_COLUMNS), orient="row")
 
 
 def refusal_of(api: PlaceApiClient, plan: pl.DataFrame) -> str | None:
@@ -60,6 +51,7 @@ def estimate_summary(
     run_rows: pl.DataFrame,
     rows_read: int,
     estimate: Estimate,
+    rates: Rates,
     target: str,
 ) -> dict[str, Any]:
     """`--estimate`: what the research would cost, checked with the service; nothing spent."""
@@ -72,6 +64,6 @@ def estimate_summary(
         "rows_read": rows_read, "rejected": by.get("rejected", 0),
         "duplicates": by.get("duplicate", 0), "skipped_fresh": by.get("skipped_fresh", 0),
         "to_send": e.places, "requests": e.requests, "credits_estimated": e.credits,
-        "credits_per_row": e.per_row, "credits_per_field": e.rates.per_field,
-        "credits_per_identity": e.rates.per_identity, "message": message, "exit_code": code,
+        "credits_per_row": e.credits_per_place, "credits_per_field": rates.per_field,
+        "credits_per_identity": rates.per_identity, "message": message, "exit_code": code,
     }  # fmt: skip

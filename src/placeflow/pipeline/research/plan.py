@@ -1,5 +1,5 @@
 """Plan a research run: its options (`ResearchOptions`, and how its inputs are read), requests of
-10 places, the estimate from the rate card, the budget.
+10 places, the estimate from the rate card.
 
 Requests are built once, columnar, and stored with the run (`research_requests.body`), so a
 resumed run sends the same places and fields. The estimate is local: places x (fields +
@@ -14,7 +14,6 @@ import hashlib
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 import polars as pl
 
@@ -27,8 +26,11 @@ from placeflow.api.models import (
 from placeflow.errors import RateCardError
 from placeflow.fields import PLACE_FIELDS
 from placeflow.options import RunOptions
+from placeflow.pipeline.plan import Estimate
 
 FIELD_RATE = "deep_research_field"
+ROUTE = "deep_research"
+"""The route of a research request (its estimate's, its PlanInfo's, its ChunkSubmitted's)."""
 IDENTITY_RATE = "verify_identity"
 
 
@@ -120,6 +122,14 @@ class ResearchOptions:
     read_as: RunOptions = READ_AS
     """How input files are read (`read_options`): their column mapping, encoding, separator."""
 
+    def identity(self) -> tuple[str, ...]:
+        """What the research asks beyond how it reads (`read_as`): part of the command's
+        identity (`placeflow.runner.prepare.fingerprint`); the budget and the max age are not,
+        so the same command with a larger --max-credits goes on with the run it stopped."""
+        spec = self.spec
+        flags = [spec.verify_identity, spec.validate_existence, self.sample]
+        return ("research", spec.fields_json(), json.dumps(flags))
+
 
 def place_requests(unique: pl.DataFrame) -> pl.DataFrame:
     """One DeepResearchPOI JSON per place (`id` = place_key), in the frame's order."""
@@ -157,46 +167,13 @@ def requests_of(plan: pl.DataFrame) -> pl.DataFrame:
     )
 
 
-@dataclass(frozen=True)
-class Estimate:
-    places: int
-    requests: int
-    credits: int
-    per_row: int
-    rates: Rates
-
-
 def estimate(places: int, spec: ResearchSpec, rates: Rates) -> Estimate:
-    """The most the run's requests can charge (the charge itself when no row fails)."""
+    """The most the run's requests can charge (the charge itself when no row fails), as the
+    run's estimate (`placeflow.pipeline.plan.Estimate`): route deep_research, priced at the
+    rate card's deep_research_field per attribute (and verify_identity per row)."""
     requests = -(-places // MAX_RESEARCH_PLACES)
     per_row = spec.per_row(rates)
-    return Estimate(places, requests, places * per_row, per_row, rates)
-
-
-def budget_refusal(estimated: int, *, max_credits: int | None, available: int | None) -> str | None:
-    """Why the run must not start (nothing is sent), or None."""
-    if max_credits is not None and estimated > max_credits:
-        return (
-            f"the research would cost up to {estimated:,} credits, over --max-credits"
-            f" {max_credits:,}: raise it, use --sample N, or research fewer places or fields"
-        )
-    if available is not None and estimated > available:
-        return (
-            f"the research would cost up to {estimated:,} credits but the key has"
-            f" {available:,} available: add credits or research fewer places"
-        )
-    return None
-
-
-def fingerprint(
-    identity: Sequence[str], spec: ResearchSpec, sample: int | None, reading: str | None = None
-) -> str:
-    """The command's identity for resuming: the source's identity (each file's path, size and
-    mtime; or the warehouse and its selection's terms), what is asked, and how the files are
-    read when not as by default (`reading`: a mapping names other places)."""
-    parts: list[Any] = [
-        list(identity), spec.fields_json(), spec.verify_identity, spec.validate_existence, sample
-    ]  # fmt: skip
-    if reading is not None:
-        parts.append(reading)
-    return hashlib.sha256(json.dumps(parts).encode()).hexdigest()
+    return Estimate(
+        places=places, credits=places * per_row, requests=requests, route=ROUTE,
+        rate_key=FIELD_RATE, credits_per_place=per_row,
+    )  # fmt: skip

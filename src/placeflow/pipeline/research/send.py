@@ -36,14 +36,14 @@ from placeflow.api.models import DeepResearchResponse
 from placeflow.errors import EXIT_FAILED, EXIT_REFUSED
 from placeflow.events import ChunkSubmitted, CreditsCharged, Emit, Note, RowsLoaded, ignore
 from placeflow.pipeline.research.load import UNAVAILABLE, Answer, load_answer
-from placeflow.pipeline.research.plan import Rates, ResearchSpec
+from placeflow.pipeline.research.plan import ROUTE, Rates, ResearchSpec
+from placeflow.pipeline.research.refused import error_name, rejected_fields
 from placeflow.state.lifecycle import REQUEST_RESENDABLE, REQUESTS, move
 from placeflow.state.runbook import RunBook
 from placeflow.store.warehouse import sql_text, transaction
+from placeflow.store.writer import Writer
 from placeflow.support.text import cap_strings
 
-ROUTE = "deep_research"
-"""The route of a research request in its ChunkSubmitted event (a synchronous batch)."""
 Hook = Callable[[str, int], None]
 """Called with a moment (sent, received, answered) and the count of requests sent so far."""
 
@@ -66,9 +66,23 @@ class Stop(PlaceflowError):
         return "refused" if self.kind == "policy" else "interrupted"
 
 
+@dataclass(frozen=True)
+class SendInfo:
+    """The send stage's info: requests sent by this invocation, those left lost or uncertain,
+    and how the sending ended (its exit code, the run's status, why it stopped)."""
+
+    requests: int
+    doubtful: int
+    exit_code: int
+    status: str
+    message: str | None = None
+
+
 @dataclass
 class SendContext:
-    con: duckdb.DuckDBPyConnection
+    db: Writer
+    """The run's writer: `con` is its connection of the moment (let go while a request is out,
+    so taken afresh after every wait)."""
     api: PlaceApiClient
     run_id: str
     spec: ResearchSpec
@@ -89,6 +103,10 @@ class SendContext:
     unavailable_backoff: float = 2.0
     sent: int = 0
     notes: list[str] = field(default_factory=list)
+
+    @property
+    def con(self) -> duckdb.DuckDBPyConnection:
+        return self.db.con
 
     def at(self, moment: str) -> None:
         if self.hook is not None:
@@ -168,7 +186,7 @@ def send_one(ctx: SendContext, request_no: int) -> str:
     except OutcomeUnknown:
         return resolve_sent(ctx, request_no)
     except InsufficientCredits as exc:
-        code = _error_name(exc) or "quota_exceeded"
+        code = error_name(exc) or "quota_exceeded"
         _move(ctx, "not_sent", request_no, error=str(exc), error_code=code)
         kind = "budget" if code == "max_credits_exceeded" else "credits"
         raise Stop(kind, f"request {request_no} refused, nothing charged: {exc}") from None
@@ -249,7 +267,7 @@ def resolve_sent(ctx: SendContext, request_no: int) -> str:
     ref = _lost_ref(ctx, request_no)
     now = ctx.now()
     alone = ctx.exclusive_key and not _others_spent(ctx, request_no)
-    book = RunBook(ctx.con, ctx.run_id, clock=ctx.now)
+    book = RunBook(ctx.db, ctx.run_id, clock=ctx.now)
     with transaction(ctx.con):
         if alone and delta == 0:
             _move(
@@ -372,23 +390,3 @@ def _states(ctx: SendContext, *states: str) -> list[tuple[int, str]]:
         sql_text("queries/research_states"), {"run_id": ctx.run_id, "states": list(states)}
     ).fetchall()
     return [(int(r[0]), str(r[1])) for r in rows]
-
-
-def _body(exc: ApiError) -> dict[str, Any]:
-    body = exc.body
-    if isinstance(body, dict) and isinstance(body.get("detail"), dict):
-        return {**body, **body["detail"]}
-    return body if isinstance(body, dict) else {}
-
-
-def _error_name(exc: ApiError) -> str | None:
-    value = _body(exc).get("error")
-    return str(value) if value else exc.error_code
-
-
-def rejected_fields(exc: ApiError) -> dict[str, str]:
-    body = _body(exc)
-    rejected = body.get("rejected_fields")
-    if exc.error_code == "FIELD_REJECTED" or isinstance(rejected, dict):
-        return {str(k): str(v) for k, v in (rejected or {}).items()} or {"?": str(exc)}
-    return {}
