@@ -126,7 +126,9 @@ def test_two_limiters_on_one_file_keep_the_windows_together(tmp_path: Path) -> N
     fake = FakeTime(0.0)
     limits = RateLimits.for_tier("paid")
     a, b = (
-        machine_limiter(limits, ident=IDENT, directory=tmp_path, clock=fake.clock, sleep=fake.sleep)
+        machine_limiter(
+            limits, ident=IDENT, directory=tmp_path, clock=fake.clock, sleep=fake.sleep, reserve=0
+        )
         for _ in range(2)
     )
     times = []

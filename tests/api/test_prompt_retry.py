@@ -119,3 +119,20 @@ def test_an_urgent_request_takes_the_next_slot_before_waiting_new_ones() -> None
     urgent.join(5)
     normal.join(5)
     assert stamps["replay"] < stamps["new"], stamps
+
+
+def test_new_requests_leave_reserved_slots_to_replays() -> None:
+    """With three slots of a ten-a-second window reserved, new requests stop at seven; a
+    replay (urgent) still gets the eighth to tenth at once, and no more than the window; a
+    minute window keeps at most a twentieth."""
+    now = [0.0]
+    limiter = RateLimiter(RateLimits(windows=((10, 1.0),)), clock=lambda: now[0],
+                          sleep=lambda s: None, reserve=3)  # fmt: skip
+    for _ in range(7):
+        limiter.acquire()
+    assert limiter.delay() > 0
+    waits = [limiter.acquire(urgent=True) for _ in range(3)]
+    assert waits == [0.0, 0.0, 0.0]
+    assert limiter._delay(limiter.log._state, now[0], urgent=True) > 0  # type: ignore[attr-defined]
+    minute = RateLimiter(RateLimits(windows=((100, 60.0),)), reserve=50)
+    assert minute._reserved == (5,)

@@ -41,7 +41,7 @@ def lossy_run(r: Any, tmp_path: Path, rows: int, chunk: int) -> None:
     f, db = write_places(tmp_path / "p.csv", rows), tmp_path / "wh.duckdb"
     s = placeflow.run(
         [str(f)], options=RunOptions(route="job", mode="validate", chunk_rows=chunk), db=db,
-        target=r.target, clock=r.now,
+        target=r.target, clock=r.now, step=r.step,
     )  # fmt: skip
     stats = r.sandbox.stats()
     assert r.rows_billed_twice() == 0, s.message

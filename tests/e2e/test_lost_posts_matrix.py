@@ -53,7 +53,9 @@ def draw(seed: int) -> tuple[FaultConfig, dict[str, Any], float, RunOptions, int
 
 def once(r: Rig, csv: Path, db: Path, options: RunOptions) -> RunSummary:
     try:
-        return placeflow.run([str(csv)], options=options, db=db, target=r.target, clock=r.now)
+        return placeflow.run(
+            [str(csv)], options=options, db=db, target=r.target, clock=r.now, step=r.step
+        )
     except PlaceflowError as exc:  # stopped: its summary
         summary = getattr(exc, "summary", None)
         if summary is None:
@@ -85,3 +87,32 @@ def test_short_retention_and_resets_bill_no_row_twice(rig: Any, tmp_path: Path, 
         assert {name: n for name, n in run_checks(con).items() if n} == {}
     paid = int(kinds.get("charge") or 0) + int(kinds.get("adjustment") or 0)
     assert paid == r.billed_credits(), (faults, options, retention, done, last)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("retention", [1.0, 2.0, 5.0])
+@pytest.mark.parametrize("seed", range(SEEDS))
+def test_lost_requests_and_answers_with_default_options_bill_no_row_twice(
+    rig: Any, tmp_path: Path, seed: int, retention: float
+) -> None:
+    """Issue 44: 15% of requests lost before processing and 15% of answers after, keys kept
+    1, 2 or 5 s, default options (a 60 s idempotency window): the prompt replays re-attach, so
+    the sandbox bills no row twice; the run completes and its ledger equals what it billed."""
+    faults = FaultConfig(
+        seed=seed, idempotency_retention_seconds=retention, drop_request_rate=0.15,
+        drop_response_rate=0.15,
+    )  # fmt: skip
+    r = rig(faults, rows_per_second=500.0)
+    csv, db = write_places(tmp_path / "p.csv", 400), tmp_path / "wh.duckdb"
+    mode = "enrich" if seed % 2 else "validate"
+    s = once(r, csv, db, RunOptions(route="job", mode=mode, chunk_rows=50))
+    assert r.rows_billed_twice() == 0, (seed, retention, s.message)
+    assert s.status == "completed" and s.possible_extra_credits == 0, (seed, s.message)
+    assert r.sandbox.stats()["jobs"]["created"] == 8
+    with duckdb.connect(str(db), read_only=True) as con:
+        kinds = dict(con.execute(
+            "select kind, sum(credits) from credit_ledger group by kind"
+        ).fetchall())  # fmt: skip
+        assert {name: n for name, n in run_checks(con).items() if n} == {}
+    paid = int(kinds.get("charge") or 0) + int(kinds.get("adjustment") or 0)
+    assert paid == r.billed_credits() == s.charged, (seed, retention, s.message)

@@ -1,10 +1,17 @@
 """A sandbox on loopback on a manual clock shared with placeflow's clients (real HTTP, virtual
-time): waits advance the clock, so jobs, retries and URL lifetimes cost no wall time."""
+time): waits advance the clock, so jobs, retries and URL lifetimes cost no wall time.
+
+One clock for every thread makes one thread's wait pass for all: the poller's one-second sleep
+would pass in the middle of the sender's prompt replays, 20 ms apart in real time. `FairClock`
+lets a step that must not see that (`Rig.step`: a job POST and its replays) hold the other
+threads' waits until it ends, as real time would hold them."""
 
 from __future__ import annotations
 
 import csv
+import threading
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -22,6 +29,37 @@ from placeflow.support.redact import Secret
 KEY = "sk_money_safe_key_9c9c"
 QUICK = RetryPolicy(initial_backoff=0.5, max_backoff=4.0, jitter=0.0)
 PATIENCE = RetryPolicy(max_attempts=6, initial_backoff=1.0, max_backoff=8.0, jitter=0.0)
+
+
+class FairClock(ManualClock):
+    """A ManualClock whose waits, from threads other than the one inside `alone()`, are held
+    until it leaves: what the sender does in a few real milliseconds is not stretched by the
+    poller's waits passing meanwhile."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._turn = threading.Condition()
+        self._holder: int | None = None
+
+    @contextmanager
+    def alone(self) -> Iterator[None]:
+        me = threading.get_ident()
+        with self._turn:
+            while self._holder not in (None, me):
+                self._turn.wait()
+            self._holder = me
+        try:
+            yield
+        finally:
+            with self._turn:
+                self._holder = None
+                self._turn.notify_all()
+
+    def sleep(self, seconds: float) -> None:
+        with self._turn:
+            while self._holder not in (None, threading.get_ident()):
+                self._turn.wait()
+            self.advance(seconds)
 
 
 @dataclass(frozen=True)
@@ -65,6 +103,19 @@ class Rig:
     def rows_billed_twice(self) -> int:
         return int(self.key()["billed"]["rows_billed_twice"])
 
+    def step(self, name: str, fn: Callable[..., Any]) -> Callable[..., Any]:
+        """A run's step wrapper: a job POST with its replays (submit) runs `alone` on the
+        clock (see `FairClock`)."""
+        if name != "submit" or not isinstance(self.clock, FairClock):
+            return fn
+
+        def alone(*args: Any, **kwargs: Any) -> Any:
+            assert isinstance(self.clock, FairClock)
+            with self.clock.alone():
+                return fn(*args, **kwargs)
+
+        return alone
+
 
 @pytest.fixture
 def rig() -> Iterator[Any]:
@@ -72,7 +123,7 @@ def rig() -> Iterator[Any]:
     started: list[Any] = []
 
     def serve(faults: FaultConfig | None = None, *, credits: int = 1_000_000, **config: Any) -> Rig:
-        clock = ManualClock()
+        clock = FairClock()
         sandbox = Sandbox(
             SandboxConfig(
                 keys=(KeySpec(key=KEY, credits=credits),),

@@ -164,13 +164,22 @@ def state_dir() -> Path:
     return path
 
 
+URGENT_RESERVE = 5
+"""Slots of each window a client's limiter keeps for urgent requests (at most half of a window
+of seconds, a twentieth of a window of minutes): the prompt replays of a job POST whose answer
+was lost must go before the service forgets its Idempotency-Key (a second or so, perhaps), not
+after a full window of polls and POSTs. New requests see each window that much smaller: 5 a
+second and 95 a minute on the paid tier, whose sustained rate the minute window sets anyway."""
+
+
 class RateLimiter:
     """A thread-safe sliding-window limiter with an injectable clock and sleep.
 
     Share one instance between every client of the same key in a process, and give it a
     `FileLog` to share the key's windows with other processes (`machine_limiter`). `acquire`
     blocks until a request may be sent and records it as sent; `defer` holds everyone back
-    after the server said to wait (429 Retry-After, maintenance).
+    after the server said to wait (429 Retry-After, maintenance). `reserve` slots of each
+    window are kept for `urgent` requests (a client's limiter keeps `URGENT_RESERVE`).
     """
 
     def __init__(
@@ -180,6 +189,7 @@ class RateLimiter:
         clock: Callable[[], float] = time.monotonic,
         sleep: Callable[[float], None] = time.sleep,
         log: WindowLog | None = None,
+        reserve: int = 0,
     ) -> None:
         self.limits = limits or RateLimits()
         self._clock = clock
@@ -188,6 +198,14 @@ class RateLimiter:
         self._windows = tuple(
             (count, self.limits.spacing(seconds)) for count, seconds in self.limits.windows
         )
+        if reserve < 0:
+            raise OptionsError("reserve must not be negative")
+        self._reserved = tuple(
+            min(reserve, count // 2 if seconds <= 10 else count // 20)
+            for count, seconds in self.limits.windows
+        )
+        """Per window, the slots only urgent requests may take: `reserve`, at most half of a
+        short window (a burst's) and a twentieth of a long one (the sustained rate's)."""
         self._depth = max(count for count, _ in self._windows)
         self._longest = max(spacing for _, spacing in self._windows)
         self._stats = threading.Lock()
@@ -201,17 +219,19 @@ class RateLimiter:
         windows = ", ".join(f"{n}/{s:g}s" for n, s in self.limits.windows)
         return f"RateLimiter({windows})"
 
-    def _delay(self, state: LogState, now: float) -> float:
-        """Seconds until one more request fits every window; 0 when it fits now."""
+    def _delay(self, state: LogState, now: float, *, urgent: bool = False) -> float:
+        """Seconds until one more request fits every window; 0 when it fits now. A request
+        that is not `urgent` leaves each window's reserved slots free."""
         if state.sent and state.sent[-1] - now > self._longest:
             # Stamps from beyond every window ahead come from another clock (a shared log
             # left by an earlier boot of the machine): they say nothing about now.
             state.sent.clear()
             state.blocked_until = float("-inf")
         ready = state.blocked_until
-        for count, spacing in self._windows:
-            if len(state.sent) >= count:
-                ready = max(ready, state.sent[-count] + spacing)
+        for (count, spacing), reserved in zip(self._windows, self._reserved, strict=True):
+            room = count if urgent else count - reserved
+            if len(state.sent) >= room:
+                ready = max(ready, state.sent[-room] + spacing)
         return max(0.0, ready - now)
 
     def acquire(self, *, urgent: bool = False) -> float:
@@ -232,7 +252,7 @@ class RateLimiter:
                             self._turn.wait(1.0)
                 with self.log.hold() as state:
                     now = self._clock()
-                    delay = self._delay(state, now)
+                    delay = self._delay(state, now, urgent=urgent)
                     if delay <= 0:
                         # Keep the log in order even if a caller's clock stepped back.
                         stamp = max(now, state.sent[-1]) if state.sent else now
@@ -293,10 +313,11 @@ def machine_limiter(
     directory: Path | None = None,
     clock: Callable[[], float] = time.monotonic,
     sleep: Callable[[float], None] = time.sleep,
+    reserve: int = URGENT_RESERVE,
 ) -> RateLimiter:
     """A limiter whose windows every process of this machine shares when it passes the same
     `ident` (a digest naming the key and service, never the key itself)."""
     if not re.fullmatch(r"[0-9a-f]{16,128}", ident):
         raise OptionsError("ident must be a hex digest (never the key itself)")
     path = (directory or state_dir()) / f"{ident}.window"
-    return RateLimiter(limits, clock=clock, sleep=sleep, log=FileLog(path))
+    return RateLimiter(limits, clock=clock, sleep=sleep, log=FileLog(path), reserve=reserve)

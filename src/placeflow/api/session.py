@@ -29,7 +29,7 @@ from placeflow.api.errors import (
 )
 from placeflow.api.failures import error_from_response, error_from_transport
 from placeflow.api.journal import SpendJournal
-from placeflow.api.limiter import RateGate, RateLimiter
+from placeflow.api.limiter import URGENT_RESERVE, RateGate, RateLimiter
 from placeflow.api.models import PricingCard
 from placeflow.api.retry import PromptRetry, RetryPolicy
 from placeflow.api.transport import (
@@ -102,7 +102,9 @@ class ApiSession:
                 "allow_insecure_http=True if this network is trusted."
             )
         self._key = Secret(api_key)
-        self.limiter: RateGate = limiter or RateLimiter(limits, clock=clock, sleep=sleep)
+        self.limiter: RateGate = limiter or RateLimiter(
+            limits, clock=clock, sleep=sleep, reserve=URGENT_RESERVE
+        )
         self.journal = journal
         """The key's spend journal shared with this machine's other processes, when known:
         whose spend a usage delta may hold besides this run's (`placeflow.api.journal`)."""
