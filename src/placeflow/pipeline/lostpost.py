@@ -93,13 +93,15 @@ class Reading:
     answered: float
     """The client's clock when the question left and when its answer came."""
 
-    def created_job(self) -> bool | None:
+    def created_job(self, rows: int | None = None) -> bool | None:
         """Whether a job the ledger does not know holds credits: True when more is held than
-        anything known explains, False when nothing is left over, None when it cannot tell
-        (what is left over may be what chunks held as uncertain cost)."""
+        anything known explains (and, for a job of `rows` places, at least half of them: less
+        is a billing difference, not a job's hold), False when nothing is left over, None when
+        it cannot tell (what is left over may be what chunks held as uncertain cost)."""
         if self.unexplained <= 0:
             return False
-        if self.unexplained > self.uncertain:
+        beyond = self.unexplained - self.uncertain
+        if beyond > 0 and (rows is None or 2 * beyond >= rows):
             return True
         return None
 
@@ -163,7 +165,7 @@ def judge(
     if asked is not None and asked.stamp is not None and created is not None:
         if created < asked.stamp - STAMP_SLACK:
             return Judged(False, False, "created before the usage was asked: the original job")
-        before = asked.created_job()
+        before = asked.created_job(submission.job.total_items)
         if before is not None:
             said = "showed a job of it held" if before else "showed no job of it"
             return Judged(
@@ -174,7 +176,7 @@ def judge(
         since = after.answered - (submission.answered_sent or after.answered)
         if after.stamp - created > since + STAMP_SLACK:
             return Judged(False, False, "created before the attempt that got it left")
-    shown = after.created_job() if after is not None else None
+    shown = after.created_job(submission.job.total_items) if after is not None else None
     if shown is True:
         held = after.unexplained if after is not None else 0
         return Judged(

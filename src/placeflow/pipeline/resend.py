@@ -75,7 +75,7 @@ def vet(
     if options.resend_uncertain:
         return Verdict(True, "sent again: --resend-uncertain accepts a possible double charge")
     reading = read_usage(api, state, chunk_no=chunk.chunk_no)
-    created = reading.created_job() if reading is not None else None
+    created = reading.created_job(chunk.rows) if reading is not None else None
     if created is False:
         return Verdict(True, "the usage shows its earlier POST created no job; sent")
     reason = (

@@ -113,7 +113,7 @@ def submit_job(
             state.lost_answers(chunk.chunk_no, lost.lost)
             sent_at = lost.first_sent if lost.first_sent is not None else sent_at
             asked = read_usage(api, state, chunk_no=chunk.chunk_no, urgent=True)
-            created = asked.created_job() if asked is not None else None
+            created = asked.created_job(chunk.rows) if asked is not None else None
             past = sent_at is None or api.clock() - sent_at > window
             if past or asks == ASKS:
                 return _past(api, state, chunk, kind=kind, emit=emit, window=window,
@@ -200,7 +200,7 @@ def _past(
     where the usage shows it created no job it is sent once more as a new POST; otherwise
     held as uncertain, its rows counted as possible extra credits, never sent again unless
     `--resend-uncertain` says so."""
-    created = asked.created_job() if asked is not None else None
+    created = asked.created_job(chunk.rows) if asked is not None else None
     if created is False and again:
         state.not_sent(chunk.chunk_no)
         emit(Note(f"chunk {chunk.chunk_no}: its POST got no answer; the usage shows it created"
@@ -232,7 +232,7 @@ def _shows(asked: Reading | None, created: bool | None) -> str:
     if created is None:
         return (
             f"holds {asked.unexplained:,} credit(s) beyond the run's ledger, which chunks held"
-            " as uncertain may explain"
+            " as uncertain or a billing difference may explain"
         )
     if created:
         return f"holds {asked.unexplained:,} credit(s) more than the run's ledger explains"
