@@ -35,16 +35,18 @@ def check(
     now: datetime,
     usage: UsageResponse | None,
     exclude_run: str | None = None,
+    rest: int | None = None,
 ) -> str | None:
-    """Why the run must not start (None: it may): the caller's cap, the key's balance, then
-    the first warehouse budget of `kind` its estimate passes (one line naming it)."""
+    """Why the run must not start (None: it may): the caller's cap and the key's balance
+    against `cost` (what it may yet hold), then the first warehouse budget of `kind` that
+    `rest` (what it may yet spend: a resume's jobs already held at the service too; `cost`'s
+    credits when None) passes, one line naming it."""
     available = None if usage is None else usage.spendable
     refused = refusal(cost, options, available=available)
-    if refused is not None or not cost.credits:
+    spend = cost.credits if rest is None else rest
+    if refused is not None or not spend:
         return refused
-    return within_budgets(
-        con, cost.credits, kind=kind, now=now, usage=usage, exclude_run=exclude_run
-    )
+    return within_budgets(con, spend, kind=kind, now=now, usage=usage, exclude_run=exclude_run)
 
 
 def within_budgets(

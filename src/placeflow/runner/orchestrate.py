@@ -298,11 +298,11 @@ def _taken_over(
     not."""
     with wh.held() as con:
         kind, rest, places = rest_of(con, run_id)
-        cost = replace(estimate(places, options, None), credits=rest)
+        unsent = estimate(places, options, None)  # a job holds 1 credit a row
         usage = api.usage() if rest else None
-        now = clock()
-        refused = r.stage("budget", budget.check)(
-            con, cost, options, kind=kind, now=now, usage=usage, exclude_run=run_id
+        refused = r.stage("budget", budget.check)(  # the balance: what it may yet hold
+            con, unsent, options, kind=kind, now=clock(), usage=usage, exclude_run=run_id,
+            rest=rest,
         )  # fmt: skip
         if refused:
             raise BudgetRefused(f"run {run_id} was not resumed: {refused}", run_id=run_id)
