@@ -14,11 +14,14 @@ import argparse
 import csv
 import platform
 import re
+import subprocess
 import tempfile
 import time
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
+
+import duckdb
 
 from placeflow.emulator import KeySpec, Sandbox, SandboxConfig
 from placeflow.emulator.research import research_stats
@@ -55,11 +58,23 @@ def replace_section(path: Path, name: str, body: str) -> None:
     path.write_text(text, encoding="utf-8")
 
 
+def ledger(db: Path, run_id: str) -> int:
+    """What the run's ledger says it was billed: its charges and adjustments."""
+    with duckdb.connect(str(db), read_only=True) as con:
+        row = con.execute(
+            "select coalesce(sum(credits), 0) from credit_ledger"
+            " where run_id = ? and kind in ('charge', 'adjustment')",
+            [run_id],
+        ).fetchone()
+    return int(row[0]) if row else 0
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--places", type=int, default=1000)
     parser.add_argument("--scale", type=float, default=1.0, help="rate windows x this")
     parser.add_argument("--no-write", action="store_true", help="print only")
+    parser.add_argument("--section", default=SECTION, help="the RESULTS.md section written")
     args = parser.parse_args()
     tmp = Path(tempfile.mkdtemp(prefix="research-bench-"))
     path = tmp / "places.csv"
@@ -74,6 +89,9 @@ def main() -> None:
         SandboxConfig(keys=(KeySpec(key=KEY, credits=10**7),), rate_window_scale=args.scale)
     )
     spec = ResearchSpec(build_specs(FIELDS), verify_identity=True)
+    commit = subprocess.run(
+        ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=False
+    ).stdout.strip()
     started = datetime.now(UTC)
     with sandbox.serve() as served:
         limits = RateLimits.for_tier("paid", window_scale=args.scale)
@@ -95,7 +113,8 @@ def main() -> None:
         "# Deep research: 1,000 places x 3 fields with verify_identity",
         "",
         f"- command: `python3 -m uv run --frozen python bench/research_bench.py --places"
-        f" {args.places} --scale {args.scale:g}`; date {started.isoformat(timespec='seconds')};"
+        f" {args.places} --scale {args.scale:g} --section {args.section}` (commit {commit});"
+        f" date {started.isoformat(timespec='seconds')};"
         f" {platform.machine()}, Python {platform.python_version()}",
         f"- fields: {', '.join(FIELDS)}; the sandbox's default 1% of rows fail (free)",
         "",
@@ -113,6 +132,7 @@ def main() -> None:
         f"| wall / bound | {wall / bound:.2f}x |" if bound else "| wall / bound | n/a |",
         f"| credits estimated / charged (sandbox) / usage delta | {out['credits_estimated']:,}"
         f" / {credits:,} / {out['usage_delta']:,} |",
+        f"| ledger (charge + adjustment) | {ledger(db, out['run_id']):,} |",
         f"| rows failed (free; estimate - charge = failed x 4) | {out['failed']:,} |",
         f"| rate-limited (429) by the sandbox | {stats['keys'][KEY]['rate_limited']} |",
         f"| places or fields billed twice | {len(twice)} |",
@@ -120,7 +140,7 @@ def main() -> None:
     body = "\n".join(lines)
     print(body)
     if not args.no_write:
-        replace_section(RESULTS, SECTION, body)
+        replace_section(RESULTS, args.section, body)
 
 
 if __name__ == "__main__":

@@ -23,6 +23,7 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any, Protocol
 
 from placeflow.events import Clock, Event, Tally
+from placeflow.pipeline.stages import WORDS
 from placeflow.support.text import printable
 
 if TYPE_CHECKING:
@@ -31,15 +32,8 @@ if TYPE_CHECKING:
 
     from placeflow.fields import RateLimits
 
-STAGE_WORDS = {
-    "warehouse": "opening the warehouse",
-    "submit": "submitting jobs",
-    "send-batch": "sending batches",
-    "poll": "waiting for the service's jobs",
-    "fetch": "downloading results",
-    "load": "loading results",
-}
-"""How the head names a stage (others by their own name: read, normalize, ...)."""
+STAGE_WORDS = WORDS
+"""How the head names a stage (the stage registry's words, `placeflow.pipeline.stages`)."""
 REFRESH_PER_SECOND = 4
 """Frames a second drawn by the display's own thread, besides one per event."""
 JOBS_SHOWN = 3

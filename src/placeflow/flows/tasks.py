@@ -24,16 +24,20 @@ from prefect.cache_policies import NO_CACHE
 from prefect.exceptions import MissingContextError
 
 from placeflow.api.errors import TransientError
+from placeflow.pipeline.stages import NETWORK
+from placeflow.pipeline.stages import PER_CHUNK as STAGE_PER_CHUNK
 from placeflow.runner.steps import counts
 from placeflow.store.diskfull import storage_stop
 from placeflow.support.text import printable_logger
 
 P = ParamSpec("P")
 R = TypeVar("R")
-NETWORK_STAGES = frozenset({"submit", "send-batch", "fetch"})
-"""Stages that talk to the service: retried for transient failures."""
-PER_CHUNK = frozenset({"submit", "send-batch", "fetch", "load"})
-"""Stages called once per chunk: plain calls in the flow, logged, not task runs."""
+NETWORK_STAGES = NETWORK
+"""Stages that talk to the service (the stage registry's, `placeflow.pipeline.stages`): retried
+for transient failures."""
+PER_CHUNK = STAGE_PER_CHUNK
+"""Stages called once per chunk (the registry's): plain calls in the flow, logged, not task
+runs."""
 RETRIES = 3
 RETRY_DELAY = 5.0
 """Seconds between a network stage's attempts."""

@@ -19,6 +19,7 @@ from placeflow.api.client import PlaceApiClient
 from placeflow.api.errors import UsageUnknown
 from placeflow.pipeline.changes import record_changes
 from placeflow.pipeline.reconcile import balance, twice_line
+from placeflow.pipeline.stages import StageInfos
 from placeflow.state.lifecycle import UNCERTAIN
 from placeflow.state.owners import owner_of
 from placeflow.state.runread import Claim
@@ -85,7 +86,7 @@ class RunSummary:
     """Wall seconds by stage in the order they ran (per-chunk stages summed), and `total`."""
     cpu_timings: dict[str, float] = field(default_factory=dict, compare=False)
     """CPU seconds of the process, by stage as `timings`."""
-    stages: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
+    stages: StageInfos = field(default_factory=lambda: StageInfos(), compare=False, repr=False)
     """Each stage's own summary from this invocation (ReadInfo, NormalizeInfo, ..., the
     submit/fetch/load infos as lists), by stage name; not part of `as_dict`."""
 

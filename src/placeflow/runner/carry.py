@@ -220,7 +220,8 @@ class _Carry:
         state, options = self.state, self.options
         resumed = [PendingJob(c.batch_id) for c in submitted if c.batch_id]
         send = partial(self.send_jobs, to_send) if to_send else None
-        self.r.expect(*(["submit", "poll"] if to_send else []))  # the data's order, side by side
+        if to_send:
+            self.r.expect("submit", "poll")  # the data's order, side by side
         with Sender(state, send) as sender:
             if sender.feed is not None:  # waiting for submissions is the readers' turn too
                 sender.feed.on_wait = lambda: state.db.waiting(0.0)

@@ -138,7 +138,8 @@ def _warned(summary: RunSummary, r: Stages, api: PlaceApiClient, state: RunState
 
 
 def _finish(summary: RunSummary, r: Stages) -> RunSummary:
-    summary.stages.update({k: v for k, v in r.stages.items() if v is not summary})
+    summary.stages.update(r.stages)  # the account's info is the summary itself: not kept in it
+    summary.stages.pop("account", None)
     wall, cpu = r.timings()
     summary = replace(summary, timings=wall, cpu_timings=cpu)
     if summary.status == "refused" and "dedupe" in r.stages:  # no rows recorded: its stage says

@@ -14,7 +14,6 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Any
 
 import polars as pl
 
@@ -29,6 +28,7 @@ from placeflow.pipeline.objectsource import ObjectSource, has_objects
 from placeflow.pipeline.plan import Estimate, estimate, plan, refusal
 from placeflow.pipeline.read import OUTPUT_SCHEMA
 from placeflow.pipeline.source import FileSource, Source, stream
+from placeflow.pipeline.stages import StageInfos
 from placeflow.pipeline.staging import Staging
 from placeflow.runner.budget import check
 from placeflow.runner.steps import Stages, Step, direct, emitter
@@ -69,7 +69,7 @@ class Preview:
     skipped_fresh: int
     to_send: int
     estimate: Estimate
-    stages: dict[str, Any]
+    stages: StageInfos
     refusal: str | None = None
     """Why a run of these inputs would be refused now (its cap, the key's balance, a budget of
     the warehouse: `placeflow.runner.budget.check`); None when it would start."""

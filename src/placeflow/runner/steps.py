@@ -23,6 +23,7 @@ from dataclasses import dataclass, fields
 from typing import Any, ParamSpec, Protocol, TypeVar, cast
 
 from placeflow.events import Emit, Event, Note, StageFinished, StageStarted
+from placeflow.pipeline.stages import StageInfos, StageName
 from placeflow.runner.sender import locked
 from placeflow.support.text import printable_logger
 
@@ -63,20 +64,21 @@ class Stages:
     def __init__(self, *, step: Step, emit: Emit, timer: Timer = SYSTEM_TIMER) -> None:
         self.step = step
         self.emit = locked(emit)  # per-chunk stages announce themselves from two threads
-        self.stages: dict[str, Any] = {}
+        self.stages: StageInfos = {}
+        """Each stage's info by name (the registry's types: `placeflow.pipeline.stages`)."""
         self.timer = timer
         self.wall: dict[str, float] = {}
         self.cpu: dict[str, float] = {}
         self._began = (timer.wall(), timer.cpu())
         self._thread = threading.get_ident()
 
-    def expect(self, *names: str) -> None:
+    def expect(self, *names: StageName) -> None:
         """Stages about to run side by side, listed in the data's order (the timings' order)."""
         for name in names:
             self.wall.setdefault(name, 0.0)
             self.cpu.setdefault(name, 0.0)
 
-    def _timed(self, name: str, fn: Callable[[], R]) -> R:
+    def _timed(self, name: StageName, fn: Callable[[], R]) -> R:
         """`fn()`, its wall and CPU seconds added to `name`'s (the key made when it starts)."""
         self.expect(name)
         cpu_of = self.timer.cpu if threading.get_ident() == self._thread else self.timer.thread_cpu
@@ -96,7 +98,7 @@ class Stages:
             {**{k: round(v, 4) for k, v in self.cpu.items()}, "total": round(cpu, 4)},
         )
 
-    def stage(self, name: str, fn: Callable[P, R]) -> Callable[P, R]:
+    def stage(self, name: StageName, fn: Callable[P, R]) -> Callable[P, R]:
         """`fn` through the step, announced, timed; its summary (the last of a tuple) kept."""
         wrapped = self.step(name, fn)
 
@@ -104,13 +106,13 @@ class Stages:
             self.emit(StageStarted(name))
             result = self._timed(name, lambda: wrapped(*args, **kwargs))
             info = result[-1] if isinstance(result, tuple) else result
-            self.stages[name] = info
+            _infos(self.stages)[name] = info
             self.emit(StageFinished(name, info, counts(info)))
             return result
 
         return call
 
-    def each(self, name: str, fn: Callable[P, R]) -> Callable[P, R]:
+    def each(self, name: StageName, fn: Callable[P, R]) -> Callable[P, R]:
         """`fn` through the step, once per chunk, announced, timed (summed); each summary
         appended under `name`."""
         wrapped = self.step(name, fn)
@@ -118,17 +120,17 @@ class Stages:
         def call(*args: P.args, **kwargs: P.kwargs) -> R:
             self.emit(StageStarted(name))  # a live display shows the stage the run is in
             result = self._timed(name, lambda: wrapped(*args, **kwargs))
-            self.stages.setdefault(name, []).append(result)
+            _infos(self.stages).setdefault(name, []).append(result)
             return result
 
         return call
 
-    def started(self, name: str) -> None:
+    def started(self, name: StageName) -> None:
         """A stage run a batch at a time (`batch`) begins: announced; `done` ends it."""
         self.expect(name)
         self.emit(StageStarted(name))
 
-    def batch(self, name: str, fn: Callable[P, R]) -> Callable[P, R]:
+    def batch(self, name: StageName, fn: Callable[P, R]) -> Callable[P, R]:
         """`fn` through the step, once per batch of a stage run a batch at a time, timed
         (summed); the stage's own summary is given to `done` once its batches have run."""
         wrapped = self.step(name, fn)
@@ -138,12 +140,12 @@ class Stages:
 
         return call
 
-    def done(self, name: str, info: Any) -> None:
+    def done(self, name: StageName, info: Any) -> None:
         """A stage run a batch at a time ends with `info`, its summary: kept, announced."""
-        self.stages[name] = info
+        _infos(self.stages)[name] = info
         self.emit(StageFinished(name, info, counts(info)))
 
-    def stream(self, name: str, fn: Callable[P, Iterator[R]]) -> Callable[P, Iterator[R]]:
+    def stream(self, name: StageName, fn: Callable[P, Iterator[R]]) -> Callable[P, Iterator[R]]:
         """A generator stage through the step, timed only while it runs (and announced each
         time it runs again): what its caller does with each item (fetch, load) counts under
         that stage, not this one."""
@@ -160,6 +162,11 @@ class Stages:
                 yield cast(R, item)
 
         return call
+
+
+def _infos(stages: StageInfos) -> dict[str, Any]:
+    """The infos as a plain dict, for a stage named at run time (its name is a `StageName`)."""
+    return cast(dict[str, Any], stages)
 
 
 def counts(info: Any) -> dict[str, int]:
