@@ -72,7 +72,7 @@ def test_a_5000_row_run_losing_requests_and_answers_bills_nothing_twice(
     rig: Any, tmp_path: Path
 ) -> None:
     """Item 1's done-when: 5,000 rows in chunks of 250, 15% of requests and 15% of answers
-    lost, keys kept 1 s: nothing billed twice, exit 0 (741 rows twice without prompt tries,
+    lost, keys kept 1 s: nothing billed twice, exit 0 (497 rows twice without prompt tries,
     all of them then booked and named). Slow: about 20 s on a busy machine; the default suite
     holds the prompt replay in tests/e2e/test_edges.py."""
     lossy_run(rig(lossy(44), rows_per_second=2000.0), tmp_path, 5000, 250)
