@@ -50,6 +50,7 @@ from placeflow.state.lifecycle import RESENDABLE, UNCERTAIN, UNKNOWN_JOB
 from placeflow.state.owners import carrying, owner_of
 from placeflow.state.records import Chunk
 from placeflow.state.runstate import RunState
+from placeflow.store.writer import STRETCH
 
 ENDED_OR_SUBMITTED = ("submitted", "completed", "cancelled")
 """The states of a chunk whose job the service may no longer know (`UNKNOWN_JOB`): submitted,
@@ -150,17 +151,25 @@ class _Carry:
                 self.state.reopened(chunk.chunk_no)
 
     def send_sync(self) -> None:
-        """Synchronous batches, one at a time, each loaded as it comes back (or held)."""
-        for chunk in self.state.chunks("planned", "submitted"):
-            if chunk.route != "sync":
-                continue
+        """Synchronous batches, one at a time, each loaded as it comes back (or held). Their
+        waits are short when the run's own work is slower than the key's rate: the writer then
+        lets go at a request once it has held the file `STRETCH` seconds (`Writer.stretch`)."""
+        chunks = [c for c in self.state.chunks("planned", "submitted") if c.route == "sync"]
+        self.state.db.stretch = STRETCH if chunks else None
+        try:
+            self._send_sync(chunks)
+        finally:
+            self.state.db.stretch = None
+
+    def _send_sync(self, chunks: list[Chunk]) -> None:
+        for chunk in chunks:
             sent = self.r.each("send-batch", send_batch)(
                 self.api, self.state, chunk, kind=self.kind, workdir=self.workdir,
                 emit=self.emit, resend=self.options.resend_uncertain,
             )  # fmt: skip
             if isinstance(sent, Uncertain):
                 self.held.hold(chunk.chunk_no, sent.why, uncertain=True)
-            else:  # its answer is recorded: a turn for readers before the load risks nothing
+            else:  # its answer is recorded
                 self.settle(chunk.chunk_no, _given(sent))
 
     def resend_held(self) -> None:

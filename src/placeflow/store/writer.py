@@ -7,10 +7,12 @@ so other processes (any DuckDB client: they cannot announce themselves) read and
 a run's writes. Letting go costs a close (a checkpoint once every thread has let go) and an
 open, so it is done when it costs nothing: a wait of `soon` seconds or more lets go at once. A
 wait of moments (a request that may be answered at once) puts the let-go off for `lazy` seconds,
-and one idle closer lets go of every hold whose wait outlasted that. A run whose waits are all
-that short (its own work slower than the key's rate) lets go at its next wait once it has held
-the file `stretch` seconds, and opens it again no sooner than `GAP` seconds later. The writer
-never sleeps before work of its own (a load): only after a let-go at a wait on the service.
+and one idle closer lets go of every hold whose wait outlasted that: a run against a service that
+answers at once lets go of the file hardly ever, and pays for one checkpoint, not one a chunk.
+Where the caller sets a `stretch` (the synchronous route, whose waits are all that short when its
+own work is slower than the key's rate), a wait after the file was held that long lets go at
+once, and the file is opened again no sooner than `GAP` seconds later. The writer never sleeps
+before work of its own (a load): only after such a let-go at a wait on the service.
 
 Each thread has a connection of its own (a run's sender writes beside its loads: DuckDB keeps
 their transactions apart). `Writer.over(con)` stands a bare connection in for a writer (tests,
@@ -87,7 +89,7 @@ class Writer:
         wait: float = WRITE_WAIT,
         soon: float = SOON,
         lazy: float = LAZY,
-        stretch: float = STRETCH,
+        stretch: float | None = None,
         clock: Callable[[], float] = time.monotonic,
         sleep: Callable[[float], None] = time.sleep,
     ) -> None:
@@ -96,6 +98,7 @@ class Writer:
         self.soon = soon
         self.lazy = lazy
         self.stretch = stretch
+        """Seconds after which a wait, however short, lets go (None: only waits of `soon` s)."""
         self._clock, self._sleep = clock, sleep
         self._turn_until = 0.0
         """No thread opens the file before this (after a stretch's let-go: see GAP)."""
@@ -171,7 +174,7 @@ class Writer:
             return
         if self.on_wait is not None:
             self.on_wait()
-        long = self.held_for() >= self.stretch
+        long = self.stretch is not None and self.held_for() >= self.stretch
         if seconds >= self.soon or long:
             self.let_go()
             with self._lock:
