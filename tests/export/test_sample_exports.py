@@ -15,7 +15,6 @@ import polars as pl
 import pytest
 
 import placeflow
-from placeflow.api.client import PlaceApiClient
 from placeflow.cli.export import run as cli
 from placeflow.emulator import FaultConfig
 from placeflow.exporters.export import DEFAULT_TABLES, TABLES
@@ -25,7 +24,7 @@ from placeflow.pipeline.research.plan import ResearchSpec
 from placeflow.runner.refresh import refresh
 from placeflow.runner.research import ResearchOptions, research
 from tests.pgserver import PgServer
-from tests.sandbox_target import served
+from tests.sandbox_target import sandbox_target, served
 
 SAMPLES = sorted(str(p) for p in (Path(__file__).parents[2] / "data" / "samples").glob("*.csv"))
 KEY = "sk_sample_exports_0000000000000000"
@@ -52,12 +51,12 @@ def sample_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
         summary = placeflow.run(SAMPLES, db=db, target=target)
         assert summary.status == "completed" and summary.rows_read == INPUT_ROWS
         limits = RateLimits.for_tier("paid", window_scale=0.05)
-        with PlaceApiClient(base_url=target.base_url, api_key=KEY, limits=limits) as api:
-            spec = ResearchSpec(build_specs(("cuisine:enum:italian|thai|other",)))
-            done = research(
-                SAMPLES, ResearchOptions(spec=spec, sample=RESEARCHED), api=api, db=db,
-                target="test sandbox", sleep=lambda _: None,
-            )  # fmt: skip
+        scaled = sandbox_target(target.base_url, KEY, limits)
+        spec = ResearchSpec(build_specs(("cuisine:enum:italian|thai|other",)))
+        done = research(
+            SAMPLES, ResearchOptions(spec=spec, sample=RESEARCHED), target=scaled, db=db,
+            sleep=lambda _: None,
+        )  # fmt: skip
     assert done["exit_code"] == 0, done
     return db
 
