@@ -1,7 +1,8 @@
 """Readers are never locked out for long: while a run writes in another process, on the
 synchronous route and on the job route, a read-only DuckDB connection opened every 0.25 s is
 refused for at most 2 s in a row (the run lets go of the warehouse whenever it waits, and on
-the synchronous route between batches once it has held it half a second)."""
+the synchronous route, whose waits are short, at its next request once it has held it a second,
+leaving it free 0.3 s with the request's wait counted in)."""
 
 from __future__ import annotations
 
