@@ -35,7 +35,7 @@ from placeflow.pipeline.account import RunSummary
 from placeflow.pipeline.research.fields import build_specs
 from placeflow.pipeline.research.plan import ResearchSpec
 from placeflow.runner.refresh import refresh
-from placeflow.runner.research import ResearchOptions, research
+from placeflow.runner.research import ResearchOptions, read_options, research
 from placeflow.state.checks import run_checks
 
 from .virtual_rig import KEY, Rig, rig, write_places
@@ -168,7 +168,7 @@ def test_no_combination_of_readings_bills_a_research_field_twice(
     csv, db = write_places(tmp_path / "p.csv", rng.choice([7, 23, 41])), tmp_path / "wh.duckdb"
     spec = ResearchSpec(build_specs(FIELDS), verify_identity=rng.random() < 0.5)
     budget = budget_of(seed, 40)  # 40 credits: about ten places' research
-    options = ResearchOptions(spec=spec, max_credits=budget)
+    options = ResearchOptions(spec=spec, run=read_options(max_credits=budget))
     for _ in range(RUNS):
         charged = r.billed_credits()
         try:

@@ -15,7 +15,7 @@ from placeflow.exporters.export import export
 from placeflow.fields import RateLimits
 from placeflow.reporting.rows import row_outcomes
 from placeflow.runner.refresh import WarehouseSource, refresh
-from placeflow.runner.research import ResearchOptions, research
+from placeflow.runner.research import ResearchOptions, read_options, research
 from placeflow.runner.target import Target
 from placeflow.state.checks import check_names, run_checks
 from placeflow.support.redact import Secret
@@ -147,7 +147,7 @@ def test_a_refused_research_run_reports_no_failed_chunk(
     sb = serve()
     db = tmp_path / "wh.duckdb"
     csv = write_csv(tmp_path / "p.csv", places(25))
-    out = sb.run(csv, db, ResearchOptions(spec=spec(), max_credits=10))
+    out = sb.run(csv, db, ResearchOptions(spec=spec(), run=read_options(max_credits=10)))
     assert out["status"] == "refused" and out["exit_code"] == 3, out
     assert out["chunks_failed"] == 0 and out["chunks"] == out["requests_open"] == 3
     assert sb.requests("POST /v1/deep-research") == 0
@@ -171,10 +171,12 @@ def test_a_possible_charge_the_service_billed_is_adjusted_to_its_usage(
             sb.sandbox.inject("POST /v1/deep-research", "drop_response")
 
     first = sb.run(csv, db, ResearchOptions(spec=spec()), hook=lose)
-    again = sb.run(csv, db, ResearchOptions(spec=spec(), resend_uncertain=True), hook=lose)
+    again = sb.run(
+        csv, db, ResearchOptions(spec=spec(), run=read_options(resend_uncertain=True)), hook=lose
+    )
     assert first["exit_code"] == again["exit_code"] == 1, (first, again)
     assert again["possible_extra_credits"] == 10 * PER_ROW
-    last = sb.run(csv, db, ResearchOptions(spec=spec(), resend_uncertain=True))
+    last = sb.run(csv, db, ResearchOptions(spec=spec(), run=read_options(resend_uncertain=True)))
     assert last["exit_code"] == 0 and last["status"] == "completed", last
     assert last["charged"] == 2 * 10 * PER_ROW and last["adjustment"] == 10 * PER_ROW
     assert last["ledger_vs_usage"] == 0 and "possibly billed" in last["message"]

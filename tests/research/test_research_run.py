@@ -9,7 +9,7 @@ from typing import Any
 import duckdb
 import pytest
 
-from placeflow.runner.research import ResearchOptions
+from placeflow.runner.research import ResearchOptions, read_options
 
 from .conftest import KEY, ServeSandbox, places, spec, write_csv
 
@@ -53,7 +53,9 @@ def test_max_credits_below_the_estimate_refuses_before_any_research_request(
     """--max-credits under the estimate: exit 3, the sandbox saw no research request."""
     sb = serve()
     csv, db = write_csv(tmp_path / "p.csv", places(20)), tmp_path / "wh.duckdb"
-    out = sb.run(csv, db, ResearchOptions(spec=spec(), max_credits=20 * PER_ROW - 1))
+    out = sb.run(
+        csv, db, ResearchOptions(spec=spec(), run=read_options(max_credits=20 * PER_ROW - 1))
+    )
     assert out["exit_code"] == 3 and out["status"] == "refused", out
     assert "max-credits" in out["message"]
     assert sb.requests("POST /v1/deep-research") == 0 and sb.credits()["charged"] == 0
@@ -89,7 +91,7 @@ def test_budget_running_out_part_way_stops_before_the_request_that_would_pass_it
     request; with enough it finishes, every request carrying max_credits = the budget left."""
     sb = serve(fail_rate=0.0)
     csv, db = write_csv(tmp_path / "p.csv", places(30)), tmp_path / "wh.duckdb"
-    opts = ResearchOptions(spec=spec(), max_credits=30 * PER_ROW)
+    opts = ResearchOptions(spec=spec(), run=read_options(max_credits=30 * PER_ROW))
 
     def starve(moment: str, sent: int) -> None:
         if moment == "answered" and sent == 1:
@@ -97,7 +99,9 @@ def test_budget_running_out_part_way_stops_before_the_request_that_would_pass_it
 
     assert sb.run(csv, db, opts, hook=starve)["exit_code"] == 3
     sb.sandbox.backend.set_available(KEY, 10_000)
-    tight = sb.run(csv, db, ResearchOptions(spec=spec(), max_credits=15 * PER_ROW))
+    tight = sb.run(
+        csv, db, ResearchOptions(spec=spec(), run=read_options(max_credits=15 * PER_ROW))
+    )
     assert tight["exit_code"] == 3 and "budget left" in tight["message"], tight
     assert tight["charged"] == 10 * PER_ROW == sb.credits()["charged"]
     assert sb.requests("POST /v1/deep-research") == 3
@@ -169,7 +173,7 @@ def test_a_lost_answer_is_judged_by_usage_not_resent(tmp_path: Path, serve: Serv
         states = con.execute("select state from research_requests order by request_no").fetchall()
     assert [s[0] for s in states] == ["answered", "lost"]
     assert len(answers(db)) == 30
-    second = sb.run(csv, db, ResearchOptions(spec=spec(), resend_uncertain=True))
+    second = sb.run(csv, db, ResearchOptions(spec=spec(), run=read_options(resend_uncertain=True)))
     assert second["exit_code"] == 0 and second["charged"] == 30 * PER_ROW, second
     assert second["charged"] == sb.credits()["charged"] and len(answers(db)) == 60
 

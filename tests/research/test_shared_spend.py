@@ -9,7 +9,7 @@ from pathlib import Path
 
 import duckdb
 
-from placeflow.runner.research import ResearchOptions, research
+from placeflow.runner.research import ResearchOptions, read_options, research
 
 from .conftest import ServeSandbox, places, spec, write_csv
 
@@ -50,6 +50,6 @@ def test_another_runs_spend_during_a_lost_answer_is_not_booked_to_the_research(
     with duckdb.connect(str(db), read_only=True) as con:
         (state,) = con.execute("select state from research_requests").fetchall()
     assert state == ("uncertain",)
-    second = go(ResearchOptions(spec=spec(), resend_uncertain=True))
+    second = go(ResearchOptions(spec=spec(), run=read_options(resend_uncertain=True)))
     assert second["charged"] == 40 == sb.research()["credits"], second
     assert sb.research()["billed_twice"] == []

@@ -171,15 +171,15 @@ def handle(args: argparse.Namespace) -> int:
         specs = build_specs(args.field, args.describe, args.fields)
         options = ResearchOptions(
             spec=ResearchSpec(specs, args.verify_identity, args.validate_existence),
+            run=read_options(
+                args.mapping, args.encoding, args.separator, max_credits=args.max_credits,
+                max_age_days=args.max_age, force=args.force,
+                resend_uncertain=args.resend_uncertain,
+            ),
             sample=args.sample,
-            max_credits=args.max_credits,
-            max_age_days=args.max_age,
-            force=args.force,
-            resend_uncertain=args.resend_uncertain,
             exclusive_key=not args.shared_key,
             estimate_only=args.estimate,
-            read_as=read_options(args.mapping, args.encoding, args.separator),
-        )
+        )  # fmt: skip
         source = _source(args, options.spec)
         settings = load_settings()
     except (UsageError, ValueError) as exc:  # FieldSpecError, OptionsError, InputError, ...

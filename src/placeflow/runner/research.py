@@ -82,12 +82,12 @@ def research(
         with target.client() as api:
             rates = Rates.from_card(api.pricing())
             return _estimate(r, api, source, options, rates, db=db, now=started, label=target.label)
-    read_as = options.read_as
-    print_ = fingerprint(source, read_as, *options.identity())
+    run_options = options.run
+    print_ = fingerprint(source, options.reading(), *options.identity())
     r.emit(StageStarted("warehouse"))  # opened (or waited for) before anything else
     # the writer opens the file at its first statement; the client tells it when it is to wait
     with (
-        Writer(db, wait=read_as.warehouse_wait) as wh,
+        Writer(db, wait=run_options.warehouse_wait) as wh,
         target.client(waiting=wh.waiting) as api,
     ):
         rates = Rates.from_card(api.pricing())
@@ -128,7 +128,7 @@ def research(
             field_shas=field_shas(options.spec), now=clock, sleep=sleep,
             max_credits=options.max_credits, usage_before=checked.usage_now,
             charged_before=checked.charged, exclusive_key=options.exclusive_key,
-            resend_uncertain=options.resend_uncertain, hook=hook, emit=r.emit,
+            resend_uncertain=run_options.resend_uncertain, hook=hook, emit=r.emit,
         )  # fmt: skip
         book.moved("started", usage_before=checked.usage_before, message=None)
         r.emit(RunStarted(run_id, "research", checked.credits, resumed=found is not None))
@@ -153,10 +153,10 @@ def _prepare(
     """read → normalize → dedupe through the run's staging (a scratch database, the warehouse
     let go), then fresh and plan on what it left (in one hold of the warehouse `db`, if any)."""
     with Staging.scratch() as scratch:
-        gather(r, source, options.read_as, scratch, not_a_match=None)
+        gather(r, source, options.run, scratch, not_a_match=None)
         deduped, rejects = scratch.frame(DEDUPED), scratch.frame(REJECTS)
     deduped, rejects = sampled(deduped, rejects, options.sample)
-    spec, age, force = options.spec, options.max_age_days, options.force
+    spec, age, force = options.spec, options.run.max_age_days, options.run.force
     with db.held() if db is not None else nullcontext() as con:
         marked, _ = r.stage("fresh", mark_fresh)(
             deduped, spec, con=con, now=now, max_age_days=age, force=force

@@ -40,7 +40,7 @@ from placeflow.pipeline.research.plan import ResearchSpec
 from placeflow.reporting.published import Exported, export_markdown
 from placeflow.runner.ending import Outcome
 from placeflow.runner.refresh import WarehouseSource
-from placeflow.runner.research import ResearchOptions, research
+from placeflow.runner.research import ResearchOptions, read_options, research
 from placeflow.runner.steps import Step, direct
 from placeflow.runner.target import Target
 from placeflow.store.warehouse import reading
@@ -234,9 +234,11 @@ def research_outcome(
         source = due_source(db, spec=spec, max_age=older_than, country=country, limit=limit)
         age = source.max_age.total_seconds() / 86400
         options = ResearchOptions(
-            spec=spec, max_credits=max_credits, max_age_days=age,
-            resend_uncertain=resend_uncertain,
-        )  # fmt: skip
+            spec=spec,
+            run=read_options(
+                max_credits=max_credits, max_age_days=age, resend_uncertain=resend_uncertain
+            ),
+        )
         with service() as target:
             out = research(source, options, target=target, db=db, on_event=on_event, step=step)
     except (PlaceflowError, ValueError) as exc:  # FieldSpecError, InputError, ConfigError, ...

@@ -43,8 +43,8 @@ def run_row(
     spec = options.spec
     stored = {
         "mode": "research", "max_credits": options.max_credits, "sample": options.sample,
-        "max_age_days": options.max_age_days, "force": options.force,
-        "read_as": options.read_as.model_dump(mode="json"),
+        "max_age_days": options.run.max_age_days, "force": options.run.force,
+        "read_as": options.reading().model_dump(mode="json"),
     }  # fmt: skip
     return {
         "run_id": run_id, "created_at": created_at, "status": "planned", "mode": "research",

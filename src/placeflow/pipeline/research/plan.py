@@ -14,6 +14,7 @@ import hashlib
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import polars as pl
 
@@ -23,7 +24,7 @@ from placeflow.api.models import (
     PricingCard,
     UsageResponse,
 )
-from placeflow.errors import RateCardError
+from placeflow.errors import OptionsError, RateCardError
 from placeflow.fields import PLACE_FIELDS
 from placeflow.options import RunOptions
 from placeflow.pipeline.plan import Estimate
@@ -97,35 +98,55 @@ READ_AS = RunOptions.parse({"mode": "validate", "attributes": (), "include_summa
 UTF-8, commas, and (for the warehouse) every place some run answered, whatever it asked."""
 
 
+SPENDING = ("max_credits", "max_age_days", "force", "resend_uncertain")
+"""The run options that say how a research spends (its budget, what is fresh, what is sent
+again), not how it reads: outside its identity, so the same command with a larger --max-credits
+goes on with the research it stopped."""
+
+
 def read_options(
     mapping: Mapping[str, str] | Sequence[str] | None = None,
     encoding: str | None = None,
     separator: str | None = None,
+    **spending: Any,
 ) -> RunOptions:
-    """How input files are read: READ_AS with a column mapping (FIELD=COLUMN strings or a
-    dict), an encoding or a separator, checked as `placeflow run` checks them (OptionsError)."""
+    """A research's run options: READ_AS with a column mapping (FIELD=COLUMN strings or a
+    dict), an encoding or a separator, and how it spends (`SPENDING`: max_credits,
+    max_age_days, force, resend_uncertain), checked as `placeflow run` checks them
+    (OptionsError)."""
     given = {"mapping": mapping, "encoding": encoding, "separator": separator}
     chosen = {name: value for name, value in given.items() if value}
+    unknown = set(spending) - set(SPENDING)
+    if unknown:
+        raise OptionsError(f"a research's run options do not take {', '.join(sorted(unknown))}")
+    chosen |= {name: value for name, value in spending.items() if value is not None}
     return RunOptions.parse({**READ_AS.model_dump(), **chosen}) if chosen else READ_AS
 
 
 @dataclass(frozen=True)
 class ResearchOptions:
+    """A research: what it asks (`spec`, a `sample` of its first places), how a lost answer is
+    judged (`exclusive_key`: the key is this research's alone), whether it only estimates, and
+    the run's options it runs with (`run`, `read_options`: how its inputs are read, its budget,
+    max age, force, resend-uncertain and warehouse wait; RunOptions, the one options model)."""
+
     spec: ResearchSpec
+    run: RunOptions = READ_AS
     sample: int | None = None
-    max_credits: int | None = None
-    max_age_days: float = 30.0
-    force: bool = False
-    resend_uncertain: bool = False
     exclusive_key: bool = True
     estimate_only: bool = False
-    read_as: RunOptions = READ_AS
-    """How input files are read (`read_options`): their column mapping, encoding, separator."""
+
+    @property
+    def max_credits(self) -> int | None:
+        return self.run.max_credits
+
+    def reading(self) -> RunOptions:
+        """How its inputs are read: its run options, how it spends left at READ_AS's."""
+        return self.run.model_copy(update={n: getattr(READ_AS, n) for n in SPENDING})
 
     def identity(self) -> tuple[str, ...]:
-        """What the research asks beyond how it reads (`read_as`): part of the command's
-        identity (`placeflow.runner.prepare.fingerprint`); the budget and the max age are not,
-        so the same command with a larger --max-credits goes on with the run it stopped."""
+        """What the research asks beyond how it reads (`reading`): part of the command's
+        identity (`placeflow.runner.prepare.fingerprint`); how it spends is not."""
         spec = self.spec
         flags = [spec.verify_identity, spec.validate_existence, self.sample]
         return ("research", spec.fields_json(), json.dumps(flags))
