@@ -49,7 +49,7 @@ from placeflow.runner.steps import SYSTEM_TIMER, Stages, Step, Timer, direct, em
 from placeflow.runner.target import Target
 from placeflow.state.records import DEDUPED, REJECTS
 from placeflow.state.runbook import RunBook
-from placeflow.state.runstate import Clock, new_run_id, utc_now
+from placeflow.state.runstate import Clock, new_run_id, unfinished_run, utc_now
 from placeflow.store.warehouse import DEFAULT_DB, connect, sql_text
 from placeflow.store.writer import Writer
 
@@ -91,11 +91,9 @@ def research(
         target.client(waiting=wh.waiting) as api,
     ):
         rates = Rates.from_card(api.pricing())
-        found = wh.execute(
-            sql_text("queries/research_unfinished"), {"fingerprint": print_}
-        ).fetchone()
+        found = unfinished_run(wh.con, print_, also=("planned", "refused"))
         if found is not None:
-            run_id = str(found[0])
+            run_id = found
             checked = r.stage("budget", budget)(
                 wh, api, run_id, max_credits=options.max_credits,
                 within=_within(wh, clock, exclude_run=run_id),

@@ -43,12 +43,16 @@ class StoredRun:
     inputs: tuple[str, ...]
 
 
-def unfinished_run(con: duckdb.DuckDBPyConnection, fingerprint: str) -> str | None:
-    """The newest run of the same command that did not finish, to resume instead of redo."""
+def unfinished_run(
+    con: duckdb.DuckDBPyConnection, fingerprint: str, *, also: tuple[str, ...] = ()
+) -> str | None:
+    """The newest run of the same command that did not finish (running or interrupted, and the
+    statuses `also` names: a research goes on with a run it planned or refused), to resume
+    instead of redo."""
     row = con.execute(
-        "select run_id from runs where fingerprint = ? and status in ('running', 'interrupted')"
+        "select run_id from runs where fingerprint = ? and list_contains(?, status)"
         " order by created_at desc limit 1",
-        [fingerprint],
+        [fingerprint, ["running", "interrupted", *also]],
     ).fetchone()
     return str(row[0]) if row else None
 
