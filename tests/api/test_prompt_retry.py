@@ -133,6 +133,6 @@ def test_new_requests_leave_reserved_slots_to_replays() -> None:
     assert limiter.delay() > 0
     waits = [limiter.acquire(urgent=True) for _ in range(3)]
     assert waits == [0.0, 0.0, 0.0]
-    assert limiter._delay(limiter.log._state, now[0], urgent=True) > 0  # type: ignore[attr-defined]
+    assert limiter._delay(limiter.log._state, now[0], urgent=True) > 0  # type: ignore[attr-defined]  # the log's private state
     minute = RateLimiter(RateLimits(windows=((100, 60.0),)), reserve=50)
     assert minute._reserved == (5,)
