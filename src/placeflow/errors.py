@@ -42,7 +42,9 @@
     ├── RequestRejected                 refused before sending: a row breaks the spec's limits
     ├── RateCardError                   the rate card cannot price research: refused, nothing
     │                                   spent (3; also a ValueError)
-    ├── Stop                            a research run stops before sending more (research.send)
+    ├── Stop                            a research run stops before sending more (exit 1;
+    │   │                               pipeline.research.send)
+    │   └── StopRefused                 by a budget, the credits or the policy (3)
     ├── ExportError                     an export could not complete (placeflow.exporters.export)
     ├── TransientError                  may succeed if retried (placeflow.api.errors: 429, 503, 5xx,
     │                                   connection lost, timed out); retry only these
@@ -142,6 +144,33 @@ class SecretRefused(UsageError, TypeError):
 
 
 # --- runs that stopped ------------------------------------------------------------------------
+
+
+class Stop(PlaceflowError):
+    """A research run stops before sending more: `kind` is unavailable or failed (exit 1), or
+    budget, credits or policy (`StopRefused`, exit 3: nothing more would be spent). Made by
+    `stop(kind, message)`; its exit code comes from `EXIT_CODES` as every error's does."""
+
+    def __init__(self, kind: str, message: str) -> None:
+        super().__init__(message)
+        self.kind = kind
+
+    @property
+    def exit_code(self) -> int:
+        return exit_code(self) or EXIT_FAILED
+
+    @property
+    def status(self) -> str:
+        return "refused" if self.kind == "policy" else "interrupted"
+
+
+class StopRefused(Stop):
+    """A research run stopped by a budget, the credits or the service's policy (exit 3)."""
+
+
+def stop(kind: str, message: str) -> Stop:
+    """The `Stop` of `kind`: refused for budget, credits and policy, else a plain stop."""
+    return (StopRefused if kind in ("budget", "credits", "policy") else Stop)(kind, message)
 
 
 class ExportError(PlaceflowError):
@@ -277,6 +306,7 @@ EXIT_CODES: tuple[tuple[type[BaseException], int], ...] = (
     (BudgetRefused, EXIT_REFUSED),
     (CreditsRanOut, EXIT_REFUSED),
     (RateCardError, EXIT_REFUSED),
+    (StopRefused, EXIT_REFUSED),
     (UsageError, EXIT_USAGE),
     (PlaceflowError, EXIT_FAILED),
 )

@@ -29,7 +29,7 @@ from typing import Any
 
 from placeflow.api.client import PlaceApiClient
 from placeflow.api.errors import InsufficientCredits
-from placeflow.errors import EXIT_FAILED, EXIT_OK, EXIT_REFUSED
+from placeflow.errors import EXIT_FAILED, EXIT_OK, EXIT_REFUSED, Stop
 from placeflow.events import Event, Note, RunStarted, StageStarted
 from placeflow.pipeline.research.account import run_row, summary
 from placeflow.pipeline.research.budget import Budget, Within, budget
@@ -40,7 +40,7 @@ from placeflow.pipeline.research.plan import Rates
 from placeflow.pipeline.research.plan import ResearchOptions as ResearchOptions
 from placeflow.pipeline.research.plan import read_options as read_options
 from placeflow.pipeline.research.prepare import Prepared, open_research, plan, sampled
-from placeflow.pipeline.research.send import Hook, SendContext, SendInfo, Stop, send_all
+from placeflow.pipeline.research.send import Hook, SendContext, SendInfo, send_all
 from placeflow.pipeline.source import Source
 from placeflow.pipeline.staging import Staging
 from placeflow.runner.budget import warn, within_budgets

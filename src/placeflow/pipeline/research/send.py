@@ -33,7 +33,7 @@ from placeflow.api.errors import (
     UsageUnknown,
 )
 from placeflow.api.models import DeepResearchResponse
-from placeflow.errors import EXIT_FAILED, EXIT_REFUSED
+from placeflow.errors import stop
 from placeflow.events import ChunkSubmitted, CreditsCharged, Emit, Note, RowsLoaded, ignore
 from placeflow.pipeline.research.load import UNAVAILABLE, Answer, load_answer
 from placeflow.pipeline.research.plan import ROUTE, Rates, ResearchSpec
@@ -46,24 +46,6 @@ from placeflow.support.text import cap_strings
 
 Hook = Callable[[str, int], None]
 """Called with a moment (sent, received, answered) and the count of requests sent so far."""
-
-
-class Stop(PlaceflowError):
-    """The run stops before sending more: `kind` is budget, credits, policy, unavailable or
-    failed; `exit_code` EXIT_REFUSED (3) for the first three (nothing more would be spent),
-    else EXIT_FAILED (1)."""
-
-    def __init__(self, kind: str, message: str) -> None:
-        super().__init__(message)
-        self.kind = kind
-
-    @property
-    def exit_code(self) -> int:
-        return EXIT_REFUSED if self.kind in ("budget", "credits", "policy") else EXIT_FAILED
-
-    @property
-    def status(self) -> str:
-        return "refused" if self.kind == "policy" else "interrupted"
 
 
 @dataclass(frozen=True)
@@ -164,7 +146,7 @@ def send_one(ctx: SendContext, request_no: int) -> str:
     charged, possible = ledger_totals(ctx.con, ctx.run_id)
     left = None if ctx.max_credits is None else ctx.max_credits - charged - possible
     if left is not None and credits_max > left:
-        raise Stop(
+        raise stop(
             "budget",
             f"the budget has {max(left, 0):,} credit(s) left and the next request can cost"
             f" {credits_max:,}: stopped before it; rerun with a higher --max-credits to go on",
@@ -189,21 +171,21 @@ def send_one(ctx: SendContext, request_no: int) -> str:
         code = error_name(exc) or "quota_exceeded"
         _move(ctx, "not_sent", request_no, error=str(exc), error_code=code)
         kind = "budget" if code == "max_credits_exceeded" else "credits"
-        raise Stop(kind, f"request {request_no} refused, nothing charged: {exc}") from None
+        raise stop(kind, f"request {request_no} refused, nothing charged: {exc}") from None
     except Unprocessable as exc:
         _move(ctx, "not_sent", request_no, error=str(exc), error_code=exc.error_code)
         rejected = rejected_fields(exc)
         if rejected:
             why = "; ".join(f"{name}: {reason}" for name, reason in rejected.items())
-            raise Stop(
+            raise stop(
                 "policy",
                 f"the service refuses to research field(s) by policy ({why}); nothing was"
                 " charged. Drop or rename them and run again",
             ) from None
-        raise Stop("failed", f"request {request_no} refused: {exc}") from None
+        raise stop("failed", f"request {request_no} refused: {exc}") from None
     except (ApiError, PlaceflowError) as exc:
         _move(ctx, "not_sent", request_no, error=str(exc), error_code=type(exc).__name__)
-        raise Stop("failed", f"request {request_no} not answered: {exc}") from None
+        raise stop("failed", f"request {request_no} not answered: {exc}") from None
     with transaction(ctx.con):
         kept = json.dumps(cap_strings(response.model_dump(mode="json")))  # stored: capped
         _move(ctx, "received", request_no, response=kept)
@@ -257,7 +239,7 @@ def resolve_sent(ctx: SendContext, request_no: int) -> str:
     try:
         usage = ctx.api.usage().current_usage
     except UsageUnknown as exc:  # it stays sent: the next run settles it before sending more
-        raise Stop(
+        raise stop(
             "failed",
             f"request {request_no}: its answer was lost and the key's usage cannot be read now"
             f" ({exc}); run the same command later: it settles the request from the usage"
@@ -376,7 +358,7 @@ def _send_all(ctx: SendContext) -> None:
         while (result := send_one(ctx, request_no)) == "unavailable":
             tries += 1
             if tries > ctx.unavailable_retries:
-                raise Stop(
+                raise stop(
                     "unavailable",
                     "research is unavailable (agent_unavailable, nothing billed) after"
                     f" {tries} tries: run the same command later to go on",
