@@ -68,3 +68,36 @@ def test_a_run_and_a_refresh_tell_prefect_what_happened(
     assert charged == ran["charged"] > 0
     kinds = {e["payload"]["run_id"]: e["payload"]["kind"] for e in events}
     assert kinds == {ran["run_id"]: "run", refreshed["run_id"]: "refresh"}
+
+
+@pytest.mark.slow  # a research from the command line told to the session's Prefect server
+def test_a_research_from_the_command_line_tells_prefect_what_happened(
+    tmp_path: Path,
+    serve_sandbox: ServeSandbox,
+    prefect_api: str,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """`placeflow research FILE` with PREFECT_API_URL set (no flow: research of files has
+    none) sends its started, credits charged and completed events, naming the research run
+    and the warehouse; the credits the events carry are what the sandbox charged."""
+    import json
+
+    served = serve_sandbox(fail_rate=0.0)
+    monkeypatch.setenv("PREFECT_API_URL", prefect_api)
+    db = str(tmp_path / "wh.duckdb")
+    csv = write_csv(tmp_path / "p.csv", places(12))
+    argv = ["research", str(csv), "--field", "owner_person", "--db", db, "--json"]
+    assert main(argv) == 0
+    out = json.loads(capsys.readouterr().out)
+    events = placeflow_events(prefect_api, {out["run_id"]}, "placeflow.run.completed")
+    names = {e["event"] for e in events}
+    told = {"placeflow.run.started", "placeflow.credits.charged", "placeflow.run.completed"}
+    assert told <= names, names
+    assert {e["payload"]["kind"] for e in events} == {"research"}
+    warehouse = f"placeflow.warehouse.{Path(db).resolve()}"
+    for e in events:
+        roles = {r["prefect.resource.id"]: r.get("prefect.resource.role") for r in e["related"]}
+        assert roles.get(warehouse) == "warehouse", e["related"]
+    charged = sum(e["payload"]["charged"] for e in events if e["event"].endswith("charged"))
+    assert charged == served.credits()["charged"] > 0

@@ -24,12 +24,14 @@ from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
 from placeflow.cli.args import add_db, add_json, add_quiet, fail, one_command, print_json
-from placeflow.config import in_ci, load_settings
+from placeflow.config import apply_prefect_defaults, in_ci, load_settings, prefect_server_url
 from placeflow.errors import EXIT_USAGE, PlaceflowError, UsageError, exit_code
 from placeflow.options import DURATION_HELP, RunOptions, duration_days
 from placeflow.support.text import printable
 
 if TYPE_CHECKING:  # the research library loads when the command runs, not for its parser
+    from placeflow.cli.carried import OnEvent
+    from placeflow.flows.prefect_events import PrefectEvents
     from placeflow.pipeline.research.plan import ResearchSpec
     from placeflow.pipeline.source import Source
 
@@ -194,12 +196,26 @@ def handle(args: argparse.Namespace) -> int:
             ) as target,
             ProgressDisplay(title="placeflow research", enabled=show) as display,
         ):
-            out = research(
-                source, options, target=target, db=args.db, on_event=display if show else None
-            )
+            shows = display if show else None
+            told = None if args.estimate else prefect_events(args.db, forward=shows)
+            out = research(source, options, target=target, db=args.db, on_event=told or shows)
+            if told is not None:  # its end told too, and every event sent before the exit
+                told.ended(out)
     except (PlaceflowError, FileNotFoundError) as exc:  # codes by class: errors.EXIT_CODES
         return fail(exc, code=exit_code(exc) or EXIT_USAGE, as_json=args.json, prog=PROG)
     return _print(out, as_json=args.json)
+
+
+def prefect_events(db: str, *, forward: OnEvent) -> PrefectEvents | None:
+    """With a Prefect server configured (PREFECT_API_URL), the research's facts told to it as a
+    run's are (`flows.prefect_events`), each passed on to `forward`; else None, and nothing of
+    Prefect is imported."""
+    if prefect_server_url() is None:
+        return None
+    apply_prefect_defaults()
+    from placeflow.flows.prefect_events import PrefectEvents
+
+    return PrefectEvents(db, kind="research", forward=forward)
 
 
 def _print(out: dict[str, Any], *, as_json: bool) -> int:
