@@ -49,3 +49,40 @@ def test_a_resume_whose_jobs_are_held_is_not_refused_for_the_balance_they_hold(
     assert said is not None and "month budget (100 credits) has 100 left until 2026-12-15" in said
     fresh = check(con, estimate(20, options, None), options, kind="run", now=NOW, usage=usage(5))
     assert fresh is not None and "5 available" in fresh
+
+
+def test_the_threshold_event_is_sent_by_the_run_that_crosses_it_alone(
+    con: duckdb.DuckDBPyConnection,
+) -> None:
+    """Of a 100-credit budget warning at 80%, the run whose 30 credits take it from 60 to 90
+    announces the threshold; a later run of 5 more still gets the warning line, but sends no
+    second event: an automation fires once a period."""
+    from placeflow.events import BudgetThreshold, Event
+    from placeflow.runner.budget import warn
+
+    def charge(run_id: str, credits: int) -> None:
+        con.execute(
+            "insert into runs (run_id, created_at, status, mode, signature, inputs)"
+            " values (?, ?, 'completed', 'enrich', 'enrich||false', '[]')",
+            [run_id, NOW],
+        )
+        con.execute(
+            "insert into credit_ledger (run_id, chunk_no, ref, kind, credits, recorded_at)"
+            " values (?, 0, 'b', 'charge', ?, ?)",
+            [run_id, credits, NOW],
+        )
+
+    def told(run_id: str) -> tuple[list[str], list[Event]]:
+        sent: list[Event] = []
+        lines = warn(lambda: con, kind="run", now=NOW, api=None, emit=sent.append, run_id=run_id)
+        return lines, sent
+
+    charge("r1", 60)
+    assert told("r1") == ([], [])
+    charge("r2", 30)
+    lines, sent = told("r2")
+    assert len(lines) == 1 and "90% spent" in lines[0]
+    assert [type(e) for e in sent] == [BudgetThreshold] and sent[0].run_id == "r2"  # type: ignore[attr-defined]  # an Event union
+    charge("r3", 5)
+    lines, sent = told("r3")
+    assert len(lines) == 1 and "95% spent" in lines[0] and sent == []

@@ -92,9 +92,11 @@ def warn(
     emit: Emit,
     run_id: str,
 ) -> list[str]:
-    """At a run's end: each budget of `kind` spent past its warning share, said and announced
-    (`BudgetThreshold`); the lines, for the summary. `db` gives the connection at each use: a
-    run's writer lets it go while the client waits (the usage asked here)."""
+    """At a run's end: each budget of `kind` spent past its warning share, said (the lines, for
+    stderr and the summary, after every run past it) and announced as `BudgetThreshold` by the
+    run that crossed it alone (the budget stood below its share without this run's spending),
+    so an automation fires once a period, not once a run. `db` gives the connection at each
+    use: a run's writer lets it go while the client waits (the usage asked here)."""
     if not budgets.budgets(db()):
         return []
     usage = None
@@ -103,11 +105,19 @@ def warn(
             usage = api.usage()
         except (UsageUnknown, TransientError):  # the calendar month, then
             usage = None
-    found = budgets.standings(db(), now, kind=kind, reset_date=reset_of(usage))
+    reset = reset_of(usage)
+    found = budgets.standings(db(), now, kind=kind, reset_date=reset)
+    before = budgets.standings(db(), now, kind=kind, reset_date=reset, exclude_run=run_id)
     lines = budgets.warnings(found)
+    below = {_key(s) for s in before if s.share() < s.budget.warn_at}
     for s, line in zip(_past(found), lines, strict=True):
-        emit(threshold_event(s, run_id, line))
+        if _key(s) in below:  # this run crossed it
+            emit(threshold_event(s, run_id, line))
     return lines
+
+
+def _key(s: Standing) -> tuple[str, str | None]:
+    return s.budget.per, s.budget.applies_to
 
 
 def _past(found: list[Standing]) -> list[Standing]:
