@@ -234,3 +234,28 @@ def test_each_merge_keeps_a_level_a_comparison_rendered_with_the_model_s_label_a
             words = plain_label(name, level["label_for_charts"], null=level.get("is_null_level"))
             assert said["level"] == words and "_l " not in words and "NULL" not in words
             assert said["weight"] == pytest.approx(weight, abs=1e-3)
+
+
+def test_a_small_pass_with_no_pair_in_a_block_imports_no_splink() -> None:
+    """Places no two of which share a block (the blocking rules' own SQL, asked of DuckDB)
+    are scored without Splink: nothing merges, no candidate is counted, and a fresh process
+    never imports it; a small pass with a pair in a block still scores it with Splink."""
+    import subprocess
+
+    code = (
+        "import sys\n"
+        "from tests.pipeline.test_match import CAFE, DINER, _places\n"
+        "from placeflow.pipeline.match import fuzzy_match\n"
+        "matched, info = fuzzy_match(_places(DINER, CAFE))\n"
+        "assert matched.height == 0 and info.candidate_pairs == 0, info\n"
+        "print('splink' in sys.modules)\n"
+    )
+    root = Path(__file__).resolve().parents[2]
+    done = subprocess.run(
+        [sys.executable, "-c", code], cwd=root, capture_output=True, text=True, check=False
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip() == "False"
+    variant = {**DINER, "poi_name": "JOES DINER", "street": "120 Main St"}
+    matched, info = fuzzy_match(_places(DINER, CAFE, variant))
+    assert info.candidate_pairs >= 1 and matched.height == 1

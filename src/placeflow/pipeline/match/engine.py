@@ -24,7 +24,6 @@ from dataclasses import dataclass
 
 import duckdb
 import polars as pl
-from splink import DuckDBAPI, Linker
 
 from placeflow.fields import DEFAULT_MATCH_THRESHOLD
 from placeflow.pipeline.match.features import (
@@ -41,6 +40,7 @@ from placeflow.pipeline.match.grouping import (
     rebuild,
 )
 from placeflow.pipeline.match.model import (
+    BLOCKING_HARD_RULES,
     CHAIN_AGREES,
     CHAIN_MIN,
     CONFLICT,
@@ -190,6 +190,29 @@ def _stage(
     return height
 
 
+EDGE_SCHEMA = pl.Schema(
+    {"match_id_l": pl.Int64, "match_id_r": pl.Int64, "match_probability": pl.Float64}
+)
+SMALL_PASS = 1_000
+"""Up to this many places a pass first asks DuckDB whether any two share a block under the
+blocking rules (the rules' own SQL), and scores nothing, importing no Splink, when none do."""
+
+
+def _any_candidate(con: duckdb.DuckDBPyConnection) -> bool:
+    """Whether a pair of places meets a blocking rule (`model.blocking_rules`' SQL); True
+    without asking past SMALL_PASS places, where the rules' join is Splink's to make."""
+    (count,) = con.execute(f"select count(*) from {PLACES_TABLE}").fetchall()[0]  # noqa: S608 - our table
+    if int(count) > SMALL_PASS:
+        return True
+    rules = " and ".join(BLOCKING_HARD_RULES)
+    meets = " or ".join(f"(l.{key} = r.{key} and {rules})" for key in BLOCKS)
+    sql = (
+        f"select exists (select 1 from {PLACES_TABLE} l join {PLACES_TABLE} r"  # noqa: S608 - our tables, the rules' SQL
+        f" on l.match_id < r.match_id and ({meets}))"
+    )
+    return bool(con.execute(sql).fetchall()[0][0])
+
+
 def _scored_edges(con: duckdb.DuckDBPyConnection, threshold: float) -> tuple[pl.DataFrame, int]:
     """(match_id_l, match_id_r, match_probability), in that order, of the pairs at or above
     threshold whose names are alike and that break no rule of the evidence (EDGES_TABLE holds
@@ -199,6 +222,10 @@ def _scored_edges(con: duckdb.DuckDBPyConnection, threshold: float) -> tuple[pl.
     keeps none of them in its output; the name test, the rules and the evidence run
     afterwards, on the few scored pairs joined back to the places.
     """
+    if not _any_candidate(con):  # a handful of places none of whose blocks meet: no pair
+        return pl.DataFrame(schema=EDGE_SCHEMA), 0
+    from splink import DuckDBAPI, Linker  # loaded only when there are pairs to score
+
     db_api = DuckDBAPI(con)
     table = db_api.register(PLACES_TABLE)
     linker = Linker(table, settings(), log_level=None, validate_settings=False)

@@ -17,8 +17,6 @@ from __future__ import annotations
 
 import duckdb
 import polars as pl
-from splink import DuckDBAPI
-from splink.clustering import cluster_pairwise_predictions_at_threshold
 
 from placeflow.pipeline.match.model import CONFLICT
 
@@ -30,6 +28,9 @@ def components(
 ) -> pl.DataFrame:
     """(match_id, cluster) of every place on an edge, by Splink's connected components; each
     cluster named by its smallest member (stable, and independent of Splink's naming)."""
+    from splink import DuckDBAPI
+    from splink.clustering import cluster_pairwise_predictions_at_threshold
+
     ends = pl.concat([edges.get_column("match_id_l"), edges.get_column("match_id_r")])
     nodes = ends.unique().sort().rename("match_id").to_frame()
     cc = cluster_pairwise_predictions_at_threshold(

@@ -27,14 +27,13 @@ from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import splink.comparison_level_library as cll
-from splink import SettingsCreator
-from splink.blocking_rule_library import CustomRule
-from splink.comparison_library import CustomComparison
-
 from placeflow.pipeline.match.features import BLOCKS
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # Splink loads when a pass scores pairs, not with the rules' SQL
+    import splink.comparison_level_library as cll
+    from splink import SettingsCreator
+    from splink.blocking_rule_library import CustomRule
+    from splink.comparison_library import CustomComparison
     from splink.internals.comparison_level_creator import ComparisonLevelCreator
 
     Level = ComparisonLevelCreator | dict[str, Any]
@@ -161,16 +160,23 @@ candidate pair); the others are tested on the scored pairs (CONFLICT)."""
 
 def blocking_rules() -> list[CustomRule]:
     """One rule per blocking key, each with BLOCKING_HARD_RULES attached."""
+    from splink.blocking_rule_library import CustomRule
+
     rules = " and ".join(BLOCKING_HARD_RULES)
     return [CustomRule(f"l.{key} = r.{key} and {rules}") for key in BLOCKS]
 
 
 def _custom(sql: str, label: str) -> cll.CustomLevel:
+    import splink.comparison_level_library as cll
+
     return cll.CustomLevel(sql, label_for_charts=label)
 
 
 def comparisons() -> list[CustomComparison]:
     """Name, street number, street, postcode, city, phone, website host, distance."""
+    import splink.comparison_level_library as cll
+    from splink.comparison_library import CustomComparison
+
     both_coords = "latitude_l is not null and latitude_r is not null"
     km2 = _km2("{col}_{side}")
     contained = (
@@ -234,6 +240,8 @@ def comparisons() -> list[CustomComparison]:
 
 def untrained_settings() -> SettingsCreator:
     """The model before training (bench/matching_train.py estimates it)."""
+    from splink import SettingsCreator
+
     return SettingsCreator(
         link_type="dedupe_only",
         unique_id_column_name="match_id",
