@@ -40,13 +40,13 @@ from placeflow.pipeline.match.grouping import (
     rebuild,
 )
 from placeflow.pipeline.match.model import (
-    BLOCKING_HARD_RULES,
     CHAIN_AGREES,
     CHAIN_MIN,
     CONFLICT,
     EVIDENCE_COLUMNS,
     MARKS_MACRO,
     NAMES_ALIKE,
+    blocked_pair_sql,
     levels_sql,
     settings,
 )
@@ -202,15 +202,8 @@ def _any_candidate(con: duckdb.DuckDBPyConnection) -> bool:
     """Whether a pair of places meets a blocking rule (`model.blocking_rules`' SQL); True
     without asking past SMALL_PASS places, where the rules' join is Splink's to make."""
     (count,) = con.execute(f"select count(*) from {PLACES_TABLE}").fetchall()[0]  # noqa: S608 - our table
-    if int(count) > SMALL_PASS:
-        return True
-    rules = " and ".join(BLOCKING_HARD_RULES)
-    meets = " or ".join(f"(l.{key} = r.{key} and {rules})" for key in BLOCKS)
-    sql = (
-        f"select exists (select 1 from {PLACES_TABLE} l join {PLACES_TABLE} r"  # noqa: S608 - our tables, the rules' SQL
-        f" on l.match_id < r.match_id and ({meets}))"
-    )
-    return bool(con.execute(sql).fetchall()[0][0])
+    met = int(count) > SMALL_PASS or con.execute(blocked_pair_sql(PLACES_TABLE)).fetchall()[0][0]
+    return bool(met)
 
 
 def _scored_edges(con: duckdb.DuckDBPyConnection, threshold: float) -> tuple[pl.DataFrame, int]:

@@ -158,6 +158,17 @@ BLOCKING_HARD_RULES = HARD_RULES[:3]
 candidate pair); the others are tested on the scored pairs (CONFLICT)."""
 
 
+def blocked_pair_sql(table: str) -> str:
+    """Whether two places of `table` meet a blocking rule, in the rules' own SQL: asked of a
+    pass too small to need Splink's join (`engine`)."""
+    rules = " and ".join(BLOCKING_HARD_RULES)
+    meets = " or ".join(f"(l.{key} = r.{key} and {rules})" for key in BLOCKS)
+    return (
+        f"select exists (select 1 from {table} l join {table} r"  # noqa: S608 - our table, the rules' SQL
+        f" on l.match_id < r.match_id and ({meets}))"
+    )
+
+
 def blocking_rules() -> list[CustomRule]:
     """One rule per blocking key, each with BLOCKING_HARD_RULES attached."""
     from splink.blocking_rule_library import CustomRule
@@ -379,6 +390,7 @@ __all__ = [
     "MODEL_PATH",
     "NAMES_ALIKE",
     "STORE_KM",
+    "blocked_pair_sql",
     "blocking_rules",
     "comparisons",
     "evidence_json_sql",
