@@ -160,14 +160,15 @@ def test_json_errors_are_one_document(tmp_path: Path) -> None:
 def test_estimate_takes_max_credits_and_says_whether_run_would_refuse(
     served: Served, tmp_path: Path
 ) -> None:
-    """`estimate --max-credits N` is accepted and says whether a run would be refused."""
+    """`estimate --max-credits N` is accepted and says whether a run would be refused: exit 3
+    when it would (#45), as the run itself would end."""
     env = {"PLACEFLOW_API_KEY": KEY, "PLACEFLOW_BASE_URL": served.url}
     places = str(write_places(tmp_path / "p.csv", 20))
     db = str(tmp_path / "w.duckdb")
     low = cli("estimate", places, "--db", db, "--max-credits", "1", "--json", env=env)
-    assert low.returncode == 0, low.stderr
+    assert low.returncode == 3, low.stderr
     doc = json.loads(low.stdout)
-    assert doc["would_refuse"] is True and doc["max_credits"] == 1
+    assert doc["exit_code"] == 3 and doc["would_refuse"] is True and doc["max_credits"] == 1
     high = cli("estimate", places, "--db", db, "--max-credits", "100000", env=env)
     assert high.returncode == 0, high.stderr
     assert "--max-credits 100,000: a run of these options is within it" in high.stdout

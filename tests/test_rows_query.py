@@ -105,8 +105,8 @@ def test_rows_gives_every_input_row_back_with_its_outcome(
     summary = placeflow.run([str(data)], options=RunOptions(route="sync"), db=db, target=target)
     assert summary.rejected == 1 and summary.rejected_by_field == {"poi_name": 1}
     shown = next(line for line in text_summary(summary).splitlines() if "rejected" in line)
-    assert shown.split()[1:] == ["1", "(poi_name", "1;", "each", "row's", "reason:", "placeflow",
-                                 "rows", summary.run_id, "--only", "rejected", "--out",
+    assert shown.split()[1:] == ["1", "(1", "by", "poi_name;", "each", "row's", "reason:",
+                                 "placeflow", "rows", summary.run_id, "--only", "rejected", "--out",
                                  "FILE)"]  # fmt: skip
     out = tmp_path / "rows.csv"
     assert main(["rows", summary.run_id, "--db", str(db), "--out", str(out)]) == 0

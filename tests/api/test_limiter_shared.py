@@ -45,7 +45,7 @@ FORK = multiprocessing.get_context("fork")
 def hammer(base_url: str, directory: Path, shared: bool, n: int, ready: Any, go: Any) -> None:
     """A worker process: one client of the key sending `n` GET /v1/usage once `go` is set."""
     limiter = (
-        machine_limiter(LOOPBACK_LIMITS, ident=IDENT, directory=directory)
+        machine_limiter(LOOPBACK_LIMITS, ident=IDENT, directory=directory, reserve=0)
         if shared
         else RateLimiter(LOOPBACK_LIMITS)
     )
