@@ -23,6 +23,7 @@ the flow returns (so a process that exits next loses none).
 from __future__ import annotations
 
 import inspect
+import logging
 from collections.abc import Callable
 from contextlib import suppress
 from pathlib import Path
@@ -119,8 +120,16 @@ class PrefectEvents:
 
 def flush() -> None:
     """Wait until Prefect's events worker has sent what it holds (it starts again on the next
-    event); from synchronous code, as the flows are."""
-    with suppress(RuntimeError):  # no worker was ever started: nothing to send
-        drained = EventsWorker.drain_all(timeout=30, at_exit=False)
-        if inspect.isawaitable(drained):  # only from async code, never the flows'
-            drained.close()
+    event); from synchronous code, as the flows are. The worker's "Still processing items"
+    warnings while it drains are not the user's business (coloured, they reached a terminal
+    under --quiet and CI): held back for the drain."""
+    chatty = logging.getLogger(EventsWorker.__name__)  # Prefect names a service's logger so
+    level = chatty.level
+    chatty.setLevel(logging.ERROR)
+    try:
+        with suppress(RuntimeError):  # no worker was ever started: nothing to send
+            drained = EventsWorker.drain_all(timeout=30, at_exit=False)
+            if inspect.isawaitable(drained):  # only from async code, never the flows'
+                drained.close()
+    finally:
+        chatty.setLevel(level)
