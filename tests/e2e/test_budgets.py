@@ -182,3 +182,30 @@ def test_a_resume_is_held_to_what_its_run_may_still_spend(
     assert cli(*budget, "100").returncode == 0
     done = placeflow.resume(run_id, db=db, target=target)
     assert done.status == "completed" and sb.credits()["charged"] == done.charged <= 30
+
+
+@pytest.mark.parametrize("reading", ["last reset", "next reset"])
+def test_a_month_budget_is_the_services_month_under_either_reading_of_reset_date(
+    tmp_path: Path, serve_sandbox: ServeSandbox, reading: str
+) -> None:
+    """The spec shows `reset_date` as a date without saying whether it is the key's last reset
+    or its next: a month's budget runs from the one to the other under both readings, as the
+    sandbox shows the date (`usage_reset_date`)."""
+    from datetime import UTC, datetime, timedelta
+
+    from placeflow.state.budgets import period_of
+
+    today = datetime.now(UTC).date()
+    last = today - timedelta(days=10)
+    start, end = period_of("month", datetime.now(UTC), last)  # [last reset, next reset)
+    assert start.date() == last and end.date() > today
+    shown = last if reading == "last reset" else end.date()
+    sb = serve_sandbox(usage_reset_date=shown.isoformat())
+    db = str(tmp_path / "wh.duckdb")
+    assert cli("budget", "set", "--credits", "100", "--per", "month", "--db", db).returncode == 0
+    found = doc(cli("budget", "--db", db, "--json"))
+    assert found["service"]["reset_date"] == shown.isoformat()  # what the sandbox showed
+    (month,) = found["budgets"]
+    assert month["period_start"][:10] == last.isoformat()
+    assert month["period_end"][:10] == end.date().isoformat()
+    assert sb.requests("GET /v1/usage") >= 1

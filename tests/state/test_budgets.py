@@ -37,7 +37,8 @@ def ledger(con: duckdb.DuckDBPyConnection, run_id: str, kind: str, credits: int,
 
 def test_periods_are_the_utc_day_the_week_from_monday_and_the_month_to_the_reset() -> None:
     """A day is the UTC day, a week starts on Monday, a month ends at the service's next reset
-    when it lies ahead and is the calendar month otherwise."""
+    when it lies ahead, from it when it lies behind by less than a month, and is the calendar
+    month otherwise."""
     day = budgets.period_of("day", NOW)
     assert day == (datetime(2026, 11, 28, tzinfo=UTC), datetime(2026, 11, 29, tzinfo=UTC))
     week = budgets.period_of("week", NOW)
@@ -48,8 +49,10 @@ def test_periods_are_the_utc_day_the_week_from_monday_and_the_month_to_the_reset
     assert budgets.period_of("month", NOW, date(2026, 12, 15)) == (
         datetime(2026, 11, 15, tzinfo=UTC), datetime(2026, 12, 15, tzinfo=UTC)
     )  # fmt: skip
-    past = budgets.period_of("month", NOW, date(2026, 11, 1))  # a reset behind: the calendar
-    assert past[0] == datetime(2026, 11, 1, tzinfo=UTC)
+    last = budgets.period_of("month", NOW, date(2026, 11, 15))  # a reset behind: the last one
+    assert last == (datetime(2026, 11, 15, tzinfo=UTC), datetime(2026, 12, 15, tzinfo=UTC))
+    stale = budgets.period_of("month", NOW, date(2026, 9, 15))  # a month or more behind
+    assert stale == (datetime(2026, 11, 1, tzinfo=UTC), datetime(2026, 12, 1, tzinfo=UTC))
     assert budgets.reset_date_of("2026-12-15", "monthly") == date(2026, 12, 15)
     assert budgets.reset_date_of("2026-12-15", "weekly") is None
 

@@ -36,8 +36,9 @@ def add_parser(sub: Any) -> None:
         " credits - spent), and the service's own quota (GET /v1/usage). Every run, resume,"
         " refresh and research is refused (exit 3) when its estimate passes what a budget that"
         " applies to it has left; a refresh spends within it, the places most likely changed"
-        " first. A month runs to the service's next reset_date when known, else the calendar"
-        " month (UTC); a week from Monday (UTC); a day is the UTC day.",
+        " first. A month is the service's when its reset_date is known (to it, or from it when"
+        " it lies behind), else the calendar month (UTC); a week from Monday (UTC); a day is"
+        " the UTC day.",
     )
     add_db(p)
     add_json(p, help="print the budgets and the service's quota as one JSON document")

@@ -310,7 +310,7 @@ class CoreBackend:
                 "credits_per_place": 1,
                 "open_invoices": [],
                 "percentage_used": round(100.0 * used / acct.quota, 4) if acct.quota else 100.0,
-                "reset_date": self.stamp(now)[:8] + "01",
+                "reset_date": self.config.usage_reset_date or self.stamp(now)[:8] + "01",
                 "period": "monthly",
                 "status": spec.status,
                 "validation_timestamp": self.stamp(now),

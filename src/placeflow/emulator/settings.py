@@ -242,5 +242,9 @@ class SandboxConfig:
     """Multiplies both rate-limit windows (0.05 makes the minute window 3 s) for fast tests."""
     url_ttl_seconds: float = 900.0
     idempotency_retention_seconds: float = 86_400.0
+    usage_reset_date: str | None = None
+    """The usage's `reset_date` (YYYY-MM-DD; the spec does not say whether it is the last reset
+    or the next): None shows the first of the current month, a date ahead plays the other
+    reading."""
     faults: FaultConfig = field(default_factory=FaultConfig)
     clock: Clock | None = None

@@ -3,8 +3,10 @@ or a month, for every spending command or for one kind of them, and what each ha
 
     placeflow budget set --credits 1000 --per month [--for run|refresh|research]
 
-A budget's period is the UTC day, the week from Monday (UTC), or the month: up to the service's
-next `reset_date` when it is known (GET /v1/usage), else the calendar month (UTC). What it has
+A budget's period is the UTC day, the week from Monday (UTC), or the month: the service's month
+when GET /v1/usage gives a monthly `reset_date` (up to it when it lies ahead, from it when it lies
+behind: the spec does not say whether it is the next reset or the last), else the calendar month
+(UTC). What it has
 spent is read from the ledger and the runs still spending (sql/queries/budget_spent.sql):
 
     spent = charged (charges and adjustments recorded in the period)
@@ -190,8 +192,9 @@ def _row(per: Any, applies_to: Any, credits: Any, warn_at: Any, set_at: Any) -> 
 
 def period_of(per: str, now: datetime, reset_date: date | None = None) -> tuple[datetime, datetime]:
     """[start, end) of the period of `per` holding `now` (UTC): a day; a week from Monday; a
-    month to `reset_date` (the service's next reset) when it lies ahead, else the calendar
-    month."""
+    month to `reset_date` when it lies ahead (read as the service's next reset), from it when
+    it lies behind by less than a month (read as its last reset: the spec shows a date, not
+    which), else the calendar month."""
     today = now.astimezone(UTC).date()
     if per == "day":
         start = today
@@ -204,6 +207,9 @@ def period_of(per: str, now: datetime, reset_date: date | None = None) -> tuple[
         start = _months_before(end, 1)
         while start > today:  # a reset further ahead than a month: the month holding today
             end, start = start, _months_before(start, 1)
+    elif reset_date is not None and _months_before(today, 1) < reset_date <= today:
+        start = reset_date
+        end = _months_before(start, -1)
     else:
         start = today.replace(day=1)
         end = _months_before(start, -1)
