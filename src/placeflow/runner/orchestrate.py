@@ -24,7 +24,7 @@ import duckdb
 import polars as pl
 
 from placeflow.api.client import PlaceApiClient
-from placeflow.errors import BudgetRefused, RunInProgress
+from placeflow.errors import BudgetRefused
 from placeflow.events import Event, Note, RunStarted, StageStarted
 from placeflow.options import RunOptions
 from placeflow.pipeline.account import RunSummary, account
@@ -40,7 +40,7 @@ from placeflow.runner.prepare import as_source, counts_of, fingerprint, gather, 
 from placeflow.runner.steps import SYSTEM_TIMER, Stages, Step, Timer, direct, emitter
 from placeflow.runner.target import Target, environment_defaults
 from placeflow.state.budgets import kind_of, rest_of
-from placeflow.state.owners import owner_of
+from placeflow.state.owners import not_carried, owner_of
 from placeflow.state.records import DEDUPED, MATCHED, REJECTS
 from placeflow.state.runstate import (
     Clock,
@@ -263,21 +263,7 @@ def resume(
         given = {k: v for k, v in given.items() if v is not None}
         given["watch_every"] = watch_every
         options = options.model_copy(update={**given, "resend_uncertain": resend_uncertain})
-        owner, now = owner_of(con, run_id), clock()
-        if owner is not None and owner.alive(now):
-            ends = owner.lease_ends(now)
-            raise RunInProgress(
-                f"run {run_id} is being carried out by {owner.describe()}: a second process"
-                " would race it, so nothing was done. Wait for it to finish (`placeflow runs`"
-                " shows it)"
-                + (
-                    f"; if that process is gone, its lease passes at {ends:%H:%M:%S %Z} and a"
-                    " resume then carries the run on"
-                    if ends
-                    else ""
-                ),
-                run_id=run_id,
-            )
+        not_carried(con, run_id, clock())
         state = _taken_over(r, api, wh, run_id, options, clock, target.label)
         wh.on_wait = state.beat
         summary = carry_out(r, api, state, options, workdir_for(db, run_id), started)

@@ -47,6 +47,7 @@ from placeflow.runner.budget import warn, within_budgets
 from placeflow.runner.prepare import as_source, fingerprint, gather
 from placeflow.runner.steps import SYSTEM_TIMER, Stages, Step, Timer, direct, emitter
 from placeflow.runner.target import Target
+from placeflow.state.owners import carrying, not_carried
 from placeflow.state.records import DEDUPED, REJECTS
 from placeflow.state.runbook import RunBook
 from placeflow.state.runstate import Clock, new_run_id, unfinished_run, utc_now
@@ -93,6 +94,7 @@ def research(
         rates = Rates.from_card(api.pricing())
         found = unfinished_run(wh.con, print_, also=("planned", "refused"))
         if found is not None:
+            not_carried(wh.con, found, clock())  # a live process carrying it out is not raced
             run_id = found
             checked = r.stage("budget", budget)(
                 wh, api, run_id, max_credits=options.max_credits,
@@ -121,22 +123,25 @@ def research(
             if found is not None:
                 book.moved("refused", message=checked.message)
             return _account(r, wh, api, run_id, EXIT_REFUSED, started, clock(), account=False)
-        ctx = SendContext(
-            db=wh, api=api, run_id=run_id, spec=options.spec, rates=rates,
-            field_shas=field_shas(options.spec), now=clock, sleep=sleep,
-            max_credits=options.max_credits, usage_before=checked.usage_now,
-            charged_before=checked.charged, exclusive_key=options.exclusive_key,
-            resend_uncertain=run_options.resend_uncertain, hook=hook, emit=r.emit,
-        )  # fmt: skip
-        book.moved("started", usage_before=checked.usage_before, message=None)
-        r.emit(RunStarted(run_id, "research", checked.credits, resumed=found is not None))
-        sent = r.stage("send", _send)(ctx)
-        if sent.message:
-            r.emit(Note(sent.message))
-        ends = {"completed": "closed", "interrupted": "interrupted", "refused": "refused"}
-        book.moved(ends[sent.status], sent.status, message=sent.message)
-        known = checked.usage_before is not None
-        return _account(r, wh, api, run_id, sent.exit_code, started, clock(), account=known)
+        with carrying(run_id, con=wh.con, clock=clock):  # its lease beats all the while
+            if found is not None:  # this process carries it out from now
+                book.take_over()
+            ctx = SendContext(
+                db=wh, api=api, run_id=run_id, spec=options.spec, rates=rates,
+                field_shas=field_shas(options.spec), now=clock, sleep=sleep,
+                max_credits=options.max_credits, usage_before=checked.usage_now,
+                charged_before=checked.charged, exclusive_key=options.exclusive_key,
+                resend_uncertain=run_options.resend_uncertain, hook=hook, emit=r.emit,
+            )  # fmt: skip
+            book.moved("started", usage_before=checked.usage_before, message=None)
+            r.emit(RunStarted(run_id, "research", checked.credits, resumed=found is not None))
+            sent = r.stage("send", _send)(ctx)
+            if sent.message:
+                r.emit(Note(sent.message))
+            ends = {"completed": "closed", "interrupted": "interrupted", "refused": "refused"}
+            book.moved(ends[sent.status], sent.status, message=sent.message)
+            known = checked.usage_before is not None
+            return _account(r, wh, api, run_id, sent.exit_code, started, clock(), account=known)
 
 
 def _prepare(

@@ -24,9 +24,13 @@ from datetime import datetime, timedelta
 
 import duckdb
 
+from placeflow.errors import RunInProgress
 from placeflow.state.lease import BEAT_EVERY, LEASE, Lease, database_path, lease_path, read_beat
 
-__all__ = ["BEAT_EVERY", "LEASE", "Owner", "carrying", "owned_now", "owner_of", "this_host"]
+__all__ = [
+    "BEAT_EVERY", "LEASE", "Owner", "carrying", "not_carried", "owned_now", "owner_of",
+    "this_host",
+]  # fmt: skip
 
 STALE_AFTER = timedelta(hours=6)
 """A heartbeat this old is not vouched for by a process id alive on this host (ids are reused)."""
@@ -137,3 +141,24 @@ def owner_of(con: duckdb.DuckDBPyConnection, run_id: str) -> Owner | None:
 def owned_now(now: datetime) -> dict[str, object]:
     """The `runs` columns that say this process carries a run out, as of `now`."""
     return {"owner_host": this_host(), "owner_pid": os.getpid(), "heartbeat_at": now}
+
+
+def not_carried(con: duckdb.DuckDBPyConnection, run_id: str, now: datetime) -> None:
+    """Refuse (`RunInProgress`, nothing done) to take over `run_id` while a live process carries
+    it out (`Owner.alive`): a second one would race it (`placeflow resume`, and research's same
+    command finding its run unfinished)."""
+    owner = owner_of(con, run_id)
+    if owner is None or not owner.alive(now):
+        return
+    ends = owner.lease_ends(now)
+    raise RunInProgress(
+        f"run {run_id} is being carried out by {owner.describe()}: a second process would race"
+        " it, so nothing was done. Wait for it to finish (`placeflow runs` shows it)"
+        + (
+            f"; if that process is gone, its lease passes at {ends:%H:%M:%S %Z} and a resume"
+            " then carries the run on"
+            if ends
+            else ""
+        ),
+        run_id=run_id,
+    )

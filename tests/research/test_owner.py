@@ -1,0 +1,58 @@
+"""A research run carried out by a live process (on this host or another) is not resumed by a
+second invocation of the same command: it is refused with `RunInProgress` and nothing is sent,
+as `placeflow resume` refuses a run's (`placeflow.state.owners.not_carried`); once its owner is
+gone, the same command carries the run on. Checked on what the sandbox itself was sent."""
+
+from __future__ import annotations
+
+import os
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import duckdb
+import pytest
+
+from placeflow.errors import RunInProgress
+from placeflow.runner.research import ResearchOptions
+from placeflow.state.owners import this_host
+
+from .conftest import KEY, ServeSandbox, places, spec, write_csv
+
+
+def _owned_by(db: Path, run_id: str, host: str, pid: int, beat: datetime) -> None:
+    with duckdb.connect(str(db)) as con:
+        con.execute(
+            "update runs set owner_host = ?, owner_pid = ?, heartbeat_at = ? where run_id = ?",
+            [host, pid, beat, run_id],
+        )
+
+
+def test_a_research_run_carried_by_a_live_owner_is_not_resumed(
+    tmp_path: Path, serve: ServeSandbox
+) -> None:
+    """Stopped part way (credits ran out), then owned by a live process (the test's parent on
+    this host, or a fresh heartbeat from another host): the same command raises RunInProgress
+    and the sandbox gets no research request; once the owner is gone (its heartbeat older than
+    the lease), the same command resumes the same run and finishes it."""
+    sb = serve(fail_rate=0.0)
+    csv, db = write_csv(tmp_path / "p.csv", places(20)), tmp_path / "wh.duckdb"
+
+    def starve(moment: str, sent: int) -> None:
+        if moment == "answered" and sent == 1:
+            sb.sandbox.backend.set_available(KEY, 5)
+
+    first = sb.run(csv, db, ResearchOptions(spec=spec()), hook=starve)
+    assert first["exit_code"] == 3 and first["status"] == "interrupted", first
+    sb.sandbox.backend.set_available(KEY, 10_000)
+    sent = sb.requests("POST /v1/deep-research")
+    now = datetime.now(UTC)
+    for host, pid in ((this_host(), os.getppid()), ("elsewhere", 1)):
+        _owned_by(db, first["run_id"], host, pid, now)
+        with pytest.raises(RunInProgress) as refused:
+            sb.run(csv, db, ResearchOptions(spec=spec()))
+        assert refused.value.run_id == first["run_id"]
+        assert sb.requests("POST /v1/deep-research") == sent  # nothing sent by the second
+    _owned_by(db, first["run_id"], "elsewhere", 1, now - timedelta(hours=1))  # gone
+    second = sb.run(csv, db, ResearchOptions(spec=spec()))
+    assert second["exit_code"] == 0 and second["run_id"] == first["run_id"], second
+    assert sb.research()["billed_twice"] == [] and sb.research()["billed_places"] == 20
