@@ -172,3 +172,24 @@ def test_a_run_over_a_dead_runs_places_names_the_resume_and_exits_4(
     a = placeflow.resume(a_run, db=db, target=r.target, clock=r.now)
     assert a.status == "completed" and r.rows_billed_twice() == 0
     assert ledger(db)["charge"] == r.billed_credits() == 30
+
+
+def test_a_chunk_made_three_times_is_booked_whole(rig: Any, tmp_path: Path) -> None:
+    """Keys kept 10 ms and chunk 0's POST loses its first two answers: the service makes three
+    jobs of its 20 places (each prompt replay new work). The run counts both unanswered jobs
+    (each lost attempt may have made one: 40 possible credits, not 20), books the usage's +40
+    to the chunk, and exits 5; the ledger equals what the sandbox billed."""
+    r = rig(FaultConfig(idempotency_retention_seconds=0.01), rows_per_second=500.0, fail_rate=0.0)
+    r.sandbox.inject("POST /v1/jobs/enrich", "drop_response", times=2)
+    f, db = write_places(tmp_path / "p.csv", 40), tmp_path / "wh.duckdb"
+    s = placeflow.run(
+        [str(f)], options=RunOptions(route="job", chunk_rows=20), db=db, target=r.target,
+        clock=r.now,
+    )  # fmt: skip
+    assert r.sandbox.stats()["jobs"]["created"] == 4 and r.billed_credits() == 80
+    assert (s.status, exit_code_for(s.status)) == ("double_charged", EXIT_DOUBLE_CHARGED)
+    assert s.possible_extra_credits == 40, s.message
+    assert (s.message or "").startswith("billed twice: chunk(s) 0 (20 places)"), s.message
+    kinds = ledger(db)
+    assert kinds["adjustment"] == 40 and kinds["charge"] + kinds["adjustment"] == 80
+    assert s.ledger_vs_usage == 0

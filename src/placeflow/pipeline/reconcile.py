@@ -66,11 +66,12 @@ def twice(state: RunBook) -> dict[int, int]:
 
 def suspects(state: RunBook) -> dict[int, int]:
     """Job chunks whose POST lost answers and was answered, not known to be billed twice: a
-    usage beyond the ledger once the run settled is what such a chunk's second job cost."""
+    usage beyond the ledger once the run settled is what such a chunk's other jobs cost, at
+    most its rows for each attempt whose answer was lost (each may have made a job)."""
     known = twice(state)
     rows = state.con.execute(
-        "select chunk_no, rows from jobs where run_id = ? and coalesce(lost_answers, 0) > 0"
-        " and batch_id is not null order by chunk_no",
+        "select chunk_no, rows * lost_answers from jobs where run_id = ?"
+        " and coalesce(lost_answers, 0) > 0 and batch_id is not null order by chunk_no",
         [state.run_id],
     ).fetchall()
     return {int(n): int(r) for n, r in rows if int(n) not in known}
@@ -81,16 +82,21 @@ def twice_line(state: RunBook) -> str | None:
     found = twice(state)
     if not found:
         return None
+    marks = ", ".join("?" for _ in found)
+    places = state.con.execute(
+        f"select coalesce(sum(rows), 0) from jobs where run_id = ? and chunk_no in ({marks})",  # noqa: S608 - marks
+        [state.run_id, *found],
+    ).fetchone()
     booked = state.con.execute(
         "select coalesce(sum(credits), 0) from credit_ledger where run_id = ?"
         " and kind = 'adjustment'",
         [state.run_id],
     ).fetchone()
     return (
-        f"billed twice: chunk(s) {_names(found)} ({sum(found.values()):,} places): the service"
-        " created a second job of them when a re-send of a POST whose answer was lost came"
-        " after it had forgotten the Idempotency-Key; the ledger books what the usage shows"
-        f" (adjustments {int(booked[0]) if booked else 0:+,})"
+        f"billed twice: chunk(s) {_names(found)} ({int(places[0]) if places else 0:,} places):"
+        " the service created a second job of them when a re-send of a POST whose answer was"
+        " lost came after it had forgotten the Idempotency-Key; the ledger books what the usage"
+        f" shows (adjustments {int(booked[0]) if booked else 0:+,})"
     )
 
 
@@ -153,10 +159,11 @@ def _book_lost(
     balance corrects it (a job still running shows its whole hold until it ends)."""
     most = sum(lost.values()) + sum(doubled.values())
     if diff > most and suspected:
-        for n, rows in suspected.items():
-            state.billed_twice(n, ref=f"chunk-{n}:twice", credits=rows, why=(
+        for n, most_cost in suspected.items():
+            state.billed_twice(n, ref=f"chunk-{n}:twice", credits=most_cost, why=(
                 f"chunk {n}: its POST lost answers and the usage shows, once the run settled,"
-                " more than the ledger explains: a second job of its places was billed"
+                " more than the ledger explains: another job of its places was billed (at most"
+                f" {most_cost:,} credits: its rows for each attempt whose answer was lost)"
             ))  # fmt: skip
         doubled = {**doubled, **suspected}
         most += sum(suspected.values())

@@ -171,15 +171,20 @@ def _judged(
     judged = judge(api, state, chunk.chunk_no, submission, asked)
     if not (judged.new and judged.twice):
         return
+    # Each attempt whose answer was lost may have made a job of its own (a service that keeps
+    # keys shorter than the prompt replays' spacing makes one per attempt): that many at most.
+    lost = max(1, state.lost_attempts(chunk.chunk_no))
     why = (
         f"chunk {chunk.chunk_no}: billed twice: job {submission.batch_id} is new work the"
         f" service created for a re-send of its POST ({judged.why}), after an earlier attempt"
         f" had created a job of the same {chunk.rows:,} places that the service no longer"
-        " replayed; that job's batch_id never came, so it cannot be fetched or cancelled: what"
-        " the usage shows it cost is booked to this chunk"
+        f" replayed ({lost} attempt(s) lost their answers, each may have made one); no job's"
+        " batch_id but the answered one came, and the spec lists no jobs, so they cannot be"
+        f" fetched or cancelled: what the usage shows they cost (at most {lost * chunk.rows:,}"
+        " credits) is booked to this chunk"
     )
-    state.billed_twice(chunk.chunk_no, ref=f"{submission.batch_id}:twice", credits=chunk.rows,
-                       why=why)  # fmt: skip
+    state.billed_twice(chunk.chunk_no, ref=f"{submission.batch_id}:twice",
+                       credits=lost * chunk.rows, why=why)  # fmt: skip
     emit(Note(why))
 
 

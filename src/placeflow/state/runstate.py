@@ -120,6 +120,10 @@ class RunState(RunBook):
         if lost:
             self._move("lost_answers", chunk_no, lost_answers=self._lost(chunk_no) + lost)
 
+    def lost_attempts(self, chunk_no: int) -> int:
+        """Attempts of the chunk's POST whose answer was lost: each may have made a job."""
+        return self._lost(chunk_no)
+
     def _lost(self, chunk_no: int) -> int:
         found = self.con.execute(
             "select coalesce(lost_answers, 0) from jobs where run_id = ? and chunk_no = ?",
