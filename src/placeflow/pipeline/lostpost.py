@@ -25,6 +25,7 @@ header saying a replay is one. So placeflow judges by what the service shows:
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from placeflow.api.client import JobSubmission, PlaceApiClient
@@ -35,7 +36,23 @@ from placeflow.state.runbook import RunBook
 from placeflow.store.warehouse import sql_text
 
 STAMP_SLACK = 0.002
-"""Seconds a service timestamp may be off by its rounding (milliseconds) either way."""
+"""Seconds two readings of this machine's clock may differ by beyond what they measure."""
+
+_SECONDS = re.compile(r"T\d{2}:\d{2}(?::\d{2}(?:[.,](\d+))?)?")
+
+
+def stamp_unit(text: str | None) -> float:
+    """How far a service timestamp may be from the moment it stands for, by how it is written:
+    its last digit's unit (1 s for whole seconds, 0.001 s for milliseconds or finer; 60 s
+    without seconds). Services cut or round: the moment lies within one unit either way. The spec
+    shows no precision; one service writes whole seconds (docs/spec-readings.md)."""
+    found = _SECONDS.search(text or "")
+    if found is None:
+        return 1.0
+    if found.group(0).count(":") < 2:
+        return 60.0
+    digits = found.group(1)
+    return max(0.001, 10.0 ** -len(digits)) if digits else 1.0
 
 
 def _explained(state: RunBook, run_id: str) -> int | None:
@@ -92,6 +109,8 @@ class Reading:
     asked: float
     answered: float
     """The client's clock when the question left and when its answer came."""
+    unit: float = 0.001
+    """How far `stamp` may be from the moment it stands for (`stamp_unit`)."""
 
     def created_job(self, rows: int | None = None) -> bool | None:
         """Whether a job the ledger does not know holds credits: True when more is held than
@@ -135,6 +154,7 @@ def read_usage(
         uncertain=uncertain,
         in_flight=in_flight,
         stamp=parse_timestamp(usage.validation_timestamp),
+        unit=stamp_unit(usage.validation_timestamp),
         asked=asked,
         answered=api.clock(),
     )
@@ -162,11 +182,13 @@ def judge(
     """Original or new work, for a job that answered after lost answers (see the module).
     `asked`: the usage read before the last re-send, when one was."""
     created = parse_timestamp(submission.job.created_at)
+    unit = stamp_unit(submission.job.created_at)
     if asked is not None and asked.stamp is not None and created is not None:
-        if created < asked.stamp - STAMP_SLACK:
+        # Only what the stamps' precision proves: whole seconds seldom tell (the usage does)
+        if created + unit < asked.stamp - asked.unit:
             return Judged(False, False, "created before the usage was asked: the original job")
         before = asked.created_job(submission.job.total_items)
-        if before is not None:
+        if before is not None and created - unit > asked.stamp + asked.unit:
             said = "showed a job of it held" if before else "showed no job of it"
             return Judged(
                 True, before, f"created after the usage was asked, which {said} before the re-send"
@@ -174,7 +196,7 @@ def judge(
     after = read_usage(api, state, chunk_no=chunk_no, urgent=True)
     if after is not None and after.stamp is not None and created is not None:
         since = after.answered - (submission.answered_sent or after.answered)
-        if after.stamp - created > since + STAMP_SLACK:
+        if (after.stamp - after.unit) - (created + unit) > since + STAMP_SLACK:
             return Judged(False, False, "created before the attempt that got it left")
     shown = after.created_job(submission.job.total_items) if after is not None else None
     if shown is True:
