@@ -1,12 +1,8 @@
--- research_request: what sending one research request needs: its body, the most it can cost,
--- its state, the key usage expected before its latest send and its possible extra credits.
+-- research_request: what sending one research request needs: its body and the most it can cost.
 -- Parameters: $run_id, $request_no.
 select
     body,
-    credits_max,
-    state,
-    usage_expected,
-    possible_extra_credits
+    credits_max
 from research_requests
 where run_id = $run_id
     and request_no = $request_no

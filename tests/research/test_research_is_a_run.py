@@ -160,9 +160,10 @@ def test_a_possible_charge_the_service_billed_is_adjusted_to_its_usage(
     tmp_path: Path, serve: ServeSandbox
 ) -> None:
     """An answer lost (billed per the usage: a charge), resent by --resend-uncertain and lost
-    again (held as possibly billed), then bought: once the run completes, the one ledger's
-    charges and its adjustment are what the sandbox billed, each entry its own ref, and no
-    check sees a double charge or an unexplained usage."""
+    again on a key said shared (the usage cannot tell: held as possibly billed), then bought:
+    once the run completes, the one ledger's charges and its adjustment are what the sandbox
+    billed, each entry its own ref, and no check sees a double charge or an unexplained
+    usage."""
     sb = serve(fail_rate=0.0)
     csv, db = write_csv(tmp_path / "p.csv", places(10)), tmp_path / "wh.duckdb"
 
@@ -171,9 +172,10 @@ def test_a_possible_charge_the_service_billed_is_adjusted_to_its_usage(
             sb.sandbox.inject("POST /v1/deep-research", "drop_response")
 
     first = sb.run(csv, db, ResearchOptions(spec=spec()), hook=lose)
-    again = sb.run(
-        csv, db, ResearchOptions(spec=spec(), run=read_options(resend_uncertain=True)), hook=lose
+    shared = ResearchOptions(
+        spec=spec(), run=read_options(resend_uncertain=True), exclusive_key=False
     )
+    again = sb.run(csv, db, shared, hook=lose)
     assert first["exit_code"] == again["exit_code"] == 1, (first, again)
     assert again["possible_extra_credits"] == 10 * PER_ROW
     last = sb.run(csv, db, ResearchOptions(spec=spec(), run=read_options(resend_uncertain=True)))

@@ -125,12 +125,32 @@ class Reading:
         return None
 
 
+def usage_expected(state: RunBook) -> int | None:
+    """The key's usage the run accounts for now: its usage before plus what its ledger explains
+    (what `read_usage` weighs the usage against; None when the run has no usage before)."""
+    row = state.con.execute(
+        "select usage_before from runs where run_id = ?", [state.run_id]
+    ).fetchone()
+    if row is None or row[0] is None:
+        return None
+    found = state.con.execute(
+        sql_text("queries/run_usage_explained"), {"run_id": state.run_id, "chunk_no": -1}
+    ).fetchone()
+    return int(row[0]) + (int(found[0]) if found else 0)
+
+
 def read_usage(
-    api: PlaceApiClient, state: RunBook, *, chunk_no: int = -1, urgent: bool = False
+    api: PlaceApiClient,
+    state: RunBook,
+    *,
+    chunk_no: int = -1,
+    urgent: bool = False,
+    strict: bool = False,
 ) -> Reading | None:
     """The usage against the run's ledger now (chunk `chunk_no`, the one judged, not counted
     as uncertain) and what the runs beside it spent (`others_explained`); None when it cannot
-    be had or another user of the key cannot be explained."""
+    be had (`strict`: `UsageUnknown` raised instead) or another user of the key cannot be
+    explained."""
     row = state.con.execute(
         "select usage_before from runs where run_id = ?", [state.run_id]
     ).fetchone()
@@ -148,6 +168,8 @@ def read_usage(
     try:
         usage = api.usage(urgent=urgent)
     except UsageUnknown:
+        if strict:
+            raise
         return None
     return Reading(
         unexplained=usage.current_usage - int(row[0]) - explained - besides,

@@ -51,17 +51,6 @@ def post_age(chunk: Chunk, now: datetime) -> float:
     return (now - sent).total_seconds()
 
 
-def usage_unexplained(api: PlaceApiClient, state: RunState) -> int | None:
-    """current_usage less the run's usage before and what its ledger explains; None when the
-    usage cannot be had, the key is not ours alone, or a job of the run is in flight (one that
-    ended and is not loaded shows less than its hold): the test of a synchronous batch's lost
-    answer, whose charge has no hold to show."""
-    reading = read_usage(api, state)
-    if reading is None or reading.in_flight:
-        return None
-    return reading.unexplained
-
-
 def vet(
     api: PlaceApiClient, state: RunState, chunk: Chunk, options: RunOptions, now: datetime
 ) -> Verdict:

@@ -15,21 +15,22 @@ from __future__ import annotations
 import gzip
 import hashlib
 import json
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel
 
 from placeflow.api.client import JobSubmission, PlaceApiClient
-from placeflow.api.errors import ApiError, OutcomeUnknown
+from placeflow.api.errors import ApiError, OutcomeUnknown, PlaceflowError, UsageUnknown
 from placeflow.api.jobref import PendingJob
 from placeflow.api.models import TERMINAL_JOB_STATUSES
 from placeflow.events import ChunkSubmitted, CreditsHeld, Emit, Note
 from placeflow.fields import JobKind
+from placeflow.pipeline import writeahead
 from placeflow.pipeline.fetch import Fetched
 from placeflow.pipeline.lostpost import Reading, judge, read_usage
-from placeflow.pipeline.resend import post_age, usage_unexplained
+from placeflow.pipeline.resend import post_age
 from placeflow.state.lifecycle import UNCERTAIN
 from placeflow.state.records import Chunk
 from placeflow.state.runstate import RunState
@@ -244,6 +245,73 @@ def _shows(asked: Reading | None, created: bool | None) -> str:
     return "shows it created no job"
 
 
+@dataclass
+class _Batch:
+    """A synchronous batch as a kind of write-ahead request (`placeflow.pipeline.writeahead`):
+    its moves are the chunk lifecycle's; one whose answer may have been billed is held
+    uncertain (the account books what the usage shows it cost)."""
+
+    api: PlaceApiClient
+    state: RunState
+    chunk: Chunk
+    kind: JobKind
+    emit: Emit
+    why: str = ""
+    results: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def no(self) -> int:
+        return self.chunk.chunk_no
+
+    @property
+    def most(self) -> int:
+        return self.chunk.rows
+
+    @property
+    def name(self) -> str:
+        return f"chunk {self.no}"
+
+    def left(self) -> int | None:
+        return None  # the run's budgets were checked, and its estimate reserved, at its open
+
+    def sending(self, left: int | None) -> None:
+        self.state.sending(self.no)
+
+    def call(self) -> list[dict[str, Any]]:
+        pois = self.state.chunk_requests(self.no)
+        # the fields the answer carried (a status of only unknown fields stays empty)
+        if self.kind == "enrich":
+            return [_line(r) for r in self.api.enrich_batch(pois).results]
+        return [_line(self.api.validate(pois[0]))]
+
+    def received(self, answer: list[dict[str, Any]]) -> None:
+        self.results = answer  # written as the chunk's file by `send_batch`
+
+    def refused(self, error: PlaceflowError) -> None:
+        return None  # raised on: a refusal stops the run (credits ran out: resumable)
+
+    def usage_unknown(self, error: UsageUnknown) -> None:
+        return None  # held uncertain: the account books what the usage shows later
+
+    def not_billed(self) -> None:
+        return None  # sent again as it is
+
+    def billed(self, credits: int) -> None:
+        self.uncertain(f"the usage holds {credits:,} credit(s) its ledger does not explain")
+
+    def uncertain(self, why: str) -> None:
+        self.why = (
+            f"chunk {self.no}: a synchronous request without an Idempotency-Key may have been"
+            f" billed: its answer was lost ({why}); held as uncertain, not sent again blind"
+        )
+        self.state.uncertain(self.no, self.why, possible=self.chunk.rows)
+        self.emit(Note(self.why))
+
+
+SYNC_TRIES = 3
+"""Sends of a synchronous batch whose answer was lost while the usage shows it was not billed."""
+
+
 def send_batch(
     api: PlaceApiClient,
     state: RunState,
@@ -254,31 +322,25 @@ def send_batch(
     emit: Emit,
     resend: bool = False,
 ) -> Fetched | Uncertain:
-    """Send one synchronous batch; its answers become the chunk's result file, or it is held
-    as `Uncertain` (its answer lost after the request may have been billed: the account
-    books what the usage shows it cost, and `possible_extra_credits` counts its rows)."""
+    """Send one synchronous batch written ahead (`placeflow.pipeline.writeahead.send`); its
+    answers become the chunk's result file, or it is held as `Uncertain` (its answer lost
+    after the request may have been billed: the account books what the usage shows it cost,
+    and `possible_extra_credits` counts its rows). One found sent without its answer (a
+    resume) is judged by the usage first, unless `resend` (--resend-uncertain) says so."""
+    batch = _Batch(api, state, chunk, kind, emit)
     lost = chunk.status == "submitted"  # sent before, its answer never stored
-    if lost and not resend and usage_unexplained(api, state) != 0:
-        return _uncertain(state, chunk, emit, "a previous attempt's answer was lost")
-    state.sending(chunk.chunk_no)
-    pois = state.chunk_requests(chunk.chunk_no)
+    if lost and not resend and writeahead.judge(api, state, batch) != "not_billed":
+        return Uncertain(chunk.chunk_no, batch.why)
     counted = chunk.error_code == UNCERTAIN  # its rows already in possible_extra_credits
-    extra = len(pois) if lost and resend and not counted else 0
-    for attempt in range(3):
-        try:
-            # the fields the answer carried (a status of only unknown fields stays empty)
-            if kind == "enrich":
-                results = [_line(r) for r in api.enrich_batch(pois).results]
-            else:
-                results = [_line(api.validate(pois[0]))]
-            break
-        except OutcomeUnknown as exc:
-            # Billed or not? Where the key is ours alone the usage tells; else hold it.
-            if attempt == 2 or usage_unexplained(api, state) != 0:
-                cause = type(exc.__cause__).__name__ if exc.__cause__ else "no answer"
-                return _uncertain(state, chunk, emit, f"its answer was lost ({cause})")
+    extra = chunk.rows if lost and resend and not counted else 0
+    sent = writeahead.send(api, state, batch, tries=SYNC_TRIES)
+    if sent == "not_billed":  # lost every time, never billed: held all the same
+        batch.uncertain(f"lost {SYNC_TRIES} times")
+    if sent != "answered":
+        return Uncertain(chunk.chunk_no, batch.why)
     path = workdir / f"chunk-{chunk.chunk_no:05d}" / "sync.jsonl.gz"
     path.parent.mkdir(parents=True, exist_ok=True)
+    results = batch.results
     body = "".join(json.dumps(r, separators=(",", ":")) + "\n" for r in results).encode()
     data = gzip.compress(body, mtime=0)
     path.write_bytes(data)
@@ -298,13 +360,3 @@ def _line(answer: BaseModel) -> dict[str, Any]:
     """A synchronous answer as a result line: the spec's fields it carried, as sent."""
     line: dict[str, Any] = answer.model_dump(mode="json", exclude_unset=True)
     return line
-
-
-def _uncertain(state: RunState, chunk: Chunk, emit: Emit, what: str) -> Uncertain:
-    why = (
-        f"chunk {chunk.chunk_no}: a synchronous request without an Idempotency-Key may have"
-        f" been billed: {what}; held as uncertain, not sent again blind"
-    )
-    state.uncertain(chunk.chunk_no, why, possible=chunk.rows)
-    emit(Note(why))
-    return Uncertain(chunk.chunk_no, why)

@@ -43,6 +43,7 @@ from placeflow.pipeline.load import load
 from placeflow.pipeline.poll import poll, unknown_job
 from placeflow.pipeline.resend import post_age, vet
 from placeflow.pipeline.submit import Uncertain, send_batch, submit_job
+from placeflow.pipeline.writeahead import journaled
 from placeflow.runner.held import Held
 from placeflow.runner.sender import Sender, locked
 from placeflow.runner.steps import Stages
@@ -300,47 +301,44 @@ class _Carry:
                 out.append((claim.owner_run_id, claim.waiting))
         return out
 
-    def in_flight_or_settled(self) -> None:
-        """Tell the key's journal the run has nothing in flight, when so: no job submitted and
-        not ended (a synchronous batch `submitted` is one whose answer was lost), no job POST
-        whose answer was lost. A run that stops with work at the service stays active there,
-        for whoever resumes it."""
-        if self.api.journal is None:
-            return
-        open_ = [  # a synchronous batch whose answer was lost is billed or not: not in flight
+    def in_flight(self) -> bool:
+        """Whether something of the run is left in flight at the service: a job submitted and
+        not ended (a synchronous batch `submitted` is one whose answer was lost, billed or not:
+        not in flight unless unjudged), or a job POST whose answer was lost. A run that stops so
+        stays active in the key's journal, for whoever resumes it."""
+        open_ = [
             c for c in self.state.chunks("submitted")
             if not (c.route == "sync" and c.error_code == UNCERTAIN)
         ]  # fmt: skip
         lost = [c for c in self.state.chunks("planned") if c.sending_at is not None]
-        if not open_ and not lost:
-            self.api.journal.settled(self.state.run_id)
+        return bool(open_ or lost)
 
     def run(self, started: datetime) -> RunSummary:
-        """Every step in order; the run marked interrupted when chunks are held or credits ran
-        out (raised as `CreditsRanOut` after the account, which runs however the run ends)."""
+        """Every step in order, the run active in the key's spend journal meanwhile
+        (`placeflow.pipeline.writeahead.journaled`); the run marked interrupted when chunks are
+        held or credits ran out (raised as `CreditsRanOut` after the account, which runs however
+        the run ends)."""
         stopped: str | None = None
         try:
-            try:
-                self.say_what_resume_settles()
-                if self.api.journal is not None:
-                    self.api.journal.active(self.state.run_id)
-                self.ended_before()
-                self.send_sync()
-                self.resend_held()
-                self.jobs()
-                self.await_claims()
-                held = self.held.message(self.state.run_id)
-                if held:
-                    self.state.interrupted(held)
-            except InsufficientCredits as exc:
-                stopped = (
-                    f"credits ran out: {exc}. Add credits, then `placeflow resume"
-                    f" {self.state.run_id}`; chunks already submitted are kept"
-                )
-                self.emit(Note(stopped))
-                self.state.interrupted(stopped)
+            with journaled(self.api, self.state.run_id, self.in_flight):
+                try:
+                    self.say_what_resume_settles()
+                    self.ended_before()
+                    self.send_sync()
+                    self.resend_held()
+                    self.jobs()
+                    self.await_claims()
+                    held = self.held.message(self.state.run_id)
+                    if held:
+                        self.state.interrupted(held)
+                except InsufficientCredits as exc:
+                    stopped = (
+                        f"credits ran out: {exc}. Add credits, then `placeflow resume"
+                        f" {self.state.run_id}`; chunks already submitted are kept"
+                    )
+                    self.emit(Note(stopped))
+                    self.state.interrupted(stopped)
         finally:
-            self.in_flight_or_settled()
             summary = self.r.stage("account", account)(self.state, self.api, started=started)
         if stopped:
             raise CreditsRanOut(stopped, run_id=self.state.run_id, summary=summary)

@@ -129,8 +129,7 @@ def research(
             ctx = SendContext(
                 db=wh, api=api, run_id=run_id, spec=options.spec, rates=rates,
                 field_shas=field_shas(options.spec), now=clock, sleep=sleep,
-                max_credits=options.max_credits, usage_before=checked.usage_now,
-                charged_before=checked.charged, exclusive_key=options.exclusive_key,
+                max_credits=options.max_credits, exclusive_key=options.exclusive_key,
                 resend_uncertain=run_options.resend_uncertain, hook=hook, emit=r.emit,
             )  # fmt: skip
             book.moved("started", usage_before=checked.usage_before, message=None)

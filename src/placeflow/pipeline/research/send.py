@@ -1,22 +1,25 @@
 """Send a research run's requests without ever paying twice for one.
 
-Deep research has no Idempotency-Key, so each request's state is written ahead:
+Deep research has no Idempotency-Key, so a request is a kind of the run's write-ahead request
+(`placeflow.pipeline.writeahead`, the rule a run's synchronous batches follow too), its moves
+the research request lifecycle's (`placeflow.state.lifecycle.REQUESTS`):
 
     planned ──(commit)──▶ sent ──POST──▶ received (raw answer committed) ──load──▶ answered
 
 A crash after `received` loads the stored answer on resume. A request left `sent` (a crash
-mid-POST, or an answer lost on the wire) is resolved by the key's usage, not by resending: the
-run knows what the key's current_usage should be just before the POST (`usage_expected`); when
-the key is used by this run alone, usage unchanged means the request was never billed (sent
-again), and a rise within what it could cost means it was billed but its answer lost (`lost`,
-the charge ledgered). Otherwise, or on a shared key, the possible credits are recorded and the
-request held `uncertain`; `resend_uncertain` sends lost and uncertain requests again.
+mid-POST, or an answer lost on the wire) is judged by the key's usage against the run's ledger,
+never blindly resent (`writeahead.judge`): nothing beyond the ledger means it was never billed
+(sent again); a rise within what it could cost means it was billed but its answer lost (`lost`,
+the charge ledgered). Otherwise (another run's spend on the key, a shared key) the possible
+credits are recorded and the request held `uncertain`; `resend_uncertain` sends lost and
+uncertain requests again. A usage that cannot be read leaves it `sent`, for the next invocation.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -24,17 +27,12 @@ from typing import Any
 import duckdb
 
 from placeflow.api.client import PlaceApiClient
-from placeflow.api.errors import (
-    ApiError,
-    InsufficientCredits,
-    OutcomeUnknown,
-    PlaceflowError,
-    Unprocessable,
-    UsageUnknown,
-)
+from placeflow.api.errors import InsufficientCredits, PlaceflowError, Unprocessable, UsageUnknown
 from placeflow.api.models import DeepResearchResponse
 from placeflow.errors import stop
 from placeflow.events import ChunkSubmitted, CreditsCharged, Emit, Note, RowsLoaded, ignore
+from placeflow.pipeline import writeahead
+from placeflow.pipeline.lostpost import usage_expected
 from placeflow.pipeline.research.load import UNAVAILABLE, Answer, load_answer
 from placeflow.pipeline.research.plan import ROUTE, Rates, ResearchSpec
 from placeflow.pipeline.research.refused import error_name, rejected_fields
@@ -43,6 +41,9 @@ from placeflow.state.runbook import RunBook
 from placeflow.store.warehouse import sql_text, transaction
 from placeflow.store.writer import Writer
 from placeflow.support.text import cap_strings
+
+LOST = "OUTCOME_UNKNOWN"
+"""The error_code of a request whose answer was lost (not billed, lost or uncertain)."""
 
 Hook = Callable[[str, int], None]
 """Called with a moment (sent, received, answered) and the count of requests sent so far."""
@@ -73,10 +74,6 @@ class SendContext:
     now: Callable[[], datetime]
     sleep: Callable[[float], None]
     max_credits: int | None = None
-    usage_before: int | None = None
-    """The key's usage as read afresh by this invocation, before it sent anything: what a new
-    request's expected usage starts from (with the charges booked since, `charged_before`)."""
-    charged_before: int = 0
     exclusive_key: bool = True
     resend_uncertain: bool = False
     hook: Hook | None = None
@@ -106,12 +103,13 @@ def _move(ctx: SendContext, name: str, request_no: int, **values: Any) -> None:
     move(ctx.con, REQUESTS, name, (ctx.run_id, request_no), **values)
 
 
-def _request(ctx: SendContext, request_no: int) -> tuple[str, int, str, int | None, int]:
+def _request(ctx: SendContext, request_no: int) -> tuple[str, int]:
+    """A request's body and the most it can cost."""
     row = ctx.con.execute(
         sql_text("queries/research_request"), {"run_id": ctx.run_id, "request_no": request_no}
     ).fetchone()
     assert row is not None
-    return str(row[0]), int(row[1]), str(row[2]), row[3], int(row[4])
+    return str(row[0]), int(row[1])
 
 
 def _attempts(ctx: SendContext, request_no: int) -> int:
@@ -139,58 +137,142 @@ def _place_keys(ctx: SendContext, request_no: int) -> list[str]:
     return [str(r[0]) for r in rows]
 
 
-def send_one(ctx: SendContext, request_no: int) -> str:
-    """Send one planned request and load its answer: answered, unavailable, or the state a
-    lost answer was resolved to. Raises `Stop` when the run must not go on."""
-    body, credits_max, _, _, _ = _request(ctx, request_no)
-    charged, possible = ledger_totals(ctx.con, ctx.run_id)
-    left = None if ctx.max_credits is None else ctx.max_credits - charged - possible
-    if left is not None and credits_max > left:
+@dataclass
+class _Request:
+    """One research request as a kind of write-ahead request (`placeflow.pipeline.writeahead`):
+    its moves are the research request lifecycle's (`placeflow.state.lifecycle.REQUESTS`)."""
+
+    ctx: SendContext
+    no: int
+    most: int
+    body: str
+    _left: int | None = None
+
+    @property
+    def name(self) -> str:
+        return f"request {self.no}"
+
+    def left(self) -> int | None:
+        """--max-credits less what the run was charged or may have been charged."""
+        if self.ctx.max_credits is None:
+            return None
+        charged, possible = ledger_totals(self.ctx.con, self.ctx.run_id)
+        return self.ctx.max_credits - charged - possible
+
+    def sending(self, left: int | None) -> None:
+        self._left, ctx = left, self.ctx
+        with transaction(ctx.con):  # written ahead: a crash from here on is judged
+            _move(
+                ctx, "sent", self.no, attempts=_attempts(ctx, self.no) + 1, sent_at=ctx.now(),
+                max_credits_sent=left, usage_expected=usage_expected(_book(ctx)),
+            )  # fmt: skip
+        ctx.sent += 1
+        ctx.at("sent")
+
+    def call(self) -> DeepResearchResponse:
+        payload: dict[str, Any] = json.loads(self.body)
+        if self._left is not None:
+            payload["max_credits"] = self._left
+        return self.ctx.api.deep_research(payload)
+
+    def received(self, answer: DeepResearchResponse) -> None:
+        ctx = self.ctx
+        with transaction(ctx.con):
+            kept = json.dumps(cap_strings(answer.model_dump(mode="json")))  # stored: capped
+            _move(ctx, "received", self.no, response=kept)
+        ctx.at("received")
+
+    def refused(self, error: PlaceflowError) -> None:
+        """Nothing was charged: back in the plan, and the run stopped saying why."""
+        ctx, no = self.ctx, self.no
+        if isinstance(error, InsufficientCredits):
+            code = error_name(error) or "quota_exceeded"
+            _move(ctx, "not_sent", no, error=str(error), error_code=code)
+            kind = "budget" if code == "max_credits_exceeded" else "credits"
+            raise stop(kind, f"request {no} refused, nothing charged: {error}") from None
+        if isinstance(error, Unprocessable):
+            _move(ctx, "not_sent", no, error=str(error), error_code=error.error_code)
+            rejected = rejected_fields(error)
+            if rejected:
+                why = "; ".join(f"{name}: {reason}" for name, reason in rejected.items())
+                raise stop(
+                    "policy",
+                    f"the service refuses to research field(s) by policy ({why}); nothing was"
+                    " charged. Drop or rename them and run again",
+                ) from None
+            raise stop("failed", f"request {no} refused: {error}") from None
+        _move(ctx, "not_sent", no, error=str(error), error_code=type(error).__name__)
+        raise stop("failed", f"request {no} not answered: {error}") from None
+
+    def usage_unknown(self, error: UsageUnknown) -> None:
+        """It stays sent: the next invocation settles it before sending more."""
         raise stop(
-            "budget",
-            f"the budget has {max(left, 0):,} credit(s) left and the next request can cost"
-            f" {credits_max:,}: stopped before it; rerun with a higher --max-credits to go on",
-        )
-    since = charged - ctx.charged_before
-    expected = None if ctx.usage_before is None else ctx.usage_before + since
-    with transaction(ctx.con):  # written ahead: a crash from here on is resolved, not resent
+            "failed",
+            f"request {self.no}: its answer was lost and the key's usage cannot be read now"
+            f" ({error}); run the same command later: it settles the request from the usage"
+            " before sending anything else",
+        ) from None
+
+    def not_billed(self) -> None:
+        ctx = self.ctx
         _move(
-            ctx, "sent", request_no, attempts=_attempts(ctx, request_no) + 1, sent_at=ctx.now(),
-            usage_expected=expected, max_credits_sent=left,
+            ctx, "not_billed", self.no,
+            error="sent without an answer; the key's usage did not move: not billed",
+            error_code=LOST,
         )  # fmt: skip
-    ctx.sent += 1
-    ctx.at("sent")
-    payload: dict[str, Any] = json.loads(body)
-    if left is not None:
-        payload["max_credits"] = left
-    try:
-        response = ctx.api.deep_research(payload)
-    except OutcomeUnknown:
-        return resolve_sent(ctx, request_no)
-    except InsufficientCredits as exc:
-        code = error_name(exc) or "quota_exceeded"
-        _move(ctx, "not_sent", request_no, error=str(exc), error_code=code)
-        kind = "budget" if code == "max_credits_exceeded" else "credits"
-        raise stop(kind, f"request {request_no} refused, nothing charged: {exc}") from None
-    except Unprocessable as exc:
-        _move(ctx, "not_sent", request_no, error=str(exc), error_code=exc.error_code)
-        rejected = rejected_fields(exc)
-        if rejected:
-            why = "; ".join(f"{name}: {reason}" for name, reason in rejected.items())
-            raise stop(
-                "policy",
-                f"the service refuses to research field(s) by policy ({why}); nothing was"
-                " charged. Drop or rename them and run again",
-            ) from None
-        raise stop("failed", f"request {request_no} refused: {exc}") from None
-    except (ApiError, PlaceflowError) as exc:
-        _move(ctx, "not_sent", request_no, error=str(exc), error_code=type(exc).__name__)
-        raise stop("failed", f"request {request_no} not answered: {exc}") from None
-    with transaction(ctx.con):
-        kept = json.dumps(cap_strings(response.model_dump(mode="json")))  # stored: capped
-        _move(ctx, "received", request_no, response=kept)
-    ctx.at("received")
-    return load_received(ctx, request_no)
+
+    def billed(self, credits: int) -> None:
+        with self._lost(f"answer lost after billing ({credits} credits)") as (ctx, book, ref):
+            book.charge(self.no, ref, credits, "answer lost; billed per the key's usage", ctx.now())
+            _move(
+                ctx, "lost", self.no, credits_charged=credits, error_code=LOST,
+                error=f"billed {credits} credit(s) per the key's usage, but the answer was lost;"
+                " --resend-uncertain buys it again",
+            )  # fmt: skip
+            ctx.emit(CreditsCharged(self.no, credits, 0))
+
+    def uncertain(self, why: str) -> None:
+        most = self.most
+        with self._lost(f"uncertain, up to {most} credits") as (ctx, book, ref):
+            why_not = "sent without an answer; the key's usage cannot tell whether it was billed"
+            book.possible(self.no, ref, most, why_not)
+            _move(
+                ctx, "uncertain", self.no, possible_extra_credits=most, error_code=LOST,
+                error=f"may have been billed (the usage cannot tell: {why}); not resent"
+                " without --resend-uncertain",
+            )  # fmt: skip
+
+    @contextmanager
+    def _lost(self, said: str) -> Iterator[tuple[SendContext, RunBook, str]]:
+        """A lost answer's ledger entry (under its own ref) and move, in one transaction; said
+        after it (the run's message lists it)."""
+        ctx = self.ctx
+        with transaction(ctx.con):
+            yield ctx, _book(ctx), _lost_ref(ctx, self.no)
+        ctx.notes.append(f"request {self.no}: {said}")
+        ctx.emit(Note(ctx.notes[-1]))
+
+
+def _kind(ctx: SendContext, request_no: int) -> _Request:
+    body, credits_max = _request(ctx, request_no)
+    return _Request(ctx, request_no, credits_max, body)
+
+
+def _book(ctx: SendContext) -> RunBook:
+    return RunBook(ctx.db, ctx.run_id, clock=ctx.now)
+
+
+PLACED = {"not_billed": "planned", "billed": "lost", "uncertain": "uncertain"}
+"""Where a request whose answer was lost is left, by the usage's verdict."""
+
+
+def send_one(ctx: SendContext, request_no: int) -> str:
+    """Send one planned request (`placeflow.pipeline.writeahead.send`) and load its answer:
+    answered, unavailable, or the state a lost answer was judged to (planned: not billed, sent
+    again; lost; uncertain). Raises `Stop` when the run must not go on."""
+    kind = _kind(ctx, request_no)
+    sent = writeahead.send(ctx.api, _book(ctx), kind, shared=not ctx.exclusive_key)
+    return load_received(ctx, request_no) if sent == "answered" else PLACED[sent]
 
 
 def load_received(ctx: SendContext, request_no: int) -> str:
@@ -234,106 +316,20 @@ def load_received(ctx: SendContext, request_no: int) -> str:
 
 
 def resolve_sent(ctx: SendContext, request_no: int) -> str:
-    """Decide what became of a request sent without an answer, from the key's usage."""
-    _, credits_max, _, expected, _ = _request(ctx, request_no)
-    try:
-        usage = ctx.api.usage().current_usage
-    except UsageUnknown as exc:  # it stays sent: the next run settles it before sending more
-        raise stop(
-            "failed",
-            f"request {request_no}: its answer was lost and the key's usage cannot be read now"
-            f" ({exc}); run the same command later: it settles the request from the usage"
-            " before sending anything else",
-        ) from None
-    delta = None if expected is None else usage - expected
-    ref = _lost_ref(ctx, request_no)
-    now = ctx.now()
-    alone = ctx.exclusive_key and not _others_spent(ctx, request_no)
-    book = RunBook(ctx.db, ctx.run_id, clock=ctx.now)
-    with transaction(ctx.con):
-        if alone and delta == 0:
-            _move(
-                ctx,
-                "not_billed",
-                request_no,
-                error="sent without an answer; the key's usage did not move: not billed",
-                error_code="OUTCOME_UNKNOWN",
-            )
-            return "planned"
-        if alone and delta is not None and 0 < delta <= credits_max:
-            book.charge(
-                request_no, ref, delta, "answer lost; billed per the key's usage delta", now
-            )
-            _move(
-                ctx,
-                "lost",
-                request_no,
-                credits_charged=delta,
-                error=f"billed {delta} credit(s) per the key's usage, but the answer was lost;"
-                " --resend-uncertain buys it again",
-                error_code="OUTCOME_UNKNOWN",
-            )
-            ctx.notes.append(f"request {request_no}: answer lost after billing ({delta} credits)")
-            ctx.emit(CreditsCharged(request_no, delta, 0))
-            ctx.emit(Note(ctx.notes[-1]))
-            return "lost"
-        book.possible(
-            request_no, ref, credits_max,
-            "sent without an answer; the key's usage cannot tell whether it was billed",
-        )  # fmt: skip
-        _move(
-            ctx,
-            "uncertain",
-            request_no,
-            possible_extra_credits=credits_max,
-            error="may have been billed (usage cannot tell: the key is shared or moved"
-            " otherwise); not resent without --resend-uncertain",
-            error_code="OUTCOME_UNKNOWN",
-        )
-    ctx.notes.append(f"request {request_no}: uncertain, up to {credits_max} credits")
-    ctx.emit(Note(ctx.notes[-1]))
-    return "uncertain"
-
-
-def _others_spent(ctx: SendContext, request_no: int) -> list[str]:
-    """Other runs whose spend on the key was in flight since this request was sent (the key's
-    journal): the usage delta is then not this request's alone."""
-    journal = ctx.api.journal
-    if journal is None:
-        return []
-    rows = ctx.con.execute(
-        "select sent_at from research_requests where run_id = ? and request_no = ?",
-        [ctx.run_id, request_no],
-    ).fetchall()
-    sent = rows[0][0] if rows and rows[0][0] is not None else None
-    return journal.others(ctx.run_id, since=sent.timestamp()) if sent else []
-
-
-def _fresh_usage(ctx: SendContext) -> None:
-    """The usage new requests are judged from, read afresh by this invocation once what an
-    earlier one left is settled (a reading kept from before a stop would count whatever the
-    key spent meanwhile as this run's)."""
-    if ctx.usage_before is None:
-        return
-    try:
-        ctx.usage_before = ctx.api.usage().current_usage
-    except UsageUnknown:
-        ctx.usage_before = None  # new requests' lost answers are then held, never guessed
-    ctx.charged_before = ledger_totals(ctx.con, ctx.run_id)[0]
+    """Decide what became of a request sent without an answer, from the key's usage
+    (`placeflow.pipeline.writeahead.judge`): planned, lost or uncertain."""
+    verdict = writeahead.judge(
+        ctx.api, _book(ctx), _kind(ctx, request_no), shared=not ctx.exclusive_key
+    )
+    return PLACED[verdict]
 
 
 def send_all(ctx: SendContext) -> None:
-    """Finish what a crash left, then send every planned request in order (the key's usage
-    read afresh between the two). The key's journal has the run active meanwhile, and settled
-    after unless a request is left sent without its answer."""
-    journal = ctx.api.journal
-    if journal is not None:
-        journal.active(ctx.run_id)
-    try:
+    """Finish what a crash left, then send every planned request in order. The key's journal
+    has the run active meanwhile, and settled after unless a request is left sent without its
+    answer (`placeflow.pipeline.writeahead.journaled`)."""
+    with writeahead.journaled(ctx.api, ctx.run_id, lambda: bool(_states(ctx, "sent"))):
         _send_all(ctx)
-    finally:
-        if journal is not None and not _states(ctx, "sent"):
-            journal.settled(ctx.run_id)
 
 
 def _send_all(ctx: SendContext) -> None:
@@ -347,8 +343,6 @@ def _send_all(ctx: SendContext) -> None:
         with transaction(ctx.con):
             for request_no, _ in _states(ctx, *REQUEST_RESENDABLE):
                 _move(ctx, "resend", request_no)
-    if leftovers and _states(ctx, "planned"):
-        _fresh_usage(ctx)
     while True:
         pending = _states(ctx, "planned")
         if not pending:
