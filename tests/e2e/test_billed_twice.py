@@ -178,7 +178,8 @@ def test_a_chunk_made_three_times_is_booked_whole(rig: Any, tmp_path: Path) -> N
     """Keys kept 10 ms and chunk 0's POST loses its first two answers: the service makes three
     jobs of its 20 places (each prompt replay new work). The run counts both unanswered jobs
     (each lost attempt may have made one: 40 possible credits, not 20), books the usage's +40
-    to the chunk, and exits 5; the ledger equals what the sandbox billed."""
+    to the chunk, names the key they were made under, and exits 5; the ledger equals what the
+    sandbox billed."""
     r = rig(FaultConfig(idempotency_retention_seconds=0.01), rows_per_second=500.0, fail_rate=0.0)
     r.sandbox.inject("POST /v1/jobs/enrich", "drop_response", times=2)
     f, db = write_places(tmp_path / "p.csv", 40), tmp_path / "wh.duckdb"
@@ -193,3 +194,9 @@ def test_a_chunk_made_three_times_is_booked_whole(rig: Any, tmp_path: Path) -> N
     kinds = ledger(db)
     assert kinds["adjustment"] == 40 and kinds["charge"] + kinds["adjustment"] == 80
     assert s.ledger_vs_usage == 0
+    with duckdb.connect(str(db), read_only=True) as con:  # the unfetchable jobs named by key
+        (note, key) = con.execute(
+            "select l.note, j.idempotency_key from credit_ledger l join jobs j using (run_id,"
+            " chunk_no) where l.kind = 'possible'"
+        ).fetchone()  # type: ignore[misc]  # one possible entry: one row
+    assert f"2 attempt(s) under Idempotency-Key {key} lost" in note, note

@@ -104,6 +104,12 @@ class Ledger:
     posts: list[tuple[float, str, str]] = field(default_factory=list)
     """Every job POST: when (this machine's clock), its Idempotency-Key, what became of it."""
 
+    def counts(self) -> dict[str, int]:
+        """What it saw, in figures (printed by the slow sweep)."""
+        names = ("charged", "requests", "dropped_requests", "dropped_answers", "replays",
+                 "conflicts", "rate_limited", "expired_downloads", "cancels")  # fmt: skip
+        return {"jobs": len(self.jobs)} | {name: getattr(self, name) for name in names}
+
     def held(self) -> int:
         return sum(len(j.pois) for j in self.jobs if not j.settled)
 

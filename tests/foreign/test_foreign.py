@@ -185,4 +185,6 @@ def test_lossy_5000_row_runs_bill_nothing_twice(
         code = exit_code_for(s.status)
         check(service, tmp_path / "wh.duckdb", s.status, code, s.possible_extra_credits,
               s.message or "")  # fmt: skip
+        print(json.dumps({"seed": seed, "retention": retention, "status": s.status,
+                          **service.ledger.counts()}))  # fmt: skip
         assert (s.status, len(service.ledger.jobs)) == ("completed", 20), s.message

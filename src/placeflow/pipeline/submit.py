@@ -179,10 +179,10 @@ def _judged(
         f"chunk {chunk.chunk_no}: billed twice: job {submission.batch_id} is new work the"
         f" service created for a re-send of its POST ({judged.why}), after an earlier attempt"
         f" had created a job of the same {chunk.rows:,} places that the service no longer"
-        f" replayed ({lost} attempt(s) lost their answers, each may have made one); no job's"
-        " batch_id but the answered one came, and the spec lists no jobs, so they cannot be"
-        f" fetched or cancelled: what the usage shows they cost (at most {lost * chunk.rows:,}"
-        " credits) is booked to this chunk"
+        f" replayed ({lost} attempt(s) under Idempotency-Key {chunk.idempotency_key} lost"
+        " their answers, each may have made one); no batch_id but the answered job's came, and"
+        " the spec lists no jobs, so the others cannot be fetched or cancelled: what the usage"
+        f" shows they cost (at most {lost * chunk.rows:,} credits) is booked to this chunk"
     )
     state.billed_twice(chunk.chunk_no, ref=f"{submission.batch_id}:twice",
                        credits=lost * chunk.rows, why=why)  # fmt: skip
