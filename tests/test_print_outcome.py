@@ -138,8 +138,8 @@ def test_every_error_exit_prints_server_text_as_text(
     assert capsys.readouterr().err == f"placeflow research: {shown}\n"
     assert print_outcome({"status": "error", "message": said, "exit_code": 1}, as_json=False) == 1
     assert capsys.readouterr().err == f"placeflow: {shown}\n"
-    out = {"run_id": "rr_1", "status": "interrupted", "target": "t", "exit_code": 1,
-           "message": said, "note": said}  # fmt: skip
+    out = {"run_id": "rr_1", "status": "interrupted", "target": said, "exit_code": 1,
+           "message": said}  # fmt: skip
     assert research_cli._print(out, as_json=False) == 1
     got = capsys.readouterr()
     assert "\x1b" not in got.out + got.err and shown in got.err and shown in got.out

@@ -60,5 +60,5 @@ def test_a_refresh_and_a_research_send_the_warehouse_places_under_their_own_keys
         options = ResearchOptions(spec=ResearchSpec(build_specs(("owner_person",))))
         out = research(WarehouseSource(db, older_than=timedelta(0)), options, target=target,
                        db=db, sleep=lambda s: None)  # fmt: skip
-        assert out["exit_code"] == 0 and out["submitted"] == 3, out
+        assert out.status == "completed" and out.submitted == 3, out
     assert _keys(db, "research_answers") == keys

@@ -18,6 +18,7 @@ from placeflow.emulator import FaultConfig
 from placeflow.events import ChunkSubmitted, Event, Note
 from placeflow.options import RunOptions
 from placeflow.pipeline.account import RunSummary
+from placeflow.reporting.summary import exit_code_for
 
 from .virtual_rig import Rig, rig, write_places
 
@@ -273,17 +274,18 @@ def test_a_research_answer_lost_while_usage_is_down_is_settled_by_the_next_run(
             r.sandbox.inject("POST /v1/deep-research", "drop_response")
             r.sandbox.inject("GET /v1/usage", "503", times=2 * PATIENCE.max_attempts)
 
-    def go_research(**hook: Any) -> dict[str, Any]:
-        return research([str(f)], options, target=r.target, db=db, sleep=r.clock.sleep,
-                        clock=r.now, **hook)  # fmt: skip
+    def go_research(**hook: Any) -> tuple[RunSummary, int]:
+        summary = research([str(f)], options, target=r.target, db=db, sleep=r.clock.sleep,
+                           clock=r.now, **hook)  # fmt: skip
+        return summary, exit_code_for(summary.status)  # stopped part way: not raised, exit 1
 
-    first = go_research(hook=usage_down)
-    assert first["exit_code"] == 1 and "usage cannot be read now" in first["message"]
-    assert "usage after the run is unknown" in first["message"]
+    first, first_code = go_research(hook=usage_down)
+    assert first_code == 1 and "usage cannot be read now" in first.message
+    assert "usage after the run is unknown" in first.message
     assert research_stats(r.sandbox.backend)["billed_places"] == 10  # billed, answer lost
     r.clock.advance(60.0)
-    second = go_research()
+    second, _second_code = go_research()
     stats = research_stats(r.sandbox.backend)
-    assert second["run_id"] == first["run_id"] and stats["billed_places"] == 12
+    assert second.run_id == first.run_id and stats["billed_places"] == 12
     assert stats["billed_twice"] == [] and stats["requests"]["answered"] == 2
-    assert second["charged"] == r.billed_credits()
+    assert second.charged == r.billed_credits()

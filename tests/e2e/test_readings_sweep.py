@@ -29,11 +29,12 @@ import pytest
 import placeflow
 from placeflow.emulator import FaultConfig
 from placeflow.emulator.research import research_stats
-from placeflow.errors import PlaceflowError
+from placeflow.errors import PlaceflowError, RunStopped, exit_code
 from placeflow.options import RunOptions
 from placeflow.pipeline.account import RunSummary
 from placeflow.pipeline.research.fields import build_specs
 from placeflow.pipeline.research.plan import ResearchSpec
+from placeflow.reporting.summary import exit_code_for
 from placeflow.runner.refresh import refresh
 from placeflow.runner.research import ResearchOptions, read_options, research
 from placeflow.state.checks import run_checks
@@ -174,10 +175,13 @@ def test_no_combination_of_readings_bills_a_research_field_twice(
         try:
             out = research([str(csv)], options, target=r.target, db=db, sleep=r.clock.sleep,
                            clock=r.now)  # fmt: skip
+            code = exit_code_for(out.status)
+        except RunStopped as exc:  # refused, or the budget or credits ran out: exit 3
+            code = exit_code(exc) or 1
         except PlaceflowError:  # the usage unreadable before anything is sent
-            out = {"exit_code": 1}
+            code = 1
         assert budget is None or r.billed_credits() - charged <= budget, faults
-        if out["exit_code"] in (0, 3):  # done, or the budget refuses the rest
+        if code in (0, 3):  # done, or the budget refuses the rest
             break
         r.clock.advance(120.0)
     stats = research_stats(r.sandbox.backend)

@@ -57,7 +57,7 @@ def sample_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
             SAMPLES, ResearchOptions(spec=spec, sample=RESEARCHED), target=scaled, db=db,
             sleep=lambda _: None,
         )  # fmt: skip
-    assert done["exit_code"] == 0, done
+    assert done.status == "completed", done
     return db
 
 

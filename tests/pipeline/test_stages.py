@@ -67,5 +67,5 @@ def test_a_run_and_a_research_hand_back_the_infos_the_registry_declares(tmp_path
         inputs = [str(_places(tmp_path / "r.csv", 3))]
         out = research(inputs, ResearchOptions(spec=spec), target=target, db=db,
                        sleep=lambda s: None, on_event=events.append)  # fmt: skip
-        assert out["status"] == "completed", out
+        assert out.status == "completed" and out.research is not None, out
         assert _check(events) >= {"fresh", "plan", "budget", "open", "send", "account"}

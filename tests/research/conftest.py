@@ -15,9 +15,12 @@ import pytest
 from placeflow.api.client import PlaceApiClient
 from placeflow.emulator import KeySpec, Sandbox, SandboxConfig
 from placeflow.emulator.research import ResearchKnobs, research_knobs, research_stats
+from placeflow.errors import RunStopped, exit_code
 from placeflow.fields import RateLimits
+from placeflow.pipeline.account import RunSummary
 from placeflow.pipeline.research.fields import build_specs
 from placeflow.pipeline.research.plan import ResearchSpec
+from placeflow.reporting.summary import exit_code_for
 from placeflow.runner.research import ResearchOptions, research
 from placeflow.runner.target import Target
 from placeflow.support.redact import Secret
@@ -80,13 +83,31 @@ class Served:
         limits = RateLimits.for_tier("paid", window_scale=SCALE)
         return Target(base_url=self.base_url, api_key=Secret(KEY), label="sandbox", limits=limits)
 
-    def run(self, csv_path: Path, db: Path, options: ResearchOptions, **kw: Any) -> dict[str, Any]:
-        """The research command, in this process, against this sandbox."""
-        return research(
-            [str(csv_path)], options, target=self.target(), db=db,
-            sleep=kw.pop("sleep", lambda s: None),
-            clock=kw.pop("clock", lambda: datetime.now(UTC)), **kw,
+    def run(
+        self, csv_path: Path, db: Path, options: ResearchOptions, **kw: Any
+    ) -> tuple[RunSummary, int]:
+        """The research, in this process, against this sandbox: its summary and exit code."""
+        return ended(
+            lambda: research(
+                [str(csv_path)], options, target=self.target(), db=db,
+                sleep=kw.pop("sleep", lambda s: None),
+                clock=kw.pop("clock", lambda: datetime.now(UTC)), **kw,
+            )
         )  # fmt: skip
+
+
+def ended(call: Callable[[], RunSummary]) -> tuple[RunSummary, int]:
+    """A research's end as its command has it: the run's typed summary and the exit code (a
+    run stopped as a run stops, refused or its credits ran out: its error's, from
+    `errors.EXIT_CODES`, the summary its error carries; else its status's)."""
+    try:
+        summary = call()
+    except RunStopped as exc:
+        stopped = exc
+    else:
+        return summary, exit_code_for(summary.status)
+    assert isinstance(stopped.summary, RunSummary), stopped
+    return stopped.summary, exit_code(stopped) or 1
 
 
 ServeSandbox = Callable[..., Served]

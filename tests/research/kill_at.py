@@ -18,6 +18,7 @@ from typing import Any
 
 from placeflow.cli import research as research_cli
 from placeflow.runner import research as research_run
+from placeflow.runner import research_due
 
 MOMENTS = ("sent", "received", "answered")
 
@@ -44,7 +45,7 @@ def main(argv: list[str]) -> int:
     def research(*args: Any, **kwargs: Any) -> Any:
         return real(*args, **kwargs, hook=hook)
 
-    research_run.research = research  # the handler imports it from there at each call
+    research_due.research = research  # the research command's end calls it from there
     return research_cli.main(argv[1:])
 
 

@@ -8,7 +8,6 @@ import json
 from collections.abc import Callable
 from datetime import timedelta
 from pathlib import Path
-from typing import Any
 
 import duckdb
 import pytest
@@ -23,12 +22,13 @@ from placeflow.events import (
     StageFinished,
 )
 from placeflow.fields import RateLimits
+from placeflow.pipeline.account import RunSummary
 from placeflow.runner.refresh import WarehouseSource
 from placeflow.runner.research import ResearchOptions, research
 from placeflow.runner.target import Target
 from placeflow.support.redact import Secret
 
-from .conftest import KEY, SCALE, Served, ServeSandbox, places, spec, write_csv
+from .conftest import KEY, SCALE, Served, ServeSandbox, ended, places, spec, write_csv
 
 pytestmark = pytest.mark.slow  # starts placeflow/Prefect processes: minutes on 2 cores
 
@@ -72,9 +72,9 @@ def test_from_warehouse_researches_each_loaded_place_once_and_a_rerun_buys_nothi
     before = sb.credits()["charged"]
     events: list[Event] = []
     source = WarehouseSource(db, older_than=timedelta(0))
-    out = placeflow_research(source, db, sb.target(), events.append)
-    assert out["exit_code"] == 0 and out["status"] == "completed", out
-    assert out["submitted"] == 12 and out["charged"] == 12 * PER_ROW
+    out, code = placeflow_research(source, db, sb.target(), events.append)
+    assert code == 0 and out.status == "completed", out
+    assert out.submitted == 12 and out.charged == 12 * PER_ROW
     assert sb.credits()["charged"] - before == 12 * PER_ROW
     stats = sb.research()
     assert stats["billed_places"] == 12 and stats["billed_twice"] == []
@@ -88,8 +88,10 @@ def test_from_warehouse_researches_each_loaded_place_once_and_a_rerun_buys_nothi
     assert sum(e.rows for e in submitted) == 12
     assert sum(e.rows for e in events if isinstance(e, RowsLoaded)) == 12
     assert sum(e.charged for e in events if isinstance(e, CreditsCharged)) == 12 * PER_ROW
-    again = placeflow_research(WarehouseSource(db, older_than=timedelta(0)), db, sb.target(), None)
-    assert again["exit_code"] == 0 and again["skipped_fresh"] == 12 and again["charged"] == 0
+    again, again_code = placeflow_research(
+        WarehouseSource(db, older_than=timedelta(0)), db, sb.target(), None
+    )
+    assert again_code == 0 and again.skipped_fresh == 12 and again.charged == 0
     assert sb.credits()["charged"] - before == 12 * PER_ROW
 
 
@@ -98,11 +100,13 @@ def placeflow_research(
     db: Path,
     target: Target,
     on_event: Callable[[Event], None] | None,
-) -> dict[str, Any]:
-    """The research of the warehouse's places, in this process."""
-    return research(
-        source, ResearchOptions(spec=spec()), target=target, db=db,
-        sleep=lambda s: None, on_event=on_event,
+) -> tuple[RunSummary, int]:
+    """The research of the warehouse's places, in this process: its summary and exit code."""
+    return ended(
+        lambda: research(
+            source, ResearchOptions(spec=spec()), target=target, db=db,
+            sleep=lambda s: None, on_event=on_event,
+        )
     )  # fmt: skip
 
 

@@ -53,14 +53,14 @@ def test_runs_and_research_share_one_runs_table_and_one_ledger_the_sandbox_agree
     db, _ = loaded_warehouse(tmp_path, sb, 6)
     run_billed = sb.credits()["charged"]
     csv = write_csv(tmp_path / "p.csv", places(10, start=100) + places(2, start=100))
-    out = sb.run(csv, db, ResearchOptions(spec=spec()))
-    assert out["status"] == "completed" and out["charged"] == 10 * PER_ROW, out
+    out, code = sb.run(csv, db, ResearchOptions(spec=spec()))
+    assert out.status == "completed" and out.charged == 10 * PER_ROW, out
     assert sb.credits()["charged"] == run_billed + 10 * PER_ROW
     assert _ledger_total(db) == sb.credits()["charged"]
     code, printed = _cli("runs", "--db", str(db), "--json")
     listed = {r["run_id"]: r for r in json.loads(printed)}
     assert code == 0 and len(listed) == 2
-    mine = listed[out["run_id"]]
+    mine = listed[out.run_id]
     assert mine["mode"] == "research" and mine["status"] == "completed"
     assert mine["credits_charged"] == mine["usage_delta"] == 10 * PER_ROW
     assert mine["submitted"] == 10 and mine["duplicates"] == 2 and mine["succeeded"] == 10
@@ -82,10 +82,10 @@ def test_a_research_run_has_its_report_its_rows_and_its_export(
     db = tmp_path / "wh.duckdb"
     unnamed = {"id": "u_x", "name": "", "address": "", "city": "", "country": "USA"}
     csv = write_csv(tmp_path / "p.csv", [*places(8), unnamed, *places(1)])
-    out = sb.run(csv, db, ResearchOptions(spec=spec()))
-    run_id = out["run_id"]
-    assert out["status"] == "completed" and out["rejected"] == 1 and out["duplicates"] == 1
-    assert out["chunks_failed"] == 0
+    out, _code = sb.run(csv, db, ResearchOptions(spec=spec()))
+    run_id = out.run_id
+    assert out.status == "completed" and out.rejected == 1 and out.duplicates == 1
+    assert out.chunks_failed == 0
     page = tmp_path / "report.html"
     assert _cli("report", run_id, "--db", str(db), "--out", str(page))[0] == 0
     html = page.read_text()
@@ -125,15 +125,17 @@ def test_refresh_and_from_warehouse_on_a_warehouse_of_research_runs_only(
     and the one ledger is still what the sandbox billed."""
     sb = serve(fail_rate=0.0)
     db = tmp_path / "wh.duckdb"
-    first = sb.run(write_csv(tmp_path / "p.csv", places(5)), db, ResearchOptions(spec=spec()))
-    assert first["status"] == "completed", first
+    first, _first_code = sb.run(
+        write_csv(tmp_path / "p.csv", places(5)), db, ResearchOptions(spec=spec())
+    )
+    assert first.status == "completed", first
     again = research(
         WarehouseSource(db, older_than=timedelta(0)),
         ResearchOptions(spec=spec(fields=("vegan:bool",), verify=False)),
         target=sb.target(), db=db, sleep=lambda s: None,
     )  # fmt: skip
-    assert again["status"] == "completed" and again["submitted"] == 5, again
-    assert again["charged"] == 5
+    assert again.status == "completed" and again.submitted == 5, again
+    assert again.charged == 5
     summary = refresh(db=db, older_than="0", target=_target(sb), mode="validate")
     assert summary.status == "completed" and summary.submitted == 5, summary
     assert _ledger_total(db) == sb.credits()["charged"] == 5 * PER_ROW + 5 + summary.charged
@@ -147,12 +149,12 @@ def test_a_refused_research_run_reports_no_failed_chunk(
     sb = serve()
     db = tmp_path / "wh.duckdb"
     csv = write_csv(tmp_path / "p.csv", places(25))
-    out = sb.run(csv, db, ResearchOptions(spec=spec(), run=read_options(max_credits=10)))
-    assert out["status"] == "refused" and out["exit_code"] == 3, out
-    assert out["chunks_failed"] == 0 and out["chunks"] == out["requests_open"] == 3
+    out, code = sb.run(csv, db, ResearchOptions(spec=spec(), run=read_options(max_credits=10)))
+    assert out.status == "refused" and code == 3, out
+    assert out.chunks_failed == 0 and out.chunks == out.research.requests_open == 3
     assert sb.requests("POST /v1/deep-research") == 0
     page = tmp_path / "report.html"
-    assert _cli("report", out["run_id"], "--db", str(db), "--out", str(page))[0] == 0
+    assert _cli("report", out.run_id, "--db", str(db), "--out", str(page))[0] == 0
     assert "No answers were loaded for this run." in page.read_text()
 
 
@@ -171,22 +173,24 @@ def test_a_possible_charge_the_service_billed_is_adjusted_to_its_usage(
         if moment == "sent":
             sb.sandbox.inject("POST /v1/deep-research", "drop_response")
 
-    first = sb.run(csv, db, ResearchOptions(spec=spec()), hook=lose)
+    first, first_code = sb.run(csv, db, ResearchOptions(spec=spec()), hook=lose)
     shared = ResearchOptions(
         spec=spec(), run=read_options(resend_uncertain=True), exclusive_key=False
     )
-    again = sb.run(csv, db, shared, hook=lose)
-    assert first["exit_code"] == again["exit_code"] == 1, (first, again)
-    assert again["possible_extra_credits"] == 10 * PER_ROW
-    last = sb.run(csv, db, ResearchOptions(spec=spec(), run=read_options(resend_uncertain=True)))
-    assert last["exit_code"] == 0 and last["status"] == "completed", last
-    assert last["charged"] == 2 * 10 * PER_ROW and last["adjustment"] == 10 * PER_ROW
-    assert last["ledger_vs_usage"] == 0 and "possibly billed" in last["message"]
+    again, again_code = sb.run(csv, db, shared, hook=lose)
+    assert first_code == again_code == 1, (first, again)
+    assert again.possible_extra_credits == 10 * PER_ROW
+    last, last_code = sb.run(
+        csv, db, ResearchOptions(spec=spec(), run=read_options(resend_uncertain=True))
+    )
+    assert last_code == 0 and last.status == "completed", last
+    assert last.charged == 2 * 10 * PER_ROW and last.adjustment == 10 * PER_ROW
+    assert last.ledger_vs_usage == 0 and "possibly billed" in last.message
     assert _ledger_total(db) == sb.credits()["charged"] == 3 * 10 * PER_ROW
     with duckdb.connect(str(db), read_only=True) as con:
         entries = con.execute("select ref, kind from credit_ledger").fetchall()
         assert len(entries) == len(set(entries)) == 4  # charge, possible, charge, adjustment
-        kept = con.execute("select message from runs where run_id = ?", [last["run_id"]])
+        kept = con.execute("select message from runs where run_id = ?", [last.run_id])
         assert "possibly billed" in kept.fetchall()[0][0]
         checks = run_checks(con)
         assert checks["ledger_double_charge"] == checks["usage_delta_unexplained"] == 0

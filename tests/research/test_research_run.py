@@ -9,7 +9,7 @@ from typing import Any
 import duckdb
 import pytest
 
-from placeflow.runner.research import ResearchOptions, read_options
+from placeflow.runner.research import ResearchOptions, estimate, read_options
 
 from .conftest import KEY, ServeSandbox, places, spec, write_csv
 
@@ -32,17 +32,17 @@ def test_charge_equals_ledger_and_usage_and_a_rerun_charges_nothing(
     ledger; duplicates fan out; every place has its 3 answers; a rerun buys nothing."""
     sb = serve(fail_rate=0.0)
     csv, db = write_csv(tmp_path / "p.csv", places(40) + places(3)), tmp_path / "wh.duckdb"
-    out = sb.run(csv, db, ResearchOptions(spec=spec()))
-    assert out["exit_code"] == 0 and out["status"] == "completed", out
-    assert out["submitted"] == 40 and out["duplicates"] == 3
-    assert out["credits_estimated"] == out["charged"] == out["usage_delta"] == 40 * PER_ROW
+    out, code = sb.run(csv, db, ResearchOptions(spec=spec()))
+    assert code == 0 and out.status == "completed", out
+    assert out.submitted == 40 and out.duplicates == 3
+    assert out.credits_estimated == out.charged == out.usage_delta == 40 * PER_ROW
     assert sb.credits()["charged"] == 40 * PER_ROW
     assert sb.research()["requests"] == {"estimate_only": 1, "answered": 4}
     got = answers(db)
     assert len(got) == 120 and len({(k, f) for k, f, _, _ in got}) == 120
     assert {s for _, _, s, _ in got} <= {"confirmed", "estimated", "unconfirmed"}
-    again = sb.run(csv, db, ResearchOptions(spec=spec()))
-    assert again["exit_code"] == 0 and again["skipped_fresh"] == 40 and again["charged"] == 0
+    again, again_code = sb.run(csv, db, ResearchOptions(spec=spec()))
+    assert again_code == 0 and again.skipped_fresh == 40 and again.charged == 0
     assert sb.credits()["charged"] == 40 * PER_ROW
     assert sb.requests("POST /v1/deep-research") == 5
 
@@ -53,11 +53,11 @@ def test_max_credits_below_the_estimate_refuses_before_any_research_request(
     """--max-credits under the estimate: exit 3, the sandbox saw no research request."""
     sb = serve()
     csv, db = write_csv(tmp_path / "p.csv", places(20)), tmp_path / "wh.duckdb"
-    out = sb.run(
+    out, code = sb.run(
         csv, db, ResearchOptions(spec=spec(), run=read_options(max_credits=20 * PER_ROW - 1))
     )
-    assert out["exit_code"] == 3 and out["status"] == "refused", out
-    assert "max-credits" in out["message"]
+    assert code == 3 and out.status == "refused", out
+    assert "max-credits" in out.message
     assert sb.requests("POST /v1/deep-research") == 0 and sb.credits()["charged"] == 0
 
 
@@ -73,13 +73,13 @@ def test_credits_running_out_part_way_stop_with_3_and_the_same_command_resumes(
         if moment == "answered" and sent == 2:
             sb.sandbox.backend.set_available(KEY, 5)
 
-    first = sb.run(csv, db, ResearchOptions(spec=spec()), hook=starve)
-    assert first["exit_code"] == 3 and first["status"] == "interrupted", first
-    assert first["charged"] == 20 * PER_ROW == sb.credits()["charged"]
+    first, first_code = sb.run(csv, db, ResearchOptions(spec=spec()), hook=starve)
+    assert first_code == 3 and first.status == "interrupted", first
+    assert first.charged == 20 * PER_ROW == sb.credits()["charged"]
     sb.sandbox.backend.set_available(KEY, 10_000)
-    second = sb.run(csv, db, ResearchOptions(spec=spec()))
-    assert second["exit_code"] == 0 and second["run_id"] == first["run_id"], second
-    assert second["charged"] == 50 * PER_ROW == sb.credits()["charged"]
+    second, second_code = sb.run(csv, db, ResearchOptions(spec=spec()))
+    assert second_code == 0 and second.run_id == first.run_id, second
+    assert second.charged == 50 * PER_ROW == sb.credits()["charged"]
     assert sb.research()["billed_twice"] == [] and sb.research()["billed_places"] == 50
     assert len(answers(db)) == 150
 
@@ -97,16 +97,16 @@ def test_budget_running_out_part_way_stops_before_the_request_that_would_pass_it
         if moment == "answered" and sent == 1:
             sb.sandbox.backend.set_available(KEY, 0)
 
-    assert sb.run(csv, db, opts, hook=starve)["exit_code"] == 3
+    assert sb.run(csv, db, opts, hook=starve)[1] == 3
     sb.sandbox.backend.set_available(KEY, 10_000)
-    tight = sb.run(
+    tight, tight_code = sb.run(
         csv, db, ResearchOptions(spec=spec(), run=read_options(max_credits=15 * PER_ROW))
     )
-    assert tight["exit_code"] == 3 and "budget left" in tight["message"], tight
-    assert tight["charged"] == 10 * PER_ROW == sb.credits()["charged"]
+    assert tight_code == 3 and "budget left" in tight.message, tight
+    assert tight.charged == 10 * PER_ROW == sb.credits()["charged"]
     assert sb.requests("POST /v1/deep-research") == 3
-    done = sb.run(csv, db, opts)
-    assert done["exit_code"] == 0 and done["charged"] == 30 * PER_ROW, done
+    done, done_code = sb.run(csv, db, opts)
+    assert done_code == 0 and done.charged == 30 * PER_ROW, done
     with duckdb.connect(str(db), read_only=True) as con:
         sent = con.execute("select max_credits_sent from research_requests order by 1").fetchall()
     assert [r[0] for r in sent] == [40, 80, 120]
@@ -119,9 +119,9 @@ def test_a_field_rejected_by_policy_stops_before_spending_and_names_it(
     named, nothing charged."""
     sb = serve()
     csv, db = write_csv(tmp_path / "p.csv", places(12)), tmp_path / "wh.duckdb"
-    out = sb.run(csv, db, ResearchOptions(spec=spec(fields=("cuisine", "owner_ssn"))))
-    assert out["exit_code"] == 3 and out["status"] == "refused", out
-    assert "owner_ssn" in out["message"] and "personal data" in out["message"]
+    out, code = sb.run(csv, db, ResearchOptions(spec=spec(fields=("cuisine", "owner_ssn"))))
+    assert code == 3 and out.status == "refused", out
+    assert "owner_ssn" in out.message and "personal data" in out.message
     assert sb.credits()["charged"] == 0 and sb.research()["requests"] == {"field_rejected": 1}
 
 
@@ -134,8 +134,8 @@ def test_agent_unavailable_is_retried_with_backoff_and_never_billed(
     sb.knobs.unavailable_next = 2
     csv, db = write_csv(tmp_path / "p.csv", places(20)), tmp_path / "wh.duckdb"
     waits: list[float] = []
-    out = sb.run(csv, db, ResearchOptions(spec=spec()), sleep=waits.append)
-    assert out["exit_code"] == 0 and out["charged"] == 20 * PER_ROW == sb.credits()["charged"]
+    out, code = sb.run(csv, db, ResearchOptions(spec=spec()), sleep=waits.append)
+    assert code == 0 and out.charged == 20 * PER_ROW == sb.credits()["charged"]
     assert waits == [2.0, 4.0]
     assert sb.research()["requests"]["agent_unavailable"] == 2
 
@@ -147,8 +147,8 @@ def test_503_operational_status_unavailable_is_retried(tmp_path: Path, serve: Se
     sb = serve(fail_rate=0.0, faults=FaultConfig(retry_after_seconds=0))
     sb.sandbox.inject("POST /v1/deep-research", "503")
     csv, db = write_csv(tmp_path / "p.csv", places(10)), tmp_path / "wh.duckdb"
-    out = sb.run(csv, db, ResearchOptions(spec=spec()))
-    assert out["exit_code"] == 0 and out["charged"] == 10 * PER_ROW == sb.credits()["charged"]
+    out, code = sb.run(csv, db, ResearchOptions(spec=spec()))
+    assert code == 0 and out.charged == 10 * PER_ROW == sb.credits()["charged"]
     assert sb.sandbox.stats()["requests"]["POST /v1/deep-research"]["503"] == 1
 
 
@@ -165,17 +165,19 @@ def test_a_lost_answer_is_judged_by_usage_not_resent(tmp_path: Path, serve: Serv
         if moment == "sent" and sent == 3:
             sb.sandbox.inject("POST /v1/deep-research", "drop_response")
 
-    first = sb.run(csv, db, ResearchOptions(spec=spec()), hook=lose_second)
-    assert first["exit_code"] == 1 and "resend-uncertain" in first["message"], first
-    assert first["charged"] == first["usage_delta"] == 20 * PER_ROW == sb.credits()["charged"]
+    first, first_code = sb.run(csv, db, ResearchOptions(spec=spec()), hook=lose_second)
+    assert first_code == 1 and "resend-uncertain" in first.message, first
+    assert first.charged == first.usage_delta == 20 * PER_ROW == sb.credits()["charged"]
     assert sb.research()["billed_twice"] == []
     with duckdb.connect(str(db), read_only=True) as con:
         states = con.execute("select state from research_requests order by request_no").fetchall()
     assert [s[0] for s in states] == ["answered", "lost"]
     assert len(answers(db)) == 30
-    second = sb.run(csv, db, ResearchOptions(spec=spec(), run=read_options(resend_uncertain=True)))
-    assert second["exit_code"] == 0 and second["charged"] == 30 * PER_ROW, second
-    assert second["charged"] == sb.credits()["charged"] and len(answers(db)) == 60
+    second, second_code = sb.run(
+        csv, db, ResearchOptions(spec=spec(), run=read_options(resend_uncertain=True))
+    )
+    assert second_code == 0 and second.charged == 30 * PER_ROW, second
+    assert second.charged == sb.credits()["charged"] and len(answers(db)) == 60
 
 
 def test_on_a_shared_key_a_lost_answer_is_held_uncertain(
@@ -191,9 +193,9 @@ def test_on_a_shared_key_a_lost_answer_is_held_uncertain(
         if moment == "sent":
             sb.sandbox.inject("POST /v1/deep-research", "drop_response")
 
-    out = sb.run(csv, db, opts, hook=lose)
-    assert out["exit_code"] == 1 and out["possible_extra_credits"] == 10 * PER_ROW, out
-    assert out["charged"] == 0 and sb.credits()["charged"] == 10 * PER_ROW
+    out, code = sb.run(csv, db, opts, hook=lose)
+    assert code == 1 and out.possible_extra_credits == 10 * PER_ROW, out
+    assert out.charged == 0 and sb.credits()["charged"] == 10 * PER_ROW
     assert sb.requests("POST /v1/deep-research") == 2
 
 
@@ -206,9 +208,9 @@ def test_cost_capped_rejected_and_errored_rows_are_recorded_and_billed_right(
     sb.knobs.cost_cap_credits = 25
     sb.knobs.rejected_fields = {"owner_person": "not researched for this key"}
     csv, db = write_csv(tmp_path / "p.csv", places(20)), tmp_path / "wh.duckdb"
-    out = sb.run(csv, db, ResearchOptions(spec=spec()))
-    assert out["exit_code"] == 0 and out["charged"] == out["usage_delta"], out
-    assert out["charged"] == sb.credits()["charged"] < out["credits_estimated"]
+    out, code = sb.run(csv, db, ResearchOptions(spec=spec()))
+    assert code == 0 and out.charged == out.usage_delta, out
+    assert out.charged == sb.credits()["charged"] < out.credits_estimated
     got = answers(db)
     statuses = {s for _, _, s, _ in got}
     assert {"rejected", "cost_capped", "error"} <= statuses
@@ -220,7 +222,8 @@ def test_estimate_spends_nothing(tmp_path: Path, serve: ServeSandbox) -> None:
     """--estimate: the local estimate, checked by one estimate_only request; nothing charged."""
     sb = serve()
     csv = write_csv(tmp_path / "p.csv", places(25))
-    out = sb.run(csv, tmp_path / "wh.duckdb", ResearchOptions(spec=spec(), estimate_only=True))
+    opts = ResearchOptions(spec=spec(), estimate_only=True)
+    out = estimate([str(csv)], opts, target=sb.target(), db=tmp_path / "wh.duckdb")
     assert out["exit_code"] == 0 and out["credits_estimated"] == 25 * PER_ROW, out
     assert out["requests"] == 3 and sb.credits()["charged"] == 0
     assert sb.research()["requests"] == {"estimate_only": 1}
@@ -231,8 +234,8 @@ def test_sample_researches_the_first_places_only(tmp_path: Path, serve: ServeSan
     """--sample 5: only the first 5 places are researched and billed."""
     sb = serve(fail_rate=0.0)
     csv, db = write_csv(tmp_path / "p.csv", places(30)), tmp_path / "wh.duckdb"
-    out = sb.run(csv, db, ResearchOptions(spec=spec(), sample=5))
-    assert out["exit_code"] == 0 and out["submitted"] == 5 and out["rows_read"] == 5, out
+    out, code = sb.run(csv, db, ResearchOptions(spec=spec(), sample=5))
+    assert code == 0 and out.submitted == 5 and out.rows_read == 5, out
     assert sb.credits()["charged"] == 5 * PER_ROW
 
 
@@ -246,11 +249,11 @@ def test_answers_carrying_a_field_nobody_asked_for_are_loaded_and_booked(
 
     sb = serve(fail_rate=0.0, faults=FaultConfig(unknown_fields=True))
     csv, db = write_csv(tmp_path / "p.csv", places(20)), tmp_path / "wh.duckdb"
-    out = sb.run(csv, db, ResearchOptions(spec=spec()))
-    assert out["exit_code"] == 0 and out["status"] == "completed", out
-    assert out["charged"] == out["usage_delta"] == sb.credits()["charged"] == 20 * PER_ROW
+    out, code = sb.run(csv, db, ResearchOptions(spec=spec()))
+    assert code == 0 and out.status == "completed", out
+    assert out.charged == out.usage_delta == sb.credits()["charged"] == 20 * PER_ROW
     assert len(answers(db)) == 60 and not answers(db, "field = 'x_ext'")
     assert sb.research()["billed_twice"] == []
-    again = sb.run(csv, db, ResearchOptions(spec=spec()))
-    assert again["exit_code"] == 0 and again["charged"] == 0
+    again, again_code = sb.run(csv, db, ResearchOptions(spec=spec()))
+    assert again_code == 0 and again.charged == 0
     assert sb.credits()["charged"] == 20 * PER_ROW

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import duckdb
 
+from placeflow.pipeline.account import RunSummary
 from placeflow.runner.research import ResearchOptions, read_options, research
 
 from .conftest import ServeSandbox, places, spec, write_csv
@@ -37,7 +38,7 @@ def test_another_runs_spend_during_a_lost_answer_is_not_booked_to_the_research(
                 other.validate({"id": place["id"], "poi_name": place["name"]})
             other.journal.settled("run_other")
 
-    def go(options: ResearchOptions, **kw: object) -> dict[str, object]:
+    def go(options: ResearchOptions, **kw: object) -> RunSummary:
         return research(
             [str(csv)], options, target=target, db=db, sleep=lambda s: None,
             clock=lambda: datetime.now(UTC), **kw,  # type: ignore[arg-type]  # the hook
@@ -46,10 +47,11 @@ def test_another_runs_spend_during_a_lost_answer_is_not_booked_to_the_research(
     first = go(ResearchOptions(spec=spec()), hook=other_run_spends)
     stats = sb.research()
     assert stats["credits"] == 0  # the service billed the research nothing
-    assert first["charged"] == 0 and first["possible_extra_credits"] == 40, first
+    assert first.status == "interrupted" and first.charged == 0, first  # exit 1: not raised
+    assert first.possible_extra_credits == 40
     with duckdb.connect(str(db), read_only=True) as con:
         (state,) = con.execute("select state from research_requests").fetchall()
     assert state == ("uncertain",)
     second = go(ResearchOptions(spec=spec(), run=read_options(resend_uncertain=True)))
-    assert second["charged"] == 40 == sb.research()["credits"], second
+    assert second.status == "completed" and second.charged == 40 == sb.research()["credits"]
     assert sb.research()["billed_twice"] == []

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from placeflow.errors import InputError
+from placeflow.pipeline.account import ResearchInfo, RunSummary
 from placeflow.pipeline.research.fields import FieldSpecError
 from placeflow.runner.research_due import due_source, research_markdown, research_spec
 
@@ -42,13 +43,19 @@ def test_fields_are_specs_or_the_path_of_a_fields_file(tmp_path: Path) -> None:
 
 def test_the_markdown_says_the_status_the_reason_the_figures_and_the_export() -> None:
     """The summary's markdown: its run and status, the message in bold, the figures that are
-    set (thousands separated), and an export's failure."""
-    out = {"run_id": "rr_1", "status": "refused", "target": "sandbox", "exit_code": 3,
-           "message": "over --max-credits", "rows_read": 1200, "not_due": 3, "charged": 0,
-           "usage_delta": None}  # fmt: skip
-    text = research_markdown(out, (None, "OSError: disk full"))
+    set (thousands separated, the research's own among them), and an export's failure."""
+    figures = dict.fromkeys(RunSummary.__dataclass_fields__, 0)
+    figures.update(run_id="rr_1", status="refused", target="sandbox", message="over --max-credits",
+                   rows_read=1200, usage_before=None, usage_after=None, usage_delta=None,
+                   ledger_vs_usage=None, difference=None, changed_per_credit=None)  # fmt: skip
+    figures = {k: v for k, v in figures.items() if k not in ("stages", "research")}
+    for name in ("claims_left", "rejected_by_field", "inputs", "changes", "timings"):
+        figures[name] = {}
+    figures.update(cpu_timings={}, budget_warnings=[])
+    info = ResearchInfo(requests_open=3, requests_answered=0, not_due=3)
+    text = research_markdown(RunSummary(**figures, research=info), (None, "OSError: disk full"))
     assert text.startswith("# placeflow research rr_1: refused")
-    assert "**over --max-credits**" in text and "exit code 3" in text
+    assert "**over --max-credits**" in text and "Against sandbox." in text
     assert "| rows read | 1,200 |" in text and "| not due | 3 |" in text
     assert "| charged | 0 |" in text and "usage delta" not in text
     assert "**Export failed**: OSError: disk full" in text

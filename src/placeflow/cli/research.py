@@ -21,11 +21,12 @@ import argparse
 import sys
 from collections.abc import Sequence
 from datetime import timedelta
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from placeflow.cli.args import add_db, add_json, add_quiet, fail, one_command, print_json
 from placeflow.config import apply_prefect_defaults, in_ci, load_settings, prefect_server_url
-from placeflow.errors import EXIT_USAGE, PlaceflowError, UsageError, exit_code
+from placeflow.errors import EXIT_OK, EXIT_USAGE, PlaceflowError, UsageError, exit_code
 from placeflow.options import DURATION_HELP, RunOptions, duration_days
 from placeflow.support.text import printable
 
@@ -159,7 +160,8 @@ def handle(args: argparse.Namespace) -> int:
     from placeflow.cli.progress import ProgressDisplay, wanted
     from placeflow.pipeline.research.fields import FieldSpecError, build_specs
     from placeflow.pipeline.research.plan import ResearchSpec
-    from placeflow.runner.research import ResearchOptions, read_options, research
+    from placeflow.runner.research import ResearchOptions, estimate, read_options
+    from placeflow.runner.research_due import ended_research, research_ending, unpublished
     from placeflow.runner.target import open_target
 
     quiet = getattr(args, "quiet", False)
@@ -186,23 +188,29 @@ def handle(args: argparse.Namespace) -> int:
         settings = load_settings()
     except (UsageError, ValueError) as exc:  # FieldSpecError, OptionsError, InputError, ...
         return fail(exc, code=exit_code(exc) or EXIT_USAGE, as_json=args.json, prog=PROG)
+    service = partial(
+        open_target, api_key=settings.api_key, base_url=settings.base_url,
+        limits=settings.limits, db=args.db,
+    )  # fmt: skip
     try:
-        with (
-            open_target(
-                api_key=settings.api_key,
-                base_url=settings.base_url,
-                limits=settings.limits,
-                db=args.db,
-            ) as target,
-            ProgressDisplay(title="placeflow research", enabled=show) as display,
-        ):
+        with ProgressDisplay(title="placeflow research", enabled=show) as display:
             shows = display if show else None
-            told = None if args.estimate else prefect_events(args.db, forward=shows)
-            out = research(source, options, target=target, db=args.db, on_event=told or shows)
+            if args.estimate:
+                with service() as target:
+                    out = estimate(source, options, target=target, db=args.db, on_event=shows)
+                return _print(out, as_json=args.json)
+            told = prefect_events(args.db, forward=shows)
+            outcome = ended_research(
+                research_ending(unpublished), service=service, source=source, options=options,
+                db=args.db, on_event=told or shows,
+            )  # fmt: skip
             if told is not None:  # its end told too, and every event sent before the exit
-                told.ended(out)
+                told.ended(outcome.data)
     except (PlaceflowError, FileNotFoundError) as exc:  # codes by class: errors.EXIT_CODES
         return fail(exc, code=exit_code(exc) or EXIT_USAGE, as_json=args.json, prog=PROG)
+    out = outcome.data
+    if "run_id" not in out and out["exit_code"] != EXIT_OK:  # stopped before it was recorded
+        return fail(str(out["message"]), code=out["exit_code"], as_json=args.json, prog=PROG)
     return _print(out, as_json=args.json)
 
 
@@ -218,7 +226,19 @@ def prefect_events(db: str, *, forward: OnEvent) -> PrefectEvents | None:
     return PrefectEvents(db, kind="research", forward=forward)
 
 
+FIGURES = (
+    "rows_read", "not_due", "rejected", "duplicates", "skipped_fresh", "submitted", "succeeded",
+    "failed", "not_answered", "credits_estimated", "held", "charged", "released",
+    "usage_before", "usage_after", "usage_delta", "ledger_vs_usage", "adjustment",
+    "possible_extra_credits", "chunks", "chunks_failed", "requests_open", "requests_answered",
+    "seconds",
+)  # fmt: skip
+"""The figures a research's summary shows as text, in order (its JSON has all of the run's)."""
+
+
 def _print(out: dict[str, Any], *, as_json: bool) -> int:
+    """A research's summary (the run's `RunSummary` as a dict, with its exit code), or its
+    estimate: one JSON document, or its figures as text."""
     code = int(out["exit_code"])
     for warning in out.get("budget_warnings") or []:
         print(printable(f"placeflow research: warning: {warning}"), file=sys.stderr)
@@ -227,9 +247,11 @@ def _print(out: dict[str, Any], *, as_json: bool) -> int:
         return code
     head = f"research {out.get('run_id', '(estimate)')}: {out['status']} against {out['target']}"
     print(printable(head))
-    for name, value in out.items():
-        skip = ("run_id", "status", "target", "message", "exit_code", "budget_warnings")
-        if name not in skip and value is not None:
+    skip = ("run_id", "status", "target", "message", "exit_code")
+    names = FIGURES if "run_id" in out else [n for n in out if n not in skip]
+    for name in names:
+        value = out.get(name)
+        if value is not None:
             shown = f"{value:,}" if isinstance(value, int) else str(value)
             print(printable(f"  {name.replace('_', ' '):<24} {shown}"))
     if out.get("message"):

@@ -3,7 +3,8 @@
 The places of the warehouse whose research of `fields` is `older_than` old (or missing) are
 researched within `max_credits` (refused before spending when the estimate is over it), at most
 `limit` of them, by the library (`placeflow.runner.research_due.research_outcome`: the same
-selection as the CLI's, the same research, resume and ledger). This flow only wires it: each of its
+selection as the CLI's, the same research, resume and ledger, ended as a run is by
+`research_ending`, a `placeflow.runner.ending.Ending`). This flow only wires it: each of its
 stages a task run (`placeflow.flows.tasks.as_task`, as the run's flows), the service the settings
 name, its requests kept to the key's limits by the Prefect server's global concurrency limits under
 a deployment (`placeflow.flows.run.service_target`, as the other flows), the export's password from
@@ -29,11 +30,13 @@ from placeflow.flows.prefect_events import PrefectEvents
 from placeflow.flows.progress_artifact import ProgressArtifact
 from placeflow.flows.run import as_state, exporter, service_target
 from placeflow.flows.tasks import as_task
-from placeflow.reporting.published import Exported
+from placeflow.pipeline.account import RunSummary
+from placeflow.reporting.published import Exported, Published
 from placeflow.runner.ending import Outcome
 from placeflow.runner.research_due import (
     OWNER_FIELDS,
     PREFIX,
+    research_ending,
     research_markdown,
     research_outcome,
 )
@@ -42,14 +45,25 @@ from placeflow.store.warehouse import DEFAULT_DB
 __all__ = ["OWNER_FIELDS", "PREFIX", "publish_research", "research_stale_places"]
 
 
-def publish_research(out: dict[str, Any], exported: Exported | None) -> None:
-    """The research's `research-summary` markdown artifact."""
-    run_id = out.get("run_id") or "(not started)"
+def publish_research(
+    summary: RunSummary,
+    *,
+    db: str,
+    prefix: str,
+    description: str,
+    exported: Exported | None = None,
+) -> Published:
+    """The research's publisher (`placeflow.reporting.published.Publisher`): its
+    `research-summary` markdown artifact, with the export's lines or its failure."""
+    key = f"{prefix}-summary"
     create_markdown_artifact(
-        key=f"{PREFIX}-summary",
-        markdown=research_markdown(out, exported),
-        description=f"placeflow research {run_id}: {out.get('status')}",
+        key=key, markdown=research_markdown(summary, exported), description=description
     )
+    result, error = exported if exported is not None else (None, None)
+    return Published(
+        keys={"summary": key}, export=None if result is None else result.as_dict(),
+        export_error=error if result is None else None,
+    )  # fmt: skip
 
 
 @flow(name="research_stale_places", log_prints=False)
@@ -84,14 +98,13 @@ def research_stale_places(
         password = export_password(export_to, pg_password_block)
     except PlaceflowError as exc:
         data = {"status": "failed", "message": str(exc), "exit_code": exit_code(exc)}
-        publish_research(data, None)
         return as_state(Outcome(data, str(exc)))
     progress = ProgressArtifact(
         f"placeflow research of {db}", forward=on_event, key=f"{PREFIX}-progress"
     )
     told = PrefectEvents(db, kind="research", forward=progress)  # its facts, as events
     outcome = research_outcome(
-        service=service_target, publish=publish_research, exporter=exporter(password), db=db,
+        research_ending(publish_research, exporter(password)), service=service_target, db=db,
         fields=OWNER_FIELDS if fields is None else fields, older_than=older_than,
         max_credits=max_credits, limit=limit, country=country, verify_identity=verify_identity,
         validate_existence=validate_existence,

@@ -9,6 +9,7 @@ charge the client could not rule out, or a disagreement worth raising with the p
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -22,8 +23,19 @@ from placeflow.pipeline.reconcile import balance, twice_line
 from placeflow.pipeline.stages import StageInfos
 from placeflow.state.lifecycle import UNCERTAIN
 from placeflow.state.owners import owner_of
+from placeflow.state.runbook import RunBook
 from placeflow.state.runread import Claim
-from placeflow.state.runstate import RunState
+
+
+@dataclass(frozen=True)
+class ResearchInfo:
+    """A research run's own figures beside the run's (its chunks are requests): requests still
+    to settle and answered; `not_due`, of a research from the warehouse, the places left out
+    because their research is fresh (None otherwise)."""
+
+    requests_open: int
+    requests_answered: int
+    not_due: int | None = None
 
 
 @dataclass(frozen=True)
@@ -89,12 +101,61 @@ class RunSummary:
     stages: StageInfos = field(default_factory=lambda: StageInfos(), compare=False, repr=False)
     """Each stage's own summary from this invocation (ReadInfo, NormalizeInfo, ..., the
     submit/fetch/load infos as lists), by stage name; not part of `as_dict`."""
+    research: ResearchInfo | None = None
+    """A research run's own figures (None for a run of the place endpoints); `as_dict` gives
+    them beside the run's, as `placeflow research --json` prints them."""
 
     def as_dict(self) -> dict[str, Any]:
         """The summary's fields as plain values (the CLI's JSON, the flow's result)."""
         out = asdict(self)
         del out["stages"]
+        research = out.pop("research")
+        if research:
+            out.update((k, v) for k, v in research.items() if v is not None)
         return out
+
+
+@dataclass(frozen=True)
+class Tally:
+    """What a run's work came to, as its request kind counts it: the chunks of a run of the
+    place endpoints (`jobs_tally`), or a research run's requests
+    (`placeflow.pipeline.research.account.research_tally`). The account does the rest."""
+
+    succeeded: int
+    failed: int
+    chunks: int
+    bad: int  # failed, timed out or held (`chunks_failed`)
+    unfinished: int  # not settled: the run is interrupted while any is
+    lost: Mapping[int, int] = field(default_factory=dict)
+    """Chunks held because their answers were lost, by number: their rows (`lost_answers`)."""
+    most: int | None = None  # the most its work can have been billed (None: rows submitted)
+    possible: int | None = None  # may be billed without answer (None: runs.possible_extra_credits)
+    possible_why: str | None = None
+    """Why a usage beyond the ledger, up to `possible`, is (the balance's reason)."""
+    outcomes: bool = True
+    """Place outcomes: compared for changes, and every row rejected ends all_rejected."""
+    research: ResearchInfo | None = None
+
+
+def jobs_tally(con: duckdb.DuckDBPyConnection, run_id: str) -> Tally:
+    """A run's outcomes (validations, enrichments) and its chunks (jobs)."""
+    outcomes = con.execute(
+        "select count(*) filter (where success), count(*) filter (where not success)"
+        " from (select success from validations where run_id = ?"
+        "       union all select success from enrichments where run_id = ?)",
+        [run_id, run_id],
+    ).fetchone()
+    succeeded, failed = (int(outcomes[0]), int(outcomes[1])) if outcomes else (0, 0)
+    states = con.execute(
+        "select count(*),"
+        " count(*) filter (where status in ('failed', 'timed_out') or error_code is not null),"
+        " count(*) filter (where status = 'loaded' or status in ('failed', 'timed_out'))"
+        " from jobs where run_id = ?",
+        [run_id],
+    ).fetchone()
+    chunks, bad, ended = (int(v) for v in states) if states else (0, 0, 0)
+    # A chunk ends failed, timed out (then cancelled, its processed rows loaded) or loaded.
+    return Tally(succeeded, failed, chunks, bad, chunks - ended, lost_answers(con, run_id))
 
 
 def _fuzzy_duplicates(con: duckdb.DuckDBPyConnection, run_id: str) -> int:
@@ -191,34 +252,26 @@ def _left_line(con: duckdb.DuckDBPyConnection, left: dict[str, int], now: dateti
 
 
 def account(
-    state: RunState, api: PlaceApiClient | None, *, started: datetime | None = None
+    state: RunBook,
+    api: PlaceApiClient | None,
+    *,
+    started: datetime | None = None,
+    tally: Callable[[duckdb.DuckDBPyConnection, str], Tally] = jobs_tally,
 ) -> RunSummary:
     """Close the run: outcome counts, usage after, reconciliation, final status and message.
 
-    `seconds` is the run's one time, as `placeflow runs` and the report show it: from its
-    opening (when it began reading) to now; `started` (this invocation's start) is kept for
-    callers and no longer counts.
+    `tally` counts the run's work by its request kind (a research run's requests, its
+    `research_tally`). `seconds` is the run's one time, as `placeflow runs` and the report show
+    it: from its opening (when it began reading) to now; `started` (this invocation's start)
+    is kept for callers and no longer counts.
     """
     con, run_id = state.con, state.run_id
     now = state.now()
-    outcomes = con.execute(
-        "select count(*) filter (where success), count(*) filter (where not success)"
-        " from (select success from validations where run_id = ?"
-        "       union all select success from enrichments where run_id = ?)",
-        [run_id, run_id],
-    ).fetchone()
-    succeeded, failed = (int(outcomes[0]), int(outcomes[1])) if outcomes else (0, 0)
-    states = con.execute(
-        "select count(*),"
-        " count(*) filter (where status in ('failed', 'timed_out') or error_code is not null),"
-        " count(*) filter (where status = 'loaded' or status in ('failed', 'timed_out'))"
-        " from jobs where run_id = ?",
-        [run_id],
-    ).fetchone()
-    chunks_total, bad, ended = (int(v) for v in states) if states else (0, 0, 0)
-    # A chunk ends failed, timed out (then cancelled, its processed rows loaded) or loaded.
-    unfinished = chunks_total - ended
-    lost = lost_answers(con, run_id)
+    t = tally(con, run_id)
+    succeeded, failed, chunks_total, bad, unfinished = (
+        t.succeeded, t.failed, t.chunks, t.bad, t.unfinished
+    )  # fmt: skip
+    lost = dict(t.lost)
     run = con.execute(
         "select usage_before, submitted, status, created_at, target, possible_extra_credits,"
         " message from runs where run_id = ?",
@@ -226,6 +279,7 @@ def account(
     ).fetchone()
     assert run is not None
     usage_before, submitted, status, created_at, target, extra, stored = run
+    extra = int(extra or 0) if t.possible is None else t.possible
     usage_after, usage_note = None, None
     if api is not None and usage_before is not None:
         usage_after, usage_note = read_usage_after(api)
@@ -253,16 +307,18 @@ def account(
     else:
         final, message = "completed", None
     read, rejected = _read_and_rejected(con, run_id)
-    if final == "completed" and read and rejected == read:
+    if final == "completed" and read and rejected == read and t.outcomes:
         final = "all_rejected"  # every row rejected: nothing to send, and not a success (exit 6)
         message = (
             f"every one of the {read:,} input rows was rejected, so nothing was sent; each"
             f" row's reason: placeflow rows {run_id} --only rejected --out -"
         )
     if delta is not None and unfinished == len(lost) and final != "refused":
+        diff = delta - totals["charge"] - totals["adjustment"]
         balance_note = balance(
-            state, delta, totals, submitted=int(submitted), extra=int(extra or 0),
-            journal=api.journal if api is not None else None, lost=lost,
+            state, delta, totals, submitted=int(submitted) if t.most is None else t.most,
+            extra=extra, journal=api.journal if api is not None else None, lost=lost,
+            why=t.possible_why if 0 < diff <= extra else None,
         )  # fmt: skip
         totals = ledger_totals(con, run_id)
         message = "; ".join(m for m in (message, balance_note) if m) or None
@@ -288,7 +344,7 @@ def account(
             usage_after=usage_after,
             message=message,
         )
-    found = record_changes(con, run_id, now=now) if final != "refused" else None
+    found = record_changes(con, run_id, now=now) if final != "refused" and t.outcomes else None
     counts = con.execute(
         "select rows_read, rejected, duplicates, skipped_fresh, credits_estimated, message,"
         " coalesce(held_failing, 0), finished_at, possible_extra_credits from runs"
@@ -328,7 +384,8 @@ def account(
         ledger_vs_usage=None if delta is None else delta - totals["charge"] - totals["adjustment"],
         adjustment=totals["adjustment"],
         difference=None if delta is None else delta - totals["charge"],
-        possible_extra_credits=int(counts[8] or 0),  # the balance may have found more
+        # the balance may have found more
+        possible_extra_credits=int(counts[8] or 0) if t.possible is None else t.possible,
         chunks=chunks_total,
         chunks_failed=bad,
         seconds=round((closed_at - opened).total_seconds(), 3),
@@ -338,4 +395,5 @@ def account(
         changed_per_credit=round(found.places_changed / totals["charge"], 4)
         if found and totals["charge"]
         else None,
+        research=t.research,
     )

@@ -1,6 +1,7 @@
-"""How a run, a resume or a refresh is carried out and ends, whoever carries it out.
+"""How a run, a resume, a refresh or a research is carried out and ends, whoever carries it out.
 
-Two callers, one logic: the Prefect flows (`placeflow.flows.run`, `placeflow.flows.refresh`)
+Two callers, one logic: the Prefect flows (`placeflow.flows.run`, `placeflow.flows.refresh`,
+`placeflow.flows.research`, whose ending is `placeflow.runner.research_due.research_ending`)
 and the CLI's local path (no Prefect API configured: `placeflow.cli.run`). Each passes how to
 open the service, its step wrapper (a Prefect task, or the stage as it is), its event callback
 and an `Ending` with its publisher (Prefect artifacts, or files in the run's folder:
@@ -109,6 +110,9 @@ class Ending:
     what: str = "run"
     describe: Callable[[RunSummary], str] = _describe_run
     exporter: Exporter | None = None
+    publish_refused: bool = False
+    """Whether a refused command's summary is published too (a research's: its message is
+    what to act on); a refused run publishes nothing."""
 
     def publish(self, summary: RunSummary, db: str, export_to: str | None = None) -> Published:
         exported: Exported | None = None
@@ -144,7 +148,8 @@ class Ending:
             if isinstance(exc, RunStopped):
                 data["run_id"] = exc.run_id
             return Outcome(data, str(exc))
-        done = None if isinstance(exc, BudgetRefused) else self.publish(stopped, db)
+        quiet = isinstance(exc, BudgetRefused) and not self.publish_refused
+        done = None if quiet else self.publish(stopped, db)
         data = {**stopped.as_dict(), **_report(done), "exit_code": code,
                 "message": stopped.message or str(exc)}  # fmt: skip
         return Outcome(data, str(exc))

@@ -42,6 +42,7 @@ from placeflow.runner.target import Target, environment_defaults
 from placeflow.state.budgets import kind_of, rest_of
 from placeflow.state.owners import not_carried, owner_of
 from placeflow.state.records import DEDUPED, MATCHED, REJECTS
+from placeflow.state.runbook import RunBook
 from placeflow.state.runstate import (
     Clock,
     RunState,
@@ -118,12 +119,12 @@ def _open(
     r.stage("open", open_run)(state, run, None if refused else planned)
     if refused:
         summary = r.stage("account", account)(state, None, started=started)
-        raise BudgetRefused(refused, run_id=state.run_id, summary=_finish(summary, r))
+        raise BudgetRefused(refused, run_id=state.run_id, summary=finish(summary, r))
     r.emit(RunStarted(state.run_id, kind, cost.credits))
     return state
 
 
-def _warned(summary: RunSummary, r: Stages, api: PlaceApiClient, state: RunState) -> RunSummary:
+def warned(summary: RunSummary, r: Stages, api: PlaceApiClient, state: RunBook) -> RunSummary:
     """The summary with the budgets this run's spending took past their warning share, said
     and announced (`placeflow.runner.budget.warn`)."""
     kind = rest_of(state.con, state.run_id)[0]
@@ -137,7 +138,7 @@ def _warned(summary: RunSummary, r: Stages, api: PlaceApiClient, state: RunState
     return summary
 
 
-def _finish(summary: RunSummary, r: Stages) -> RunSummary:
+def finish(summary: RunSummary, r: Stages) -> RunSummary:
     summary.stages.update(r.stages)  # the account's info is the summary itself: not kept in it
     summary.stages.pop("account", None)
     wall, cpu = r.timings()
@@ -222,7 +223,7 @@ def run(
         wh.on_wait = state.beat
         workdir = workdir_for(db, state.run_id)
         summary = carry_out(r, api, state, options, workdir, started)
-        return _finish(_warned(summary, r, api, state), r)
+        return finish(warned(summary, r, api, state), r)
 
 
 def resume(
@@ -267,7 +268,7 @@ def resume(
         state = _taken_over(r, api, wh, run_id, options, clock, target.label)
         wh.on_wait = state.beat
         summary = carry_out(r, api, state, options, workdir_for(db, run_id), started)
-        return _finish(_warned(summary, r, api, state), r)
+        return finish(warned(summary, r, api, state), r)
 
 
 def _taken_over(

@@ -29,9 +29,18 @@ from typing import Any
 
 from placeflow.api.client import PlaceApiClient
 from placeflow.api.errors import InsufficientCredits
-from placeflow.errors import EXIT_FAILED, EXIT_OK, EXIT_REFUSED, Stop
+from placeflow.errors import (
+    EXIT_FAILED,
+    EXIT_OK,
+    EXIT_REFUSED,
+    BudgetRefused,
+    CreditsRanOut,
+    OptionsError,
+    Stop,
+)
 from placeflow.events import Event, Note, RunStarted, StageStarted
-from placeflow.pipeline.research.account import run_row, summary
+from placeflow.pipeline.account import RunSummary, account
+from placeflow.pipeline.research.account import research_tally, run_row
 from placeflow.pipeline.research.budget import Budget, Within, budget
 from placeflow.pipeline.research.estimate import estimate_summary
 from placeflow.pipeline.research.fresh import field_shas, mark_fresh
@@ -43,7 +52,8 @@ from placeflow.pipeline.research.prepare import Prepared, open_research, plan, s
 from placeflow.pipeline.research.send import Hook, SendContext, SendInfo, send_all
 from placeflow.pipeline.source import Source
 from placeflow.pipeline.staging import Staging
-from placeflow.runner.budget import warn, within_budgets
+from placeflow.runner.budget import within_budgets
+from placeflow.runner.orchestrate import finish, warned
 from placeflow.runner.prepare import as_source, fingerprint, gather
 from placeflow.runner.steps import SYSTEM_TIMER, Stages, Step, Timer, direct, emitter
 from placeflow.runner.target import Target
@@ -70,19 +80,22 @@ def research(
     on_event: Callable[[Event], None] | None = None,
     step: Step = direct,
     timer: Timer = SYSTEM_TIMER,
-) -> dict[str, Any]:
+) -> RunSummary:
     """Run (or resume) the research of the places of `inputs` (files, or a `Source` such as
-    the warehouse's due places) against `target`; the summary has `exit_code` (0, 1 or 3).
-    `on_event` receives the run's typed events (`placeflow.events`); `step` wraps each stage
-    (a Prefect task in the flow); `hook` is told each request's moments (sent, received,
-    answered) and `sleep` waits between tries of unavailable research."""
+    the warehouse's due places) against `target`, and return the run's summary
+    (`placeflow.pipeline.account.RunSummary`, its research figures in `research`): completed,
+    or interrupted (stopped part way: the same command goes on). As a run, it raises
+    `BudgetRefused` when a budget, the balance or the service's field policy refused it before
+    sending, and `CreditsRanOut` when the budget or the key's credits ran out part way, each
+    carrying the summary (`errors.EXIT_CODES`: exit code 3). `on_event` receives the run's
+    typed events (`placeflow.events`); `step` wraps each stage (a Prefect task in the flow);
+    `hook` is told each request's moments (sent, received, answered) and `sleep` waits
+    between tries of unavailable research."""
     started = clock()
     r = Stages(step=step, emit=emitter(on_event), timer=timer)
     source = as_source(inputs)
     if options.estimate_only:
-        with target.client() as api:
-            rates = Rates.from_card(api.pricing())
-            return _estimate(r, api, source, options, rates, db=db, now=started, label=target.label)
+        raise OptionsError("--estimate spends nothing: it is `estimate()`, not `research()`")
     run_options = options.run
     print_ = fingerprint(source, options.reading(), *options.identity())
     r.emit(StageStarted("warehouse"))  # opened (or waited for) before anything else
@@ -122,7 +135,8 @@ def research(
             r.emit(Note(str(checked.message)))
             if found is not None:
                 book.moved("refused", message=checked.message)
-            return _account(r, wh, api, run_id, EXIT_REFUSED, started, clock(), account=False)
+            refused = _account(r, book, None, warn=False)
+            raise BudgetRefused(str(checked.message), run_id=run_id, summary=refused)
         with carrying(run_id, con=wh.con, clock=clock):  # its lease beats all the while
             if found is not None:  # this process carries it out from now
                 book.take_over()
@@ -137,10 +151,15 @@ def research(
             sent = r.stage("send", _send)(ctx)
             if sent.message:
                 r.emit(Note(sent.message))
-            ends = {"completed": "closed", "interrupted": "interrupted", "refused": "refused"}
-            book.moved(ends[sent.status], sent.status, message=sent.message)
-            known = checked.usage_before is not None
-            return _account(r, wh, api, run_id, sent.exit_code, started, clock(), account=known)
+            if sent.status == "refused":  # by the service's field policy: nothing more sent
+                book.moved("refused", message=sent.message)
+            elif sent.status == "interrupted":  # the account closes a completed one
+                book.interrupted(str(sent.message))
+            summary = _account(r, book, api, warn=sent.exit_code != EXIT_REFUSED)
+        if sent.exit_code == EXIT_REFUSED:  # as a run's: refused, or its credits ran out
+            stopped = BudgetRefused if sent.status == "refused" else CreditsRanOut
+            raise stopped(str(sent.message), run_id=run_id, summary=summary)
+        return summary
 
 
 def _prepare(
@@ -166,6 +185,27 @@ def _prepare(
         return r.stage("plan", plan)(marked, rejects, spec, rates)[0]
 
 
+def estimate(
+    inputs: Sequence[str] | Source,
+    options: ResearchOptions,
+    *,
+    target: Target,
+    db: Path | str = DEFAULT_DB,
+    clock: Clock = utc_now,
+    on_event: Callable[[Event], None] | None = None,
+    step: Step = direct,
+    timer: Timer = SYSTEM_TIMER,
+) -> dict[str, Any]:
+    """`placeflow research --estimate`: what the research of `inputs` would cost, checked with
+    the service; nothing spent (the document `--estimate --json` prints, its `exit_code` 3
+    when the research would be refused)."""
+    r = Stages(step=step, emit=emitter(on_event), timer=timer)
+    with target.client() as api:
+        rates = Rates.from_card(api.pricing())
+        return _estimate(r, api, as_source(inputs), options, rates, db=db, now=clock(),
+                         label=target.label)  # fmt: skip
+
+
 def _estimate(
     r: Stages,
     api: PlaceApiClient,
@@ -177,8 +217,8 @@ def _estimate(
     now: datetime,
     label: str,
 ) -> dict[str, Any]:
-    """`--estimate`: the stages up to the plan (against the warehouse read-only, when there is
-    one), and what the research would cost, checked with the service; nothing spent."""
+    """The stages up to the plan (against the warehouse read-only, when there is one), and
+    the estimate checked with the service and the budgets."""
     existing = Path(db).exists() and str(db) != ":memory:"
     con = connect(db, read_only=True) if existing else None
     reader = Writer.over(con) if con is not None else None
@@ -238,28 +278,15 @@ def _send(ctx: SendContext) -> SendInfo:
                     message=message)  # fmt: skip
 
 
-def _account(
-    r: Stages,
-    wh: Writer,
-    api: PlaceApiClient,
-    run_id: str,
-    code: int,
-    started: datetime,
-    now: datetime,
-    *,
-    account: bool,
-) -> dict[str, Any]:
-    """The account stage, however the research ended: its summary (the shape `placeflow run`
-    prints, with the research figures), and the budgets its spending took past their warning
-    share, said."""
-    out = r.stage("account", summary)(
-        wh, api, run_id, code, now, started, account=account, journal=api.journal
-    )
-    if code != EXIT_REFUSED:  # a budget its spending took past the warning share, said
-        out["budget_warnings"] = warn(
-            lambda: wh.con, kind="research", now=now, api=api, emit=r.emit, run_id=run_id
-        )  # fmt: skip
-    return out
+def _account(r: Stages, book: RunBook, api: PlaceApiClient | None, *, warn: bool) -> RunSummary:
+    """The account stage, however the research ended: the run's account
+    (`placeflow.pipeline.account.account`) of research's requests (`research_tally`), and
+    (`warn`) the budgets its spending took past their warning share, said, as a run's are.
+    `api` None: the usage is not read (a research refused before sending)."""
+    summary = r.stage("account", account)(book, api, tally=research_tally)
+    if warn and api is not None:
+        summary = warned(summary, r, api, book)
+    return finish(summary, r)
 
 
-__all__ = ["READ_AS", "Budget", "ResearchOptions", "read_options", "research"]
+__all__ = ["READ_AS", "Budget", "ResearchOptions", "estimate", "read_options", "research"]

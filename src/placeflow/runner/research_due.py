@@ -1,5 +1,5 @@
-"""Research from the warehouse: which places are due, and a research of them that ends as the
-other commands end (an `Outcome`), whoever carries it out.
+"""Research from the warehouse: which places are due, and a research that ends as the other
+commands end: through the run's `Ending` (`research_ending`), whoever carries it out.
 
 The places are the warehouse's (refresh's selection, `placeflow.runner.refresh.WarehouseSource`:
 every place a run sent, its stored fields as the read stage's text, the oldest answer first),
@@ -10,39 +10,38 @@ the last stopped instead of choosing the same fresh places again. `placeflow res
 --from-warehouse` and the Prefect flow (`placeflow.flows.research`) both select with
 `due_source`.
 
+`ended_research` is `research` and its end, as `placeflow.runner.ending.run_outcome` is a
+run's: the summary (the run's `RunSummary`) published, a completed research exported when
+asked, a research refused or whose credits ran out (`BudgetRefused`, `CreditsRanOut`) or that
+raised ended by `Ending.caught`, its exit code from `errors.EXIT_CODES`: an `Outcome`. The CLI
+and the flow (`research_outcome`, the warehouse's places) both end a research with it.
+
 Nothing here imports Prefect.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from contextlib import AbstractContextManager
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any
 
 import polars as pl
 
-from placeflow.errors import (
-    EXIT_FAILED,
-    EXIT_OK,
-    EXIT_USAGE,
-    InputError,
-    PlaceflowError,
-    exit_code,
-)
+from placeflow.errors import InputError, OptionsError, PlaceflowError, RunStopped
 from placeflow.events import Event
 from placeflow.options import RunOptions, parse_duration
+from placeflow.pipeline.account import RunSummary
 from placeflow.pipeline.read import ReadInfo, ReadStream
 from placeflow.pipeline.research.fields import FieldSpecError, build_specs
 from placeflow.pipeline.research.fresh import field_shas, fresh_places
 from placeflow.pipeline.research.plan import ResearchSpec
-from placeflow.reporting.published import Exported, export_markdown
-from placeflow.runner.ending import Outcome
+from placeflow.pipeline.source import Source
+from placeflow.reporting.published import Exported, Published, Publisher, export_markdown
+from placeflow.runner.ending import Ending, Exporter, Outcome, Service
 from placeflow.runner.refresh import WarehouseSource
 from placeflow.runner.research import ResearchOptions, read_options, research
 from placeflow.runner.steps import Step, direct
-from placeflow.runner.target import Target
 from placeflow.store.warehouse import reading
 
 PREFIX = "research"
@@ -193,19 +192,69 @@ def research_spec(
     return ResearchSpec(specs, verify_identity, validate_existence)
 
 
-# --- research from the warehouse as a command with an end -------------------------------------
+# --- research as a command with an end ---------------------------------------------------------
 
-Service = Callable[[], AbstractContextManager[Target]]
-Exporter = Callable[[str, str], Exported]
-Publisher = Callable[[dict[str, Any], Exported | None], None]
-"""Publishes a research's summary (and the export's, when one ran): artifacts, or files."""
+
+def _describe_research(summary: RunSummary) -> str:
+    return f"placeflow research {summary.run_id}: {summary.status}"
+
+
+def research_ending(publisher: Publisher, exporter: Exporter | None = None) -> Ending:
+    """The ending of `placeflow research` (a run's, `placeflow.runner.ending.Ending`): its
+    summary published under `research-` (a refused one too: its message is what to act on),
+    a completed research exported when asked."""
+    return Ending(
+        publisher, prefix=PREFIX, what="research", describe=_describe_research,
+        exporter=exporter, publish_refused=True,
+    )  # fmt: skip
+
+
+def unpublished(
+    summary: RunSummary, *, db: str, prefix: str, description: str, exported: Exported | None = None
+) -> Published:
+    """A publisher that leaves nothing (the CLI's research prints its summary, no files)."""
+    return Published()
+
+
+def ended_research(
+    ending: Ending,
+    *,
+    service: Service,
+    source: Sequence[str] | Source,
+    options: ResearchOptions,
+    db: str,
+    step: Step = direct,
+    on_event: Callable[[Event], None] | None = None,
+    export_to: str | None = None,
+) -> Outcome:
+    """`research` and its end, as `run_outcome` is a run's: published, exported when it
+    completed (and asked), or stopped (refused, its credits ran out, an error: `Ending.caught`,
+    its exit code from `errors.EXIT_CODES`). A `DueSource`'s places not due are in the
+    summary's research figures (`not_due`)."""
+    began = datetime.now(UTC)
+    try:
+        with service() as target:
+            summary = research(source, options, target=target, db=db, on_event=on_event, step=step)
+    except RunStopped as exc:
+        if isinstance(exc.summary, RunSummary):
+            exc.summary = _not_due(exc.summary, source)
+        return ending.caught(exc, db, since=began)
+    except Exception as exc:  # a full or read-only disk: the research opened since `began`
+        return ending.caught(exc, db, since=began)
+    return ending.finish(_not_due(summary, source), db, export_to)
+
+
+def _not_due(summary: RunSummary, source: Sequence[str] | Source) -> RunSummary:
+    """The summary with the places a `DueSource` left out as not due, when it left any."""
+    if not isinstance(source, DueSource) or not source.not_due or summary.research is None:
+        return summary
+    return replace(summary, research=replace(summary.research, not_due=source.not_due))
 
 
 def research_outcome(
+    ending: Ending,
     *,
     service: Service,
-    publish: Publisher,
-    exporter: Exporter | None,
     db: str,
     fields: Sequence[str] | str,
     older_than: str = "30d",
@@ -220,11 +269,8 @@ def research_outcome(
     step: Step = direct,
 ) -> Outcome:
     """Research the places of `db` whose research is `older_than` old (or missing), within
-    `max_credits`, and end it: export a completed research to `export_to` (when asked), publish
-    the summary, and say whether it ended well. Returns the result dict (the research summary
-    with its exit code, or an error's message and code) and, when it did not end well, why (a
-    budget refused before spending is not a success: exit code 3, its message), as an
-    `Outcome`, which a flow turns into its state."""
+    `max_credits`, and end it (`ended_research`): an `Outcome`, which a flow turns into its
+    state. Parameters the research cannot take end it before anything is sent (exit code 2)."""
     try:
         if max_credits is not None and max_credits < 0:
             raise FieldSpecError("max_credits takes N >= 0")
@@ -233,31 +279,17 @@ def research_outcome(
         )
         source = due_source(db, spec=spec, max_age=older_than, country=country, limit=limit)
         age = source.max_age.total_seconds() / 86400
-        options = ResearchOptions(
-            spec=spec,
-            run=read_options(
-                max_credits=max_credits, max_age_days=age, resend_uncertain=resend_uncertain
-            ),
+        run = read_options(
+            max_credits=max_credits, max_age_days=age, resend_uncertain=resend_uncertain
         )
-        with service() as target:
-            out = research(source, options, target=target, db=db, on_event=on_event, step=step)
-    except (PlaceflowError, ValueError) as exc:  # FieldSpecError, InputError, ConfigError, ...
-        code = exit_code(exc) if isinstance(exc, PlaceflowError) else EXIT_USAGE
-        data = {"status": "failed", "message": str(exc), "exit_code": code or EXIT_USAGE}
-        publish(data, None)
-        return Outcome(data, str(exc))
-    if source.not_due:
-        out["not_due"] = source.not_due
-    exported: Exported | None = None
-    if export_to and out["exit_code"] == EXIT_OK:
-        exported = exporter(db, export_to) if exporter else (None, f"no exporter for {export_to}")
-        if exported[1] is not None:
-            message = f"the research completed but its export failed: {exported[1]}"
-            out = {**out, "exit_code": EXIT_FAILED, "message": message}
-    publish(out, exported)
-    if out["exit_code"] != EXIT_OK:
-        return Outcome(out, str(out.get("message") or out.get("status")))
-    return Outcome(out)
+        options = ResearchOptions(spec=spec, run=run)
+    except (PlaceflowError, ValueError) as exc:  # FieldSpecError, InputError, OptionsError, ...
+        refused = exc if isinstance(exc, PlaceflowError) else OptionsError(str(exc))
+        return ending.caught(refused, db)
+    return ended_research(
+        ending, service=service, source=source, options=options, db=db, step=step,
+        on_event=on_event, export_to=export_to,
+    )  # fmt: skip
 
 
 SHOWN = (
@@ -268,15 +300,14 @@ SHOWN = (
 """The figures of a research summary the markdown shows, in order."""
 
 
-def research_markdown(out: dict[str, Any], exported: Exported | None = None) -> str:
+def research_markdown(summary: RunSummary, exported: Exported | None = None) -> str:
     """A research's summary as markdown: its status and message, its figures, its export."""
-    run_id = out.get("run_id") or "(not started)"
-    head = f"# placeflow research {run_id}: {out.get('status')}"
-    lines = [head, ""]
-    if out.get("target"):
-        lines += [f"Against {out['target']}; exit code {out.get('exit_code')}.", ""]
-    if out.get("message"):
-        lines += [f"**{out['message']}**", ""]
+    out = summary.as_dict()
+    lines = [f"# placeflow research {summary.run_id}: {summary.status}", ""]
+    if summary.target:
+        lines += [f"Against {summary.target}.", ""]
+    if summary.message:
+        lines += [f"**{summary.message}**", ""]
     figures = [(k, out[k]) for k in SHOWN if out.get(k) is not None]
     if figures:
         lines += ["| figure | value |", "|---|---:|"]
@@ -285,9 +316,9 @@ def research_markdown(out: dict[str, Any], exported: Exported | None = None) -> 
             for k, v in figures
         ]
     if exported is not None:
-        summary, error = exported
-        if summary is not None:
-            lines.append(export_markdown(summary))
+        done, error = exported
+        if done is not None:
+            lines.append(export_markdown(done))
         if error is not None:
             lines += ["", f"**Export failed**: {error}"]
     return "\n".join(lines)

@@ -245,9 +245,9 @@ RUN_MOVES: dict[str, Move] = {
         _move("refused", {*_RESUMABLE, "refused"}, {"refused"}, "runner.research",
               "a budget, balance or field-policy check said no: nothing more sent"),
         _move("interrupted", _RESUMABLE | (RUN_ENDS - {"completed", "all_rejected"}),
-              {"interrupted"}, "runner.carry, state.marking",
+              {"interrupted"}, "runner.carry, runner.research, state.marking",
               "stopped part way (chunks held, credits ran out, a full disk): resumable"),
-        _move("closed", {"running"} | RUN_ENDS, RUN_ENDS, "pipeline.account, runner.research",
+        _move("closed", {"running"} | RUN_ENDS, RUN_ENDS, "pipeline.account",
               "the account's end: how the run ended, its counts, usage and message"),
     )
 }  # fmt: skip
