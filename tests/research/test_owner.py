@@ -41,18 +41,18 @@ def test_a_research_run_carried_by_a_live_owner_is_not_resumed(
         if moment == "answered" and sent == 1:
             sb.sandbox.backend.set_available(KEY, 5)
 
-    first = sb.run(csv, db, ResearchOptions(spec=spec()), hook=starve)
-    assert first["exit_code"] == 3 and first["status"] == "interrupted", first
+    first, first_code = sb.run(csv, db, ResearchOptions(spec=spec()), hook=starve)
+    assert first_code == 3 and first.status == "interrupted", first
     sb.sandbox.backend.set_available(KEY, 10_000)
     sent = sb.requests("POST /v1/deep-research")
     now = datetime.now(UTC)
     for host, pid in ((this_host(), os.getppid()), ("elsewhere", 1)):
-        _owned_by(db, first["run_id"], host, pid, now)
+        _owned_by(db, first.run_id, host, pid, now)
         with pytest.raises(RunInProgress) as refused:
             sb.run(csv, db, ResearchOptions(spec=spec()))
-        assert refused.value.run_id == first["run_id"]
+        assert refused.value.run_id == first.run_id
         assert sb.requests("POST /v1/deep-research") == sent  # nothing sent by the second
-    _owned_by(db, first["run_id"], "elsewhere", 1, now - timedelta(hours=1))  # gone
-    second = sb.run(csv, db, ResearchOptions(spec=spec()))
-    assert second["exit_code"] == 0 and second["run_id"] == first["run_id"], second
+    _owned_by(db, first.run_id, "elsewhere", 1, now - timedelta(hours=1))  # gone
+    second, second_code = sb.run(csv, db, ResearchOptions(spec=spec()))
+    assert second_code == 0 and second.run_id == first.run_id, second
     assert sb.research()["billed_twice"] == [] and sb.research()["billed_places"] == 20
