@@ -30,16 +30,16 @@ def test_a_resent_request_lost_again_is_booked_as_the_usage_shows(
         if moment == "sent":
             sb.sandbox.inject("POST /v1/deep-research", "drop_response")
 
-    first = sb.run(csv, db, ResearchOptions(spec=spec()), hook=lose)
-    again = sb.run(csv, db, resend, hook=lose)
-    assert first["exit_code"] == again["exit_code"] == 1, (first, again)
-    assert again["charged"] == 2 * 10 * PER_ROW == sb.credits()["charged"], again
-    assert again["possible_extra_credits"] == 0
+    first, first_code = sb.run(csv, db, ResearchOptions(spec=spec()), hook=lose)
+    again, again_code = sb.run(csv, db, resend, hook=lose)
+    assert first_code == again_code == 1, (first, again)
+    assert again.charged == 2 * 10 * PER_ROW == sb.credits()["charged"], again
+    assert again.possible_extra_credits == 0
     with duckdb.connect(str(db), read_only=True) as con:
         kinds = con.execute("select kind, count(distinct ref) from credit_ledger group by all")
         assert dict(kinds.fetchall()) == {"charge": 2}
         (state,) = con.execute("select state from research_requests").fetchall()
     assert state == ("lost",)
-    last = sb.run(csv, db, resend)
-    assert last["exit_code"] == 0 and last["charged"] == 3 * 10 * PER_ROW == sb.credits()["charged"]
-    assert last["ledger_vs_usage"] == 0, last
+    last, last_code = sb.run(csv, db, resend)
+    assert last_code == 0 and last.charged == 3 * 10 * PER_ROW == sb.credits()["charged"]
+    assert last.ledger_vs_usage == 0, last
