@@ -155,3 +155,40 @@ def test_a_close_leaves_a_working_thread_its_connection_until_it_stops(tmp_path:
     assert not wh.holding()
     with duckdb.connect(str(tmp_path / "w.duckdb"), read_only=True) as reader:
         assert reader.execute("select i from t order by i").fetchall() == [(1,), (2,)]
+
+
+def test_a_writer_opens_only_after_the_gap_another_process_let_go_for(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A writer's let-go is noted beside the file; another process's writer opening it then
+    first sleeps out the readers' gap left of it, a reader does not, and the note of this
+    process's own let-go is no wait (its writer keeps its own gap)."""
+    db = tmp_path / "w.duckdb"
+    connect(db).close()
+    clock = Clock()  # the notes' wall clock, moved only by the sleeps
+    monkeypatch.setattr(dbfile, "time", clock_module(clock))
+    wh = writer.Writer(db)
+    wh.execute("select 1")
+    wh.let_go()
+    note = (tmp_path / "w.duckdb.free").read_text().split()
+    assert note == ["100.000", str(dbfile.os.getpid())]
+    assert dbfile.wait_for_gap(db) == 100.0 and clock.slept == []  # this process's own
+    (tmp_path / "w.duckdb.free").write_text(f"99.900 {dbfile.os.getpid() + 1}")  # another's
+    with duckdb.connect(str(db), read_only=True):  # a reader: no wait
+        pass
+    connect(db, read_only=True).close()
+    assert clock.slept == []
+    connect(db).close()  # a writer: the rest of the gap first
+    assert clock.slept == [pytest.approx(dbfile.READERS_GAP - 0.1)]
+    assert dbfile.gap_taken(db, 99.0)  # an open begun before that let-go took its gap
+    assert not dbfile.gap_taken(db, 100.0)
+
+
+def clock_module(clock: Clock) -> object:
+    """A stand-in for the `time` module of `placeflow.store.dbfile`: `clock`'s time and sleep."""
+
+    class Time:
+        time = staticmethod(clock)
+        sleep = staticmethod(clock.sleep)
+
+    return Time

@@ -222,9 +222,15 @@ class _Carry:
         if self.options.resend_uncertain:
             late = set()
         submitted = self.state.chunks("submitted")
-        self._jobs([c for c in planned if c.chunk_no not in late], submitted)
-        if late:
-            self._jobs([c for c in planned if c.chunk_no in late], [])
+        # a service that answers at once leaves no wait long enough to let go at: the writer
+        # lets go at a request once it has held the file STRETCH s, as the synchronous route's
+        self.state.db.stretch = STRETCH if planned or submitted else None
+        try:
+            self._jobs([c for c in planned if c.chunk_no not in late], submitted)
+            if late:
+                self._jobs([c for c in planned if c.chunk_no in late], [])
+        finally:
+            self.state.db.stretch = None
 
     def _jobs(self, to_send: list[Chunk], submitted: list[Chunk]) -> None:
         state, options = self.state, self.options

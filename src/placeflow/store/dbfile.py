@@ -16,6 +16,7 @@ import stat
 import sys
 import tempfile
 import threading
+import time
 from collections.abc import Callable
 from contextlib import suppress
 from datetime import UTC, datetime
@@ -204,6 +205,48 @@ def note_holder(path: Path | str) -> None:
     text = f"process {os.getpid()} ({words or 'python'}, writing since {since})"
     with suppress(OSError):
         _holder_file(path).write_text(text)
+
+
+def note_let_go(path: Path | str) -> None:
+    """Say beside the database when this process let go of it (wall clock and pid), so that a
+    writer of another process waiting for it leaves readers a gap first (`gap_left`). Best
+    effort, as `note_holder`."""
+    if str(path) == ":memory:":
+        return
+    with suppress(OSError):
+        Path(f"{path}.free").write_text(f"{time.time():.3f} {os.getpid()}")
+
+
+READERS_GAP = 0.3
+"""Seconds a writer leaves the database free after another process's writer let go of it
+(`placeflow.store.writer.GAP` is its own): longer than a reader trying every quarter of a
+second takes between two tries."""
+
+
+def _let_go_by_other(path: Path | str) -> float | None:
+    """When another process last let go of the database (None: never, or this process)."""
+    try:
+        at, pid = Path(f"{path}.free").read_text().split()
+        return None if int(pid) == os.getpid() else float(at)
+    except (OSError, ValueError):
+        return None
+
+
+def wait_for_gap(path: Path | str, gap: float = READERS_GAP) -> float:
+    """Sleep out what is left of `gap` since another process let go of the database (nothing
+    after this process's own let-go, whose gap its writer keeps itself); the time then."""
+    at = _let_go_by_other(path)
+    left = 0.0 if at is None else at + gap - time.time()
+    if left > 0:
+        time.sleep(min(left, gap))
+    return time.time()
+
+
+def gap_taken(path: Path | str, tried: float) -> bool:
+    """Whether another process let go of the database since `tried` (an open begun then may
+    have taken the file in the gap that let-go leaves readers)."""
+    at = _let_go_by_other(path)
+    return at is not None and at > tried
 
 
 def holder_of(path: Path | str) -> str | None:

@@ -40,8 +40,10 @@ from placeflow.store.dbfile import (
     check_warehouse,
     copy_template,
     create_aside,
+    gap_taken,
     holder_of,
     kept,
+    wait_for_gap,
 )
 
 if TYPE_CHECKING:  # polars loads only where a frame is written (a report needs none)
@@ -216,13 +218,19 @@ an open that meets another thread's close of the same file ("Unique file handle 
 def open_database(
     path: Path | str, *, read_only: bool, wait: float, config: dict[str, Any] | None = None
 ) -> duckdb.DuckDBPyConnection:
-    """duckdb.connect, trying again for up to `wait` s while another process holds the file."""
+    """duckdb.connect, trying again for up to `wait` s while another process holds the file;
+    a writer's each try no sooner than readers' gap after another process let go of it."""
     deadline = time.monotonic() + wait
     pause = 0.02
     while True:
+        tried = 0.0 if read_only else wait_for_gap(path)  # writers taking turns leave a gap
         try:
             with FILES:  # not while another thread of this process closes the file
-                return duckdb.connect(str(path), read_only=read_only, config=config or {})
+                con = duckdb.connect(str(path), read_only=read_only, config=config or {})
+                if not (tried and gap_taken(path, tried)):
+                    return con
+                con.close()  # opened in the gap of a let-go made meanwhile: after the gap
+            continue
         except duckdb.IOException as exc:
             if "lock" not in str(exc).lower():
                 raise

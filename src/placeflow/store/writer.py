@@ -31,7 +31,7 @@ from typing import Any
 import duckdb
 
 from placeflow.errors import WarehouseError
-from placeflow.store.dbfile import note_holder
+from placeflow.store.dbfile import note_holder, note_let_go
 from placeflow.store.warehouse import (
     FILES,
     connect,
@@ -295,6 +295,7 @@ class Writer:
         with self._lock:
             if all(h.con is None for h in self._holds):
                 self._free_since = self._clock()
+                note_let_go(self.path)  # another process's writer leaves readers GAP s
 
     def _let_go_idle(self, hold: _Hold, due: float) -> None:
         """The idle closer's let-go of a hold whose put-off let-go came due, unless its thread
