@@ -215,6 +215,13 @@ def load(state: RunState, fetched: Fetched, *, kind: Kind, emit: Emit) -> LoadIn
         lines=fetched.lines,
         now=state.now(),
     )
-    emit(RowsLoaded(fetched.chunk_no, info.rows, info.succeeded, info.failed))
-    emit(CreditsCharged(fetched.chunk_no, info.charged, info.released))
+    return told(fetched.chunk_no, info, emit)
+
+
+def told(chunk_no: int, info: LoadInfo, emit: Emit) -> LoadInfo:
+    """A chunk's load said as facts, whatever its request kind loaded (a result file, a
+    research answer): its outcomes are in (`RowsLoaded`), its credits settled
+    (`CreditsCharged`)."""
+    emit(RowsLoaded(chunk_no, info.rows, info.succeeded, info.failed))
+    emit(CreditsCharged(chunk_no, info.charged, info.released))
     return info

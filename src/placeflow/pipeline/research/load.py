@@ -1,6 +1,8 @@
 """Load a deep-research answer: rows into `research_answers` (one per place per field), the
-credits it charged into `credit_ledger` (`placeflow.state.runbook`), the request marked
-answered, in one transaction.
+credits it charged into the run's ledger (`placeflow.state.runbook.RunBook.charge`, a load
+repeated after a crash replacing its charge), the request marked answered, in one transaction;
+what it loaded is the run's `LoadInfo`, said as a chunk's load is (`placeflow.pipeline.load.told`:
+RowsLoaded, CreditsCharged). The answer's own shape, a row per place per field, is research's.
 
 What an answer charged follows the spec: nothing when research was unavailable
 (stopped_reason agent_unavailable) or for a row that errored; else credits_per_field for every
@@ -23,6 +25,8 @@ import polars as pl
 from placeflow.api.errors import UnexpectedResponse
 from placeflow.api.models import DeepResearchResponse, DeepResearchRow
 from placeflow.api.retry import parse_timestamp
+from placeflow.events import Emit, ignore
+from placeflow.pipeline.load import LoadInfo, told
 from placeflow.pipeline.research.plan import Rates, ResearchSpec
 from placeflow.state.lifecycle import REQUESTS, move
 from placeflow.state.runbook import RunBook
@@ -74,14 +78,6 @@ class Answer:
     rates: Rates
     field_shas: dict[str, str]
     now: datetime
-
-
-@dataclass(frozen=True)
-class Loaded:
-    charged: int
-    rows: int
-    errored: int
-    capped: int
 
 
 def asked(spec: ResearchSpec) -> list[str]:
@@ -173,8 +169,10 @@ def answer_frame(answer: Answer) -> pl.DataFrame:
     ).select(list(ANSWER_SCHEMA))
 
 
-def load_answer(con: duckdb.DuckDBPyConnection, answer: Answer) -> Loaded:
-    """Answers, ledger and request state of one answered request, in one transaction."""
+def load_answer(con: duckdb.DuckDBPyConnection, answer: Answer, *, emit: Emit = ignore) -> LoadInfo:
+    """Answers, ledger and request state of one answered request, in one transaction; its
+    rows (places answered), those answered without error, the places billed and the credits
+    charged (nothing is held, so nothing released), told to `emit` as a chunk's load."""
     frame = answer_frame(answer)
     run_id, request_no, response, now = (
         answer.run_id, answer.request_no, answer.response, answer.now
@@ -189,12 +187,12 @@ def load_answer(con: duckdb.DuckDBPyConnection, answer: Answer) -> Loaded:
             [run_id, request_no],
         )
         insert_frame(con, "research_answers", frame)
-        rows = len(response.rows) - errored
+        researched = len(response.rows) - errored
         RunBook(con, run_id).charge(
             request_no,
             response.request_id or f"rq-{run_id}-{request_no}",
             credits,
-            f"{rows} row(s) researched, {errored} errored (free), {capped} capped",
+            f"{researched} row(s) researched, {errored} errored (free), {capped} capped",
             now,
             replaces=response.request_id or "",
         )
@@ -204,4 +202,9 @@ def load_answer(con: duckdb.DuckDBPyConnection, answer: Answer) -> Loaded:
             estimated_credits=meta.estimated_credits if meta else None, credits_charged=credits,
             answered_at=now, error=None, error_code=None, response=None,
         )  # fmt: skip
-    return Loaded(charged=credits, rows=len(response.rows), errored=errored, capped=capped)
+    billed = sum(1 for r in response.rows if row_credits(r, answer.spec, answer.rates))
+    if credits == 0:  # research unavailable: nothing billed
+        billed = 0
+    rows = len(response.rows)
+    info = LoadInfo(rows, rows - errored, errored, billed, credits, released=0)
+    return told(answer.request_no, info, emit)

@@ -30,7 +30,7 @@ from placeflow.api.client import PlaceApiClient
 from placeflow.api.errors import InsufficientCredits, PlaceflowError, Unprocessable, UsageUnknown
 from placeflow.api.models import DeepResearchResponse
 from placeflow.errors import stop
-from placeflow.events import ChunkSubmitted, CreditsCharged, Emit, Note, RowsLoaded, ignore
+from placeflow.events import ChunkSubmitted, CreditsCharged, Emit, Note, ignore
 from placeflow.pipeline import writeahead
 from placeflow.pipeline.lostpost import usage_expected
 from placeflow.pipeline.research.load import UNAVAILABLE, Answer, load_answer
@@ -307,10 +307,7 @@ def load_received(ctx: SendContext, request_no: int) -> str:
         field_shas=ctx.field_shas,
         now=ctx.now(),
     )
-    loaded = load_answer(ctx.con, answer)
-    ok = loaded.rows - loaded.errored
-    ctx.emit(RowsLoaded(request_no, loaded.rows, ok, loaded.errored))
-    ctx.emit(CreditsCharged(request_no, loaded.charged, 0))
+    load_answer(ctx.con, answer, emit=ctx.emit)  # said as a chunk's load is
     ctx.at("answered")
     return "answered"
 
