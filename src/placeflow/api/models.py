@@ -59,7 +59,9 @@ MAX_RESEARCH_ATTRIBUTES = 20
 class _Request(BaseModel):
     """Requests ignore unknown fields (as the service does) but hold every stated limit."""
 
-    model_config = ConfigDict(extra="ignore", populate_by_name=True, allow_inf_nan=False)
+    model_config = ConfigDict(
+        extra="ignore", populate_by_name=True, allow_inf_nan=False, defer_build=True
+    )
 
 
 Latitude = Annotated[float | None, Field(default=None, ge=-90, le=90)]
@@ -144,7 +146,7 @@ class DeepResearchRequest(_Request):
 class _Response(BaseModel):
     """Responses keep what they know and ignore the rest; enum-like fields stay strings."""
 
-    model_config = ConfigDict(extra="ignore")
+    model_config = ConfigDict(extra="ignore", defer_build=True)
 
 
 class OperationalStatusBlock(_Response):

@@ -35,6 +35,7 @@ from placeflow.api.retry import PromptRetry, RetryPolicy
 from placeflow.api.transport import (
     MAX_REDIRECTS,
     check_redirect,
+    context_for,
     guard_no_credentials,
     is_loopback_host,
     key_only_to,
@@ -130,20 +131,31 @@ class ApiSession:
             base_url=self.base_url,
             headers=agent,
             timeout=http_timeout,
-            verify=tls_context(),
+            verify=context_for(self.base_url),  # its requests go to the base URL alone
             transport=transport,
             follow_redirects=False,  # httpx would carry X-API-Key across a redirect
             event_hooks={"request": [key_only_to(self._origin)]},
         )
-        self.files = httpx.Client(
-            headers=agent,
-            timeout=http_timeout,
-            verify=tls_context(),
-            transport=transport,
-            follow_redirects=False,  # followed by `stream_file`, only where a download may go
-            event_hooks={"request": [guard_no_credentials]},
-        )
-        """The result-file client: no default headers, no key, refuses to send a credential."""
+        self._file_client = (agent, http_timeout, transport)
+        self._files: httpx.Client | None = None
+        self._files_lock = threading.Lock()
+
+    @property
+    def files(self) -> httpx.Client:
+        """The result-file client: no default headers, no key, refuses to send a credential.
+        Made at its first download (a run that downloads nothing reads no CA bundle for it)."""
+        with self._files_lock:
+            if self._files is None:
+                headers, timeout, transport = self._file_client
+                self._files = httpx.Client(
+                    headers=headers,
+                    timeout=timeout,
+                    transport=transport,
+                    verify=tls_context(),
+                    follow_redirects=False,  # followed by `stream_file`, where a download may go
+                    event_hooks={"request": [guard_no_credentials]},
+                )
+            return self._files
 
     # --- lifecycle and display -----------------------------------------------------------
 
@@ -156,7 +168,9 @@ class ApiSession:
 
     def close(self) -> None:
         self._http.close()
-        self.files.close()
+        with self._files_lock:
+            if self._files is not None:
+                self._files.close()
 
     def __enter__(self) -> Self:
         return self

@@ -25,6 +25,16 @@ def tls_context() -> ssl.SSLContext:
     return httpx.create_ssl_context()
 
 
+def context_for(url: str | httpx.URL) -> ssl.SSLContext:
+    """The TLS context of a client whose requests all go to `url`'s origin: `tls_context` for
+    https; for plain http (loopback, or a network said to be trusted), which never meets TLS, a
+    context that trusts no certificate (it would refuse any https server), made without reading
+    the CA bundle."""
+    if httpx.URL(url).scheme.lower() == "https":
+        return tls_context()
+    return ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+
+
 def origin(url: str | httpx.URL) -> tuple[str, str, int]:
     """(scheme, host, port) of `url`, the port made explicit: what "same origin" compares."""
     parsed = httpx.URL(url)

@@ -137,13 +137,16 @@ def _run(args: argparse.Namespace) -> int:
 
         return run_files
 
+    from placeflow.reporting.published import WrittenLater
+
+    later = WrittenLater()  # the run's files, written once its summary is printed
+
     def local(on_event: Callable[[Event], None] | None) -> Outcome:
-        from placeflow.reporting.published import write_files
         from placeflow.runner.ending import open_service, run_ending, run_outcome
         from placeflow.runner.steps import direct
 
         return run_outcome(
-            run_ending(write_files),
+            run_ending(later),
             service=lambda: open_service(settings, db=args.db, quiet=args.quiet),
             step=direct, on_event=on_event, storage=settings.storage, **params,
         )  # fmt: skip
@@ -158,9 +161,12 @@ def _run(args: argparse.Namespace) -> int:
     if "next" in data and data["next"] is None and _said(args) is not None:
         data["next"] = _said(args)  # a stop before the run was recorded: the same command
     wall = time.monotonic() - began
-    return print_outcome(
+    code = print_outcome(
         data, as_json=args.json, wall_seconds=wall, resume_db=args.db, quiet=args.quiet
     )
+    sys.stdout.flush()  # the summary is out before the report is written
+    later.write()
+    return code
 
 
 def _said(args: argparse.Namespace) -> str | None:

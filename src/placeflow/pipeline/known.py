@@ -82,11 +82,15 @@ def new_block_keys(con: duckdb.DuckDBPyConnection, fuzzy_input: str) -> pl.DataF
     return keys
 
 
+def any_known(con: duckdb.DuckDBPyConnection) -> bool:
+    """Whether an earlier run sent places (a new warehouse has none to look up)."""
+    return bool(con.execute("select exists (select 1 from run_rows)").fetchall()[0][0])
+
+
 def known_places(con: duckdb.DuckDBPyConnection, keys: pl.DataFrame) -> pl.DataFrame:
     """The places earlier runs sent that share a block key with `keys` (KNOWN_SCHEMA), once
     each; none on a warehouse without runs."""
-    ran = con.execute("select exists (select 1 from run_rows)").fetchall()[0][0]
-    if not ran or keys.height == 0:
+    if keys.height == 0 or not any_known(con):
         return pl.DataFrame(schema=KNOWN_SCHEMA)
     con.execute(BLOCK_KEYS_MACRO)
     con.register(KEYS_VIEW, keys.select("block_key").to_arrow())

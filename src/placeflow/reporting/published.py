@@ -210,3 +210,46 @@ def write_files(
         done.report_error = done.report_error or f"{type(exc).__name__}: {exc}"
         log.warning("placeflow: the files of %s were not all written: %s", summary.run_id, exc)
     return done
+
+
+class WrittenLater:
+    """The files publisher put off (`write_files`): called at a command's end, it says where
+    the report will be and keeps the call; `write` writes the files, after the command printed
+    its summary, so the summary does not wait on the report. What it cannot write is said on
+    the log, as `write_files` says it; the run's outcome stands."""
+
+    def __init__(self) -> None:
+        self._pending: list[tuple[RunSummary, dict[str, Any]]] = []
+
+    def __call__(
+        self,
+        summary: RunSummary,
+        *,
+        db: str,
+        prefix: str,
+        description: str,
+        exported: Exported | None = None,
+    ) -> Published:
+        done = Published()
+        if exported is not None:  # the export ran already: its result is the outcome's
+            result, error = exported
+            if result is not None:
+                done.export = result.as_dict()
+            else:
+                done.export_error = error
+        self._pending.append(
+            (summary, {"db": db, "prefix": prefix, "description": description,
+                       "exported": exported})
+        )  # fmt: skip
+        path = report_path(db, summary.run_id)
+        done.report = None if path is None else str(path)
+        return done
+
+    def write(self) -> None:
+        """Write what was put off (once)."""
+        pending, self._pending = self._pending, []
+        for summary, how in pending:
+            done = write_files(summary, **how)
+            if done.report is None and how["db"] != MEMORY:  # said in the summary printed
+                why = done.report_error or "nothing to report"
+                log.warning("placeflow: the report of %s was not written: %s", summary.run_id, why)

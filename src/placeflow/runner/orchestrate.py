@@ -28,7 +28,7 @@ from placeflow.errors import BudgetRefused
 from placeflow.events import Event, Note, RunStarted, StageStarted
 from placeflow.options import RunOptions
 from placeflow.pipeline.account import RunSummary, account
-from placeflow.pipeline.known import KnownLookup, known_places
+from placeflow.pipeline.known import KnownLookup, any_known, known_places
 from placeflow.pipeline.mapping_report import input_report
 from placeflow.pipeline.notamatch import not_a_match_pairs
 from placeflow.pipeline.plan import estimate
@@ -206,9 +206,10 @@ def run(
         else:
             fuzzy = options.dedupe == "fuzzy"
             pairs = not_a_match_pairs(con) if fuzzy else None
+            ran = fuzzy and any_known(con)  # a new warehouse is not opened again to say none
             wh.let_go()  # others may read while the rows are read and deduped, apart
             with Staging.scratch() as scratch:
-                known = _known_lookup(wh) if fuzzy else None
+                known = _known_lookup(wh) if ran else None
                 gather(r, source, options, scratch, not_a_match=pairs, known=known)
                 with wh.held() as con:  # the staging's tables must outlive the client's waits
                     staging = Staging(con, warehouse=True)

@@ -1,0 +1,63 @@
+"""A small run does only what it needs (#47): its summary is out before its report is written,
+a plain-http service reads no CA bundle, and a staging table's column is asked of that table."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import pytest
+
+from placeflow.api.transport import context_for, tls_context
+from placeflow.cli.main import main
+from placeflow.pipeline.staging import Staging
+from placeflow.reporting import published
+
+
+def test_the_summary_is_printed_before_the_report_is_written(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`placeflow run --json` prints its document, naming the report, and only then writes the
+    report and the run's files, which are there when the command returns."""
+    for name in ("PLACEFLOW_API_KEY", "PLACEFLOW_BASE_URL", "PREFECT_API_URL", "PLACEFLOW_DB"):
+        monkeypatch.delenv(name, raising=False)
+    ten = tmp_path / "ten.csv"
+    ten.write_text(
+        "id,name,address,city,country\n"
+        + "".join(f"u{i},Corner Shop {i},{i} Elm Street,Springfield,USA\n" for i in range(10))
+    )
+    printed: list[str] = []
+    write = published.write_files
+
+    def writing(*args: Any, **kwargs: Any) -> published.Published:
+        printed.append(capsys.readouterr().out)  # what the command printed before it
+        return write(*args, **kwargs)
+
+    monkeypatch.setattr(published, "write_files", writing)
+    code = main(["run", str(ten), "--db", str(tmp_path / "wh.duckdb"), "--json", "--quiet"])
+    assert code == 0 and len(printed) == 1
+    document = json.loads(printed[0])
+    assert document["status"] == "completed" and document["exit_code"] == 0
+    report = Path(document["report"])
+    assert report.is_file() and report.parent == tmp_path / "reports"
+    assert (tmp_path / "runs" / document["run_id"] / "summary.md").is_file()
+
+
+def test_a_plain_http_service_reads_no_ca_bundle() -> None:
+    """The client of an http base URL (loopback) verifies with a context that trusts nothing,
+    made without reading the CA bundle; an https one with the process's verifying context."""
+    plain = context_for("http://127.0.0.1:8080")
+    assert plain.cert_store_stats()["x509_ca"] == 0 and plain.check_hostname
+    assert context_for("https://api.example.com") is tls_context()
+
+
+def test_a_column_is_asked_of_its_table_alone() -> None:
+    """`Staging.has_column` says whether a table has a column, and no for a table not there."""
+    con = duckdb.connect()
+    con.execute("create temp table pf_t as select 1 as own_key")
+    staging = Staging(con, warehouse=False)
+    assert staging.has_column("pf_t", "own_key")
+    assert not staging.has_column("pf_t", "place_key")
+    assert not staging.has_column("pf_missing", "own_key")
