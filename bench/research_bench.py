@@ -120,7 +120,7 @@ def main() -> None:
         "",
         "| figure | value |",
         "|---|---:|",
-        f"| places researched | {out['submitted']:,} |",
+        f"| places researched | {out.submitted:,} |",
         f"| research requests (sandbox) | {research_requests:,} (1 estimate_only + "
         f"{research_requests - 1:,} of up to 10 places) |",
         f"| all requests (sandbox: research, usage, pricing) | {total:,} |",
@@ -130,10 +130,10 @@ def main() -> None:
         f"| rate-limit bound for {total:,} requests (10/s, 100/min x {args.scale:g}) |"
         f" {bound:,.1f} s |",
         f"| wall / bound | {wall / bound:.2f}x |" if bound else "| wall / bound | n/a |",
-        f"| credits estimated / charged (sandbox) / usage delta | {out['credits_estimated']:,}"
-        f" / {credits:,} / {out['usage_delta']:,} |",
-        f"| ledger (charge + adjustment) | {ledger(db, out['run_id']):,} |",
-        f"| rows failed (free; estimate - charge = failed x 4) | {out['failed']:,} |",
+        f"| credits estimated / charged (sandbox) / usage delta | {out.credits_estimated:,}"
+        f" / {credits:,} / {'unknown' if out.usage_delta is None else f'{out.usage_delta:,}'} |",
+        f"| ledger (charge + adjustment) | {ledger(db, out.run_id):,} |",
+        f"| rows failed (free; estimate - charge = failed x 4) | {out.failed:,} |",
         f"| rate-limited (429) by the sandbox | {stats['keys'][KEY]['rate_limited']} |",
         f"| places or fields billed twice | {len(twice)} |",
     ]
