@@ -112,6 +112,21 @@ def test_a_lossy_job_run_against_another_service_bills_nothing_twice(tmp_path: P
         assert service.ledger.dropped_answers and service.ledger.replays
 
 
+def test_failed_rows_billed_are_a_billing_difference_not_a_second_job(tmp_path: Path) -> None:
+    """A service that bills failed rows (the spec calls them free), 30% of answers lost, keys
+    kept 1 s: the usage's difference beyond the ledger is exactly the failed rows, booked as
+    what the service billed them, not blamed on a chunk whose answers were lost as billed
+    twice; the run completes (exit 0) and the ledger equals the usage."""
+    reading = Reading(seed=5, drop_response_rate=0.3, retention=1.0, bill_failed_rows=True,
+                      fail_row_rate=0.1)  # fmt: skip
+    with serve(reading) as service:
+        out = cli_run(service, tmp_path, 300, 30, "validate")
+        check(service, tmp_path / "wh.duckdb", out["status"], out["exit_code"],
+              out["possible_extra_credits"], out.get("message") or "")  # fmt: skip
+        assert out["status"] == "completed", out["message"]
+        assert out["adjustment"] == out["failed"] > 0, out["message"]
+
+
 @pytest.mark.slow
 def test_a_key_slower_than_told_is_waited_for_and_any_second_job_said(tmp_path: Path) -> None:
     """The key allows 6 requests a second where placeflow was told 20: 429s with an HTTP-date

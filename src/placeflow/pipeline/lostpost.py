@@ -13,7 +13,7 @@ header saying a replay is one. So placeflow judges by what the service shows:
   spend journal says whether another run could have moved the usage meanwhile: a settled run
   of this warehouse opened after this one is explained by its own ledger (`others_explained`),
   any other means it cannot tell; the rows of chunks held as uncertain are what they may have
-  cost.
+  cost, and failed rows, free by the spec, what a service billing them all the same billed.
 - **the job's `created_at`** against the first attempt: a job created before the usage was
   asked (the usage's `validation_timestamp`, the service's clock against the service's clock)
   existed before the re-send, so it is the original; one created after it is the re-send's.
@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from placeflow.api.client import JobSubmission, PlaceApiClient
 from placeflow.api.errors import UsageUnknown
 from placeflow.api.retry import parse_timestamp
-from placeflow.pipeline.reconcile import concurrent_runs
+from placeflow.pipeline.reconcile import concurrent_runs, failed_rows_unbilled
 from placeflow.state.runbook import RunBook
 from placeflow.store.warehouse import sql_text
 
@@ -101,7 +101,10 @@ class Reading:
     unexplained: int
     """current_usage - usage_before - what the ledger explains."""
     uncertain: int
-    """Rows of other chunks held as uncertain: the most their lost answers may have cost."""
+    """Rows of other chunks held as uncertain (the most their lost answers may have cost), and
+    the run's failed rows the ledger charged nothing for (a service may bill them all the same:
+    the spec's "failed rows free" read otherwise): what the usage may show beyond the ledger
+    without any job of a lost POST."""
     in_flight: int
     """Chunks of the run whose job was sent and not yet loaded."""
     stamp: float | None
@@ -164,6 +167,7 @@ def read_usage(
     ).fetchone()
     assert found is not None
     explained, in_flight, uncertain = (int(v) for v in found)
+    failed = failed_rows_unbilled(state)
     asked = api.clock()
     try:
         usage = api.usage(urgent=urgent)
@@ -173,7 +177,7 @@ def read_usage(
         return None
     return Reading(
         unexplained=usage.current_usage - int(row[0]) - explained - besides,
-        uncertain=uncertain,
+        uncertain=uncertain + failed,
         in_flight=in_flight,
         stamp=parse_timestamp(usage.validation_timestamp),
         unit=stamp_unit(usage.validation_timestamp),

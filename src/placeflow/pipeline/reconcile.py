@@ -47,6 +47,13 @@ def null_status_rows(state: RunBook) -> int:
     return int(found[0]) if found else 0
 
 
+def failed_rows_unbilled(state: RunBook) -> int:
+    """The run's loaded rows that failed and that its ledger charged nothing for."""
+    row = state.con.execute(sql_text("queries/failed_rows_unbilled"), {"run_id": state.run_id})
+    found = row.fetchone()
+    return int(found[0]) if found else 0
+
+
 def _target(state: RunBook) -> str:
     row = state.con.execute("select target from runs where run_id = ?", [state.run_id])
     found = row.fetchone()
@@ -120,7 +127,9 @@ def balance(
     lost (chunk number: rows), the only ones left open: what the usage shows beyond the
     ledger, up to their rows, is what they cost, booked as an adjustment that names them; so
     is what jobs created twice cost (`twice`), and, beyond both, what a chunk whose answers
-    were lost (`suspects`) cost twice: it is then booked as billed twice.
+    were lost (`suspects`) cost twice: it is then booked as billed twice. A difference of
+    exactly the run's failed rows (`failed_rows_unbilled`) is the service billing them, as a
+    job's hold never is: booked as a billing difference, not as billed twice.
     `why`: the caller's reason for a difference, when it knows one (else the spec's rule)."""
     charged = totals.get("charge", 0)
     diff = delta - charged - totals.get("adjustment", 0)
@@ -133,6 +142,11 @@ def balance(
     doubled, suspected = twice(state), suspects(state)
     if diff > submitted - charged + extra + sum(suspected.values()) or diff < -charged:
         return f"{said}; not adjusted: more than this run could explain (another user of the key?)"
+    failed = failed_rows_unbilled(state) if diff > 0 and not (lost or doubled) else 0
+    if failed and failed == diff:  # the rows that failed, to the credit: no job's hold
+        why = f"the service billed the {failed:,} row(s) that failed, which the spec calls free"
+        state.adjusted(diff, f"{said}: {why}")
+        return f"ledger adjusted by {diff:+,} to the service's usage: {why}"
     if diff > 0 and (lost or doubled or suspected):
         return _book_lost(state, diff, said, dict(lost or {}), doubled, suspected)
     why = why or "the service billed differently from the spec's rule"
