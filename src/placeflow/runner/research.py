@@ -15,7 +15,10 @@ input row with its place_key; a place with a fresh answer for every field of the
 skipped. Nothing is sent before the estimate (from the rate card) is within `--max-credits` and
 the key's balance, and the service's own `estimate_only` answer agrees with it. The same command
 resumes a run that stopped (crash, budget, credits, unavailable research) instead of planning it
-again.
+again. Its account is the run's (`placeflow.pipeline.account.account`, research's requests
+counted by `research_tally`) and so is its end: the run's `RunSummary`, or `BudgetRefused` and
+`CreditsRanOut` raised with it (`placeflow.runner.research_due.ended_research` ends it as
+`placeflow.runner.ending` ends a run).
 """
 
 from __future__ import annotations
