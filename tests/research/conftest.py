@@ -78,6 +78,16 @@ class Served:
     def credits(self) -> dict[str, int]:
         return dict(self.sandbox.stats()["keys"][KEY]["credits"])
 
+    def starved_after(self, answered: int, left: int = 5) -> Callable[[str, int], None]:
+        """A research hook that leaves the key `left` credits once `answered` requests are
+        answered: the next request is refused (402) part way through the run."""
+
+        def starve(moment: str, sent: int) -> None:
+            if moment == "answered" and sent == answered:
+                self.sandbox.backend.set_available(KEY, left)
+
+        return starve
+
     def target(self) -> Target:
         """This sandbox as a run's target: its key, at the key's limits, the windows scaled."""
         limits = RateLimits.for_tier("paid", window_scale=SCALE)

@@ -37,11 +37,7 @@ def test_a_research_run_carried_by_a_live_owner_is_not_resumed(
     sb = serve(fail_rate=0.0)
     csv, db = write_csv(tmp_path / "p.csv", places(20)), tmp_path / "wh.duckdb"
 
-    def starve(moment: str, sent: int) -> None:
-        if moment == "answered" and sent == 1:
-            sb.sandbox.backend.set_available(KEY, 5)
-
-    first, first_code = sb.run(csv, db, ResearchOptions(spec=spec()), hook=starve)
+    first, first_code = sb.run(csv, db, ResearchOptions(spec=spec()), hook=sb.starved_after(1))
     assert first_code == 3 and first.status == "interrupted", first
     sb.sandbox.backend.set_available(KEY, 10_000)
     sent = sb.requests("POST /v1/deep-research")

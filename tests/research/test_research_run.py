@@ -69,11 +69,7 @@ def test_credits_running_out_part_way_stop_with_3_and_the_same_command_resumes(
     sb = serve(fail_rate=0.0)
     csv, db = write_csv(tmp_path / "p.csv", places(50)), tmp_path / "wh.duckdb"
 
-    def starve(moment: str, sent: int) -> None:
-        if moment == "answered" and sent == 2:
-            sb.sandbox.backend.set_available(KEY, 5)
-
-    first, first_code = sb.run(csv, db, ResearchOptions(spec=spec()), hook=starve)
+    first, first_code = sb.run(csv, db, ResearchOptions(spec=spec()), hook=sb.starved_after(2))
     assert first_code == 3 and first.status == "interrupted", first
     assert first.charged == 20 * PER_ROW == sb.credits()["charged"]
     sb.sandbox.backend.set_available(KEY, 10_000)
@@ -93,11 +89,7 @@ def test_budget_running_out_part_way_stops_before_the_request_that_would_pass_it
     csv, db = write_csv(tmp_path / "p.csv", places(30)), tmp_path / "wh.duckdb"
     opts = ResearchOptions(spec=spec(), run=read_options(max_credits=30 * PER_ROW))
 
-    def starve(moment: str, sent: int) -> None:
-        if moment == "answered" and sent == 1:
-            sb.sandbox.backend.set_available(KEY, 0)
-
-    assert sb.run(csv, db, opts, hook=starve)[1] == 3
+    assert sb.run(csv, db, opts, hook=sb.starved_after(1, left=0))[1] == 3
     sb.sandbox.backend.set_available(KEY, 10_000)
     tight, tight_code = sb.run(
         csv, db, ResearchOptions(spec=spec(), run=read_options(max_credits=15 * PER_ROW))
