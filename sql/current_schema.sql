@@ -231,7 +231,7 @@ create table research_requests (
     max_credits_sent integer,  -- max_credits sent with the request: the run's budget left, so no request can take the run past it.
     state varchar not null,  -- planned; sent (may have reached the service); received (its answer stored, not yet loaded); answered (loaded); lost (billed per the usage delta, but no answer came back); uncertain (may have been billed; not resent without --resend-uncertain).
     attempts integer not null default 0,  -- Times the request was sent (agent_unavailable and resolved lost requests send it again).
-    usage_expected bigint,  -- The key's current_usage expected just before the latest send (usage_before plus the run's charges): the usage check of a lost answer compares against it.
+    usage_expected bigint,  -- The key's current_usage the run accounted for just before the latest send (usage_before plus what its ledger explains: charges and possible charges); a lost answer is judged by the usage beyond the ledger (pipeline.writeahead).
     response varchar,  -- The raw answer, stored the moment it arrives and cleared once loaded: a crash before the load loads it on resume instead of buying it again.
     request_id varchar,  -- The service's request_id of the answer.
     stopped_reason varchar,  -- meta.stopped_reason of the answer: completed, cost_capped, agent_unavailable, or an unfamiliar value kept as sent.
