@@ -132,13 +132,13 @@ def connect(
     else:
         try:
             writer_settings(con)
-            if copied:  # its migrations and views were applied now, by this copy
-                now = datetime.now(UTC)
+            if copied:  # its migrations and views were applied now, by this copy, made by
+                now = datetime.now(UTC)  # this code (`_migrated_image`): none to check
                 with transaction(con):
                     con.execute("update schema_migrations set applied_at = ?", [now])
                     con.execute("update view_set set applied_at = ?", [now])
-            migrated = migrate(con)
-            apply_views(con, force=bool(migrated))
+            else:
+                apply_views(con, force=bool(migrate(con)))
         except BaseException:
             con.close()
             raise
