@@ -14,6 +14,7 @@ from placeflow.api.transport import context_for, tls_context
 from placeflow.cli.main import main
 from placeflow.pipeline.staging import Staging
 from placeflow.reporting import published
+from placeflow.store.dbfile import has_table
 
 
 def test_the_summary_is_printed_before_the_report_is_written(
@@ -61,3 +62,14 @@ def test_a_column_is_asked_of_its_table_alone() -> None:
     assert staging.has_column("pf_t", "own_key")
     assert not staging.has_column("pf_t", "place_key")
     assert not staging.has_column("pf_missing", "own_key")
+
+
+def test_a_table_is_there_or_not_by_its_name_alone(tmp_path: Path) -> None:
+    """`dbfile.has_table` finds a table of the warehouse, a temporary one by its schema, and says
+    no for a name that is not there."""
+    con = duckdb.connect(str(tmp_path / "w.duckdb"))
+    con.execute("create table budgets (per text)")
+    con.execute("create temp table pf_t as select 1 as a")
+    assert has_table(con, "budgets") and has_table(con, "main.budgets")
+    assert has_table(con, "temp.pf_t") and not has_table(con, "temp.budgets")
+    assert not has_table(con, "not_a_match")

@@ -26,6 +26,7 @@ import duckdb
 import polars as pl
 
 from placeflow.errors import OptionsError, UnknownReference
+from placeflow.store.dbfile import has_table
 from placeflow.store.warehouse import sql_text
 
 PAIR_SCHEMA = {"place_key_a": pl.String, "place_key_b": pl.String}
@@ -48,10 +49,7 @@ def not_a_match_pairs(con: duckdb.DuckDBPyConnection | None) -> pl.DataFrame | N
     """Every marked pair (place_key_a < place_key_b); None without a warehouse or a table."""
     if con is None:
         return None
-    exists = con.execute(
-        "select count(*) from duckdb_tables() where table_name = 'not_a_match'"
-    ).fetchall()[0][0]
-    if not exists:  # a warehouse opened read-only before its migration to 004
+    if not has_table(con, "not_a_match"):  # read-only, before its migration to 004
         return None
     rows = con.execute("select place_key_a, place_key_b from not_a_match").fetchall()
     return pl.DataFrame(rows, schema=PAIR_SCHEMA, orient="row")

@@ -30,6 +30,7 @@ import polars as pl
 
 from placeflow.fields import BATCH_ROWS
 from placeflow.state.records import TABLES
+from placeflow.store.dbfile import has_table
 from placeflow.store.warehouse import settings
 
 MEMORY_LIMIT = "512MB"
@@ -91,10 +92,7 @@ class Staging:
         self.con.execute(f"create or replace temp table {table} as {sql}", params or {})
 
     def exists(self, table: str) -> bool:
-        found = self.con.execute(
-            "select count(*) from duckdb_tables() where temporary and table_name = ?", [table]
-        ).fetchall()
-        return bool(found[0][0])
+        return has_table(self.con, f"temp.{table}")
 
     def has_column(self, table: str, column: str) -> bool:
         """Whether `table` has `column` (asked of that table alone: `duckdb_columns()` binds

@@ -14,6 +14,7 @@ from typing import Any
 import duckdb
 
 from placeflow.errors import UnknownRun
+from placeflow.store import dbfile
 from placeflow.store.warehouse import sql_text
 
 MAP_POINTS = 5_000
@@ -73,11 +74,7 @@ def query(con: duckdb.DuckDBPyConnection, name: str, **params: Any) -> list[Row]
 
 def has_table(con: duckdb.DuckDBPyConnection, table: str) -> bool:
     """Whether the warehouse has the table (a newer migration may add it)."""
-    found = con.execute(
-        "select count(*) from duckdb_tables() where table_name = ? and schema_name = 'main'",
-        [table],
-    ).fetchone()
-    return bool(found and found[0])
+    return dbfile.has_table(con, f"main.{table}")
 
 
 def collect(

@@ -35,6 +35,7 @@ import duckdb
 
 from placeflow.errors import OptionsError
 from placeflow.state.owners import owner_of
+from placeflow.store.dbfile import has_table
 from placeflow.store.warehouse import sql_text, transaction
 
 Per = Literal["day", "week", "month"]
@@ -170,10 +171,7 @@ def clear_budgets(
 def budgets(con: duckdb.DuckDBPyConnection) -> list[Budget]:
     """Every budget, by period (day, week, month) then kind (all first); none in a warehouse
     read before migration 020 made the table."""
-    made = con.execute(
-        "select count(*) from duckdb_tables() where table_name = 'budgets'"
-    ).fetchone()
-    if not made or not made[0]:
+    if not has_table(con, "budgets"):
         return []
     rows = con.execute(
         "select per, applies_to, credits, warn_at, set_at from budgets order by"
