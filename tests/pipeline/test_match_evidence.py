@@ -49,6 +49,12 @@ MALL = {"street": "10250 Santa Monica Blvd", "city": "Los Angeles", "postcode": 
 GINZA = {"city": "Chuo-ku", "postcode": "104-0061", "country": "JP"}
 PLAZA = {"street": "1 Pennsylvania Turnpike", "city": "Bedford", "postcode": "15522",
          "country": "US", "latitude": 40.0184, "longitude": -78.4939}  # fmt: skip
+OFFICE = {"city": "Yavatmal", "region": "Maharashtra", "postcode": "445002", "country": "IN",
+          "latitude": 20.39417, "longitude": 78.12917}  # fmt: skip
+"""Two branch offices of India Post in one PIN code, on one point (bench/matching/directories,
+chains.csv.gz: "Bhari B.O" and "Bhosa B.O" merged on it)."""
+AIRPORT_RAIL = {"street": "Hugo-Eckener-Ring 1", "city": "Frankfurt am Main", "postcode": "60549",
+                "country": "DE", "latitude": 50.0522, "longitude": 8.5707}  # fmt: skip
 
 
 @pytest.mark.parametrize(
@@ -199,6 +205,27 @@ PLAZA = {"street": "1 Pennsylvania Turnpike", "city": "Bedford", "postcode": "15
             {**PLAZA, "poi_name": "Burger Barn", "street": "I-76 Turnpike, Mile Marker 172"},
             {**PLAZA, "poi_name": "Burger Barn", "street": "I-76 Tpke, Mile Marker 172"},
             id="mile-markers",
+        ),
+        pytest.param(
+            {**OFFICE, "poi_name": "Bhari B.O"},
+            {**OFFICE, "poi_name": "Bhosa B.O"},
+            {**OFFICE, "poi_name": "Bhari B.O"},
+            {**OFFICE, "poi_name": "BHARI BO"},
+            id="unlike-words-of-two-offices",
+        ),
+        pytest.param(
+            {**AIRPORT_RAIL, "poi_name": "Frankfurt Flughafen Fernbahnhof"},
+            {**AIRPORT_RAIL, "poi_name": "Frankfurt Flughafen Regionalbahnhof"},
+            {**AIRPORT_RAIL, "poi_name": "Frankfurt Flughafen Fernbahnhof"},
+            {**AIRPORT_RAIL, "poi_name": "Frankfurt am Main Flughafen Fernbahnhof"},
+            id="long-distance-and-regional-station",
+        ),
+        pytest.param(
+            {**OFFICE, "poi_name": "Talwade B.O", "postcode": "423101"},
+            {**OFFICE, "poi_name": "Talwade B.O", "postcode": "423108"},
+            {**OFFICE, "poi_name": "Talwade B.O", "postcode": "423101"},
+            {**OFFICE, "poi_name": "TALWADE BO", "postcode": "42310"},
+            id="two-pin-codes",
         ),
     ],
 )  # fmt: skip
@@ -352,3 +379,25 @@ def test_a_chain_directory_merges_only_its_relisted_store(given: str) -> None:
     keys = deduped.sort("row_ord").get_column("place_key").to_list()
     assert len(set(keys[:-1])) == len(rows) - 1  # every store its own place
     assert keys[-1] == keys[2]  # the relisting answered by the store it lists
+
+
+def test_a_spot_many_places_share_says_nothing() -> None:
+    """Three offices of one PIN code that a directory puts on one point (its village's centre)
+    are not merged on it ("Moha", "Mohadi", "Mokhad": alike names, nothing else of their own:
+    SHARED_SPOT); an office listed twice on a point no third place shares still is."""
+    spot = {**OFFICE, "postcode": "445204", "latitude": 19.90886, "longitude": 77.57181}
+    offices = [{**spot, "poi_name": n} for n in ("Moha B.O", "Mohadi B.O", "Mokhad B.O")]
+    assert not _merged(offices[0], offices[1], offices[2])
+    assert not _merged(offices[1], offices[2], offices[0])
+    elsewhere = {**offices[2], "latitude": 19.95, "longitude": 77.6}
+    assert _merged(offices[0], {**spot, "poi_name": "MOHA BO"}, elsewhere)
+
+
+def test_a_street_word_written_two_ways_is_no_unlike_word() -> None:
+    """ "Beelitzer Str." and "Beelitzer Straße" name one stop (the abbreviation is spelled
+    "street", a generic word: GENERIC_WORDS), so unlike words do not keep it apart; "Beelitzer
+    Str." and "Trebbiner Str." on one point are two."""
+    stop = {"city": "Lehnin", "country": "DE", "latitude": 52.3205, "longitude": 12.7431}
+    beelitzer = {**stop, "poi_name": "Lehnin, Beelitzer Str."}
+    assert _merged(beelitzer, {**stop, "poi_name": "Lehnin, Beelitzer Straße"})
+    assert not _merged(beelitzer, {**stop, "poi_name": "Lehnin, Trebbiner Str."})

@@ -13,7 +13,10 @@ From the normalised place fields (and `phone`, `website` when the frame has them
   leading zeros (3-4 digits, country US or unknown) padded back to 5.
 - city: words, accents stripped. country: as given (alpha-2). latitude, longitude: as given.
 - phone: its digits, the last 10 (null when fewer than 7). website: the host, without www.
-  Either is nulled where more than MAX_SHARED places hold it (a chain's or a platform's).
+  Either is nulled where more than MAX_SHARED places hold it (a chain's or a platform's), and
+  so are the coordinates where places of more than MAX_SHARED names stand on the very same
+  spot (a town's, a postcode's or a map's centre that a directory gave its places:
+  SHARED_SPOT).
 - block keys (`b_*`): the blocking columns (64-bit hashes of their parts); a key shared by more
   than MAX_BLOCK places is nulled, so every blocking rule yields at most MAX_BLOCK - 1 candidates
   per place (pairs stay linear). Every feature but that cap is the row's own: the pass computes
@@ -37,6 +40,14 @@ MAX_SHARED = 2
 chain's (its head office, its brand's site) or a platform's, which says nothing of whether two
 listings are one place, so it is nulled (and not blocked on)."""
 SHARED = ("phone", "website")
+SHARED_SPOT = ("latitude", "longitude")
+"""Coordinates on which places of more than MAX_SHARED names stand (the same latitude and
+longitude; names told apart by their first word) are nulled: a directory that puts many
+offices on one point (India Post's offices on their village's or PIN code's centre,
+bench/matching/directories/chains.csv.gz) says nothing of where each stands, and "within 50 m"
+would merge two offices of one PIN code that share nothing but that point. One place that
+several directories list on its very spot keeps it (its names start alike). Nulling only takes
+evidence away: a distance veto needs no spot three names share."""
 CELL_DEGREES = 0.02
 """Side of the coordinate cell blocked on (about 2 km north-south)."""
 BLOCKS = ("b_post_num", "b_post_tok", "b_city_tok", "b_city_last", "b_city_num", "b_cell_tok",
@@ -217,6 +228,9 @@ def features(places: pl.DataFrame, *, first_id: int = 0, capped: bool = True) ->
     )
     if capped:
         own = [pl.when(pl.len().over(c) <= MAX_SHARED).then(pl.col(c)).alias(c) for c in SHARED]
+        first = pl.col("name_core").str.split(" ").list.first()
+        spot = first.n_unique().over(*SHARED_SPOT) <= MAX_SHARED
+        own += [pl.when(spot).then(pl.col(c)).alias(c) for c in SHARED_SPOT]
         frame, keys = frame.with_columns(own), _blocks()
     else:
         keys = [key.alias(name) for name, key in _keys().items()]
@@ -257,7 +271,8 @@ def _blocks() -> list[pl.Expr]:
 def capped_blocks_sql(table: str) -> str:
     """SQL selecting `table` (features with uncapped block keys) with each block key nulled
     where more than MAX_BLOCK rows share it, and a phone or web host held by more than
-    MAX_SHARED rows nulled (the phone's block key with it): what `features` does in polars,
+    MAX_SHARED rows nulled (the phone's block key with it), and so the coordinates of a spot
+    rows of more than MAX_SHARED names share (SHARED_SPOT): what `features` does in polars,
     over a table too big to hold (the big blocks are few, so each test is a join with a short
     list)."""
 
@@ -269,6 +284,12 @@ def capped_blocks_sql(table: str) -> str:
 
     nulled = {key: shared(key, MAX_BLOCK) for key in BLOCKS}
     nulled |= {column: shared(column, MAX_SHARED) for column in SHARED}
+    spot = ", ".join(SHARED_SPOT)
+    nulled |= {
+        column: f"({spot}) in (select ({spot}) from {table} where {column} is not null"  # noqa: S608 - our columns and tables, an int
+        f" group by all having count(distinct split_part(name_core, ' ', 1)) > {MAX_SHARED})"
+        for column in SHARED_SPOT
+    }
     nulled["b_phone"] += f" or {shared('phone', MAX_SHARED)}"
     capped = ",\n    ".join(
         f"case when {test} then null else {column} end as {column}"

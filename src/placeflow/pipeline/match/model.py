@@ -4,18 +4,15 @@ The comparisons and blocking rules are defined here; their m and u probabilities
 once with EM (bench/matching_train.py, on generated places) and kept in `model.json` beside this
 file, so a run loads fixed parameters: deterministic, and no training time per run.
 
-Hard rules (HARD_RULES): different countries, different street numbers (two branches on one
-street among them), more than FAR_KM apart, two different phones (each only when both places
-have the value), different ids in one input file (`placeflow.pipeline.match.evidence`), and two
-places both already known in the warehouse; and (CHAIN_FAR) two places of a chain more than
-STORE_KM apart. Both distances come from the labelled directories (FAR_KM, STORE_KM). The first
-three hard rules are part of every blocking rule, so a pair breaking one is never even scored;
-the rest, with the rules that need lists or string tests (CONFLICT: the marks and the branch of
-a name, CHAIN_FAR) and the rule for a chain's name (CHAIN_AGREES), are tested on the pairs
-scored at or above the threshold (few) and over the clusters, in DuckDB. The evidence of a
-merge is each comparison's level, computed for those pairs alone from the model's own level
-conditions and kept as a digit a comparison (`levels_sql`), and rendered with the level's label
-and match weight where it is stored (`evidence_json_sql`).
+Hard rules (HARD_RULES): different countries, street numbers or phones, more than FAR_KM apart,
+different ids in one input file (`placeflow.pipeline.match.evidence`), two places both known
+in the warehouse; and (CHAIN_FAR) two places of a chain more than STORE_KM apart (both
+distances from the labelled directories). The first three are part of every blocking rule, so
+a pair breaking one is never scored; the rest, with the rules that need lists or string tests
+(CONFLICT: marks, branch names, CHAIN_FAR, unlike words and postcodes: `apart`) and the rule
+for a chain's name (CHAIN_AGREES), are tested on the pairs scored at or above the threshold
+and over the clusters, in DuckDB. A merge's evidence is each comparison's level, kept as a
+digit a comparison (`levels_sql`) and rendered where it is stored (`evidence_json_sql`).
 """
 
 from __future__ import annotations
@@ -27,6 +24,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from placeflow.pipeline.match.apart import APART, WORDS_MACRO
 from placeflow.pipeline.match.features import BLOCKS
 
 if TYPE_CHECKING:  # Splink loads when a pass scores pairs, not with the rules' SQL
@@ -85,7 +83,7 @@ HARD_RULES = (
     "not (l.known and r.known)",
 )
 """What may never be merged, as SQL over a pair (l, r): each rule must hold."""
-MARKS_MACRO = """
+_MARKS = r"""
 create or replace macro pf_marks_differ(a, b) as
     (len(list_filter(list_concat(a, b), lambda m:
         not (list_contains(a, m) and list_contains(b, m))
@@ -97,8 +95,9 @@ create or replace macro pf_marks_conflict(a, b) as
     (a is not null or b is not null)
     and pf_marks_differ(string_split(coalesce(a, ''), '|'), string_split(coalesce(b, ''), '|'));
 """
-"""A DuckDB macro: do two places' marks differ in a class both name (or a drive-thru only one
-names)? Created in the pass's DuckDB before CONFLICT is used."""
+MARKS_MACRO = _MARKS + WORDS_MACRO
+"""DuckDB macros created in the pass's DuckDB before CONFLICT is used (and `apart`'s): do two
+places' marks differ in a class both name (or a drive-thru only one names)?"""
 BRANCH_ALIKE = 0.9
 _ONLY = (
     "array_to_string(list_filter(string_split({a}.branch, ' '),"
@@ -117,6 +116,7 @@ CONFLICT = " or ".join(
     [
         f"not ({' and '.join(HARD_RULES)})",
         CHAIN_FAR,
+        *APART,
         "pf_marks_conflict(l.marks, r.marks)",
         "(l.branch is not null and r.branch is not null and l.branch <> r.branch"
         f" and {_ONLY.format(a='l', b='r')} <> '' and {_ONLY.format(a='r', b='l')} <> ''"

@@ -1,0 +1,60 @@
+"""Two rules that keep apart places whose names or postcodes tell them apart, as SQL over a
+pair (l, r) of the pass's places, and the DuckDB macros they call (`WORDS_MACRO`, created in
+the pass's DuckDB with the marks' macros: `placeflow.pipeline.match.model.MARKS_MACRO`). Both are
+part of the model's CONFLICT. Where they come from: India Post's offices
+(bench/matching/directories/chains.csv.gz), 290 of whose 290 merges were false before them
+(bench/RESULTS.md, #44 item 8).
+"""
+
+from __future__ import annotations
+
+from placeflow.pipeline.match.evidence import DIRECTIONS
+from placeflow.pipeline.placekey import STREET_WORDS
+
+GENERIC_WORDS = (frozenset(STREET_WORDS.values()) - set(DIRECTIONS)) | {
+    "strasse", "straße", "platz", "weg", "allee"}  # fmt: skip
+"""Words that name no place of their own: the street words a name's abbreviations are spelled
+into ("Str." is "street", "Pl." "place") and their German forms; not the directions ("Thanjavur
+East" is not "Thanjavur Bazaar"). A name's unlike words (WORDS_DIFFER) are read without them:
+"Lehnin, Beelitzer Str." is "Lehnin, Beelitzer Straße"."""
+WORDS_MACRO = r"""
+create or replace macro pf_only(a, b) as array_to_string(list_filter(a, lambda w:
+    not list_contains(b, w) and not list_contains(pf_generic_words(), w)), ' ');
+create or replace macro pf_plain(x) as regexp_replace(x, '[\s.^$|?*+()\[\]{}\\-]', '', 'g');
+create or replace macro pf_abbreviates(s, t) as
+    left(s, 1) = left(t, 1) and 2 * length(s) <= length(t)
+    and regexp_matches(t, '^' || regexp_replace(s, '(.)', '\1.*', 'g'));
+create or replace macro pf_unlike(x, y) as
+    x <> '' and y <> '' and jaro_winkler_similarity(x, y) < 0.9 and damerau_levenshtein(x, y) > 1
+    and not (case when length(pf_plain(x)) <= length(pf_plain(y))
+                  then pf_abbreviates(pf_plain(x), pf_plain(y))
+                  else pf_abbreviates(pf_plain(y), pf_plain(x)) end);
+create or replace macro pf_words_differ(a, b) as
+    a is not null and b is not null and pf_unlike(pf_only(a, b), pf_only(b, a));
+""" + (
+    "create or replace macro pf_generic_words() as ["
+    + ", ".join(f"'{w}'" for w in sorted(GENERIC_WORDS))
+    + "];"
+)
+"""pf_words_differ(a, b): does each of two names (their word lists) hold words the other lacks
+(GENERIC_WORDS aside), those words unlike (pf_unlike: not a typo, not an abbreviation)?"""
+WORDS_DIFFER = "pf_words_differ(l.name_tokens, r.name_tokens)"
+"""Two names each holding words the other lacks (GENERIC_WORDS aside), those words unlike: not
+a typo (Jaro-Winkler under 0.9 and more than one edit apart) nor an abbreviation (the shorter,
+at most half as long, its letters in order in the longer from its first: "hbf" of
+"hauptbahnhof", "bk" of "budruk"; not "kalur" of "kappalur"). "Bhari B.O" vs "Bhosa B.O",
+"Deulgaon Kol" vs "Deulgaon Mali", "Frankfurt Flughafen Fernbahnhof" vs "Frankfurt Flughafen
+Regionalbahnhof": a shared part (a chain's or an office type's word, a town, an airport) and a
+part that names each place, which no record of one place changes."""
+POSTCODES_DIFFER = (
+    "(l.postcode is not null and r.postcode is not null"
+    " and length(l.postcode) = length(r.postcode) and l.postcode <> r.postcode)"
+)
+"""Two complete postcodes of one length that differ: a postal directory's offices of one
+village name in two PIN codes, a chain's stores in two ZIP codes. A code that lost a digit, or
+an outward code beside a full one, is not complete against the other and proves nothing."""
+
+APART = (WORDS_DIFFER, POSTCODES_DIFFER)
+"""This module's rules, each part of the model's CONFLICT."""
+
+__all__ = ["APART", "GENERIC_WORDS", "POSTCODES_DIFFER", "WORDS_DIFFER", "WORDS_MACRO"]
