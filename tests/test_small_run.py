@@ -8,10 +8,12 @@ from pathlib import Path
 from typing import Any
 
 import duckdb
+import polars as pl
 import pytest
 
 from placeflow.api.transport import context_for, tls_context
 from placeflow.cli.main import main
+from placeflow.pipeline import placekey
 from placeflow.pipeline.staging import Staging
 from placeflow.reporting import published
 from placeflow.store.dbfile import has_table
@@ -73,3 +75,15 @@ def test_a_table_is_there_or_not_by_its_name_alone(tmp_path: Path) -> None:
     assert has_table(con, "budgets") and has_table(con, "main.budgets")
     assert has_table(con, "temp.pf_t") and not has_table(con, "temp.budgets")
     assert not has_table(con, "not_a_match")
+
+
+def test_a_few_keys_are_the_digests_duckdb_makes() -> None:
+    """Up to SMALL_DIGEST texts are digested by hashlib into the very keys DuckDB's md5 makes
+    of them (any text, accented and CJK letters, the empty one, a null)."""
+    texts = pl.Series("k", ["", "x", "Café Ümlaut", "漢字 1", None, "1|a|b||US|40.7|-74.0"])
+    few = placekey.digest_keys(texts)
+    con = duckdb.connect()
+    con.register("t", texts.to_frame())
+    by_duckdb = con.sql("select 'pk_' || left(md5(k), 24) as place_key from t").pl()
+    assert few.to_list() == by_duckdb.get_column("place_key").to_list()
+    assert few.null_count() == 1 and few.name == "place_key"

@@ -30,6 +30,7 @@ standard digest of the UTF-8 bytes, so keys do not change with the DuckDB or pol
 from __future__ import annotations
 
 import atexit
+import hashlib
 from functools import lru_cache
 
 import duckdb
@@ -241,8 +242,21 @@ def _hasher() -> duckdb.DuckDBPyConnection:
 atexit.register(_hasher.cache_clear)
 
 
+SMALL_DIGEST = 1_000
+"""Up to this many texts are digested here (hashlib's MD5, the same digest), not by DuckDB:
+the private connection costs more than the texts (a 10-row run's keys)."""
+
+
 def digest_keys(texts: pl.Series) -> pl.Series:
-    """'pk_' + the first 24 hex digits of MD5 of each text's UTF-8, computed by DuckDB."""
+    """'pk_' + the first 24 hex digits of MD5 of each text's UTF-8, computed by DuckDB (a few
+    texts by hashlib: SMALL_DIGEST)."""
+    if texts.len() <= SMALL_DIGEST:
+        md5 = hashlib.md5  # a key's digest, not a secret's
+        digested = [
+            None if t is None else "pk_" + md5(t.encode(), usedforsecurity=False).hexdigest()[:24]
+            for t in texts.to_list()
+        ]
+        return pl.Series("place_key", digested, dtype=pl.String)
     frame = texts.rename("k").to_frame().to_arrow(compat_level=pl.CompatLevel.newest())
     with _hasher().cursor() as con:  # the rows' order is kept (DuckDB's insertion order)
         con.register("texts", frame)
