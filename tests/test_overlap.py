@@ -1,5 +1,5 @@
-"""Submitting beside loading: a run fetches and loads the jobs that ended while later chunks
-are still being sent (the poller's side: tests/api/test_poller_feed.py)."""
+"""Submitting beside fetching: a run fetches the jobs that ended while later chunks are still
+being sent, and loads them in batches (the poller's side: tests/api/test_poller_feed.py)."""
 
 from __future__ import annotations
 
@@ -20,10 +20,10 @@ WAIT = 60.0
 """Bound on waiting for the other thread (an event, not a timing): reached only on a failure."""
 
 
-def test_a_finished_job_is_loaded_before_the_last_chunk_is_sent(tmp_path: Path) -> None:
-    """The last chunk's POST waits until the first chunk is loaded: with submit before polling
-    this would never happen; the sandbox served the first result before it saw the last POST,
-    and every chunk is loaded and paid once."""
+def test_a_finished_job_is_fetched_before_the_last_chunk_is_sent(tmp_path: Path) -> None:
+    """The last chunk's POST waits until the first chunk's file is fetched and verified: with
+    submit before polling this would never happen; the sandbox served the first result before
+    it saw the last POST, and every chunk is loaded and paid once."""
     first_loaded = threading.Event()
     seen_at_last_post: dict[str, Any] = {}
     submits = 0
@@ -39,7 +39,7 @@ def test_a_finished_job_is_loaded_before_the_last_chunk_is_sent(tmp_path: Path) 
                         seen_at_last_post["loaded"] = first_loaded.wait(WAIT)
                         seen_at_last_post["stats"] = sandbox.stats()
                 result = fn(*args, **kwargs)
-                if name == "load":
+                if name == "fetch":
                     first_loaded.set()
                 return result
 
@@ -52,7 +52,7 @@ def test_a_finished_job_is_loaded_before_the_last_chunk_is_sent(tmp_path: Path) 
         )  # fmt: skip
         after = sandbox.stats()
 
-    assert seen_at_last_post["loaded"], "no chunk was loaded while chunks were being sent"
+    assert seen_at_last_post["loaded"], "no chunk was fetched while chunks were being sent"
     before = seen_at_last_post["stats"]
     assert sum(before["requests"]["POST /v1/jobs/enrich"].values()) == 2
     assert before["downloads"]["served"] >= 1  # a result file left before the last POST came

@@ -17,7 +17,7 @@ import pytest
 import placeflow
 from placeflow.emulator import KeySpec, Sandbox, SandboxConfig
 from placeflow.emulator.keep import SandboxStore
-from placeflow.events import Event, RowsLoaded
+from placeflow.events import Event, FileVerified, RowsLoaded
 from placeflow.options import RunOptions
 from placeflow.runner.target import Target, open_target, sandbox_folder
 from placeflow.state.checks import run_checks
@@ -34,12 +34,15 @@ class Crash(BaseException):
     """The process going at an instant of the run (nothing of placeflow catches it)."""
 
 
-def crash_when(chunks_loaded: int) -> Callable[[Event], None]:
-    """An event hook that stops the run once `chunks_loaded` chunks are in the warehouse."""
+def crash_when(
+    chunks_loaded: int, kind: type[RowsLoaded | FileVerified] = RowsLoaded
+) -> Callable[[Event], None]:
+    """An event hook that stops the run once `chunks_loaded` chunks are in the warehouse (with
+    `kind` FileVerified: once that many chunks' files are fetched and verified, not loaded)."""
     loaded: list[int] = []
 
     def hook(event: Event) -> None:
-        if isinstance(event, RowsLoaded):
+        if isinstance(event, kind):
             loaded.append(event.chunk_no)
             if len(loaded) == chunks_loaded:
                 raise Crash
@@ -100,9 +103,9 @@ def test_a_sandbox_whose_state_was_lost_holds_then_resends_without_a_dead_end(
     db, csv_path = tmp_path / "wh.duckdb", write_places(tmp_path / "p.csv", 30)
     config = SandboxConfig(keys=(KeySpec(key=KEY),))
     first = Sandbox(config)
-    with first.serve() as srv, pytest.raises(Crash):
+    with first.serve() as srv, pytest.raises(Crash):  # its first file fetched, not yet loaded
         placeflow.run([str(csv_path)], options=OPTIONS, db=db, target=_target(srv.base_url),
-                      on_event=crash_when(1))  # fmt: skip
+                      on_event=crash_when(1, FileVerified))  # fmt: skip
     with duckdb.connect(str(db), read_only=True) as con:
         (run_id,) = con.execute("select run_id from runs").fetchone() or ("",)
     second = Sandbox(config)

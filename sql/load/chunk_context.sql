@@ -1,25 +1,29 @@
--- chunk_context: what loading one chunk needs to know before it reads the file.
--- Parameters: $run_id, $chunk_no. planned: how many places the chunk has in run_places;
--- attributes_requested: the attributes its enrich requests name, comma-separated (empty when
--- they name none: the service then answers its default list); bills_null_status: whether the
--- run's service bills a status object of only nulls (null when no balanced run taught it
--- either way: the spec's rule, read literally, says yes).
+-- chunk_context: what loading a batch of chunks needs to know before it reads their files.
+-- Parameters: $run_id, $chunks (the chunks' numbers, a list). One row per chunk with planned
+-- places: planned, how many places the chunk has in run_places; attributes_requested, the
+-- attributes the run's enrich requests name, comma-separated (empty when they name none: the
+-- service then answers its default list); bills_null_status, whether the run's service bills
+-- a status object of only nulls (null when no balanced run taught it either way: the spec's
+-- rule, read literally, says yes).
 
 with
 
 chunk_places as (
-    select count(*) as planned
+    select
+        chunk_no,
+        count(*) as planned
     from run_places
-    where run_id = $run_id and chunk_no = $chunk_no
+    where run_id = $run_id and list_contains($chunks, chunk_no)
+    group by chunk_no
 ),
 
 -- Every request of a run asks for the same attributes (the planner builds them from the run's
--- options), so the chunk's first request speaks for all of its places.
+-- options), so the first request of the batch's first chunk speaks for all of its places.
 chunk_attributes as (
     select
         array_to_string(json_extract_string(request, '$.attributes[*]'), ',') as attributes_requested
     from run_places
-    where run_id = $run_id and chunk_no = $chunk_no and position = 0
+    where run_id = $run_id and chunk_no = list_min($chunks) and position = 0
 ),
 
 null_status as (
@@ -30,6 +34,7 @@ null_status as (
 )
 
 select
+    chunk_places.chunk_no,
     chunk_places.planned,
     chunk_attributes.attributes_requested,
     null_status.bills_null_status

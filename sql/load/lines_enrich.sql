@@ -1,6 +1,7 @@
--- lines_enrich: an enrich result file (gzipped JSON Lines, one POIEnrichResponse per line in
--- chunk order) as enrichments rows, line by line (position: the line's, from 0).
--- Parameters: $path, $run_id, $chunk_no, $loaded_at, $attributes_requested (see
+-- lines_enrich: enrich result files (gzipped JSON Lines, one POIEnrichResponse per line in
+-- chunk order) as enrichments rows, line by line (position: the line's, from 0). The files:
+-- sql/load/file_enrich.sql once per file, joined by `union all` (a batch's files in one
+-- statement). Parameters: those of the files, $run_id, $loaded_at, $attributes_requested (see
 -- chunk_context), $bill_null_status. Unknown fields and attributes are ignored; enum-like
 -- fields stay text; an attribute missing from a line is null. Attributes come as
 -- EnrichedAttribute (value, as_of, confidence) or ResultCell (value, confidence, status): one
@@ -14,39 +15,12 @@
 with
 
 result_lines as (
-    select
-        *,
-        row_number() over () - 1 as line_no
-    from read_json(
-        $path,
-        format = 'newline_delimited',
-        records = true,
-        compression = 'gzip',
-        columns = {
-            success: 'boolean',
-            id: 'varchar',
-            attributes: 'struct(
-                opening_hours struct(value json, confidence varchar, as_of varchar, status varchar),
-                phone struct(value json, confidence varchar, as_of varchar, status varchar),
-                website struct(value json, confidence varchar, as_of varchar, status varchar),
-                facebook struct(value json, confidence varchar, as_of varchar, status varchar),
-                instagram struct(value json, confidence varchar, as_of varchar, status varchar),
-                tiktok struct(value json, confidence varchar, as_of varchar, status varchar),
-                email struct(value json, confidence varchar, as_of varchar, status varchar)
-            )',
-            status: 'json',
-            operational_status: 'struct(status varchar, closure_confidence double, closure_reason varchar)',
-            place_summary: 'varchar',
-            enrichment_timestamp: 'varchar',
-            error: 'varchar',
-            error_code: 'varchar',
-            request_id: 'varchar'
-        }
-    )
+    {files}
 ),
 
 flattened as (
     select
+        chunk_no,
         line_no::integer as position,
         id as place_key,
         coalesce(success, false) as success,
@@ -133,7 +107,6 @@ flattened as (
 final as (
     select
         $run_id as run_id,
-        $chunk_no as chunk_no,
         flattened.*,
         $attributes_requested as attributes_requested,
         $loaded_at as loaded_at

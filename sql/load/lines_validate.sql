@@ -1,6 +1,7 @@
--- lines_validate: a validate result file (gzipped JSON Lines, one POIValidateResponse per line
--- in chunk order) as validations rows, line by line (position: the line's, from 0).
--- Parameters: $path, $run_id, $chunk_no, $loaded_at. Unknown fields are ignored;
+-- lines_validate: validate result files (gzipped JSON Lines, one POIValidateResponse per line
+-- in chunk order) as validations rows, line by line (position: the line's, from 0). The files:
+-- sql/load/file_validate.sql once per file, joined by `union all` (a batch's files in one
+-- statement). Parameters: those of the files, $run_id, $loaded_at. Unknown fields are ignored;
 -- enum-like fields stay text. Every text the server sent is stored capped (server_text).
 -- Billable is judged on the spec's fields alone: an operational_status object of only
 -- fields the spec never names bills nothing.
@@ -8,29 +9,12 @@
 with
 
 result_lines as (
-    select
-        *,
-        row_number() over () - 1 as line_no
-    from read_json(
-        $path,
-        format = 'newline_delimited',
-        records = true,
-        compression = 'gzip',
-        columns = {
-            success: 'boolean',
-            id: 'varchar',
-            existence_confidence: 'double',
-            operational_status: 'struct(status varchar, closure_confidence double, closure_reason varchar)',
-            error: 'varchar',
-            error_code: 'varchar',
-            request_id: 'varchar',
-            validation_timestamp: 'varchar'
-        }
-    )
+    {files}
 ),
 
 flattened as (
     select
+        chunk_no,
         line_no::integer as position,
         id as place_key,
         coalesce(success, false) as success,
@@ -55,7 +39,6 @@ flattened as (
 final as (
     select
         $run_id as run_id,
-        $chunk_no as chunk_no,
         flattened.*,
         $loaded_at as loaded_at
     from flattened

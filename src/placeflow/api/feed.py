@@ -23,8 +23,9 @@ class JobFeed:
     def __init__(self) -> None:
         self._queue: queue.SimpleQueue[object] = queue.SimpleQueue()
         self._open = True
-        self.on_wait: Callable[[], None] | None = None
-        """Called by the taker before it blocks (a run lets go of its warehouse then)."""
+        self.on_wait: Callable[[float | None], None] | None = None
+        """Called by the taker before it blocks, with how long it may (None: until a job comes or
+        the feed closes): a run loads what it fetched and lets go of its warehouse then."""
 
     def put(self, job: JobRef) -> None:
         self._queue.put(job)
@@ -50,7 +51,7 @@ class JobFeed:
                 taken.append(self._queue.get_nowait())
             else:
                 if self.on_wait is not None and self._queue.empty():
-                    self.on_wait()
+                    self.on_wait(timeout)
                 taken.append(self._queue.get(timeout=timeout))
             while True:
                 taken.append(self._queue.get_nowait())

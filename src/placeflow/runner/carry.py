@@ -19,6 +19,10 @@ locked emit; the sender writes only the rows of the chunks it sends, on its own 
 Readers in other processes get their turn whenever the run waits: the client tells the run's
 writer before it waits (`placeflow.store.writer.Writer.waiting`), and the taker of the sender's
 jobs does too; the writer never sleeps for them.
+
+Verified files are loaded in batches of up to a row group's rows, each in one transaction
+(`placeflow.runner.batch`): before the run's thread waits long on the service, and at the end
+of each step.
 """
 
 from __future__ import annotations
@@ -30,20 +34,20 @@ from functools import partial
 from pathlib import Path
 
 from placeflow.api.client import PlaceApiClient
-from placeflow.api.errors import DownloadError, InsufficientCredits, NotFound, TransientError
+from placeflow.api.errors import InsufficientCredits, NotFound
 from placeflow.api.feed import JobFeed
 from placeflow.api.jobref import PendingJob
 from placeflow.api.models import JobStatus
-from placeflow.errors import CreditsRanOut, LoadError
+from placeflow.errors import CreditsRanOut
 from placeflow.events import ClaimsEnded, ClaimsWaiting, Note
 from placeflow.options import RunOptions
 from placeflow.pipeline.account import RunSummary, account
 from placeflow.pipeline.fetch import Fetched, fetch, on_disk
-from placeflow.pipeline.load import load
 from placeflow.pipeline.poll import poll, unknown_job
 from placeflow.pipeline.resend import post_age, vet
 from placeflow.pipeline.submit import Uncertain, send_batch, submit_job
 from placeflow.pipeline.writeahead import journaled
+from placeflow.runner.batch import CHUNK_FAILURES, Batch
 from placeflow.runner.held import Held
 from placeflow.runner.sender import Sender, locked
 from placeflow.runner.steps import Stages
@@ -56,10 +60,6 @@ from placeflow.store.writer import STRETCH
 ENDED_OR_SUBMITTED = ("submitted", "completed", "cancelled")
 """The states of a chunk whose job the service may no longer know (`UNKNOWN_JOB`): submitted,
 or ended before the run stopped and not loaded."""
-CHUNK_FAILURES = (DownloadError, LoadError, NotFound, TransientError)
-"""What settling one chunk may raise that is that chunk's alone: noted on it, retried by a
-resume, never stopping the others (NotFound: its job, asked for a fresh file URL, is unknown to
-the service)."""
 CLAIM_POLL = (2.0, 15.0)
 """First and longest pause between two looks at the places other runs are buying (seconds)."""
 
@@ -82,20 +82,29 @@ class _Carry:
         self.kind = options.mode
         self.emit = locked(r.emit)  # the sender emits from its own thread
         self.held = Held()
+        self.batch = Batch(
+            r, state, kind=self.kind, emit=self.emit, failed=self.failed, clock=api.clock
+        )
 
     # --- one chunk's file, had and loaded -------------------------------------------------------
 
     def settle(self, chunk_no: int, get: Get) -> None:
-        """One chunk's fetch and load; its failure is its own, never the other chunks'."""
+        """One chunk's fetch, its file then loaded with the batch (`Batch`); its failure is its
+        own, never the other chunks'."""
         try:
             fetched = get()
-            if fetched is not None:
-                self.r.each("load", load)(self.state, fetched, kind=self.kind, emit=self.emit)
         except CHUNK_FAILURES as exc:
-            why = f"chunk {chunk_no}: {type(exc).__name__}: {exc}"
-            self.held.hold(chunk_no, why)
-            self.state.note_error(chunk_no, why)
-            self.emit(Note(f"{why}; the other chunks carry on"))
+            self.failed(chunk_no, exc)
+            return
+        if fetched is not None:
+            self.batch.add(fetched)
+
+    def failed(self, chunk_no: int, exc: Exception) -> None:
+        """A chunk's fetch or load failed: held, noted; the other chunks carry on."""
+        why = f"chunk {chunk_no}: {type(exc).__name__}: {exc}"
+        self.held.hold(chunk_no, why)
+        self.state.note_error(chunk_no, why)
+        self.emit(Note(f"{why}; the other chunks carry on"))
 
     def fetched(self, status: JobStatus) -> Get:
         return lambda: self.r.each("fetch", fetch)(
@@ -150,6 +159,7 @@ class _Carry:
                 self.settle(chunk.chunk_no, self.refetched(chunk.batch_id))
             else:
                 self.state.reopened(chunk.chunk_no)
+        self.batch.flush()
 
     def send_sync(self) -> None:
         """Synchronous batches, one at a time, each loaded as it comes back (or held). Their
@@ -170,8 +180,9 @@ class _Carry:
             )  # fmt: skip
             if isinstance(sent, Uncertain):
                 self.held.hold(chunk.chunk_no, sent.why, uncertain=True)
-            else:  # its answer is recorded
+            else:  # its answer is recorded, then loaded before the next request goes out
                 self.settle(chunk.chunk_no, _given(sent))
+                self.batch.flush()
 
     def resend_held(self) -> None:
         """Held jobs sent again as new ones, when --resend-uncertain accepts it."""
@@ -240,13 +251,19 @@ class _Carry:
             self.r.expect("submit", "poll")  # the data's order, side by side
         with Sender(state, send) as sender:
             if sender.feed is not None:  # waiting for submissions is the readers' turn too
-                sender.feed.on_wait = lambda: state.db.waiting(0.0)
+
+                def on_wait(seconds: float | None) -> None:
+                    self.batch.before_wait(seconds)
+                    state.db.waiting(0.0)
+
+                sender.feed.on_wait = on_wait
             polled = self.r.stream("poll", poll)
             for status in polled(
                 self.api, state, jobs=resumed, feed=sender.feed, timeout=options.poll_timeout,
                 stuck_after=options.stuck_after, watch=options.watch_every, emit=self.emit,
             ):  # fmt: skip
                 self.settle(state.chunk_of(status.batch_id), self.fetched(status))
+            self.batch.flush()
         sender.raise_error()
         for chunk in state.chunks(*ENDED_OR_SUBMITTED):
             if chunk.error_code == UNKNOWN_JOB:
@@ -326,7 +343,7 @@ class _Carry:
         the run ends)."""
         stopped: str | None = None
         try:
-            with journaled(self.api, self.state.run_id, self.in_flight):
+            with journaled(self.api, self.state.run_id, self.in_flight), self.batch.waits(self.api):
                 try:
                     self.say_what_resume_settles()
                     self.ended_before()
@@ -338,6 +355,7 @@ class _Carry:
                     if held:
                         self.state.interrupted(held)
                 except InsufficientCredits as exc:
+                    self.batch.flush()  # what came back before the credits ran out
                     stopped = (
                         f"credits ran out: {exc}. Add credits, then `placeflow resume"
                         f" {self.state.run_id}`; chunks already submitted are kept"

@@ -325,3 +325,56 @@ def move(
         f"{machine.what} {ident}: the lifecycle has no move {name} from where {at}; it moves"
         f" from {sorted(step.froms)}" + (f" held {held}" if held else "")
     )
+
+
+def move_all(
+    con: duckdb.DuckDBPyConnection,
+    machine: Machine,
+    name: str,
+    rows: Sequence[Mapping[str, Any]],
+    to: str | None = None,
+    keep: Sequence[str] = (),
+) -> None:
+    """`move` on many rows in one statement: each of `rows` names its row by the machine's keys
+    and gives its values (every row the same columns; a column of `keep` is written only where
+    the row has none). Made on all of them, or on none when one is not where the move may start
+    (`IllegalMove` then names it, the caller's transaction undoing the rest)."""
+    if not rows:
+        return
+    step = machine.moves[name]
+    state = step.target(to)
+    columns = list(rows[0])
+    values = [c for c in columns if c not in machine.keys]
+    given = ", ".join(f"unnest(${c}) as {c}" for c in columns)
+    names = [
+        f"{c} = coalesce({machine.table}.{c}, given.{c})" if c in keep else f"{c} = given.{c}"
+        for c in values
+    ]
+    if state is not None:
+        names.append(f"{machine.column} = $state")
+    join = " and ".join(f"{machine.table}.{k} = given.{k}" for k in machine.keys)
+    guard = f"list_contains($froms, {machine.table}.{machine.column})"
+    args: dict[str, Any] = {c: [r[c] for r in rows] for c in columns}
+    args["froms"] = sorted(step.froms)
+    if state is not None:
+        args["state"] = state
+    if machine.held_column is not None and step.held:
+        guard += f" and list_contains($held, {machine.table}.{machine.held_column})"
+        args["held"] = sorted(step.held)
+    found = con.execute(
+        f"update {machine.table} set {', '.join(names)} from (select {given}) as given"  # noqa: S608 - our names
+        f" where {join} and {guard}",
+        args,
+    ).fetchall()
+    if found == [(len(rows),)]:
+        return
+    for row in rows:  # the first row not where the move starts says why (IllegalMove)
+        key = [row[k] for k in machine.keys]
+        where = " and ".join(f"{k} = ?" for k in machine.keys)
+        at = con.execute(
+            f"select {machine.column} from {machine.table} where {where}",  # noqa: S608 - our names
+            key,
+        ).fetchall()
+        if not at or at[0][0] not in step.froms:
+            move(con, machine, name, key, to, **{c: row[c] for c in values})
+    raise IllegalMove(f"{name}: {found} of {len(rows)} {machine.what}s could be moved")

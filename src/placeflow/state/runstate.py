@@ -15,21 +15,22 @@ from __future__ import annotations
 
 import secrets
 from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal
 
 import duckdb
 import polars as pl
 
-from placeflow.state.lifecycle import JOBS, NO_RESULT_FILE, UNCERTAIN, UNKNOWN_JOB, move
+from placeflow.state.lifecycle import JOBS, NO_RESULT_FILE, UNCERTAIN, UNKNOWN_JOB, move, move_all
 from placeflow.state.records import MATCHED, REJECTS, REQUESTS, STAGED, Chunk, Plan, jobs_table
 from placeflow.state.runbook import Clock, RunBook, utc_now
 from placeflow.state.runread import StoredRun, stored_run, unfinished_run
 from placeflow.store.warehouse import insert_frame, sql_text, transaction
 
 __all__ = [
-    "Chunk", "Clock", "RunState", "StoredRun", "new_run_id", "open_run", "record_rows",
-    "stored_run", "unfinished_run", "utc_now",
+    "Chunk", "Clock", "RunState", "Settlement", "StoredRun", "new_run_id", "open_run",
+    "record_rows", "stored_run", "unfinished_run", "utc_now",
 ]  # fmt: skip
 
 
@@ -52,6 +53,22 @@ def record_rows(con: duckdb.DuckDBPyConnection, run_id: str, plan: dict[str, pl.
         frame = plan.get(table)
         if frame is not None and frame.height:
             insert_frame(con, table, frame.with_columns(with_run))
+
+
+@dataclass(frozen=True)
+class Settlement:
+    """One chunk's load as the ledger and `jobs` record it (`RunState.settled_all`): its
+    outcome rows, what it charged and released (with the two entries' notes), its file, and
+    why it is short (a partial file), if it is."""
+
+    chunk_no: int
+    ref: str
+    rows: int
+    charged: int
+    released: int
+    notes: tuple[str, str]
+    path: str
+    short: str | None
 
 
 class RunState(RunBook):
@@ -290,24 +307,48 @@ class RunState(RunBook):
         """A chunk's load: its charge and release replace any earlier load's, the chunk is
         loaded. Runs inside the load's transaction; the move first, so a refused one writes
         nothing."""
-        error = self.con.execute(
-            "select coalesce(error, ?) from jobs where run_id = ? and chunk_no = ?",
-            [short, self.run_id, chunk_no],
-        ).fetchall()
-        self._move(
-            "settled", chunk_no, rows_loaded=rows, credits_charged=charged,
-            credits_released=released, loaded_at=at, result_path=path,
-            error=error[0][0] if error else short,
-        )  # fmt: skip
-        self.con.execute(
-            "delete from credit_ledger where run_id = ? and chunk_no = ?"
-            " and kind in ('charge', 'release')",
-            [self.run_id, chunk_no],
+        self.settled_all(
+            [Settlement(chunk_no, ref, rows, charged, released, (notes[0], notes[1]), path, short)],
+            at,
         )
-        if charged:
-            self._ledger(chunk_no, ref, "charge", charged, notes[0], at)
-        if released:
-            self._ledger(chunk_no, ref, "release", released, notes[1], at)
+
+    def settled_all(self, settled: Sequence[Settlement], at: datetime) -> None:
+        """A batch of chunks' loads, in a few set statements: each chunk loaded, its charge and
+        release replacing any earlier load's. Runs inside the load's transaction; the moves
+        first, so one refused writes nothing (`settled`, for one chunk)."""
+        if not settled:
+            return
+        moves = [
+            {"run_id": self.run_id, "chunk_no": s.chunk_no, "rows_loaded": s.rows,
+             "credits_charged": s.charged, "credits_released": s.released, "loaded_at": at,
+             "result_path": s.path, "error": s.short}
+            for s in settled
+        ]  # fmt: skip
+        move_all(self.con, JOBS, "settled", moves, keep=("error",))
+        chunks = [s.chunk_no for s in settled]
+        self.con.execute(
+            "delete from credit_ledger where run_id = ? and list_contains(?, chunk_no)"
+            " and kind in ('charge', 'release')",
+            [self.run_id, chunks],
+        )
+        entries = [
+            (s.chunk_no, s.ref, kind, credits, note)
+            for s in settled
+            for kind, credits, note in (("charge", s.charged, s.notes[0]),
+                                        ("release", s.released, s.notes[1]))
+            if credits
+        ]  # fmt: skip
+        if entries:
+            self.con.execute(
+                "insert into credit_ledger (run_id, chunk_no, ref, kind, credits, recorded_at,"
+                " note) select $run_id, unnest($chunks), unnest($refs), unnest($kinds),"
+                " unnest($credits), $at, unnest($notes)",
+                {
+                    "run_id": self.run_id, "at": at,
+                    **dict(zip(("chunks", "refs", "kinds", "credits", "notes"),
+                               (list(x) for x in zip(*entries, strict=True)), strict=True)),
+                },
+            )  # fmt: skip
 
     # --- the one statement of each kind -----------------------------------------------------------
 

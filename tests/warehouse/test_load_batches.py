@@ -1,0 +1,147 @@
+"""Loading a batch of chunks' verified files in one transaction (issue 47): the same rows and
+ledger as loading them one at a time, nothing written when one file is refused, and a run's
+batch then loads each file alone so that the bad one fails only its own chunk."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import pytest
+
+from placeflow.errors import LoadError
+from placeflow.events import Event, RowsLoaded
+from placeflow.pipeline.fetch import Fetched
+from placeflow.pipeline.load import load_result, load_results
+from placeflow.runner.batch import Batch
+from placeflow.runner.steps import Stages, direct
+from placeflow.state.runstate import RunState
+from placeflow.store.writer import Writer
+from tests.warehouse.helpers import (
+    T0,
+    add_run,
+    attribute,
+    enrich_line,
+    keys,
+    plan_chunk,
+    table_rows,
+    write_lines,
+)
+
+CHUNKS = 3
+PER_CHUNK = 4
+
+
+def _planned(con: duckdb.DuckDBPyConnection, tmp_path: Path) -> list[Fetched]:
+    """A run of CHUNKS job chunks, each with its result file written (the third place of each
+    failed, the rest answered with a phone)."""
+    add_run(con, "r1")
+    files = []
+    for chunk_no in range(CHUNKS):
+        places = keys(PER_CHUNK, prefix=f"c{chunk_no}-")
+        plan_chunk(con, "r1", chunk_no, places)
+        lines = [
+            enrich_line(k, success=False, error="no")
+            if i == 2
+            else enrich_line(k, attributes={"phone": attribute({"number": f"+1 555 {i}"})})
+            for i, k in enumerate(places)
+        ]
+        path = write_lines(tmp_path / f"c{chunk_no}.jsonl.gz", lines)
+        files.append(Fetched(chunk_no, path, f"ref{chunk_no}", "job", PER_CHUNK, False, None))
+    return files
+
+
+def _written(con: duckdb.DuckDBPyConnection) -> dict[str, list[tuple[Any, ...]]]:
+    ledger = "select chunk_no, ref, kind, credits, note from credit_ledger order by all"
+    return {
+        "enrichments": table_rows(con, "enrichments", "chunk_no, position"),
+        "jobs": con.execute(
+            "select chunk_no, status, rows_loaded, credits_charged, credits_released, error"
+            " from jobs order by chunk_no"
+        ).fetchall(),
+        "ledger": con.execute(ledger).fetchall(),
+    }
+
+
+def test_a_batch_writes_what_loading_each_file_alone_writes(
+    con: duckdb.DuckDBPyConnection, tmp_path: Path
+) -> None:
+    """Three chunks loaded in one call: the same outcome rows, jobs and ledger entries as three
+    loads of one file each; every chunk loaded with its own charge and release."""
+    files = _planned(con, tmp_path)
+    infos = load_results(con, run_id="r1", kind="enrich", files=files, now=T0)
+    batched = _written(con)
+    for f in files:
+        load_result(
+            con, run_id="r1", chunk_no=f.chunk_no, kind="enrich", path=f.path, billing="job",
+            held=PER_CHUNK, ref=f.ref, now=T0,
+        )  # fmt: skip
+    assert _written(con) == batched
+    assert [(i.rows, i.succeeded, i.charged, i.released) for i in infos] == [(4, 3, 3, 1)] * 3
+    assert [row[:5] for row in batched["jobs"]] == [(n, "loaded", 4, 3, 1) for n in range(3)]
+    assert len(batched["enrichments"]) == CHUNKS * PER_CHUNK
+    kinds = [(row[0], row[2], row[3]) for row in batched["ledger"] if row[2] != "hold"]
+    assert kinds == [(n, k, c) for n in range(3) for k, c in (("charge", 3), ("release", 1))]
+
+
+def test_a_batch_with_a_refused_file_writes_nothing(
+    con: duckdb.DuckDBPyConnection, tmp_path: Path
+) -> None:
+    """A batch whose second file carries another place than planned is refused whole: no
+    outcome row, no charge, every chunk still completed."""
+    files = _planned(con, tmp_path)
+    write_lines(files[1].path, [enrich_line(k) for k in keys(PER_CHUNK, prefix="other-")])
+    before = _written(con)
+    with pytest.raises(LoadError, match="batch of 3"):
+        load_results(con, run_id="r1", kind="enrich", files=files, now=T0)
+    assert _written(con) == before
+    assert {row[1] for row in before["jobs"]} == {"completed"}
+
+
+def test_a_runs_batch_loads_the_good_files_when_one_is_refused(
+    con: duckdb.DuckDBPyConnection, tmp_path: Path
+) -> None:
+    """A run's batch with a file cut short: loaded again one file at a time, the other two
+    chunks loaded (their rows announced), the bad one failed on its own with the reason."""
+    files = _planned(con, tmp_path)
+    files[2].path.write_bytes(files[2].path.read_bytes()[:-9])  # the gzip stream breaks off
+    events: list[Event] = []
+    failed: dict[int, Exception] = {}
+    r = Stages(step=direct, emit=events.append)
+    state = RunState(Writer.over(con), "r1", clock=lambda: T0)
+    batch = Batch(
+        r, state, kind="enrich", emit=events.append, failed=lambda n, e: failed.setdefault(n, e)
+    )
+    for f in files:
+        batch.add(f)
+    assert not _written(con)["enrichments"]  # nothing loaded before the batch is
+    batch.flush()
+    jobs = {row[0]: row[1] for row in _written(con)["jobs"]}
+    assert jobs == {0: "loaded", 1: "loaded", 2: "completed"}
+    assert list(failed) == [2] and isinstance(failed[2], LoadError)
+    assert [e.chunk_no for e in events if isinstance(e, RowsLoaded)] == [0, 1]
+    assert len(r.stages["load"]) == 2
+
+
+def test_a_batch_loads_once_it_holds_a_row_group(
+    con: duckdb.DuckDBPyConnection, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Files join the batch until their rows reach BATCH_ROWS (here 8: two chunks of 4): then
+    they are loaded at once, in one call of the load stage; the next file waits."""
+    monkeypatch.setattr("placeflow.runner.batch.BATCH_ROWS", 2 * PER_CHUNK)
+    files = _planned(con, tmp_path)
+    calls: list[str] = []
+
+    def step(name: str, fn: Any) -> Any:
+        calls.append(name)
+        return fn
+
+    r = Stages(step=step, emit=lambda e: None)
+    state = RunState(Writer.over(con), "r1", clock=lambda: T0)
+    batch = Batch(r, state, kind="enrich", emit=lambda e: None, failed=lambda n, e: None)
+    for f in files:
+        batch.add(f)
+    assert calls == ["load"] and [f.chunk_no for f, _ in batch.files] == [2]
+    loaded = con.execute("select chunk_no from jobs where status = 'loaded' order by 1")
+    assert loaded.fetchall() == [(0,), (1,)]
