@@ -209,3 +209,50 @@ def test_a_month_budget_is_the_services_month_under_either_reading_of_reset_date
     assert month["period_start"][:10] == last.isoformat()
     assert month["period_end"][:10] == end.date().isoformat()
     assert sb.requests("GET /v1/usage") >= 1
+
+
+@pytest.mark.slow
+def test_a_refresh_that_loses_the_budget_to_a_run_started_meanwhile_chooses_again(
+    tmp_path: Path, serve_sandbox: ServeSandbox
+) -> None:
+    """A refresh chose its stale places within what a day's budget left (60 credits); before
+    its check a run took 30 of them (its job runs for a minute on the sandbox): the refresh is
+    not refused but chooses again within the 30 left, and the sandbox never charges the key
+    past the budget."""
+    from collections.abc import Callable
+    from typing import TypeVar
+
+    import placeflow
+    from placeflow.options import RunOptions
+    from placeflow.runner.refresh import NothingStale, refresh
+
+    from .test_claims import Running, loopback
+
+    R = TypeVar("R")
+    sb = serve_sandbox(rows_per_second=0.5, fail_rate=0.0)
+    target, db = loopback(sb.base_url), tmp_path / "wh.duckdb"
+    loaded = placeflow.run([str(write_csv(tmp_path / "a.csv", places(40)))], db=db,
+                           target=target, options=RunOptions(route="sync"))  # fmt: skip
+    assert loaded.status == "completed"
+    first = sb.credits()["charged"]
+    budget = ["budget", "set", "--per", "day", "--db", str(db), "--credits", str(first + 60)]
+    assert cli(*budget).returncode == 0
+    b_csv = write_csv(tmp_path / "b.csv", places(30, start=1_000))
+    other: list[Running] = []
+
+    def step(name: str, fn: Callable[..., R]) -> Callable[..., R]:
+        if name == "dedupe" and not other:  # the refresh chose (the warehouse let go): a run
+            # takes 30 of what the budget left before the refresh's check
+            other.append(Running(lambda ev: placeflow.run(
+                [str(b_csv)], db=db, target=target, options=RunOptions(route="job"),
+                on_event=ev)))  # fmt: skip
+            assert other[0].polled.wait(120), other[0].error
+        return fn
+
+    done = refresh(db=db, older_than="0", target=target, step=step,
+                   options=RunOptions(route="sync"))  # fmt: skip
+    assert not isinstance(done, NothingStale) and done.status == "completed", done
+    assert done.submitted == 30 and done.charged <= 30
+    assert "chosen again" in (done.message or "")
+    assert other[0].done().status == "completed"
+    assert sb.credits()["charged"] <= first + 60  # what the sandbox billed: never past the budget

@@ -17,7 +17,7 @@ from datetime import timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from placeflow.errors import InputError
+from placeflow.errors import BudgetRefused, InputError
 from placeflow.options import RunOptions, parse_duration
 from placeflow.runner.budget import room
 from placeflow.runner.stale import WarehouseSource, select_stale
@@ -145,8 +145,27 @@ def refresh(
         _, info = source.look(chosen)
         if source.stale_found == 0:  # nothing stale at all: no run recorded, no report written
             return NothingStale(older_than=str(older_than), warnings=info.warnings)
-    summary = run(source, options=chosen, db=db, target=target, step=step, on_event=on_event,
-                  clock=clock)  # fmt: skip
+    try:
+        summary = run(source, options=chosen, db=db, target=target, step=step,
+                      on_event=on_event, clock=clock)  # fmt: skip
+    except BudgetRefused:
+        if prior is not None or source.budget is None:
+            raise
+        # another run took part of what the budget left between the choice and its check
+        # (which holds): the stale places are chosen again within what is left now, once
+        chosen, again = refresh_plan(
+            db=db, older_than=older_than, target=target, mode=mode, max_credits=max_credits,
+            limit=limit, country=country, options=options, clock=clock,
+        )  # fmt: skip
+        if again.budget is None or again.budget >= source.budget:
+            raise  # not a budget another run took: the refusal stands
+        summary = run(again, options=chosen, db=db, target=target, step=step,
+                      on_event=on_event, clock=clock, new_run=True)  # fmt: skip
+        said = (
+            f"another run took part of the budget while this refresh chose: chosen again"
+            f" within the {again.budget:,} credit(s) left"
+        )
+        return replace(summary, message="; ".join(m for m in (summary.message, said) if m))
     if prior is None or summary.run_id != prior or summary.status != "interrupted":
         return summary
     # The earlier refresh of the same terms was resumed and still holds chunks only its resume
