@@ -401,3 +401,16 @@ def test_a_street_word_written_two_ways_is_no_unlike_word() -> None:
     beelitzer = {**stop, "poi_name": "Lehnin, Beelitzer Str."}
     assert _merged(beelitzer, {**stop, "poi_name": "Lehnin, Beelitzer Straße"})
     assert not _merged(beelitzer, {**stop, "poi_name": "Lehnin, Trebbiner Str."})
+
+
+def test_a_name_plus_a_qualifier_far_away_is_another_place() -> None:
+    """ "Norddeich" and "Norddeich Mole", two stations of one street address 330 m apart, are
+    never merged (QUALIFIED_FAR); a station written with a word more ("Miltzow" and "Miltzow
+    Bahnhof") 30 m apart still is."""
+    port = {"street": "Hafenstr. 1", "city": "Norden", "postcode": "26506", "country": "DE"}
+    town = {**port, "poi_name": "Norddeich", "latitude": 53.621579, "longitude": 7.160824}
+    mole = {**port, "poi_name": "Norddeich Mole", "latitude": 53.624315, "longitude": 7.158806}
+    assert not _merged(town, mole)
+    stop = {"city": "Miltzow", "country": "DE", "latitude": 54.1815, "longitude": 13.1552}
+    assert _merged({**stop, "poi_name": "Miltzow"},
+                   {**stop, "poi_name": "Miltzow Bahnhof", "latitude": 54.1818})  # fmt: skip

@@ -1,9 +1,9 @@
-"""Two rules that keep apart places whose names or postcodes tell them apart, as SQL over a
+"""Three rules that keep apart places whose names or postcodes tell them apart, as SQL over a
 pair (l, r) of the pass's places, and the DuckDB macros they call (`WORDS_MACRO`, created in
-the pass's DuckDB with the marks' macros: `placeflow.pipeline.match.model.MARKS_MACRO`). Both are
-part of the model's CONFLICT. Where they come from: India Post's offices
-(bench/matching/directories/chains.csv.gz), 290 of whose 290 merges were false before them
-(bench/RESULTS.md, #44 item 8).
+the pass's DuckDB with the marks' macros: `placeflow.pipeline.match.model.MARKS_MACRO`). Each
+is part of the model's CONFLICT. Where they come from: India Post's offices
+(bench/matching/directories/chains.csv.gz), 290 of whose 290 merges were false before them,
+and db_stations' stations that share a street address (bench/RESULTS.md, #44 item 8).
 """
 
 from __future__ import annotations
@@ -54,7 +54,25 @@ POSTCODES_DIFFER = (
 village name in two PIN codes, a chain's stores in two ZIP codes. A code that lost a digit, or
 an outward code beside a full one, is not complete against the other and proves nothing."""
 
-APART = (WORDS_DIFFER, POSTCODES_DIFFER)
+QUALIFIED_KM = 0.3
+"""One name the other's plus words of its own (GENERIC_WORDS aside), both places with
+coordinates more than this apart: two places (QUALIFIED_FAR). Where it comes from
+(bench/matching_distance.py's pairs, read this way): of the 1,781 pairs of records of one place
+in the labelled directories whose names differ so, 99% lie within 244 m and 9 beyond 300 m
+(4 of them beyond FAR_KM already: stations two directories place at different entrances, "München
+Flughafen Terminal" / "... Terminal 2" at 375 m); db_stations' "Norddeich" and "Norddeich Mole",
+two stations at one street address, lie 330 m apart."""
+QUALIFIED_FAR = (
+    "(pf_only(l.name_tokens, r.name_tokens) = '') <> (pf_only(r.name_tokens, l.name_tokens) = '')"
+    " and l.latitude is not null and r.latitude is not null"
+    " and power((l.latitude - r.latitude) * 110.57, 2)"
+    " + power((l.longitude - r.longitude) * 111.32 * cos(radians(l.latitude)), 2)"
+    f" > {QUALIFIED_KM * QUALIFIED_KM}"
+)
+"""A name that is the other plus a qualifier, the two places more than QUALIFIED_KM apart (the
+model's flat-earth distance): "Norddeich" and "Norddeich Mole" 330 m apart are two stations."""
+APART = (WORDS_DIFFER, POSTCODES_DIFFER, QUALIFIED_FAR)
 """This module's rules, each part of the model's CONFLICT."""
 
-__all__ = ["APART", "GENERIC_WORDS", "POSTCODES_DIFFER", "WORDS_DIFFER", "WORDS_MACRO"]
+__all__ = ["APART", "GENERIC_WORDS", "POSTCODES_DIFFER", "QUALIFIED_FAR", "QUALIFIED_KM",
+           "WORDS_DIFFER", "WORDS_MACRO"]  # fmt: skip
