@@ -4,6 +4,7 @@ batch then loads each file alone so that the bad one fails only its own chunk.""
 
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +15,7 @@ from placeflow.errors import LoadError
 from placeflow.events import Event, RowsLoaded
 from placeflow.pipeline.fetch import Fetched
 from placeflow.pipeline.load import load_result, load_results
-from placeflow.runner.batch import Batch
+from placeflow.runner.batch import BATCH_WAIT, LONG_WAIT, Batch
 from placeflow.runner.steps import Stages, direct
 from placeflow.state.runstate import RunState
 from placeflow.store.writer import Writer
@@ -145,3 +146,34 @@ def test_a_batch_loads_once_it_holds_a_row_group(
     assert calls == ["load"] and [f.chunk_no for f, _ in batch.files] == [2]
     loaded = con.execute("select chunk_no from jobs where status = 'loaded' order by 1")
     assert loaded.fetchall() == [(0,), (1,)]
+
+
+def test_a_wait_on_the_service_loads_the_batch_when_long_or_late(
+    con: duckdb.DuckDBPyConnection, tmp_path: Path
+) -> None:
+    """A wait of moments keeps the batch (the sender's next job comes at once), as does any
+    wait of another thread; a wait of LONG_WAIT loads it, and so does a short one once its
+    oldest file has waited BATCH_WAIT (the batch's own clock)."""
+    files = _planned(con, tmp_path)
+    now = [0.0]
+    r = Stages(step=direct, emit=lambda e: None)
+    state = RunState(Writer.over(con), "r1", clock=lambda: T0)
+    batch = Batch(
+        r, state, kind="enrich", emit=lambda e: None, failed=lambda n, e: None,
+        clock=lambda: now[0],
+    )  # fmt: skip
+    batch.add(files[0])
+    batch.before_wait(None)
+    batch.before_wait(LONG_WAIT / 10)
+    other = threading.Thread(target=batch.before_wait, args=(LONG_WAIT,))
+    other.start()
+    other.join()
+    assert len(batch.files) == 1
+    batch.before_wait(LONG_WAIT)
+    assert not batch.files and len(r.stages["load"]) == 1
+    batch.add(files[1])
+    now[0] += BATCH_WAIT
+    batch.before_wait(None)
+    assert not batch.files and len(r.stages["load"]) == 2
+    loaded = con.execute("select count(*) from jobs where status = 'loaded'").fetchone()
+    assert loaded == (2,)

@@ -27,6 +27,7 @@ from placeflow.pipeline.fetch import Fetched
 from placeflow.pipeline.load import Kind, load, load_all
 from placeflow.runner.steps import Stages
 from placeflow.state.runstate import RunState
+from placeflow.store.warehouse import in_transaction
 
 BATCH_ROWS = 122_880
 """Rows of result files from which a batch is loaded (in one transaction, the files that came
@@ -109,6 +110,8 @@ class Batch:
         is `LONG_WAIT` or longer, or its oldest file has waited `BATCH_WAIT`."""
         if not self.files or threading.get_ident() != self._thread:
             return
+        if self.state.db.holding() and in_transaction(self.state.con):
+            return  # a wait inside a transaction: the batch is loaded after it, not into it
         long = seconds is not None and seconds >= LONG_WAIT
         if long or self._clock() - self._since >= BATCH_WAIT:
             self.flush()
