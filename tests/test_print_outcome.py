@@ -11,6 +11,7 @@ import pytest
 from placeflow.cli.args import fail
 from placeflow.cli.run import print_outcome
 from placeflow.events import Event, Note
+from placeflow.pipeline.account import RunSummary
 from placeflow.reporting.summary import markdown_summary
 from placeflow.runner.steps import emitter
 from tests.test_cli_ux import summary
@@ -138,8 +139,10 @@ def test_every_error_exit_prints_server_text_as_text(
     assert capsys.readouterr().err == f"placeflow research: {shown}\n"
     assert print_outcome({"status": "error", "message": said, "exit_code": 1}, as_json=False) == 1
     assert capsys.readouterr().err == f"placeflow: {shown}\n"
-    out = {"run_id": "rr_1", "status": "interrupted", "target": said, "exit_code": 1,
-           "message": said}  # fmt: skip
-    assert research_cli._print(out, as_json=False) == 1
+    research = {**dict.fromkeys(RunSummary.__dataclass_fields__, 0), "timings": {},
+                "cpu_timings": {}, "changes": {}, "inputs": {}, "requests_open": 1,
+                "requests_answered": 0}  # fmt: skip
+    research.update(run_id="rr_1", status="interrupted", target=said, exit_code=1, message=said)
+    assert research_cli._print(research, as_json=False) == 1
     got = capsys.readouterr()
     assert "\x1b" not in got.out + got.err and shown in got.err and shown in got.out

@@ -98,7 +98,7 @@ def test_due_places_are_researched_once_and_a_second_run_buys_nothing(
     with duckdb.connect(str(db), read_only=True) as con:
         ((status, inputs),) = con.execute("select status, inputs from research_runs").fetchall()
     assert status == "completed" and "warehouse:" in inputs
-    assert f"placeflow research {out['run_id']}: completed" in research_summary(flow_state)
+    assert f"placeflow research `{out['run_id']}`: completed" in research_summary(flow_state)
 
     requests = sb.requests("POST /v1/deep-research")
     state, again, _ = research_flow(db=str(db), fields=FIELDS, older_than="30d")

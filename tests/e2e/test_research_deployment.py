@@ -118,7 +118,7 @@ def test_research_refresh_runs_from_prefect_yaml_under_a_worker(tmp_path: Path) 
         # are neither sent again nor answered
         assert status == "completed" and places * 0.95 <= submitted <= places
         assert submitted * 0.95 <= answered <= submitted and fields == len(OWNER_FIELDS)
-        charged = int(markdown.split("| charged | ")[1].split(" |")[0].replace(",", ""))
+        charged = int(markdown.split("| credits charged | ")[1].split(" |")[0].replace(",", ""))
         assert answered <= charged <= submitted * len(OWNER_FIELDS)
         with duckdb.connect() as con:
             files = [str(p) for p in (lake / "research_answers").rglob("*.parquet")]
@@ -129,7 +129,8 @@ def test_research_refresh_runs_from_prefect_yaml_under_a_worker(tmp_path: Path) 
 
         again = run_and_wait(server, name, {"db": str(db)}, worker)
         assert again["state_type"] == "COMPLETED", again["state"]["message"]
-        assert "| not due | " in summary_markdown(server, again["id"])
+        not_due = "| not due (research younger than --max-age) | "
+        assert not_due in summary_markdown(server, again["id"])
         refused = run_and_wait(
             server, name, {"db": str(db), "older_than": "0", "max_credits": 1}, worker
         )

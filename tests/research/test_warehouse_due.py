@@ -10,7 +10,8 @@ import pytest
 from placeflow.errors import InputError
 from placeflow.pipeline.account import ResearchInfo, RunSummary
 from placeflow.pipeline.research.fields import FieldSpecError
-from placeflow.runner.research_due import due_source, research_markdown, research_spec
+from placeflow.reporting.summary import markdown_summary, text_summary
+from placeflow.runner.research_due import due_source, research_spec
 
 from .conftest import spec
 
@@ -41,21 +42,27 @@ def test_fields_are_specs_or_the_path_of_a_fields_file(tmp_path: Path) -> None:
         research_spec([])
 
 
-def test_the_markdown_says_the_status_the_reason_the_figures_and_the_export() -> None:
-    """The summary's markdown: its run and status, the message in bold, the figures that are
-    set (thousands separated, the research's own among them), and an export's failure."""
+def test_a_research_summary_reads_as_a_run_s_with_its_requests() -> None:
+    """A research's summary is the run's (markdown and text): headed as a research, its
+    message, the places not due and its requests beside the run's figures; it goes through
+    `as_dict` and back (the CLI's JSON, the flow's result) unchanged."""
     figures = dict.fromkeys(RunSummary.__dataclass_fields__, 0)
     figures.update(run_id="rr_1", status="refused", target="sandbox", message="over --max-credits",
-                   rows_read=1200, usage_before=None, usage_after=None, usage_delta=None,
-                   ledger_vs_usage=None, difference=None, changed_per_credit=None)  # fmt: skip
+                   rows_read=1200, chunks=3, usage_before=None, usage_after=None,
+                   usage_delta=None, ledger_vs_usage=None, difference=None,
+                   changed_per_credit=None)  # fmt: skip
     figures = {k: v for k, v in figures.items() if k not in ("stages", "research")}
     for name in ("claims_left", "rejected_by_field", "inputs", "changes", "timings"):
         figures[name] = {}
     figures.update(cpu_timings={}, budget_warnings=[])
-    info = ResearchInfo(requests_open=3, requests_answered=0, not_due=3)
-    text = research_markdown(RunSummary(**figures, research=info), (None, "OSError: disk full"))
-    assert text.startswith("# placeflow research rr_1: refused")
-    assert "**over --max-credits**" in text and "Against sandbox." in text
-    assert "| rows read | 1,200 |" in text and "| not due | 3 |" in text
-    assert "| charged | 0 |" in text and "usage delta" not in text
-    assert "**Export failed**: OSError: disk full" in text
+    info = ResearchInfo(requests_open=3, requests_answered=0, not_due=7)
+    summary = RunSummary(**figures, research=info)
+    out = summary.as_dict()
+    assert (out["requests_open"], out["requests_answered"], out["not_due"]) == (3, 0, 7)
+    assert RunSummary.from_dict({**out, "exit_code": 3}) == summary
+    text = markdown_summary(summary)
+    assert text.startswith("# placeflow research `rr_1`: refused")
+    assert "over --max-credits" in text and "| rows read | 1,200 |" in text
+    assert "| not due (research younger than --max-age) | 7 |" in text
+    assert "| research requests | 3 (0 answered, 3 open) |" in text
+    assert text_summary(summary).startswith("research rr_1: refused against the sandbox")

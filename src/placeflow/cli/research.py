@@ -226,32 +226,28 @@ def prefect_events(db: str, *, forward: OnEvent) -> PrefectEvents | None:
     return PrefectEvents(db, kind="research", forward=forward)
 
 
-FIGURES = (
-    "rows_read", "not_due", "rejected", "duplicates", "skipped_fresh", "submitted", "succeeded",
-    "failed", "not_answered", "credits_estimated", "held", "charged", "released",
-    "usage_before", "usage_after", "usage_delta", "ledger_vs_usage", "adjustment",
-    "possible_extra_credits", "chunks", "chunks_failed", "requests_open", "requests_answered",
-    "seconds",
-)  # fmt: skip
-"""The figures a research's summary shows as text, in order (its JSON has all of the run's)."""
-
-
 def _print(out: dict[str, Any], *, as_json: bool) -> int:
-    """A research's summary (the run's `RunSummary` as a dict, with its exit code), or its
-    estimate: one JSON document, or its figures as text."""
+    """A research's end: its summary (the run's, `RunSummary.as_dict` with its exit code) or
+    its estimate, as one JSON document or as text (a summary as a run's reads,
+    `placeflow.reporting.summary.text_summary`, its message on stderr too when it did not end
+    well)."""
+    from placeflow.pipeline.account import RunSummary
+    from placeflow.reporting.summary import text_summary
+
     code = int(out["exit_code"])
     for warning in out.get("budget_warnings") or []:
         print(printable(f"placeflow research: warning: {warning}"), file=sys.stderr)
     if as_json:
         print_json(out)
         return code
-    head = f"research {out.get('run_id', '(estimate)')}: {out['status']} against {out['target']}"
-    print(printable(head))
-    skip = ("run_id", "status", "target", "message", "exit_code")
-    names = FIGURES if "run_id" in out else [n for n in out if n not in skip]
-    for name in names:
-        value = out.get(name)
-        if value is not None:
+    if "run_id" in out:
+        print(text_summary(RunSummary.from_dict(out)))
+        if code and out.get("message"):
+            print(printable(f"{PROG}: {out['message']}"), file=sys.stderr)
+        return code
+    print(printable(f"research estimate: {out['status']} against {out['target']}"))
+    for name, value in out.items():
+        if name not in ("status", "target", "message", "exit_code") and value is not None:
             shown = f"{value:,}" if isinstance(value, int) else str(value)
             print(printable(f"  {name.replace('_', ' '):<24} {shown}"))
     if out.get("message"):

@@ -8,8 +8,9 @@ selection as the CLI's, the same research, resume and ledger, ended as a run is 
 stages a task run (`placeflow.flows.tasks.as_task`, as the run's flows), the service the settings
 name, its requests kept to the key's limits by the Prefect server's global concurrency limits under
 a deployment (`placeflow.flows.run.service_target`, as the other flows), the export's password from
-`pg_password_block` or PGPASSWORD (never from `export_to`), a `research-summary` markdown artifact
-and a `research-progress` artifact, and the flow run's state: Completed only when the research
+`pg_password_block` or PGPASSWORD (never from `export_to`), the run's artifacts
+(`placeflow.flows.artifacts.publish`: `research-summary`, -rejects, -changes, -report) and a
+`research-progress` artifact, and the flow run's state: Completed only when the research
 completed (and its export, when asked, too); a refused budget, a research stopped part way or a
 failed export end Failed with the summary as data.
 """
@@ -20,50 +21,26 @@ from collections.abc import Callable
 from typing import Any
 
 from prefect import flow
-from prefect.artifacts import create_markdown_artifact
 
 from placeflow.config import warehouse_db
 from placeflow.errors import PlaceflowError, exit_code
 from placeflow.events import Event
+from placeflow.flows.artifacts import publish
 from placeflow.flows.credentials import ExportTo, export_password
 from placeflow.flows.prefect_events import PrefectEvents
 from placeflow.flows.progress_artifact import ProgressArtifact
 from placeflow.flows.run import as_state, exporter, service_target
 from placeflow.flows.tasks import as_task
-from placeflow.pipeline.account import RunSummary
-from placeflow.reporting.published import Exported, Published
 from placeflow.runner.ending import Outcome
 from placeflow.runner.research_due import (
     OWNER_FIELDS,
     PREFIX,
     research_ending,
-    research_markdown,
     research_outcome,
 )
 from placeflow.store.warehouse import DEFAULT_DB
 
-__all__ = ["OWNER_FIELDS", "PREFIX", "publish_research", "research_stale_places"]
-
-
-def publish_research(
-    summary: RunSummary,
-    *,
-    db: str,
-    prefix: str,
-    description: str,
-    exported: Exported | None = None,
-) -> Published:
-    """The research's publisher (`placeflow.reporting.published.Publisher`): its
-    `research-summary` markdown artifact, with the export's lines or its failure."""
-    key = f"{prefix}-summary"
-    create_markdown_artifact(
-        key=key, markdown=research_markdown(summary, exported), description=description
-    )
-    result, error = exported if exported is not None else (None, None)
-    return Published(
-        keys={"summary": key}, export=None if result is None else result.as_dict(),
-        export_error=error if result is None else None,
-    )  # fmt: skip
+__all__ = ["OWNER_FIELDS", "PREFIX", "research_stale_places"]
 
 
 @flow(name="research_stale_places", log_prints=False)
@@ -104,7 +81,7 @@ def research_stale_places(
     )
     told = PrefectEvents(db, kind="research", forward=progress)  # its facts, as events
     outcome = research_outcome(
-        research_ending(publish_research, exporter(password)), service=service_target, db=db,
+        research_ending(publish, exporter(password)), service=service_target, db=db,
         fields=OWNER_FIELDS if fields is None else fields, older_than=older_than,
         max_credits=max_credits, limit=limit, country=country, verify_identity=verify_identity,
         validate_existence=validate_existence,

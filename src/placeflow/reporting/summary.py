@@ -110,6 +110,11 @@ def summary_rows(s: RunSummary, *, wall_seconds: float | None = None) -> list[tu
         rows.append(("ledger adjusted to the usage", f"{s.adjustment:+,} (see the message)"))
     if s.possible_extra_credits:
         rows.append(("possible extra charges", _n(s.possible_extra_credits)))
+    if s.research:  # a research run's chunks are its requests
+        if s.research.not_due:
+            rows.insert(4, ("not due (research younger than --max-age)", _n(s.research.not_due)))
+        asked = f"{s.chunks:,} ({s.research.requests_answered:,} answered"
+        rows.append(("research requests", f"{asked}, {s.research.requests_open:,} open)"))
     if s.changes or s.places_changed:
         kinds = ", ".join(f"{kind} {n:,}" for kind, n in sorted(s.changes.items()))
         rows.append(("places changed", f"{s.places_changed:,} ({kinds})"))
@@ -118,8 +123,13 @@ def summary_rows(s: RunSummary, *, wall_seconds: float | None = None) -> list[tu
     return rows
 
 
+def _what(s: RunSummary) -> str:
+    """What the summary is of: a run (of the place endpoints), or a research."""
+    return "research" if s.research else "run"
+
+
 def text_summary(s: RunSummary, *, wall_seconds: float | None = None) -> str:
-    head = f"run {s.run_id}: {s.status} {against(s.target)}"
+    head = f"{_what(s)} {s.run_id}: {s.status} {against(s.target)}"
     rows = summary_rows(s, wall_seconds=wall_seconds)
     width = max(len(label) for label, _ in rows)
     lines = [head] + [f"  {label:<{width}}  {value}" for label, value in rows]
@@ -132,7 +142,7 @@ def text_summary(s: RunSummary, *, wall_seconds: float | None = None) -> str:
 
 def markdown_summary(s: RunSummary) -> str:
     lines = [
-        f"# placeflow run `{s.run_id}`: {s.status}",
+        f"# placeflow {_what(s)} `{s.run_id}`: {s.status}",
         "",
         f"Target: {s.target}",
         "",

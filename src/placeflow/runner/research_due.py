@@ -37,7 +37,7 @@ from placeflow.pipeline.research.fields import FieldSpecError, build_specs
 from placeflow.pipeline.research.fresh import field_shas, fresh_places
 from placeflow.pipeline.research.plan import ResearchSpec
 from placeflow.pipeline.source import Source
-from placeflow.reporting.published import Exported, Published, Publisher, export_markdown
+from placeflow.reporting.published import Exported, Published, Publisher
 from placeflow.runner.ending import Ending, Exporter, Outcome, Service
 from placeflow.runner.refresh import WarehouseSource
 from placeflow.runner.research import ResearchOptions, read_options, research
@@ -290,35 +290,3 @@ def research_outcome(
         ending, service=service, source=source, options=options, db=db, step=step,
         on_event=on_event, export_to=export_to,
     )  # fmt: skip
-
-
-SHOWN = (
-    "rows_read", "not_due", "skipped_fresh", "rejected", "duplicates", "submitted", "succeeded",
-    "failed", "not_answered", "credits_estimated", "charged", "possible_extra_credits",
-    "usage_delta", "ledger_vs_usage", "chunks", "seconds",
-)  # fmt: skip
-"""The figures of a research summary the markdown shows, in order."""
-
-
-def research_markdown(summary: RunSummary, exported: Exported | None = None) -> str:
-    """A research's summary as markdown: its status and message, its figures, its export."""
-    out = summary.as_dict()
-    lines = [f"# placeflow research {summary.run_id}: {summary.status}", ""]
-    if summary.target:
-        lines += [f"Against {summary.target}.", ""]
-    if summary.message:
-        lines += [f"**{summary.message}**", ""]
-    figures = [(k, out[k]) for k in SHOWN if out.get(k) is not None]
-    if figures:
-        lines += ["| figure | value |", "|---|---:|"]
-        lines += [
-            f"| {k.replace('_', ' ')} | {f'{v:,}' if isinstance(v, int) else v} |"
-            for k, v in figures
-        ]
-    if exported is not None:
-        done, error = exported
-        if done is not None:
-            lines.append(export_markdown(done))
-        if error is not None:
-            lines += ["", f"**Export failed**: {error}"]
-    return "\n".join(lines)
