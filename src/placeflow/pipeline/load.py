@@ -291,7 +291,4 @@ def load_all(
     """Load stage for a batch of chunks' verified files, in one transaction (`load_results`):
     all settled, or none and `LoadError` (the caller then loads them one at a time)."""
     infos = load_results(state.con, run_id=state.run_id, kind=kind, files=fetched, now=state.now())
-    for file, info in zip(fetched, infos, strict=True):
-        emit(RowsLoaded(file.chunk_no, info.rows, info.succeeded, info.failed))
-        emit(CreditsCharged(file.chunk_no, info.charged, info.released))
-    return infos
+    return [told(f.chunk_no, info, emit) for f, info in zip(fetched, infos, strict=True)]
