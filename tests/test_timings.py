@@ -132,3 +132,27 @@ def test_a_generator_stage_is_timed_only_while_it_runs() -> None:
     assert wall_by["poll"] == 4 * 1 + 20
     assert wall_by["fetch"] == 2 * (1 + 100)
     assert wall_by["poll"] + wall_by["fetch"] <= wall_by["total"]
+
+
+def test_a_stage_timed_within_another_counts_under_itself_alone() -> None:
+    """A batch of loads made while the poll waits (a stage timed within another on its thread)
+    counts under load, and comes off the poll's time."""
+    wall = Ticks(1.0)
+    r = Stages(step=direct, emit=lambda e: None, timer=Timer(wall=wall, cpu=Ticks(1.0)))
+
+    def load() -> None:
+        wall.now += 100  # the load's own work
+
+    def statuses() -> Iterator[int]:
+        wall.now += 10  # the poll's own waiting
+        r.batch("load", load)()  # loaded before the wait
+        yield 0
+
+    for _ in r.stream("poll", statuses)():
+        pass
+    wall_by, _ = r.timings()
+    assert wall_by["load"] == 1 + 100
+    # poll: the call and 2 next() (one item and the end), 1 tick each, 10 waited, and the
+    # load's first reading (the fake clock moves at each reading); the load's 101 are not
+    assert wall_by["poll"] == 3 * 1 + 10 + 1
+    assert wall_by["poll"] + wall_by["load"] <= wall_by["total"]

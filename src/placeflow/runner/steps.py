@@ -71,6 +71,8 @@ class Stages:
         self.cpu: dict[str, float] = {}
         self._began = (timer.wall(), timer.cpu())
         self._thread = threading.get_ident()
+        self._within = threading.local()
+        """Per thread: the wall and CPU seconds of stages timed within the ones running."""
 
     def expect(self, *names: StageName) -> None:
         """Stages about to run side by side, listed in the data's order (the timings' order)."""
@@ -79,15 +81,24 @@ class Stages:
             self.cpu.setdefault(name, 0.0)
 
     def _timed(self, name: StageName, fn: Callable[[], R]) -> R:
-        """`fn()`, its wall and CPU seconds added to `name`'s (the key made when it starts)."""
+        """`fn()`, its wall and CPU seconds added to `name`'s (the key made when it starts),
+        less those of stages timed within it on its thread (a batch of loads made while the
+        poll waits counts under load, not under poll too)."""
         self.expect(name)
         cpu_of = self.timer.cpu if threading.get_ident() == self._thread else self.timer.thread_cpu
+        within: list[list[float]] = self._within.__dict__.setdefault("stack", [])
+        within.append([0.0, 0.0])
         wall, cpu = self.timer.wall(), cpu_of()
         try:
             return fn()
         finally:
-            self.wall[name] += self.timer.wall() - wall
-            self.cpu[name] += cpu_of() - cpu
+            spent_wall, spent_cpu = self.timer.wall() - wall, cpu_of() - cpu
+            inner_wall, inner_cpu = within.pop()
+            self.wall[name] += spent_wall - inner_wall
+            self.cpu[name] += spent_cpu - inner_cpu
+            if within:
+                within[-1][0] += spent_wall
+                within[-1][1] += spent_cpu
 
     def timings(self) -> tuple[dict[str, float], dict[str, float]]:
         """Wall and CPU seconds by stage, in the order they first ran, each with `total`: the
