@@ -65,6 +65,8 @@ class Reading:
     limits: tuple[tuple[int, float], ...] = ((20, 1.0), (1200, 60.0))
     replay_header: bool = False
     quota: int = 1_000_000
+    lose_reads: bool = True
+    """Whether reads (status, usage) are lost at the drop rates too, not only job POSTs."""
 
 
 @dataclass
@@ -122,6 +124,13 @@ class Ledger:
                     ident = json.dumps({k: v for k, v in poi.items() if k != "id"}, sort_keys=True)
                     out[ident] = out.get(ident, 0) + 1
         return out
+
+    def keys_made_twice(self) -> set[str]:
+        """The Idempotency-Keys the service made more than one job under."""
+        seen: dict[str, int] = {}
+        for job in self.jobs:
+            seen[job.key or ""] = seen.get(job.key or "", 0) + 1
+        return {key for key, n in seen.items() if n > 1}
 
     def jobs_per_body(self) -> dict[str, int]:
         out: dict[str, int] = {}
@@ -371,7 +380,8 @@ def handler_for(service: Service) -> type[BaseHTTPRequestHandler]:
                         service.ledger.posts.append((time.time(), key, "429"))
                     self.send(429, {"detail": {"error": "rate limit exceeded"}}, retry=wait)
                     return
-                if service.rng.random() < service.reading.drop_request_rate:
+                lossy = post or service.reading.lose_reads
+                if lossy and service.rng.random() < service.reading.drop_request_rate:
                     service.ledger.dropped_requests += 1
                     if post:
                         service.ledger.posts.append((time.time(), key, "request lost"))
@@ -380,7 +390,7 @@ def handler_for(service: Service) -> type[BaseHTTPRequestHandler]:
                 service.settle_due()
                 made = len(service.ledger.jobs)
                 status, answer, replayed = self.route(method, path, body)
-                lose = service.rng.random() < service.reading.drop_response_rate
+                lose = lossy and service.rng.random() < service.reading.drop_response_rate
                 if post:
                     what = "replay" if replayed else str(status)
                     what = "new job" if len(service.ledger.jobs) > made else what

@@ -45,6 +45,16 @@ def write_places(path: Path, n: int) -> Path:
     return path
 
 
+def named_keys(db: Path) -> set[str]:
+    """The Idempotency-Keys of the chunks the run booked as (possibly) billed twice."""
+    with duckdb.connect(str(db), read_only=True) as con:
+        rows = con.execute(
+            "select distinct jobs.idempotency_key from credit_ledger join jobs using (run_id,"
+            " chunk_no) where credit_ledger.kind = 'possible'"
+        ).fetchall()
+    return {str(key) for (key,) in rows}
+
+
 def ledger(db: Path) -> dict[str, int]:
     """The run's ledger by kind, after the warehouse's checks found nothing."""
     with duckdb.connect(str(db), read_only=True) as con:
@@ -76,9 +86,12 @@ def check(service: Service, db: Path, status: str, code: int, possible: int, tex
     else:
         assert (status, code) == ("double_charged", EXIT_DOUBLE_CHARGED), (bodies, twice, text)
         assert possible >= twice, (possible, twice, text)
+        assert seen.keys_made_twice() <= named_keys(db), text
 
 
-def cli_run(service: Service, tmp: Path, rows: int, chunk: int, mode: str) -> dict[str, Any]:
+def cli_run(
+    service: Service, tmp: Path, rows: int, chunk: int, mode: str, *more: str
+) -> dict[str, Any]:
     """`placeflow run --json` as a user runs it, the service named by its URL and a key."""
     env = {
         **os.environ, "PLACEFLOW_API_KEY": KEY, "PLACEFLOW_BASE_URL": service.base_url,
@@ -87,7 +100,7 @@ def cli_run(service: Service, tmp: Path, rows: int, chunk: int, mode: str) -> di
     csv_path = write_places(tmp / "places.csv", rows)
     args = ["run", str(csv_path), "--route", "job", "--chunk-rows", str(chunk), "--mode", mode]
     done = subprocess.run(
-        [sys.executable, "-m", "placeflow.cli", *args, "--json", "-q"],
+        [sys.executable, "-m", "placeflow.cli", *args, *more, "--json", "-q"],
         env=env, capture_output=True, text=True, timeout=600, cwd=tmp, check=False,
     )  # fmt: skip
     out: dict[str, Any] = json.loads(done.stdout)
@@ -113,18 +126,32 @@ def test_a_lossy_job_run_against_another_service_bills_nothing_twice(tmp_path: P
 
 
 def test_failed_rows_billed_are_a_billing_difference_not_a_second_job(tmp_path: Path) -> None:
-    """A service that bills failed rows (the spec calls them free), 30% of answers lost, keys
-    kept 1 s: the usage's difference beyond the ledger is exactly the failed rows, booked as
-    what the service billed them, not blamed on a chunk whose answers were lost as billed
-    twice; the run completes (exit 0) and the ledger equals the usage."""
+    """A service that bills failed rows (the spec calls them free), 30% of job POSTs' answers
+    lost, keys kept 1 s: the usage's difference beyond the ledger is exactly the failed rows,
+    booked as what the service billed them, not blamed on a chunk whose answers were lost as
+    billed twice; the run completes (exit 0) and the ledger equals the usage."""
     reading = Reading(seed=5, drop_response_rate=0.3, retention=1.0, bill_failed_rows=True,
-                      fail_row_rate=0.1)  # fmt: skip
+                      fail_row_rate=0.1, lose_reads=False)  # fmt: skip
     with serve(reading) as service:
         out = cli_run(service, tmp_path, 300, 30, "validate")
         check(service, tmp_path / "wh.duckdb", out["status"], out["exit_code"],
               out["possible_extra_credits"], out.get("message") or "")  # fmt: skip
         assert out["status"] == "completed", out["message"]
         assert out["adjustment"] == out["failed"] > 0, out["message"]
+
+
+def test_holds_shown_only_at_the_end_name_every_chunk_made_twice(tmp_path: Path) -> None:
+    """Holds shown in the usage only when a job ends, keys kept 50 ms, 60% of job POSTs'
+    answers lost: chunks are made two, three, four times, some seen during
+    the run, some only by the balance; every chunk made more than once is named (billed twice,
+    or may have been), the usage's difference booked, exit 5."""
+    reading = Reading(seed=4, drop_response_rate=0.6, retention=0.05, holds_at_completion=True,
+                      rows_per_second=500.0, lose_reads=False)  # fmt: skip
+    with serve(reading) as service:
+        out = cli_run(service, tmp_path, 1500, 50, "validate")
+        check(service, tmp_path / "wh.duckdb", out["status"], out["exit_code"],
+              out["possible_extra_credits"], out.get("message") or "")  # fmt: skip
+        assert extra(service.ledger)[0] > 0, "the service made a chunk twice"
 
 
 @pytest.mark.slow
@@ -145,11 +172,12 @@ def test_a_key_slower_than_told_is_waited_for_and_any_second_job_said(tmp_path: 
 
 
 def test_keys_kept_shorter_than_a_prompt_retry_are_said_and_booked(tmp_path: Path) -> None:
-    """Keys kept 10 ms (shorter than the prompt replays' 20 ms) and 30% of answers lost after
-    processing: the service makes second and third jobs of chunks; the run says so (exit 5),
-    counts at least what they cost in possible_extra_credits, and books the ledger to the
-    service's usage, whole-second stamps and all."""
-    reading = Reading(seed=3, drop_response_rate=0.3, retention=0.01, rows_per_second=2000.0)
+    """Keys kept 10 ms (shorter than the prompt replays' 20 ms) and 30% of job POSTs' answers
+    lost after processing: the service makes second and third jobs of chunks; the run says so
+    (exit 5), counts at least what they cost in possible_extra_credits, and books the ledger to
+    the service's usage, whole-second stamps and all."""
+    reading = Reading(seed=3, drop_response_rate=0.3, retention=0.01, rows_per_second=2000.0,
+                      lose_reads=False)  # fmt: skip
     with serve(reading) as service:
         out = cli_run(service, tmp_path, 600, 30, "validate")
         check(service, tmp_path / "wh.duckdb", out["status"], out["exit_code"],

@@ -60,22 +60,48 @@ def _target(state: RunBook) -> str:
     return str(found[0]) if found else ""
 
 
-def twice(state: RunBook) -> dict[int, int]:
-    """The chunks the service billed twice (a second job of their places: `billed_twice`),
-    by chunk number: the credits that job may cost."""
+def twice(state: RunBook, *, maybe: bool = False) -> dict[int, int]:
+    """The chunks the service billed twice (a second job of their places: `billed_twice`), or
+    with `maybe` those that may have been (`_book_lost`), by chunk number: the credits their
+    other jobs may cost."""
     rows = state.con.execute(
         "select chunk_no, sum(credits) from credit_ledger where run_id = ? and kind = 'possible'"
-        " and ref like '%:twice' and chunk_no is not null group by chunk_no order by chunk_no",
-        [state.run_id],
+        " and ref like ? and chunk_no is not null group by chunk_no order by chunk_no",
+        [state.run_id, "%:maybe-twice" if maybe else "%:twice"],
     ).fetchall()
     return {int(n): int(c) for n, c in rows}
+
+
+def _charged(state: RunBook, chunks: Mapping[int, int]) -> int:
+    """What the ledger charged `chunks` (their answered jobs)."""
+    if not chunks:
+        return 0
+    marks = ", ".join("?" for _ in chunks)
+    found = state.con.execute(
+        "select coalesce(sum(credits), 0) from credit_ledger where run_id = ? and kind ="  # noqa: S608 - marks
+        f" 'charge' and chunk_no in ({marks})",
+        [state.run_id, *chunks],
+    ).fetchone()
+    return int(found[0]) if found else 0
+
+
+def _rows(state: RunBook, chunks: Mapping[int, int]) -> int:
+    """The places of `chunks`: what one job of each may cost at most."""
+    if not chunks:
+        return 0
+    marks = ", ".join("?" for _ in chunks)
+    found = state.con.execute(
+        f"select coalesce(sum(rows), 0) from jobs where run_id = ? and chunk_no in ({marks})",  # noqa: S608 - marks
+        [state.run_id, *chunks],
+    ).fetchone()
+    return int(found[0]) if found else 0
 
 
 def suspects(state: RunBook) -> dict[int, int]:
     """Job chunks whose POST lost answers and was answered, not known to be billed twice: a
     usage beyond the ledger once the run settled is what such a chunk's other jobs cost, at
     most its rows for each attempt whose answer was lost (each may have made a job)."""
-    known = twice(state)
+    known = {**twice(state), **twice(state, maybe=True)}
     rows = state.con.execute(
         "select chunk_no, rows * lost_answers from jobs where run_id = ?"
         " and coalesce(lost_answers, 0) > 0 and batch_id is not null order by chunk_no",
@@ -86,23 +112,24 @@ def suspects(state: RunBook) -> dict[int, int]:
 
 def twice_line(state: RunBook) -> str | None:
     """One line saying what the service billed twice, or None."""
-    found = twice(state)
+    found, maybe = twice(state), twice(state, maybe=True)
     if not found:
         return None
-    marks = ", ".join("?" for _ in found)
-    places = state.con.execute(
-        f"select coalesce(sum(rows), 0) from jobs where run_id = ? and chunk_no in ({marks})",  # noqa: S608 - marks
-        [state.run_id, *found],
-    ).fetchone()
     booked = state.con.execute(
         "select coalesce(sum(credits), 0) from credit_ledger where run_id = ?"
         " and kind = 'adjustment'",
         [state.run_id],
     ).fetchone()
+    among = (
+        f"; chunk(s) {_names(maybe)} ({_rows(state, maybe):,} places), whose answers were lost,"
+        " may have been too"
+        if maybe
+        else ""
+    )
     return (
-        f"billed twice: chunk(s) {_names(found)} ({int(places[0]) if places else 0:,} places):"
-        " the service created a second job of them when a re-send of a POST whose answer was"
-        " lost came after it had forgotten the Idempotency-Key; the ledger books what the usage"
+        f"billed twice: chunk(s) {_names(found)} ({_rows(state, found):,} places): the service"
+        " created a second job of them when a re-send of a POST whose answer was lost came"
+        f" after it had forgotten the Idempotency-Key{among}; the ledger books what the usage"
         f" shows (adjustments {int(booked[0]) if booked else 0:+,})"
     )
 
@@ -139,7 +166,7 @@ def balance(
     others = concurrent_runs(state, journal)
     if others:
         return f"{said}; not adjusted: run(s) {', '.join(others)} used the same key meanwhile"
-    doubled, suspected = twice(state), suspects(state)
+    doubled, suspected = {**twice(state), **twice(state, maybe=True)}, suspects(state)
     if diff > submitted - charged + extra + sum(suspected.values()) or diff < -charged:
         return f"{said}; not adjusted: more than this run could explain (another user of the key?)"
     failed = failed_rows_unbilled(state) if diff > 0 and not (lost or doubled) else 0
@@ -169,9 +196,12 @@ def _book_lost(
     """The usage beyond the ledger once only chunks whose answers were lost are open: what
     they cost (the service billed them, the answers never came) and what second jobs cost,
     booked as one adjustment naming them, when it is no more than their rows; beyond that, a
-    chunk whose answers were lost (`suspected`) was billed twice, and is booked so. A later
+    chunk whose answers were lost (`suspected`) was billed twice, and is booked so; beyond one
+    job of each chunk billed twice (what its answered job cost), such chunks may have been,
+    and are named so. A later
     balance corrects it (a job still running shows its whole hold until it ends)."""
     most = sum(lost.values()) + sum(doubled.values())
+    maybe: dict[int, int] = {}
     if diff > most and suspected:
         for n, most_cost in suspected.items():
             state.billed_twice(n, ref=f"chunk-{n}:twice", credits=most_cost, why=(
@@ -181,6 +211,17 @@ def _book_lost(
             ))  # fmt: skip
         doubled = {**doubled, **suspected}
         most += sum(suspected.values())
+    elif suspected and doubled and diff > sum(lost.values()) + _charged(state, doubled):
+        # More than one more job of each chunk billed twice costs (as much as its answered job
+        # did: the same places): their further attempts, or chunks whose answers were lost,
+        # which the usage alone cannot tell apart; named as may have been.
+        for n, most_cost in suspected.items():
+            state.billed_twice(n, ref=f"chunk-{n}:maybe-twice", credits=most_cost, why=(
+                f"chunk {n}: its POST lost answers, and the usage shows, once the run settled,"
+                " more than one more job of each chunk known billed twice costs: another job of"
+                f" its places may have been billed (at most {most_cost:,} credits)"
+            ))  # fmt: skip
+        maybe = suspected
     every = {**lost, **doubled}
     if diff > most:
         return (
@@ -192,6 +233,8 @@ def _book_lost(
         parts.append(f"chunk(s) {_names(lost)}: their answers were lost after the service billed")
     if doubled:
         parts.append(f"chunk(s) {_names(doubled)}: billed twice (a second job of their places)")
+    if maybe:
+        parts.append(f"chunk(s) {_names(maybe)}: their answers were lost, may have been too")
     why = f"{'; '.join(parts)}: {diff:+,} credit(s) for them (at most {most:,})" + (
         "; their places are not answered" if lost else ""
     )
