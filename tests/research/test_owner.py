@@ -5,6 +5,7 @@ gone, the same command carries the run on. Checked on what the sandbox itself wa
 
 from __future__ import annotations
 
+import json
 import os
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -12,11 +13,12 @@ from pathlib import Path
 import duckdb
 import pytest
 
+from placeflow.cli.research import main
 from placeflow.errors import RunInProgress
 from placeflow.runner.research import ResearchOptions
 from placeflow.state.owners import this_host
 
-from .conftest import KEY, ServeSandbox, places, spec, write_csv
+from .conftest import FIELDS, KEY, SCALE, ServeSandbox, places, spec, write_csv
 
 
 def _owned_by(db: Path, run_id: str, host: str, pid: int, beat: datetime) -> None:
@@ -52,3 +54,31 @@ def test_a_research_run_carried_by_a_live_owner_is_not_resumed(
     second, second_code = sb.run(csv, db, ResearchOptions(spec=spec()))
     assert second_code == 0 and second.run_id == first.run_id, second
     assert sb.research()["billed_twice"] == [] and sb.research()["billed_places"] == 20
+
+
+def test_the_command_names_the_run_another_process_carries_out(
+    tmp_path: Path,
+    serve: ServeSandbox,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """`placeflow research --json` on a research run a live process carries out: exit 1, one
+    error document naming that run (its `run_id`), and nothing sent to research."""
+    sb = serve(fail_rate=0.0)
+    csv, db = write_csv(tmp_path / "p.csv", places(20)), tmp_path / "wh.duckdb"
+    first, first_code = sb.run(csv, db, ResearchOptions(spec=spec()), hook=sb.starved_after(1))
+    assert first_code == 3 and first.status == "interrupted", first
+    sb.sandbox.backend.set_available(KEY, 10_000)
+    _owned_by(db, first.run_id, this_host(), os.getppid(), datetime.now(UTC))
+    monkeypatch.setenv("PLACEFLOW_API_KEY", KEY)
+    monkeypatch.setenv("PLACEFLOW_BASE_URL", sb.base_url)
+    monkeypatch.setenv("PLACEFLOW_RATE_LIMITS", f"10/{SCALE:g}s,100/{60 * SCALE:g}s")
+    sent = sb.requests("POST /v1/deep-research")
+    capsys.readouterr()
+    argv = ["research", str(csv), *(a for f in FIELDS for a in ("--field", f)),
+            "--verify-identity", "--db", str(db), "--json"]  # fmt: skip
+    assert main(argv) == 1
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["status"] == "error" and doc["exit_code"] == 1, doc
+    assert doc["run_id"] == first.run_id and "being carried out" in doc["message"]
+    assert sb.requests("POST /v1/deep-research") == sent

@@ -26,7 +26,14 @@ from typing import TYPE_CHECKING, Any
 
 from placeflow.cli.args import add_db, add_json, add_quiet, fail, one_command, print_json
 from placeflow.config import apply_prefect_defaults, in_ci, load_settings, prefect_server_url
-from placeflow.errors import EXIT_OK, EXIT_USAGE, PlaceflowError, UsageError, exit_code
+from placeflow.errors import (
+    EXIT_OK,
+    EXIT_USAGE,
+    PlaceflowError,
+    RunInProgress,
+    UsageError,
+    exit_code,
+)
 from placeflow.options import DURATION_HELP, RunOptions, duration_days
 from placeflow.support.text import printable
 
@@ -202,7 +209,7 @@ def handle(args: argparse.Namespace) -> int:
             told = prefect_events(args.db, forward=shows)
             outcome = ended_research(
                 research_ending(unpublished), service=service, source=source, options=options,
-                db=args.db, on_event=told or shows,
+                db=args.db, on_event=told or shows, raised=(RunInProgress,),
             )  # fmt: skip
             if told is not None:  # its end told too, and every event sent before the exit
                 told.ended(outcome.data)

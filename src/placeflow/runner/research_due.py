@@ -226,11 +226,14 @@ def ended_research(
     step: Step = direct,
     on_event: Callable[[Event], None] | None = None,
     export_to: str | None = None,
+    raised: tuple[type[PlaceflowError], ...] = (),
 ) -> Outcome:
     """`research` and its end, as `run_outcome` is a run's: published, exported when it
     completed (and asked), or stopped (refused, its credits ran out, an error: `Ending.caught`,
     its exit code from `errors.EXIT_CODES`). A `DueSource`'s places not due are in the
-    summary's research figures (`not_due`)."""
+    summary's research figures (`not_due`). Errors of the classes `raised` are raised as they
+    are, for a caller that says them itself (the CLI's error document names the run another
+    process carries out, `RunInProgress`)."""
     began = datetime.now(UTC)
     try:
         with service() as target:
@@ -239,6 +242,8 @@ def ended_research(
         if isinstance(exc.summary, RunSummary):
             exc.summary = _not_due(exc.summary, source)
         return ending.caught(exc, db, since=began)
+    except raised:
+        raise
     except Exception as exc:  # a full or read-only disk: the research opened since `began`
         return ending.caught(exc, db, since=began)
     return ending.finish(_not_due(summary, source), db, export_to)
