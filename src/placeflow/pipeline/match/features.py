@@ -284,15 +284,17 @@ def capped_blocks_sql(table: str) -> str:
 
     nulled = {key: shared(key, MAX_BLOCK) for key in BLOCKS}
     nulled |= {column: shared(column, MAX_SHARED) for column in SHARED}
-    spot = ", ".join(SHARED_SPOT)
-    nulled |= {
-        column: f"({spot}) in (select ({spot}) from {table} where {column} is not null"  # noqa: S608 - our columns and tables, an int
-        f" group by all having count(distinct split_part(name_core, ' ', 1)) > {MAX_SHARED})"
-        for column in SHARED_SPOT
-    }
+    nulled |= dict.fromkeys(SHARED_SPOT, "pf_shared_spot")
     nulled["b_phone"] += f" or {shared('phone', MAX_SHARED)}"
     capped = ",\n    ".join(
         f"case when {test} then null else {column} end as {column}"
         for column, test in nulled.items()
     )
-    return f"select * replace (\n    {capped}\n) from {table}"  # noqa: S608 - our columns and tables, ints
+    spot = ", ".join(SHARED_SPOT)
+    names = f"select distinct {spot}, split_part(name_core, ' ', 1) from {table}"  # noqa: S608 - our columns and table
+    spots = (
+        f"select ({spot}) from ({names}) where latitude is not null"  # noqa: S608 - our columns
+        f" group by all having count(*) > {MAX_SHARED}"
+    )
+    marked = f"select *, ({spot}) in ({spots}) as pf_shared_spot from {table}"  # noqa: S608 - our columns and table
+    return f"select * exclude (pf_shared_spot) replace (\n    {capped}\n) from ({marked})"  # noqa: S608 - our columns and tables, ints
