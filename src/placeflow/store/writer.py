@@ -290,6 +290,9 @@ class Writer:
         con, hold.con = hold.con, None
         if con is None:
             return
+        with self._lock:  # said before the close as well: an open meeting the close waits
+            if all(h.con is None for h in self._holds):  # its gap (`gap_taken`)
+                note_let_go(self.path)
         with FILES:  # not while another thread of this process opens the file
             con.close()  # a checkpoint of what it wrote once no other thread holds the file
         with self._lock:
