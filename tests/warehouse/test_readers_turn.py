@@ -171,9 +171,9 @@ def test_a_writer_opens_only_after_the_gap_another_process_let_go_for(
     wh.execute("select 1")
     wh.let_go()
     note = (tmp_path / "w.duckdb.free").read_text().split()
-    assert note == ["100.000", str(dbfile.os.getpid())]
+    assert note == ["100.000000", str(dbfile.os.getpid()), "free"]
     assert dbfile.wait_for_gap(db) == 100.0 and clock.slept == []  # this process's own
-    (tmp_path / "w.duckdb.free").write_text(f"99.900 {dbfile.os.getpid() + 1}")  # another's
+    (tmp_path / "w.duckdb.free").write_text(f"99.900 {dbfile.os.getpid() + 1} free")  # another's
     with duckdb.connect(str(db), read_only=True):  # a reader: no wait
         pass
     connect(db, read_only=True).close()
@@ -192,3 +192,30 @@ def clock_module(clock: Clock) -> object:
         sleep = staticmethod(clock.sleep)
 
     return Time
+
+
+def test_a_writer_waits_for_another_process_s_close_before_its_gap(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A let-go noted as closing (its checkpoint under way) is waited out until it is noted
+    done, and the readers' gap counted from that; a close never noted done is waited for
+    CLOSE_WAIT seconds at most."""
+    db, note = tmp_path / "w.duckdb", tmp_path / "w.duckdb.free"
+    clock = Clock()
+    other = dbfile.os.getpid() + 1
+    note.write_text(f"100.000 {other} closing")
+
+    def close_ends(seconds: float) -> None:
+        clock.sleep(seconds)
+        if len(clock.slept) == 3:  # its close ends 0.06 s on
+            note.write_text(f"{clock.now:.3f} {other} free")
+
+    class Time:
+        time = staticmethod(clock)
+        sleep = staticmethod(close_ends)
+
+    monkeypatch.setattr(dbfile, "time", Time)
+    assert dbfile.wait_for_gap(db) == pytest.approx(100.06 + dbfile.READERS_GAP)
+    note.write_text(f"{clock.now:.3f} {other} closing")  # a close never said done
+    began = clock.now
+    assert dbfile.wait_for_gap(db) == pytest.approx(began + dbfile.CLOSE_WAIT, abs=0.03)

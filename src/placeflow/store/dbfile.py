@@ -209,46 +209,59 @@ def note_holder(path: Path | str) -> None:
         _holder_file(path).write_text(text)
 
 
-def note_let_go(path: Path | str) -> None:
+def note_let_go(path: Path | str, *, closing: bool = False) -> None:
     """Say beside the database when this process let go of it (wall clock and pid), so that a
-    writer of another process waiting for it leaves readers a gap first (`gap_left`). Best
+    writer of another process waiting for it leaves readers a gap first (`wait_for_gap`);
+    `closing`: its close (a checkpoint) has begun and the file is free at its end. Best
     effort, as `note_holder`."""
     if str(path) == ":memory:":
         return
+    state = "closing" if closing else "free"
     with suppress(OSError):
-        Path(f"{path}.free").write_text(f"{time.time():.3f} {os.getpid()}")
+        Path(f"{path}.free").write_text(f"{time.time():.6f} {os.getpid()} {state}")
 
 
 READERS_GAP = 0.3
 """Seconds a writer leaves the database free after another process's writer let go of it
 (`placeflow.store.writer.GAP` is its own): longer than a reader trying every quarter of a
 second takes between two tries."""
+CLOSE_WAIT = 2.0
+"""Seconds at most a writer waits for another process's close said begun to be said done."""
 
 
-def _let_go_by_other(path: Path | str) -> float | None:
-    """When another process last let go of the database (None: never, or this process)."""
+def _let_go_by_other(path: Path | str) -> tuple[float, bool] | None:
+    """When another process last let go of the database, and whether its close is under way
+    (None: never, or this process)."""
     try:
-        at, pid = Path(f"{path}.free").read_text().split()
-        return None if int(pid) == os.getpid() else float(at)
+        at, pid, state = Path(f"{path}.free").read_text().split()
+        return None if int(pid) == os.getpid() else (float(at), state == "closing")
     except (OSError, ValueError):
         return None
 
 
 def wait_for_gap(path: Path | str, gap: float = READERS_GAP) -> float:
-    """Sleep out what is left of `gap` since another process let go of the database (nothing
-    after this process's own let-go, whose gap its writer keeps itself); the time then."""
-    at = _let_go_by_other(path)
-    left = 0.0 if at is None else at + gap - time.time()
-    if left > 0:
-        time.sleep(min(left, gap))
-    return time.time()
+    """Sleep out what is left of `gap` since another process let go of the database, from the
+    end of its close (waited for, CLOSE_WAIT s at most); nothing after this process's own
+    let-go, whose gap its writer keeps itself. The time of its last look at the note."""
+    while True:
+        now = time.time()  # before the note is read: a let-go noted after it is later
+        note = _let_go_by_other(path)
+        if note is None:
+            return now
+        at, closing = note
+        if closing and now < at + CLOSE_WAIT:
+            time.sleep(0.02)  # its close is under way: the readers' gap starts at its end
+            continue
+        if at + gap <= now:
+            return now
+        time.sleep(min(at + gap - now, gap))  # then read again: it may have let go since
 
 
 def gap_taken(path: Path | str, tried: float) -> bool:
     """Whether another process let go of the database since `tried` (an open begun then may
     have taken the file in the gap that let-go leaves readers)."""
-    at = _let_go_by_other(path)
-    return at is not None and at > tried
+    note = _let_go_by_other(path)
+    return note is not None and note[0] > tried
 
 
 def holder_of(path: Path | str) -> str | None:

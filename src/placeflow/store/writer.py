@@ -292,7 +292,7 @@ class Writer:
             return
         with self._lock:  # said before the close as well: an open meeting the close waits
             if all(h.con is None for h in self._holds):  # its gap (`gap_taken`)
-                note_let_go(self.path)
+                note_let_go(self.path, closing=True)
         with FILES:  # not while another thread of this process opens the file
             con.close()  # a checkpoint of what it wrote once no other thread holds the file
         with self._lock:
