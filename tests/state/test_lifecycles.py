@@ -157,7 +157,7 @@ def test_who_names_the_modules_that_make_the_move(machine: Machine, step: Move) 
     """Each module a move's `who` names exists and makes that move (calls it by name)."""
     n = step.name
     calls = {
-        "jobs": rf"\.{n}\(",
+        "jobs": rf"\.{n}(_all)?\(",  # settled_all: a batch of chunks settled at once
         "research_requests": rf"""(_move\(\s*ctx,\s*"{n}"|REQUESTS,\s*"{n}")""",
         "runs": rf"""(\.moved\(\s*"{n}"|\.{n}\(|RUNS,\s*"{n}"|ends = .*"{n}")""",
     }[machine.table]
