@@ -6,8 +6,8 @@
     1. ended, not loaded (a crash): loaded from the file on disk, else fetched again
     2. synchronous batches: sent one at a time, each loaded as it comes back
     3. held chunks (unknown job, no result file) sent again when --resend-uncertain says so
-    4. job chunks: a `Sender` thread submits them while this thread polls, fetches and loads
-       each job as it ends
+    4. job chunks: a `Sender` thread submits them while this thread polls and fetches each job
+       as it ends, and loads the files in batches (`placeflow.runner.batch`)
     5. places left to other runs (claimed) waited for, up to --claim-wait, while their
        owners are alive and running
     6. account, however the run ended
