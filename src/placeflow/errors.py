@@ -147,25 +147,38 @@ class SecretRefused(UsageError, TypeError):
 
 
 class Stop(PlaceflowError):
-    """A research run stops before sending more: `kind` is unavailable or failed (exit 1), or
-    budget, credits or policy (`StopRefused`, exit 3: nothing more would be spent). Made by
-    `stop(kind, message)`; its exit code comes from `EXIT_CODES` as every error's does."""
+    """A research run stops before sending more: `kind` is unavailable or failed (the run left
+    interrupted, as a run with chunks held: exit 1), or budget, credits or policy
+    (`StopRefused`: nothing more would be spent). Made by `stop(kind, message)`; a research
+    ends with it as a run does, through the run's own error (`ended`) and so `EXIT_CODES`."""
 
     def __init__(self, kind: str, message: str) -> None:
         super().__init__(message)
         self.kind = kind
 
-    @property
-    def exit_code(self) -> int:
-        return exit_code(self) or EXIT_FAILED
+    def __reduce__(self) -> tuple[Any, ...]:  # kept in the send stage's info, which a flow pickles
+        return (type(self), (self.kind, str(self)))
 
     @property
     def status(self) -> str:
+        """The run's status once stopped: refused (a policy said no, nothing sent), else
+        interrupted (the same command goes on)."""
         return "refused" if self.kind == "policy" else "interrupted"
+
+    def ended(self, run_id: str, summary: object) -> RunStopped | None:
+        """The run's error the research ends with after its account, as a run ends (None: it
+        returns its summary, interrupted)."""
+        del run_id, summary
+        return None
 
 
 class StopRefused(Stop):
-    """A research run stopped by a budget, the credits or the service's policy (exit 3)."""
+    """A research run stopped by a budget, the credits or the service's policy: it ends as a
+    run refused (`BudgetRefused`, the policy) or whose credits ran out (`CreditsRanOut`)."""
+
+    def ended(self, run_id: str, summary: object) -> RunStopped:
+        stopped = BudgetRefused if self.kind == "policy" else CreditsRanOut
+        return stopped(str(self), run_id=run_id, summary=summary)
 
 
 def stop(kind: str, message: str) -> Stop:

@@ -33,13 +33,12 @@ from typing import Any
 from placeflow.api.client import PlaceApiClient
 from placeflow.api.errors import InsufficientCredits
 from placeflow.errors import (
-    EXIT_FAILED,
     EXIT_OK,
     EXIT_REFUSED,
     BudgetRefused,
-    CreditsRanOut,
     OptionsError,
     Stop,
+    stop,
 )
 from placeflow.events import Event, Note, RunStarted, StageStarted
 from placeflow.pipeline.account import RunSummary, account
@@ -158,10 +157,10 @@ def research(
                 book.moved("refused", message=sent.message)
             elif sent.status == "interrupted":  # the account closes a completed one
                 book.interrupted(str(sent.message))
-            summary = _account(r, book, api, warn=sent.exit_code != EXIT_REFUSED)
-        if sent.exit_code == EXIT_REFUSED:  # as a run's: refused, or its credits ran out
-            stopped = BudgetRefused if sent.status == "refused" else CreditsRanOut
-            raise stopped(str(sent.message), run_id=run_id, summary=summary)
+            summary = _account(r, book, api, warn=not sent.refused)
+        ended = sent.stop.ended(run_id, summary) if sent.stop is not None else None
+        if ended is not None:  # as a run's: refused, or its credits ran out
+            raise ended
         return summary
 
 
@@ -261,24 +260,23 @@ def _send(ctx: SendContext) -> SendInfo:
     """The send stage: every request the run has not settled, in order (`send_all`); how it
     ended (completed, or stopped: by the budget, the credits, a policy, unavailable research,
     or requests left lost or uncertain)."""
-    code, status, message = EXIT_OK, "completed", None
+    stopped: Stop | None = None
     try:
         send_all(ctx)
-    except Stop as stop:
-        code, status, message = stop.exit_code, stop.status, str(stop)
+    except Stop as exc:
+        stopped = exc
     except InsufficientCredits as exc:
-        code, status, message = EXIT_REFUSED, "interrupted", str(exc)
+        stopped = stop("credits", str(exc))
     totals = ctx.con.execute(sql_text("queries/research_totals"), {"run_id": ctx.run_id})
     found = totals.fetchone()
     doubtful = int(found[3]) if found else 0
-    if status == "completed" and doubtful:
-        code, status = EXIT_FAILED, "interrupted"
+    message = str(stopped) if stopped is not None else None
+    if stopped is None and doubtful:
         message = (
             f"{doubtful} request(s) lost or uncertain: their places have no answer;"
             " rerun with --resend-uncertain to buy them again. " + "; ".join(ctx.notes)
         )
-    return SendInfo(requests=ctx.sent, doubtful=doubtful, exit_code=code, status=status,
-                    message=message)  # fmt: skip
+    return SendInfo(requests=ctx.sent, doubtful=doubtful, stop=stopped, message=message)
 
 
 def _account(r: Stages, book: RunBook, api: PlaceApiClient | None, *, warn: bool) -> RunSummary:

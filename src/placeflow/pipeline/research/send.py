@@ -29,7 +29,7 @@ import duckdb
 from placeflow.api.client import PlaceApiClient
 from placeflow.api.errors import InsufficientCredits, PlaceflowError, Unprocessable, UsageUnknown
 from placeflow.api.models import DeepResearchResponse
-from placeflow.errors import stop
+from placeflow.errors import Stop, StopRefused, stop
 from placeflow.events import ChunkSubmitted, CreditsCharged, Emit, Note, ignore
 from placeflow.pipeline import writeahead
 from placeflow.pipeline.lostpost import usage_expected
@@ -52,13 +52,27 @@ Hook = Callable[[str, int], None]
 @dataclass(frozen=True)
 class SendInfo:
     """The send stage's info: requests sent by this invocation, those left lost or uncertain,
-    and how the sending ended (its exit code, the run's status, why it stopped)."""
+    the research's `Stop` when one stopped it (a budget, the credits, a policy, unavailable
+    research, a failure), and why it stopped. The run ends with the stop's own error
+    (`Stop.ended`, its exit code from `errors.EXIT_CODES`) or its summary's status."""
 
     requests: int
     doubtful: int
-    exit_code: int
-    status: str
+    stop: Stop | None = None
     message: str | None = None
+
+    @property
+    def status(self) -> str:
+        """completed; refused (the service's field policy: nothing more sent); interrupted."""
+        if self.stop is not None:
+            return self.stop.status
+        return "interrupted" if self.doubtful else "completed"
+
+    @property
+    def refused(self) -> bool:
+        """Whether it stopped because nothing more would be spent (a budget, the credits, a
+        policy): its spending is not warned about, its end is the run's refusal."""
+        return isinstance(self.stop, StopRefused)
 
 
 @dataclass
