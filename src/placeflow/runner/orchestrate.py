@@ -14,7 +14,6 @@ redone, and a resumed chunk carries on from the state its row in `jobs` records.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from datetime import datetime
@@ -42,7 +41,7 @@ from placeflow.runner.target import Target, environment_defaults
 from placeflow.state.budgets import kind_of, rest_of
 from placeflow.state.owners import not_carried, owner_of
 from placeflow.state.records import DEDUPED, MATCHED, REJECTS
-from placeflow.state.runbook import RunBook
+from placeflow.state.runbook import RunBook, run_row
 from placeflow.state.runstate import (
     Clock,
     RunState,
@@ -93,29 +92,19 @@ def _open(
         staging.con, cost, options, kind=kind, now=now, usage=usage
     )  # the budgets read in the hold that records this run's reservation (its estimate)
     state = RunState(db, new_run_id(now), clock=clock)
-    run = {
-        "created_at": started,  # the run's time counts its reading and dedupe too: one time
-        "status": "refused" if refused else "running",
-        "mode": options.mode,
-        "attributes": ",".join(options.attributes),
-        "include_summary": options.include_summary,
-        "signature": options.signature,
-        "inputs": json.dumps(list(source.inputs)),
-        "options": options.stored_json(),
-        "target": target.label,
-        "key_hint": api.key_hint,
-        "rows_read": c["rows_read"],
-        "rejected": c["rejected"],
-        "duplicates": c["duplicates"],
-        "skipped_fresh": c["skipped_fresh"],
-        "held_failing": r.stages["fresh"].held_failing,
-        "claimed": r.stages["fresh"].claimed,
-        "submitted": 0 if refused else c["to_send"],  # a refused run sends nothing
-        "credits_estimated": cost.credits,
-        "usage_before": None if usage is None else usage.current_usage,
-        "message": refused,
-        "fingerprint": print_,
-    }
+    counts = {name: c[name] for name in ("rows_read", "rejected", "duplicates", "skipped_fresh")}
+    fresh = r.stages["fresh"]
+    run = run_row(
+        started,  # the run's time counts its reading and dedupe too: one time
+        status="refused" if refused else "running", mode=options.mode,
+        signature=options.signature, options=options.stored_json(), inputs=source.inputs,
+        target=target.label, key_hint=api.key_hint, fingerprint=print_,
+        credits_estimated=cost.credits, message=refused,
+        counts={**counts, "held_failing": fresh.held_failing, "claimed": fresh.claimed,
+                "submitted": 0 if refused else c["to_send"]},  # a refused run sends nothing
+        attributes=",".join(options.attributes), include_summary=options.include_summary,
+        usage_before=None if usage is None else usage.current_usage,
+    )  # fmt: skip
     r.stage("open", open_run)(state, run, None if refused else planned)
     if refused:
         summary = r.stage("account", account)(state, None, started=started)

@@ -126,7 +126,7 @@ def research(
             run = run_row(
                 run_id, started, options, fingerprint=print_, inputs=source.inputs,
                 target=target.label, key_hint=api.key_hint, estimate=prepared.estimate,
-                rates=rates,
+                rates=rates, counts=prepared.counts(),
             )  # fmt: skip
             if checked.refused:
                 run.update(status="refused", message=checked.message)

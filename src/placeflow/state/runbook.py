@@ -6,8 +6,9 @@ ledger's entries and what the service was seen to bill.
 
 from __future__ import annotations
 
+import json
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any, Literal
 
@@ -26,6 +27,36 @@ LedgerKind = Literal["hold", "charge", "release", "adjustment", "possible"]
 
 def utc_now() -> datetime:
     return datetime.now(UTC)
+
+
+def run_row(
+    started: datetime,
+    *,
+    status: str,
+    mode: str,
+    signature: str,
+    options: str,
+    inputs: Sequence[str],
+    target: str,
+    key_hint: str | None,
+    fingerprint: str,
+    credits_estimated: int,
+    counts: Mapping[str, int],
+    message: str | None = None,
+    **kind: Any,
+) -> dict[str, Any]:
+    """A new run's row in `runs` (its columns, for `RunBook.record`), a run's as a research's:
+    when it started (its reading and dedupe counted: one time), its status, mode, signature,
+    options as stored (JSON), inputs, target and key, the fingerprint an unfinished one is found
+    by, its estimate, its counts (rows_read, rejected, duplicates, skipped_fresh, submitted,
+    ...) and why it was refused; `kind` adds its kind's own columns (a run's attributes, a
+    research's fields and rates)."""
+    return {
+        "created_at": started, "status": status, "mode": mode, "signature": signature,
+        "options": options, "inputs": json.dumps(list(inputs)), "target": target,
+        "key_hint": key_hint or None, "fingerprint": fingerprint,
+        "credits_estimated": credits_estimated, **counts, "message": message, **kind,
+    }  # fmt: skip
 
 
 class RunBook(RunReader):

@@ -6,12 +6,14 @@ to the key's usage and sums it up in the run's `RunSummary`, the research figure
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 import duckdb
 
 from placeflow.pipeline.account import ResearchInfo, Tally
+from placeflow.state.runbook import run_row as runs_row
 from placeflow.store.warehouse import sql_text
 
 if TYPE_CHECKING:
@@ -30,9 +32,11 @@ def run_row(
     key_hint: str,
     estimate: Estimate,
     rates: Rates,
+    counts: Mapping[str, int],
 ) -> dict[str, Any]:
-    """A new research run's row in runs: mode research, its signature, its options (with how
-    its inputs were read, `read_as`, for `placeflow rows`), its fields, flags and rates."""
+    """A new research run's row in runs, as a run's (`placeflow.state.runbook.run_row`): mode
+    research, its signature, its options (with how its inputs were read, `read_as`, for
+    `placeflow rows`), its counts, and research's own columns: its fields, flags and rates."""
     spec = options.spec
     stored = {
         "mode": "research", "max_credits": options.max_credits, "sample": options.sample,
@@ -40,14 +44,16 @@ def run_row(
         "read_as": options.reading().model_dump(mode="json"),
     }  # fmt: skip
     return {
-        "run_id": run_id, "created_at": created_at, "status": "planned", "mode": "research",
-        "signature": spec.signature(), "options": json.dumps(stored),
-        "fields": spec.fields_json(), "verify_identity": spec.verify_identity,
-        "validate_existence": spec.validate_existence, "sample": options.sample,
-        "max_credits": options.max_credits, "fingerprint": fingerprint,
-        "inputs": json.dumps(list(inputs)), "target": target, "key_hint": key_hint or None,
-        "credits_estimated": estimate.credits, "credits_per_field": rates.per_field,
-        "credits_per_identity": rates.per_identity,
+        "run_id": run_id,
+        **runs_row(
+            created_at, status="planned", mode="research", signature=spec.signature(),
+            options=json.dumps(stored), inputs=inputs, target=target, key_hint=key_hint,
+            fingerprint=fingerprint, credits_estimated=estimate.credits, counts=counts,
+            fields=spec.fields_json(), verify_identity=spec.verify_identity,
+            validate_existence=spec.validate_existence, sample=options.sample,
+            max_credits=options.max_credits, credits_per_field=rates.per_field,
+            credits_per_identity=rates.per_identity,
+        ),
     }  # fmt: skip
 
 

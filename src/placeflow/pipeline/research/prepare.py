@@ -102,11 +102,11 @@ def plan(
 
 
 def open_research(con: duckdb.DuckDBPyConnection, prepared: Prepared, run: dict[str, Any]) -> None:
-    """The open stage: the run (a runs row's columns, with its counts), its rows, rejects and
-    places, and its requests `planned`, in one transaction."""
+    """The open stage: the run (a runs row's columns, with its counts: `Prepared.counts`), its
+    rows, rejects and places, and its requests `planned`, in one transaction."""
     run_id, now = run["run_id"], run["created_at"]
     with transaction(con):
-        RunBook(con, run_id).record({**run, **prepared.counts()})
+        RunBook(con, run_id).record(run)
         record_rows(
             con,
             run_id,
