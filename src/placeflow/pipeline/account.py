@@ -24,7 +24,7 @@ from placeflow.pipeline.summary import RunSummary as RunSummary
 from placeflow.state.lifecycle import UNCERTAIN
 from placeflow.state.owners import owner_of
 from placeflow.state.runbook import RunBook
-from placeflow.state.runread import Claim
+from placeflow.state.runread import Claim, ledger_totals
 
 
 @dataclass(frozen=True)
@@ -86,16 +86,6 @@ def _rejected_by_field(con: duckdb.DuckDBPyConnection, run_id: str) -> dict[str,
         [run_id],
     ).fetchall()
     return {str(name): int(n) for name, n in rows}
-
-
-def ledger_totals(con: duckdb.DuckDBPyConnection, run_id: str) -> dict[str, int]:
-    rows = con.execute(
-        "select kind, coalesce(sum(credits), 0) from credit_ledger where run_id = ? group by kind",
-        [run_id],
-    ).fetchall()
-    totals = {"hold": 0, "charge": 0, "release": 0, "adjustment": 0}
-    totals.update({str(kind): int(total) for kind, total in rows})
-    return totals
 
 
 def lost_answers(con: duckdb.DuckDBPyConnection, run_id: str) -> dict[int, int]:

@@ -17,6 +17,22 @@ from placeflow.state.records import chunk_body as plan_body
 from placeflow.store.warehouse import sql_text
 from placeflow.store.writer import Writer
 
+LEDGER_KINDS = ("hold", "charge", "release", "adjustment", "possible")
+"""The kinds of a `credit_ledger` entry."""
+
+
+def ledger_totals(con: duckdb.DuckDBPyConnection, run_id: str) -> dict[str, int]:
+    """A run's ledger summed by kind (each kind there, 0 when it has no entry): what it held,
+    was charged, released, adjusted to the usage, and may have been charged (`possible`: lost
+    answers the key's usage could not rule out), a run's as a research's."""
+    rows = con.execute(
+        "select kind, coalesce(sum(credits), 0) from credit_ledger where run_id = ? group by kind",
+        [run_id],
+    ).fetchall()
+    totals = dict.fromkeys(LEDGER_KINDS, 0)
+    totals.update({str(kind): int(total) for kind, total in rows})
+    return totals
+
 
 @dataclass(frozen=True)
 class Claim:

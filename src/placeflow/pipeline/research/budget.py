@@ -16,8 +16,8 @@ from placeflow.pipeline.plan import Estimate, refusal
 from placeflow.pipeline.research.estimate import refusal_of
 from placeflow.pipeline.research.plan import FIELD_RATE, ROUTE
 from placeflow.pipeline.research.prepare import Prepared
-from placeflow.pipeline.research.send import ledger_totals
 from placeflow.state.runbook import RunBook
+from placeflow.state.runread import ledger_totals
 from placeflow.store.warehouse import sql_text
 from placeflow.store.writer import Writer
 
@@ -60,7 +60,8 @@ def budget(
         cost, charged, possible = prepared.estimate, 0, 0
     else:
         assert run_id is not None
-        charged, possible = ledger_totals(db.con, run_id)
+        totals = ledger_totals(db.con, run_id)
+        charged, possible = totals["charge"], totals["possible"]
         left = db.execute(sql_text("queries/research_to_spend"), {"run_id": run_id})
         to_spend, places, requests = (int(v) for v in left.fetchone() or (0, 0, 0))
         cost = Estimate(

@@ -38,6 +38,7 @@ from placeflow.pipeline.research.plan import ROUTE, Rates, ResearchSpec
 from placeflow.pipeline.research.refused import error_name, rejected_fields
 from placeflow.state.lifecycle import REQUEST_RESENDABLE, REQUESTS, move
 from placeflow.state.runbook import RunBook
+from placeflow.state.runread import ledger_totals
 from placeflow.store.warehouse import sql_text, transaction
 from placeflow.store.writer import Writer
 from placeflow.support.text import cap_strings
@@ -106,11 +107,6 @@ class SendContext:
             self.hook(moment, self.sent)
 
 
-def ledger_totals(con: duckdb.DuckDBPyConnection, run_id: str) -> tuple[int, int]:
-    row = con.execute(sql_text("queries/research_ledger_totals"), {"run_id": run_id}).fetchone()
-    return (int(row[0]), int(row[1])) if row else (0, 0)
-
-
 def _move(ctx: SendContext, name: str, request_no: int, **values: Any) -> None:
     """The request lifecycle's move `name` (`placeflow.state.lifecycle.REQUESTS`), refused
     (`IllegalMove`, nothing written) from a state it does not start from."""
@@ -170,8 +166,8 @@ class _Request:
         """--max-credits less what the run was charged or may have been charged."""
         if self.ctx.max_credits is None:
             return None
-        charged, possible = ledger_totals(self.ctx.con, self.ctx.run_id)
-        return self.ctx.max_credits - charged - possible
+        totals = ledger_totals(self.ctx.con, self.ctx.run_id)
+        return self.ctx.max_credits - totals["charge"] - totals["possible"]
 
     def sending(self, left: int | None) -> None:
         self._left, ctx = left, self.ctx
