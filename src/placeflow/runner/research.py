@@ -44,7 +44,7 @@ from placeflow.events import Event, Note, RunStarted, StageStarted
 from placeflow.pipeline.account import RunSummary, account
 from placeflow.pipeline.research.account import research_tally, run_row
 from placeflow.pipeline.research.budget import Budget, Within, budget
-from placeflow.pipeline.research.estimate import estimate_summary
+from placeflow.pipeline.research.estimate import refusal_of
 from placeflow.pipeline.research.fresh import field_shas, mark_fresh
 from placeflow.pipeline.research.plan import READ_AS as READ_AS
 from placeflow.pipeline.research.plan import Rates
@@ -56,7 +56,7 @@ from placeflow.pipeline.source import Source
 from placeflow.pipeline.staging import Staging
 from placeflow.runner.budget import within_budgets
 from placeflow.runner.orchestrate import finish, warned
-from placeflow.runner.prepare import as_source, fingerprint, gather
+from placeflow.runner.prepare import Preview, as_source, fingerprint, gather
 from placeflow.runner.steps import SYSTEM_TIMER, Stages, Step, Timer, direct, emitter
 from placeflow.runner.target import Target
 from placeflow.state.owners import carrying, not_carried
@@ -200,15 +200,16 @@ def estimate(
 ) -> dict[str, Any]:
     """`placeflow research --estimate`: what the research of `inputs` would cost, checked with
     the service; nothing spent (the document `--estimate --json` prints, its `exit_code` 3
-    when the research would be refused)."""
+    when the research would be refused): the run's `Preview` (`placeflow.runner.prepare`) of
+    it, as research's document."""
     r = Stages(step=step, emit=emitter(on_event), timer=timer)
     with target.client() as api:
         rates = Rates.from_card(api.pricing())
-        return _estimate(r, api, as_source(inputs), options, rates, db=db, now=clock(),
-                         label=target.label)  # fmt: skip
+        seen = _preview(r, api, as_source(inputs), options, rates, db=db, now=clock())
+    return r.stage("account", estimated)(seen, rates, target=target.label)
 
 
-def _estimate(
+def _preview(
     r: Stages,
     api: PlaceApiClient,
     source: Source,
@@ -217,35 +218,49 @@ def _estimate(
     *,
     db: Path | str,
     now: datetime,
-    label: str,
-) -> dict[str, Any]:
+) -> Preview:
     """The stages up to the plan (against the warehouse read-only, when there is one), and
-    the estimate checked with the service and the budgets."""
+    the estimate checked with the service and the budgets: what a research of `source` would
+    do, as a run's preview says it, its `refusal` why it would be refused now."""
     existing = Path(db).exists() and str(db) != ":memory:"
     con = connect(db, read_only=True) if existing else None
     reader = Writer.over(con) if con is not None else None
     try:
         prepared = _prepare(r, source, options, rates, reader, now=now)
-        out = estimate_summary(
-            api, plan=prepared.plan, run_rows=prepared.run_rows, rows_read=prepared.rows_read,
-            estimate=prepared.estimate, rates=rates, target=label,
-        )  # fmt: skip
-        if reader is not None and out["exit_code"] == EXIT_OK and prepared.estimate.credits:
+        refused = refusal_of(api, prepared.plan)  # the service's estimate and field policy
+        if reader is not None and refused is None and prepared.estimate.credits:
             checked = r.stage("budget", budget)(  # the balance and the warehouse's budgets
                 reader, api, None, max_credits=None, prepared=prepared,
                 within=_within(reader, lambda: now), priced=True,
             )  # fmt: skip
             if checked.refused:
-                out.update(exit_code=EXIT_REFUSED, status="refused", message=checked.message)
+                refused = checked.message
     finally:
         if con is not None:
             con.close()
-    return r.stage("account", _given)(out)
+    counts = prepared.counts()
+    return Preview(
+        rows_read=counts["rows_read"], rejected=counts["rejected"],
+        duplicates=counts["duplicates"], skipped_fresh=counts["skipped_fresh"],
+        to_send=prepared.estimate.places, estimate=prepared.estimate, stages=r.stages,
+        refusal=refused,
+    )  # fmt: skip
 
 
-def _given(out: dict[str, Any]) -> dict[str, Any]:
-    """An account stage whose summary is already made (`--estimate`'s)."""
-    return out
+def estimated(seen: Preview, rates: Rates, *, target: str) -> dict[str, Any]:
+    """`--estimate`'s document (its account stage) from the preview: its keys are kept for the
+    scripts that read them (`credits_estimated`, `credits_per_row`, `requests`, ...), its
+    `exit_code` 3 (`EXIT_REFUSED`) when the research would be refused."""
+    code = EXIT_OK if seen.refusal is None else EXIT_REFUSED
+    e = seen.estimate
+    return {
+        "status": "estimated" if code == EXIT_OK else "refused", "target": target,
+        "rows_read": seen.rows_read, "rejected": seen.rejected, "duplicates": seen.duplicates,
+        "skipped_fresh": seen.skipped_fresh, "to_send": seen.to_send, "requests": e.requests,
+        "credits_estimated": e.credits, "credits_per_row": e.credits_per_place,
+        "credits_per_field": rates.per_field, "credits_per_identity": rates.per_identity,
+        "message": seen.refusal, "exit_code": code,
+    }  # fmt: skip
 
 
 def _within(db: Writer, clock: Clock, *, exclude_run: str | None = None) -> Within:

@@ -1,19 +1,18 @@
 """The research estimate checked against the service before anything is spent: the first
-request's `estimate_only` answer must equal the rate card's price, and `--estimate` prints the
-whole estimate (spending nothing)."""
+request's `estimate_only` answer must equal the rate card's price, and a field the service's
+policy refuses is said (`--estimate` says either as the run's preview says a refusal:
+`placeflow.runner.research.estimate`)."""
 
 from __future__ import annotations
 
 import json
-from typing import Any
 
 import polars as pl
 
 from placeflow.api.client import PlaceApiClient
 from placeflow.api.errors import Unprocessable
-from placeflow.errors import EXIT_OK, EXIT_REFUSED, RateCardError
-from placeflow.pipeline.plan import Estimate
-from placeflow.pipeline.research.plan import Rates, requests_of
+from placeflow.errors import RateCardError
+from placeflow.pipeline.research.plan import requests_of
 from placeflow.pipeline.research.refused import policy_message
 
 
@@ -42,28 +41,3 @@ def refusal_of(api: PlaceApiClient, plan: pl.DataFrame) -> str | None:
     except Unprocessable as exc:
         return policy_message(exc)
     return None
-
-
-def estimate_summary(
-    api: PlaceApiClient,
-    *,
-    plan: pl.DataFrame,
-    run_rows: pl.DataFrame,
-    rows_read: int,
-    estimate: Estimate,
-    rates: Rates,
-    target: str,
-) -> dict[str, Any]:
-    """`--estimate`: what the research would cost, checked with the service; nothing spent."""
-    message = refusal_of(api, plan)
-    code = EXIT_OK if message is None else EXIT_REFUSED
-    by = dict(run_rows.group_by("disposition").len().iter_rows())
-    e = estimate
-    return {
-        "status": "estimated" if code == EXIT_OK else "refused", "target": target,
-        "rows_read": rows_read, "rejected": by.get("rejected", 0),
-        "duplicates": by.get("duplicate", 0), "skipped_fresh": by.get("skipped_fresh", 0),
-        "to_send": e.places, "requests": e.requests, "credits_estimated": e.credits,
-        "credits_per_row": e.credits_per_place, "credits_per_field": rates.per_field,
-        "credits_per_identity": rates.per_identity, "message": message, "exit_code": code,
-    }  # fmt: skip
