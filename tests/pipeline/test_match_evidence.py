@@ -414,3 +414,40 @@ def test_a_name_plus_a_qualifier_far_away_is_another_place() -> None:
     stop = {"city": "Miltzow", "country": "DE", "latitude": 54.1815, "longitude": 13.1552}
     assert _merged({**stop, "poi_name": "Miltzow"},
                    {**stop, "poi_name": "Miltzow Bahnhof", "latitude": 54.1818})  # fmt: skip
+
+
+NAVI_MUMBAI = {"city": "Navi Mumbai", "region": "Maharashtra", "postcode": "400703",
+               "country": "IN", "latitude": 19.07592, "longitude": 73.00681}  # fmt: skip
+"""India Post's "Turbhe S.O" and "Turbhe Market S.O": two offices of one PIN code 18 m apart
+(bench/matching/directories/chains.csv.gz), merged on name, postcode and spot before
+UNCONFIRMED."""
+
+
+@pytest.mark.parametrize(
+    ("a", "b"),
+    [("Turbhe S.O", "Turbhe Market S.O"), ("Kangayam SO", "Kangayam North SO"),
+     ("Ambav B.O", "Ambavali B.O")],
+)  # fmt: skip
+def test_a_name_plus_a_word_needs_a_sign_beyond_the_spot(a: str, b: str) -> None:
+    """Two offices of one PIN code whose names are one and the same plus a word (or plus
+    letters) stand 18 m apart, with nothing else of their own: never merged (UNCONFIRMED); with
+    the same phone, or the same house number, they are one place written two ways."""
+    one = {**NAVI_MUMBAI, "poi_name": a}
+    other = {**NAVI_MUMBAI, "poi_name": b, "latitude": 19.07608, "longitude": 73.00683}
+    assert not _merged(one, other)
+    assert _merged({**one, "phone": "022 2768 1234"}, {**other, "phone": "+91 22 2768 1234"})
+    assert _merged({**one, "street": "12 Palm Beach Road"}, {**other, "street": "12 Palm Beach Rd"})
+
+
+def test_names_a_letter_apart_on_a_coarse_spot_are_two_places() -> None:
+    """ "SMariyur BO" and "TMariyur BO", two villages of one PIN code that the directory puts on
+    one point given to two decimals (9.22, 78.49: a kilometre's grain), are never merged
+    (UNCONFIRMED); the same two names on a point given to five decimals are one office with a
+    typo, and so are they on the coarse point with one phone."""
+    spot = {"city": "Ramanathapuram", "postcode": "623703", "country": "IN",
+            "latitude": 9.22, "longitude": 78.49}  # fmt: skip
+    s, t = {**spot, "poi_name": "SMariyur BO"}, {**spot, "poi_name": "TMariyur BO"}
+    assert not _merged(s, t)
+    fine = {"latitude": 9.22137, "longitude": 78.49281}
+    assert _merged({**s, **fine}, {**t, **fine})
+    assert _merged({**s, "phone": "04567 221234"}, {**t, "phone": "04567 221234"})

@@ -1,4 +1,4 @@
-"""Three rules that keep apart places whose names or postcodes tell them apart, as SQL over a
+"""Rules that keep apart places whose names or postcodes tell them apart, as SQL over a
 pair (l, r) of the pass's places, and the DuckDB macros they call (`WORDS_MACRO`, created in
 the pass's DuckDB with the marks' macros: `placeflow.pipeline.match.model.MARKS_MACRO`). Each
 is part of the model's CONFLICT. Where they come from: India Post's offices
@@ -17,9 +17,16 @@ GENERIC_WORDS = (frozenset(STREET_WORDS.values()) - set(DIRECTIONS)) | {
 into ("Str." is "street", "Pl." "place") and their German forms; not the directions ("Thanjavur
 East" is not "Thanjavur Bazaar"). A name's unlike words (WORDS_DIFFER) are read without them:
 "Lehnin, Beelitzer Str." is "Lehnin, Beelitzer Straße"."""
+TYPE_WORDS = frozenset({"bahnhof", "bf", "bhf", "db", "hp", "haltepunkt", "pbf", "station", "stn"})
+"""Words that say what kind of place a name is and nothing of which: "Groß Kreutz" is "Groß
+Kreutz, Bhf", "Dresden-Niedersedlitz" its "Hp" (Haltepunkt). UNCONFIRMED reads names without
+them (and without GENERIC_WORDS)."""
 WORDS_MACRO = r"""
 create or replace macro pf_only(a, b) as array_to_string(list_filter(a, lambda w:
     not list_contains(b, w) and not list_contains(pf_generic_words(), w)), ' ');
+create or replace macro pf_extra(a, b) as array_to_string(list_filter(a, lambda w:
+    not list_contains(b, w) and not list_contains(pf_generic_words(), w)
+    and not list_contains(pf_type_words(), w)), ' ');
 create or replace macro pf_plain(x) as regexp_replace(x, '[\s.^$|?*+()\[\]{}\\-]', '', 'g');
 create or replace macro pf_abbreviates(s, t) as
     left(s, 1) = left(t, 1) and 2 * length(s) <= length(t)
@@ -34,6 +41,9 @@ create or replace macro pf_words_differ(a, b) as
 """ + (
     "create or replace macro pf_generic_words() as ["
     + ", ".join(f"'{w}'" for w in sorted(GENERIC_WORDS))
+    + "];"
+    + "create or replace macro pf_type_words() as ["
+    + ", ".join(f"'{w}'" for w in sorted(TYPE_WORDS))
     + "];"
 )
 """pf_words_differ(a, b): does each of two names (their word lists) hold words the other lacks
@@ -71,8 +81,53 @@ QUALIFIED_FAR = (
 )
 """A name that is the other plus a qualifier, the two places more than QUALIFIED_KM apart (the
 model's flat-earth distance): "Norddeich" and "Norddeich Mole" 330 m apart are two stations."""
-APART = (WORDS_DIFFER, POSTCODES_DIFFER, QUALIFIED_FAR)
+COARSE_DEGREES = 0.01
+"""Coordinates both of whose parts are whole multiples of this (two decimals or fewer: a
+kilometre's grain) say only which kilometre a place is in: India Post gives a quarter of its
+offices so (bench/matching/directories/chains.csv.gz; "Sukadi" and "Sukali", two villages, both
+on 20.85, 80.33); no labelled directory gives more than 1% of its rows so."""
+
+
+def _coarse(side: str) -> str:
+    """Whether a side's coordinates are given to COARSE_DEGREES or coarser."""
+    return " and ".join(
+        f"abs({side}.{c} / {COARSE_DEGREES} - round({side}.{c} / {COARSE_DEGREES})) < 1e-6"
+        for c in ("latitude", "longitude")
+    )
+
+
+_EXTRA = ("pf_extra(l.name_tokens, r.name_tokens)", "pf_extra(r.name_tokens, l.name_tokens)")
+_PLUS = (
+    f"abs(length({_EXTRA[0]}) - length({_EXTRA[1]})) >= 2"
+    f" and (starts_with({_EXTRA[0]}, {_EXTRA[1]}) or starts_with({_EXTRA[1]}, {_EXTRA[0]}))"
+)
+"""One name the other's plus a word or more ("Turbhe" / "Turbhe Market") or plus two letters
+or more at a word's end ("Ambav" / "Ambavali"), GENERIC_WORDS and TYPE_WORDS aside."""
+_COARSE_NAMES = (
+    f"(({_coarse('l')}) or ({_coarse('r')}))"
+    " and (l.name_sorted <> r.name_sorted or coalesce(l.branch, '') <> coalesce(r.branch, ''))"
+)
+"""Names that differ at all (a letter, a branch: "Pindkepar (T)" / "Pindkepar"), one side's
+coordinates coarse: nothing but the names and the postcode says where either is."""
+_CONFIRMED = (
+    "l.phone = r.phone or l.website = r.website or l.street_number = r.street_number"
+    " or jaro_winkler_similarity(l.street_name, r.street_name) >= 0.9 or l.id_key = r.id_key"
+)
+"""A sign of one identity beyond coordinates and postcode: the same phone (one no more than
+two places hold), web host, house number, like street, or id in one file."""
+UNCONFIRMED = (
+    "coalesce(l.name_core is not null and r.name_core is not null"
+    f" and (({_PLUS}) or ({_COARSE_NAMES})) and not coalesce({_CONFIRMED}, false), false)"
+)
+"""Two names that differ as two places' of one postcode do (one the other's plus a qualifier:
+"Turbhe" / "Turbhe Market", "Kangayam" / "Kangayam North"; or any difference on coarse
+coordinates: "SMariyur" / "TMariyur"), with no sign of one identity beyond coordinates and
+postcode (_CONFIRMED): two places. A false merge costs more than a missed duplicate: such a
+pair of one place written twice is left unmerged unless a phone, web host, street or id says
+it is one. India Post's offices without their ids (bench/RESULTS.md, #44 item 8): 13 false
+merges of 13 before this rule."""
+APART = (WORDS_DIFFER, POSTCODES_DIFFER, QUALIFIED_FAR, UNCONFIRMED)
 """This module's rules, each part of the model's CONFLICT."""
 
-__all__ = ["APART", "GENERIC_WORDS", "POSTCODES_DIFFER", "QUALIFIED_FAR", "QUALIFIED_KM",
-           "WORDS_DIFFER", "WORDS_MACRO"]  # fmt: skip
+__all__ = ["APART", "COARSE_DEGREES", "GENERIC_WORDS", "POSTCODES_DIFFER", "QUALIFIED_FAR",
+           "QUALIFIED_KM", "TYPE_WORDS", "UNCONFIRMED", "WORDS_DIFFER", "WORDS_MACRO"]  # fmt: skip
