@@ -340,23 +340,48 @@ def send_all(ctx: SendContext) -> None:
 
 
 def _send_all(ctx: SendContext) -> None:
-    leftovers = _states(ctx, "received", "sent")
-    for request_no, state in leftovers:
+    """A run's order (`placeflow.runner.carry.Carry.run`) on research's requests: what a crash
+    left, the held ones --resend-uncertain buys again, then the plan."""
+    ended_before(ctx)
+    resend_held(ctx)
+    send_planned(ctx)
+
+
+def ended_before(ctx: SendContext) -> None:
+    """What a crash left, as a run's `Carry.ended_before`: an answer received is loaded from its
+    row, never bought again; one sent without its answer is judged by the key's usage."""
+    for request_no, state in _states(ctx, "received", "sent"):
         if state == "received":
             load_received(ctx, request_no)
         else:
             resolve_sent(ctx, request_no)
-    if ctx.resend_uncertain:
-        with transaction(ctx.con):
-            for request_no, _ in _states(ctx, *REQUEST_RESENDABLE):
-                _move(ctx, "resend", request_no)
+
+
+def resend_held(ctx: SendContext) -> None:
+    """With --resend-uncertain, as a run's `Carry.resend_held`: the requests held as possibly
+    billed (lost, uncertain) go back to the plan, each said (it may pay for them twice)."""
+    if not ctx.resend_uncertain:
+        return
+    with transaction(ctx.con):
+        held = _states(ctx, *REQUEST_RESENDABLE)
+        for request_no, _ in held:
+            _move(ctx, "resend", request_no)
+    for request_no, state in held:
+        again = "its places are sent again (--resend-uncertain)"
+        ctx.emit(Note(f"request {request_no}: {state}; {again}"))
+
+
+def send_planned(ctx: SendContext) -> None:
+    """Every planned request in order, each loaded before the next goes out; research that is
+    unavailable (agent_unavailable, never billed: research's own) is tried again with backoff,
+    and the run stopped after `unavailable_retries`."""
     while True:
         pending = _states(ctx, "planned")
         if not pending:
             return
         request_no = pending[0][0]
         tries = 0
-        while (result := send_one(ctx, request_no)) == "unavailable":
+        while send_one(ctx, request_no) == "unavailable":
             tries += 1
             if tries > ctx.unavailable_retries:
                 raise stop(
@@ -365,7 +390,6 @@ def _send_all(ctx: SendContext) -> None:
                     f" {tries} tries: run the same command later to go on",
                 )
             ctx.sleep(ctx.unavailable_backoff * 2 ** (tries - 1))
-        del result
 
 
 def _states(ctx: SendContext, *states: str) -> list[tuple[int, str]]:
