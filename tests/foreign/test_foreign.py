@@ -140,6 +140,7 @@ def test_failed_rows_billed_are_a_billing_difference_not_a_second_job(tmp_path: 
         assert out["adjustment"] == out["failed"] > 0, out["message"]
 
 
+@pytest.mark.slow  # 17 s: the default suite keeps the lossy run and the failed-rows reading
 def test_holds_shown_only_at_the_end_name_every_chunk_made_twice(tmp_path: Path) -> None:
     """Holds shown in the usage only when a job ends, keys kept 50 ms, 60% of job POSTs'
     answers lost: chunks are made two, three, four times, some seen during
