@@ -57,8 +57,12 @@ def watch(db: Path, running: list[subprocess.Popen[str]], period: float) -> dict
     streak = longest = refused = made = 0
     began = at = 0.0
     turned: list[float] = []  # when each refused open was tried (epoch seconds)
+    ended: dict[int, float] = {}  # each run's end, seconds from the start of the watch
     while any(p.poll() is None for p in running):
         tried = time.monotonic() - started
+        for i, p in enumerate(running):
+            if i not in ended and p.poll() is not None:
+                ended[i] = tried
         try:
             with duckdb.connect(str(db), read_only=True) as con:
                 con.execute("select count(*) from runs").fetchall()
@@ -76,8 +80,10 @@ def watch(db: Path, running: list[subprocess.Popen[str]], period: float) -> dict
             if streak > longest:
                 longest, at = streak, began
         tick.wait(period)
+    done = time.monotonic() - started
     return {"longest": longest * period, "at": at, "refused": refused, "made": made,
-            "turned": turned, "t0": time.time() - (time.monotonic() - started)}  # fmt: skip
+            "turned": turned, "t0": time.time() - done,
+            "ended": [ended.get(i, done) for i in range(len(running))]}  # fmt: skip
 
 
 def booked(db: Path) -> int:
@@ -117,12 +123,12 @@ def one_route(route: str, places: int, period: float, tmp: Path) -> dict[str, An
             time.sleep(0.05)
         second = start(b)
         started_b = time.perf_counter() - t0
+        watched = time.perf_counter() - t0
         seen = watch(db, [first, second], period)
-        walls: list[float] = []
+        walls = [watched + seen["ended"][0], watched + seen["ended"][1] - started_b]
         outs: list[dict[str, Any]] = []
         for proc in (first, second):
             out_text, err = proc.communicate(timeout=1800)
-            walls.append(time.perf_counter() - t0)
             try:
                 outs.append(json.loads(out_text))
             except json.JSONDecodeError:
