@@ -17,7 +17,7 @@ import pytest
 import placeflow
 from placeflow.emulator import KeySpec, Sandbox, SandboxConfig
 from placeflow.emulator.keep import SandboxStore
-from placeflow.events import Event, FileVerified, RowsLoaded
+from placeflow.events import ChunkSubmitted, Event, FileVerified, RowsLoaded
 from placeflow.options import RunOptions
 from placeflow.runner.target import Target, open_target, sandbox_folder
 from placeflow.state.checks import run_checks
@@ -35,10 +35,12 @@ class Crash(BaseException):
 
 
 def crash_when(
-    chunks_loaded: int, kind: type[RowsLoaded | FileVerified] = RowsLoaded
+    chunks_loaded: int, kind: type[RowsLoaded | FileVerified | ChunkSubmitted] = RowsLoaded
 ) -> Callable[[Event], None]:
     """An event hook that stops the run once `chunks_loaded` chunks are in the warehouse (with
-    `kind` FileVerified: once that many chunks' files are fetched and verified, not loaded)."""
+    `kind` FileVerified: once that many chunks' files are fetched and verified, not loaded;
+    ChunkSubmitted on the synchronous route: once that many batches are answered, their files
+    recorded and not loaded)."""
     loaded: list[int] = []
 
     def hook(event: Event) -> None:
@@ -158,9 +160,10 @@ def test_a_job_id_the_warehouse_holds_for_other_places_is_not_taken(tmp_path: Pa
 def test_a_sync_route_resume_sends_only_what_is_left_and_shows_running(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A synchronous-route run stopped after two of its six batches: the resume sends the
-    four left, one request each (the sandbox's own counts), and `runs` shows the run running
-    while the resume carries it out, completed after."""
+    """A synchronous-route run stopped after two of its six batches were answered (their files
+    recorded, not yet loaded: answers are loaded in batches): the resume loads them from disk
+    and sends the four left, one request each (the sandbox's own counts), and `runs` shows the
+    run running while the resume carries it out, completed after."""
     db, csv_path = tmp_path / "wh.duckdb", write_places(tmp_path / "p.csv", 60)
     options = RunOptions(route="sync", dedupe="exact")
     sandbox = Sandbox(SandboxConfig(keys=(KeySpec(key=KEY),)))
@@ -168,10 +171,11 @@ def test_a_sync_route_resume_sends_only_what_is_left_and_shows_running(
         target = _target(srv.base_url)
         with pytest.raises(Crash):
             placeflow.run([str(csv_path)], options=options, db=db, target=target,
-                          on_event=crash_when(2))  # fmt: skip
+                          on_event=crash_when(2, ChunkSubmitted))  # fmt: skip
         before = sandbox.stats()["requests"]
         with duckdb.connect(str(db), read_only=True) as con:
             (run_id, status) = con.execute("select run_id, status from runs").fetchone() or ()
+            assert con.execute("select count(*) from enrichments").fetchone() == (0,)
         assert status == "interrupted"
         seen: list[str] = []
         take_over = RunState.take_over

@@ -162,7 +162,8 @@ class _Carry:
         self.batch.flush()
 
     def send_sync(self) -> None:
-        """Synchronous batches, one at a time, each loaded as it comes back (or held). Their
+        """Synchronous batches, one at a time, each answer's file loaded with the batch (`Batch`:
+        at a wait on the service once the oldest has waited, and when the step ends). Their
         waits are short when the run's own work is slower than the key's rate: the writer then
         lets go at a request once it has held the file `STRETCH` seconds (`Writer.stretch`)."""
         chunks = [c for c in self.state.chunks("planned", "submitted") if c.route == "sync"]
@@ -171,6 +172,7 @@ class _Carry:
             self._send_sync(chunks)
         finally:
             self.state.db.stretch = None
+        self.batch.flush()
 
     def _send_sync(self, chunks: list[Chunk]) -> None:
         for chunk in chunks:
@@ -180,9 +182,8 @@ class _Carry:
             )  # fmt: skip
             if isinstance(sent, Uncertain):
                 self.held.hold(chunk.chunk_no, sent.why, uncertain=True)
-            else:  # its answer is recorded, then loaded before the next request goes out
+            else:  # its answer is recorded (a file, its sha256): loaded with the batch
                 self.settle(chunk.chunk_no, _given(sent))
-                self.batch.flush()
 
     def resend_held(self) -> None:
         """Held jobs sent again as new ones, when --resend-uncertain accepts it."""
