@@ -33,7 +33,7 @@ from placeflow.emulator import KeySpec, Sandbox, SandboxConfig
 from placeflow.emulator.settings import FaultConfig
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from research_bench import FIELDS, RESULTS, replace_section
+from research_bench import FIELDS, RESULTS, ledger, replace_section
 
 KEY = "sk_bench_readers_0000"
 
@@ -73,16 +73,6 @@ def watch(db: Path, writer: subprocess.Popen[str], period: float) -> dict[str, A
                 longest, at = streak, began
         tick.wait(period)
     return {"longest": longest * period, "at": at, "refused": refused, "made": made}
-
-
-def ledger(db: Path, run_id: str) -> int:
-    with duckdb.connect(str(db), read_only=True) as con:
-        row = con.execute(
-            "select coalesce(sum(credits), 0) from credit_ledger"
-            " where run_id = ? and kind in ('charge', 'adjustment')",
-            [run_id],
-        ).fetchone()
-    return int(row[0]) if row else 0
 
 
 def main() -> None:
