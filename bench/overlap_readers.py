@@ -34,7 +34,7 @@ import duckdb
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from runner import FAST_LIMITS, FAST_SCALE, KEY, load_average, sandbox, write_section
+from runner import FAST_LIMITS, FAST_SCALE, KEY, load_average, reader_opens, sandbox, write_section
 
 HERE = Path(__file__).resolve().parents[1]
 
@@ -63,16 +63,14 @@ def watch(db: Path, running: list[subprocess.Popen[str]], period: float) -> dict
         for i, p in enumerate(running):
             if i not in ended and p.poll() is not None:
                 ended[i] = tried
-        try:
-            with duckdb.connect(str(db), read_only=True) as con:
-                con.execute("select count(*) from runs").fetchall()
-            made += 1
+        opened = reader_opens(db)
+        if opened is None:  # the first run has not made its warehouse yet
+            tick.wait(period)
+            continue
+        made += 1
+        if opened:
             streak = 0
-        except (duckdb.IOException, duckdb.CatalogException):
-            if not db.exists():  # the first run has not made its warehouse yet
-                tick.wait(period)
-                continue
-            made += 1
+        else:
             refused += 1
             turned.append(time.time())
             began = tried if streak == 0 else began

@@ -27,13 +27,12 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-import duckdb
-
 from placeflow.emulator import KeySpec, Sandbox, SandboxConfig
 from placeflow.emulator.settings import FaultConfig
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from research_bench import FIELDS, RESULTS, ledger, replace_section
+from runner import reader_opens
 
 KEY = "sk_bench_readers_0000"
 
@@ -56,16 +55,14 @@ def watch(db: Path, writer: subprocess.Popen[str], period: float) -> dict[str, A
     began = at = 0.0
     while writer.poll() is None:
         tried = time.monotonic() - started
-        try:
-            with duckdb.connect(str(db), read_only=True) as con:
-                con.execute("select count(*) from runs").fetchall()
-            made += 1
+        opened = reader_opens(db)
+        if opened is None:  # the research has not made its warehouse yet
+            tick.wait(period)
+            continue
+        made += 1
+        if opened:
             streak = 0
-        except (duckdb.IOException, duckdb.CatalogException):
-            if not db.exists():  # the research has not made its warehouse yet
-                tick.wait(period)
-                continue
-            made += 1
+        else:
             refused += 1
             began = tried if streak == 0 else began
             streak += 1

@@ -13,6 +13,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+import duckdb
 import measure
 
 from placeflow.config import apply_prefect_defaults
@@ -159,3 +160,14 @@ def write_section(path: Path, body: str, name: str = "pipeline-bench") -> None:
         rest = old[first:] if first >= 0 else ""
         text = block + ("\n" + rest if rest else "")
     path.write_text(text, encoding="utf-8")
+
+
+def reader_opens(db: Path) -> bool | None:
+    """One try of a plain read-only DuckDB connection, as any reader opens the warehouse: True
+    when it opened, False when the writer kept it out, None when there is no warehouse yet."""
+    try:
+        with duckdb.connect(str(db), read_only=True) as con:
+            con.execute("select count(*) from runs").fetchall()
+        return True
+    except (duckdb.IOException, duckdb.CatalogException):
+        return None if not db.exists() else False
