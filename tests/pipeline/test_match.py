@@ -259,3 +259,36 @@ def test_a_small_pass_with_no_pair_in_a_block_imports_no_splink() -> None:
     variant = {**DINER, "poi_name": "JOES DINER", "street": "120 Main St"}
     matched, info = fuzzy_match(_places(DINER, CAFE, variant))
     assert info.candidate_pairs >= 1 and matched.height == 1
+
+
+def test_a_tiny_pass_opens_no_duckdb_only_when_duckdb_would_find_no_pair(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """`tiny.may_pair` (polars, uncapped blocks, countries and street numbers) says yes to
+    every set of places in which the pass's own DuckDB finds a candidate pair; a tiny pass it
+    says no to opens no DuckDB and counts what the full pass counts."""
+    import tempfile
+
+    from placeflow.pipeline.match import engine, tiny
+
+    other_number = {**DINER, "poi_name": "Joe's Diner Two", "street": "122 Main Street"}
+    elsewhere = {**DINER, "country": "CA"}
+    variant = {**DINER, "poi_name": "JOES DINER", "street": "120 Main St"}
+    sets = [(DINER, CAFE), (DINER, other_number), (DINER, elsewhere, CAFE),
+            (DINER, CAFE, variant), (DINER, {**DINER, "street": None})]  # fmt: skip
+    for rows in sets:
+        batch = _places(*rows).with_columns(pl.lit(False).alias("known"))
+        with tempfile.TemporaryDirectory() as spill:
+            con = engine._connect(spill)
+            engine._stage(con, [batch], ids_may_repeat=False)
+            found = engine._any_candidate(con)
+            con.close()
+        assert tiny.may_pair([batch]) == found, rows
+    assert not tiny.may_pair([_places(DINER, other_number)])
+
+    def no_duckdb(spill: str) -> duckdb.DuckDBPyConnection:
+        raise AssertionError("a tiny pass with no pair opened a DuckDB")
+
+    monkeypatch.setattr(engine, "_connect", no_duckdb)
+    matched, info = fuzzy_match(_places(DINER, CAFE, other_number))
+    assert matched.height == 0 and (info.places, info.candidate_pairs) == (3, 0)

@@ -26,6 +26,7 @@ import duckdb
 import polars as pl
 
 from placeflow.fields import DEFAULT_MATCH_THRESHOLD
+from placeflow.pipeline.match import tiny
 from placeflow.pipeline.match.features import (
     BLOCKS,
     EVIDENCE,
@@ -33,12 +34,7 @@ from placeflow.pipeline.match.features import (
     capped_blocks_sql,
     features,
 )
-from placeflow.pipeline.match.grouping import (
-    components,
-    forbidden,
-    merged_places,
-    rebuild,
-)
+from placeflow.pipeline.match.grouping import components, forbidden, merged_places, rebuild
 from placeflow.pipeline.match.model import (
     CHAIN_AGREES,
     CHAIN_MIN,
@@ -348,10 +344,14 @@ def fuzzy_match_batches(
     on them come back into polars, so the pass's memory is bounded whatever the places' count.
     """
     known_count = 0 if known is None else known.height
+    places, few = tiny.held(_with_known(batches, known))
+    if few is not None and not tiny.may_pair(few):  # no two could pair: no DuckDB, no score
+        info = MatchInfo(sum(b.height for b in few), 0, 0, 0, 0, 0, 0, threshold, known_count)
+        return pl.DataFrame(schema=OUTPUT_SCHEMA), info
     with tempfile.TemporaryDirectory(prefix="placeflow-match-") as spill:
         con = _connect(spill)
         try:
-            height = _stage(con, _with_known(batches, known), ids_may_repeat=ids_may_repeat)
+            height = _stage(con, places, ids_may_repeat=ids_may_repeat)
             if height - known_count < 1 or height < 2:
                 info = MatchInfo(height, 0, 0, 0, 0, 0, 0, threshold, known_count)
                 return pl.DataFrame(schema=OUTPUT_SCHEMA), info
