@@ -87,3 +87,26 @@ def test_a_few_keys_are_the_digests_duckdb_makes() -> None:
     by_duckdb = con.sql("select 'pk_' || left(md5(k), 24) as place_key from t").pl()
     assert few.to_list() == by_duckdb.get_column("place_key").to_list()
     assert few.null_count() == 1 and few.name == "place_key"
+
+
+def test_the_embedded_sandbox_is_reached_in_process_each_under_origins_of_its_own(
+    tmp_path: Path,
+) -> None:
+    """Without a key, a run's sandbox answers through its in-process transport (no server
+    thread starts), and two embedded sandboxes have two base URLs, so a
+    client's limiter and spend journal (kept per base URL and key) never mix them."""
+    import threading
+
+    from placeflow.runner.target import open_target
+
+    before = {t.name for t in threading.enumerate()}
+    with (
+        open_target(api_key=None, base_url=None, db=tmp_path / "a.duckdb") as one,
+        open_target(api_key=None, base_url=None, db=tmp_path / "b.duckdb") as two,
+    ):
+        assert one.transport is not None and one.base_url != two.base_url
+        with one.client() as api:
+            assert api.usage().current_usage == 0
+        started = {t.name for t in threading.enumerate()} - before
+        assert not any(name.startswith("sandbox-") for name in started), started
+    assert one.label == f"embedded sandbox kept in {tmp_path / 'a.duckdb.sandbox'}"

@@ -7,6 +7,7 @@ reserved for loopback); served, two ports on 127.0.0.1.
 
 from __future__ import annotations
 
+import secrets
 import threading
 import traceback
 from collections.abc import Iterator
@@ -46,8 +47,16 @@ class Sandbox:
         self.restored = store.restore(self.backend) if store is not None else False
         """Whether a kept state was taken up (a sandbox started again)."""
 
-    def transport(self) -> SandboxTransport:
-        """A sync httpx transport that serves both origins in this process."""
+    def transport(self, *, own_origins: bool = False) -> SandboxTransport:
+        """A sync httpx transport that serves both origins in this process. With `own_origins`
+        the origins are named afresh first (`http://api-TOKEN.sandbox.localhost` and its files'
+        twin): a client's rate limiter and spend journal are kept per base URL and key, so two
+        sandboxes are two services to them, as two served on their own ports are."""
+        if own_origins:
+            token = secrets.token_hex(6)
+            self.base_url = f"http://api-{token}.sandbox.localhost"
+            self.files_url = f"http://files-{token}.sandbox.localhost"
+            self.backend.base_url, self.backend.files_url = self.base_url, self.files_url
         return SandboxTransport(self)
 
     @contextmanager

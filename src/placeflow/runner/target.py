@@ -10,6 +10,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import httpx
+
 from placeflow.api.client import PlaceApiClient
 from placeflow.api.journal import SpendJournal
 from placeflow.api.limiter import RateGate, RateLimiter, machine_limiter, state_dir
@@ -34,6 +36,9 @@ class Target:
     under a Prefect server passes one shared by every process talking to that server."""
     sleep: Callable[[float], None] = field(default=time.sleep, compare=False)
     """How a client waits between polls and retries (a test passes one that returns at once)."""
+    transport: httpx.BaseTransport | None = field(default=None, compare=False)
+    """How a client reaches the service when not over the network: the embedded sandbox's
+    in-process transport (`placeflow.emulator.SandboxTransport`)."""
 
     def client(
         self, *, timeout: float = 30.0, waiting: Callable[[float], None] | None = None
@@ -48,6 +53,7 @@ class Target:
             timeout=timeout,
             sleep=self.sleep,
             waiting=waiting,
+            transport=self.transport,
             journal=SpendJournal(state_dir() / f"{_ident(self)}.spend"),
         )
 
@@ -87,8 +93,10 @@ def sandbox_folder(db: Path | str) -> Path:
 def embedded_sandbox(
     config: SandboxConfig | None = None, *, keep: Path | None = None
 ) -> Iterator[Target]:
-    """Serve a sandbox on free loopback ports for the length of the block (its one key is paid,
-    so the client keeps to the paid tier's limits). With `keep`, its state is kept in that
+    """A sandbox in this process for the length of the block, reached through its httpx
+    transport (no sockets, no server threads; its origins its own: `Sandbox.transport`); its
+    one key is paid, so the client keeps to the paid tier's limits. With `keep`, its state is
+    kept in that
     folder and taken up again by the next sandbox kept there; while another process's sandbox
     holds the folder, or where it cannot be written (a read-only place), this one keeps
     nothing (said in its label)."""
@@ -99,22 +107,23 @@ def embedded_sandbox(
         kept = False
     try:
         sandbox = Sandbox(config or SandboxConfig(), store=store if kept else None)
-        with sandbox.serve() as served:
-            # Kept: one label for every process on the warehouse, the same service to a resume
-            label = f"embedded sandbox at {served.base_url}"
-            if keep is not None:
-                label = (
-                    f"embedded sandbox kept in {keep}"
-                    if kept
-                    else f"{label} (state not kept: {keep} is held by another process's"
-                    " sandbox or cannot be written)"
-                )
-            yield Target(
-                base_url=served.base_url,
-                api_key=Secret(DEFAULT_API_KEY),
-                label=label,
-                limits=RateLimits.for_tier("paid"),
+        transport = sandbox.transport(own_origins=True)
+        # Kept: one label for every process on the warehouse, the same service to a resume
+        label = f"embedded sandbox at {sandbox.base_url}"
+        if keep is not None:
+            label = (
+                f"embedded sandbox kept in {keep}"
+                if kept
+                else f"{label} (state not kept: {keep} is held by another process's"
+                " sandbox or cannot be written)"
             )
+        yield Target(
+            base_url=sandbox.base_url,
+            api_key=Secret(DEFAULT_API_KEY),
+            label=label,
+            limits=RateLimits.for_tier("paid"),
+            transport=transport,
+        )
     finally:
         if store is not None and kept:
             store.release()
