@@ -110,3 +110,53 @@ def test_the_embedded_sandbox_is_reached_in_process_each_under_origins_of_its_ow
         started = {t.name for t in threading.enumerate()} - before
         assert not any(name.startswith("sandbox-") for name in started), started
     assert one.label == f"embedded sandbox kept in {tmp_path / 'a.duckdb.sandbox'}"
+
+
+def test_a_small_input_is_gathered_in_the_hold_as_a_large_one_is_apart(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A run of a few rows (local files of `SMALL_INPUT` bytes or fewer) reads and dedupes them
+    in the warehouse's hold, without a scratch database; with the bound lowered below the file,
+    the same run reads them in a scratch database, the warehouse let go; both record the same
+    rows, places, matches and rejects."""
+    import placeflow
+    from placeflow.options import RunOptions
+    from placeflow.runner import prepare
+    from placeflow.runner.target import open_target
+
+    rows = [f"u{i},Corner Shop {i},{i} Elm Street,Springfield,USA\n" for i in range(8)]
+    rows += ["u8,Corner Shop 1,1 Elm St,Springfield,USA\n", "u9,,,,\n"]  # a near twin, a reject
+    csv = tmp_path / "p.csv"
+    csv.write_text("id,name,address,city,country\n" + "".join(rows))
+    scratches: list[int] = []
+    scratch = Staging.scratch
+
+    def counted() -> Any:
+        scratches.append(1)
+        return scratch()
+
+    monkeypatch.setattr(Staging, "scratch", counted)
+    tables = {
+        "run_rows": "source_row, disposition, place_key, match_rule",
+        "run_places": "place_key, chunk_no",
+        "run_matches": "own_key, answer_key, matched_key, match_rule",
+        "rejects": "source_row, field, reason",
+    }
+    seen, used = [], []
+    for bound in (prepare.SMALL_INPUT, 0):
+        monkeypatch.setattr(prepare, "SMALL_INPUT", bound)
+        db = tmp_path / f"wh-{bound}.duckdb"
+        with open_target(api_key=None, base_url=None, db=db) as target:
+            done = placeflow.run([str(csv)], options=RunOptions(), db=db, target=target)
+        assert done.status == "completed" and done.rejected == 1, done.message
+        used.append(len(scratches))
+        with duckdb.connect(str(db), read_only=True) as con:
+            seen.append(
+                {
+                    t: con.sql(f"select {c} from {t} order by all").fetchall()
+                    for t, c in tables.items()
+                }
+            )
+    assert used == [0, 1]
+    assert seen[0] == seen[1] and seen[0]["rejects"]
+    assert {row[1] for row in seen[0]["run_rows"]} >= {"submitted", "rejected"}

@@ -14,7 +14,8 @@ redone, and a resumed chunk carries on from the state its row in `jobs` records.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import ExitStack, contextmanager
 from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
@@ -35,7 +36,14 @@ from placeflow.pipeline.source import Source
 from placeflow.pipeline.staging import Staging
 from placeflow.runner import budget
 from placeflow.runner.carry import carry_out
-from placeflow.runner.prepare import as_source, counts_of, fingerprint, gather, plan_places
+from placeflow.runner.prepare import (
+    as_source,
+    counts_of,
+    fingerprint,
+    gather,
+    plan_places,
+    small_input,
+)
 from placeflow.runner.steps import SYSTEM_TIMER, Stages, Step, Timer, direct, emitter
 from placeflow.runner.target import Target, environment_defaults
 from placeflow.state.budgets import kind_of, rest_of
@@ -196,20 +204,11 @@ def run(
             fuzzy = options.dedupe == "fuzzy"
             pairs = not_a_match_pairs(con) if fuzzy else None
             ran = fuzzy and any_known(con)  # a new warehouse is not opened again to say none
-            wh.let_go()  # others may read while the rows are read and deduped, apart
-            with Staging.scratch() as scratch:
-                known = _known_lookup(wh) if ran else None
-                gather(r, source, options, scratch, not_a_match=pairs, known=known)
-                with wh.held() as con:  # the staging's tables must outlive the client's waits
-                    staging = Staging(con, warehouse=True)
-                    try:
-                        scratch.move_to(staging, DEDUPED, MATCHED, REJECTS)
-                        state = _open(
-                            r, api, wh, staging, source, options,
-                            print_=print_, target=target, clock=clock, started=started,
-                        )  # fmt: skip
-                    finally:
-                        staging.close()  # the plan is in the run's tables now (or refused)
+            with _gathered(r, wh, source, options, pairs, known=ran) as staging:
+                state = _open(
+                    r, api, wh, staging, source, options,
+                    print_=print_, target=target, clock=clock, started=started,
+                )  # fmt: skip
         wh.on_wait = state.beat
         workdir = workdir_for(db, state.run_id)
         summary = carry_out(r, api, state, options, workdir, started)
@@ -290,6 +289,38 @@ def _taken_over(
         r.emit(Note(moved))
     r.emit(RunStarted(run_id, kind, rest, resumed=True))
     return state
+
+
+@contextmanager
+def _gathered(
+    r: Stages, wh: Writer, source: Source, options: RunOptions,
+    pairs: pl.DataFrame | None, *, known: bool,
+) -> Iterator[Staging]:  # fmt: skip
+    """The warehouse's staging, held for the block (its tables must outlive the client's
+    waits), with the source read, normalised and deduped into it (`gather`; `known`: the
+    places the warehouse knows are looked up): in a scratch database with the warehouse let go
+    meanwhile, so that others may read, and moved in after; a small input (`small_input`) in
+    the hold itself. Its tables are dropped after the block (the plan is in the run's tables
+    by then, or the run refused)."""
+    small = small_input(source)
+    if not small:
+        wh.let_go()
+    with ExitStack() as stack:
+        scratch = None if small else stack.enter_context(Staging.scratch())
+        if scratch is not None:
+            lookup = _known_lookup(wh) if known else None
+            gather(r, source, options, scratch, not_a_match=pairs, known=lookup)
+        con = stack.enter_context(wh.held())
+        staging = Staging(con, warehouse=True)
+        try:
+            if scratch is None:
+                lookup = (lambda keys: known_places(con, keys)) if known else None
+                gather(r, source, options, staging, not_a_match=pairs, known=lookup)
+            else:
+                scratch.move_to(staging, DEDUPED, MATCHED, REJECTS)
+            yield staging
+        finally:
+            staging.close()
 
 
 def _known_lookup(wh: Writer) -> KnownLookup:

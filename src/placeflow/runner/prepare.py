@@ -51,6 +51,28 @@ def as_source(inputs: Source | Sequence[str], storage: Storage | None = None) ->
     return FileSource(given)
 
 
+SMALL_INPUT = 16 * 1024
+"""Bytes of local files (a hundred rows or two) up to which a run reads and dedupes its input
+with the warehouse held (`small_input`): that work takes a fraction of a second, less than the
+let-go and the open again it would take otherwise (readers are kept out at most 2 s)."""
+
+
+def small_input(source: Source) -> bool:
+    """Whether `source` is local files of SMALL_INPUT bytes or fewer in all (False for objects
+    in object storage, and for inputs not found: the read says why)."""
+    if not isinstance(source, FileSource):
+        return False
+    total = 0
+    for pattern in source.inputs:
+        try:
+            total += Path(pattern).stat().st_size  # a glob (no such file) is not known small
+        except OSError:
+            return False
+        if total > SMALL_INPUT:
+            return False
+    return True
+
+
 def fingerprint(source: Source, options: RunOptions, *asked: str) -> str:
     """The identity of a run command: its source's identity and its options (and, for a mode
     that asks more than the options say, `asked`: research's fields and sample)."""
