@@ -160,3 +160,26 @@ def test_a_small_input_is_gathered_in_the_hold_as_a_large_one_is_apart(
     assert used == [0, 1]
     assert seen[0] == seen[1] and seen[0]["rejects"]
     assert {row[1] for row in seen[0]["run_rows"]} >= {"submitted", "rejected"}
+
+
+def test_a_command_s_imports_pause_the_collector_and_freeze_only_where_the_process_says(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """`collector_paused` pauses the garbage collector for its block and turns it on again
+    after; it freezes what is alive only when the process's entry point set FREEZE (a library
+    call, as here, freezes nothing)."""
+    import gc
+
+    from placeflow.support import lazy
+
+    frozen = gc.get_freeze_count()
+    with lazy.collector_paused():
+        assert not gc.isenabled()
+    assert gc.isenabled() and gc.get_freeze_count() == frozen
+    monkeypatch.setattr(lazy, "FREEZE", True)
+    try:
+        with lazy.collector_paused():
+            pass
+        assert gc.isenabled() and gc.get_freeze_count() > frozen
+    finally:
+        gc.unfreeze()

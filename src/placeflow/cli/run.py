@@ -17,6 +17,7 @@ from placeflow.cli.submit import add_deployment_flags
 from placeflow.config import load_settings, storage_settings
 from placeflow.errors import EXIT_FAILED, EXIT_OK, EXIT_REFUSED, EXIT_USAGE, UsageError
 from placeflow.options import RunOptions
+from placeflow.support.lazy import collector_paused
 from placeflow.support.text import printable
 
 if TYPE_CHECKING:
@@ -90,13 +91,17 @@ def dispatch(args: argparse.Namespace) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from placeflow.cli.interrupt import Interrupt
-    from placeflow.cli.preflight import FINISHED, check_db, check_inputs, stored_status
-
     if args.command == "run" and args.deployment is not None:
         from placeflow.cli.submit import submit
 
         return print_outcome(submit(args), as_json=args.json)  # a worker carries it out
+    with collector_paused():  # what a run uses, imported at once
+        from placeflow.cli.interrupt import Interrupt
+        from placeflow.cli.preflight import FINISHED, check_db, check_inputs, stored_status
+        from placeflow.reporting.published import WrittenLater
+        from placeflow.runner.ending import open_service, run_ending, run_outcome
+        from placeflow.runner.steps import direct
+
     if getattr(args, "no_wait", False):
         raise UsageError("--no-wait goes with --deployment (a run here is waited for)")
     began = time.monotonic()
@@ -137,14 +142,9 @@ def _run(args: argparse.Namespace) -> int:
 
         return run_files
 
-    from placeflow.reporting.published import WrittenLater
-
     later = WrittenLater()  # the run's files, written once its summary is printed
 
     def local(on_event: Callable[[Event], None] | None) -> Outcome:
-        from placeflow.runner.ending import open_service, run_ending, run_outcome
-        from placeflow.runner.steps import direct
-
         return run_outcome(
             run_ending(later),
             service=lambda: open_service(settings, db=args.db, quiet=args.quiet),

@@ -4,8 +4,10 @@ help) does not load the rest."""
 
 from __future__ import annotations
 
+import gc
 import importlib
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from typing import Any
 
 
@@ -19,3 +21,27 @@ def lazy_names(package: str, where: Mapping[str, str]) -> Callable[[str], Any]:
         raise AttributeError(f"module {package!r} has no attribute {name!r}")
 
     return __getattr__
+
+
+FREEZE = False
+"""Whether what a `collector_paused` block leaves alive is frozen (`gc.freeze`: never scanned
+again). Set by a process's entry point alone (`python -m placeflow.cli`), never by a library
+call: a frozen object that later dies in a cycle is never collected, so only a process whose
+frozen objects are its modules' may."""
+
+
+@contextmanager
+def collector_paused() -> Iterator[None]:
+    """The block (a command's imports: objects that live as long as the process) runs with the
+    garbage collector paused, on again after it if it was before, and what is alive after it
+    is frozen where the process says so (FREEZE). Paused without a freeze, the first
+    collections after the block scan all it made, as they would have during it."""
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if FREEZE:
+            gc.freeze()
+        if was:
+            gc.enable()
