@@ -13,8 +13,7 @@ import traceback
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qsl, urlsplit
 
 import httpx
@@ -25,6 +24,9 @@ from placeflow.emulator.faults import Gate
 from placeflow.emulator.keep import SandboxStore
 from placeflow.emulator.responses import Reply
 from placeflow.emulator.settings import SandboxConfig
+
+if TYPE_CHECKING:  # the server's modules load only when a sandbox is served
+    from http.server import ThreadingHTTPServer
 
 IN_PROCESS_API = "http://sandbox.localhost"
 IN_PROCESS_FILES = "http://files.sandbox.localhost"
@@ -167,6 +169,8 @@ class SandboxTransport(httpx.BaseTransport):
 
 
 def _server(sandbox: Sandbox, host: str, port: int, *, files: bool) -> ThreadingHTTPServer:
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
         server_version = "placeflow-sandbox"

@@ -154,15 +154,19 @@ def _postcode(places: pl.DataFrame) -> pl.Series:
     return frame.select(pl.when(fixed != "").then(fixed).alias("postcode")).to_series()
 
 
-def features(places: pl.DataFrame, *, first_id: int = 0, capped: bool = True) -> pl.DataFrame:
+def features(
+    places: pl.DataFrame, *, first_id: int = 0, capped: bool = True, marked: bool = True
+) -> pl.DataFrame:
     """One row per input place (same order) with `match_id` (`first_id` + its position) and the
-    features; the block keys capped at MAX_BLOCK places among these, unless not `capped`."""
+    features; the block keys capped at MAX_BLOCK places among these, unless not `capped`; the
+    marks all null unless `marked` (a look at the blocks alone: `tiny`)."""
     raw_line, raw_name = _raw_line(places), _text(places, "poi_name")
+    unmarked = pl.Series("marks", [None] * places.height, pl.String)
     done: dict[str, tuple[pl.Series, pl.Series]] = parallel(
         {
             "name": lambda: _names(raw_name),
             "street": lambda: street_parts(raw_line),
-            "marks": lambda: (marks(raw_name, raw_line), raw_name),
+            "marks": lambda: (marks(raw_name, raw_line) if marked else unmarked, raw_name),
             "city": lambda: (
                 per_value(_text(places, "city"), lambda v: apply(words(v), _ascii_fold)),
                 raw_name,

@@ -44,7 +44,7 @@ def held(
 def may_pair(batches: list[pl.DataFrame]) -> bool:
     """Whether two of the places could meet a blocking rule: they share an uncapped block key,
     and neither their countries nor their street numbers differ (a null differs from nothing)."""
-    frames = [features(b, capped=False) for b in batches if b.height]
+    frames = [features(b, capped=False, marked=False) for b in batches if b.height]
     if sum(f.height for f in frames) < 2:
         return False
     places = pl.concat(frames).select(
