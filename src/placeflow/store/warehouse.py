@@ -182,20 +182,13 @@ DuckDB's default (16 MB) is less than two chunks' outcomes: every other load pai
 checkpoint. Closing the connection (a run does whenever it waits) checkpoints too."""
 
 
-WAREHOUSE_SETTINGS = {
-    "checkpoint_threshold": CHECKPOINT_THRESHOLD,
-    "memory_limit": "512MB",
-    "max_vacuum_tasks": "0",
-}
+WAREHOUSE_SETTINGS = {"checkpoint_threshold": CHECKPOINT_THRESHOLD, "memory_limit": "512MB",
+                      "max_vacuum_tasks": "0"}  # fmt: skip
 """A writer's DuckDB settings. `memory_limit` bounds the database's buffer pool and its
 queries' working memory (it spills to disk past it): by default DuckDB keeps up to 80% of RAM
-and caches every block it reads, and a run of ten million rows, reading each chunk's requests
-and outcomes once, kept gigabytes of them. `max_vacuum_tasks` 0: a checkpoint writes what
-changed and merges no row groups. A load writes its batch's row groups straight to the file (a
-row group of 120,000 rows and one of 10,000); with merges on, every checkpoint after one (a
-run's let-go closes) read the row groups of the batch before and wrote them again with the new
-ones: 0.5 CPU s a close, growing with the table. Rows are seldom deleted here (a chunk's load
-repeated), so the space merges would win back is small."""
+and caches every block it reads; a run of ten million rows kept gigabytes of them. With
+`max_vacuum_tasks` 0 a checkpoint merges no row groups: each let-go after a load rewrote the
+load before (0.5 CPU s a close); rows are seldom deleted here, so merges win little back."""
 
 
 def writer_settings(con: duckdb.DuckDBPyConnection) -> None:
