@@ -18,7 +18,7 @@ from placeflow.pipeline.load import load_result, load_results
 from placeflow.runner.batch import BATCH_WAIT, LONG_WAIT, Batch
 from placeflow.runner.steps import Stages, direct
 from placeflow.state.runstate import RunState
-from placeflow.store.writer import Writer
+from placeflow.store.writer import GAP, Writer
 from tests.warehouse.helpers import (
     T0,
     add_run,
@@ -177,3 +177,108 @@ def test_a_wait_on_the_service_loads_the_batch_when_long_or_late(
     assert not batch.files and len(r.stages["load"]) == 2
     loaded = con.execute("select count(*) from jobs where status = 'loaded'").fetchone()
     assert loaded == (2,)
+
+
+class _Clock:
+    """The writer's and the batch's clock: it moves when told, or when the writer sleeps."""
+
+    def __init__(self) -> None:
+        self.now = 100.0
+        self.slept: list[float] = []
+
+    def __call__(self) -> float:
+        return self.now
+
+    def sleep(self, seconds: float) -> None:
+        self.slept.append(seconds)
+        self.now += seconds
+
+
+def _stretched(tmp_path: Path) -> tuple[_Clock, Writer, Batch, list[Fetched]]:
+    """A run's writer holding its file in stretches of a second, its batch on the same clock."""
+    clock = _Clock()
+    wh = Writer(tmp_path / "w.duckdb", clock=clock, sleep=clock.sleep, lazy=60.0, stretch=1.0)
+    files = _planned(wh.con, tmp_path)
+    state = RunState(wh, "r1", clock=lambda: T0)
+    r = Stages(step=direct, emit=lambda e: None)
+    batch = Batch(
+        r, state, kind="enrich", emit=lambda e: None, failed=lambda n, e: None, clock=clock
+    )
+    return clock, wh, batch, files
+
+
+def _loaded_by_reader(path: Path) -> int:
+    """A plain read-only connection's count of loaded chunks (it opens only while the writer
+    has let go)."""
+    with duckdb.connect(str(path), read_only=True) as reader:
+        found = reader.execute("select count(*) from jobs where status = 'loaded'").fetchone()
+    return int(found[0]) if found else 0
+
+
+def _loaded_by_reader_after(wh: Writer) -> int:
+    """The writer lets go, then a reader counts the loaded chunks."""
+    wh.let_go()
+    return _loaded_by_reader(wh.path)
+
+
+def test_a_batch_due_late_in_a_stretch_is_loaded_at_the_next_stretch_s_start(
+    tmp_path: Path,
+) -> None:
+    """A batch due (its file waited BATCH_WAIT) at a wait late in the writer's stretch is not
+    loaded there: the writer lets go at that wait with the batch unloaded (a reader opens the
+    file and finds nothing loaded), and the batch is loaded at the first wait of the next
+    stretch, so readers are never kept out for a stretch and a load in one go."""
+    clock, wh, batch, files = _stretched(tmp_path)
+    batch.add(files[0])
+    clock.now += BATCH_WAIT  # due, and the stretch has lasted past its second
+    batch.before_wait(0.0)
+    wh.waiting(0.0)
+    assert batch.files and not wh.holding()
+    assert _loaded_by_reader(wh.path) == 0  # the writer let go before any load
+    clock.now += 0.05  # the answer, in moments
+    wh.execute("select 1")  # recorded: a new stretch, after the rest of the readers' gap
+    assert clock.slept == [pytest.approx(GAP - 0.05)] and wh.held_for() == 0.0
+    batch.before_wait(0.0)
+    assert not batch.files and wh.holding()
+    assert _loaded_by_reader_after(wh) == 1
+    wh.close()
+
+
+def test_a_step_s_last_request_ends_the_writer_s_stretch(tmp_path: Path) -> None:
+    """A stretch of moments goes on at a request while requests are left; the last request's
+    wait lets go of the file however short the stretch (a reader opens it), so that the step's
+    last load and the run's end come in a stretch of their own, after the readers' gap."""
+    clock, wh, batch, files = _stretched(tmp_path)
+    batch.add(files[0])
+    batch.left(2)
+    clock.now += 0.1
+    batch.before_wait(0.0)
+    wh.waiting(0.0)
+    assert wh.holding() and batch.files  # not due: one file, just come
+    batch.left(1)
+    clock.now += 0.1
+    batch.before_wait(0.0)
+    wh.waiting(0.0)
+    assert not wh.holding() and _loaded_by_reader(wh.path) == 0
+    clock.now += 0.05  # the answer
+    batch.flush()  # the step's end
+    assert clock.slept == [pytest.approx(GAP - 0.05)] and _loaded_by_reader_after(wh) == 1
+    wh.close()
+
+
+def test_a_batch_of_batch_files_files_is_due_however_new(
+    con: duckdb.DuckDBPyConnection, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Files of a few rows each (a synchronous route's answers) are loaded at a wait once
+    BATCH_FILES of them wait, however new, so that no load is of many files at once."""
+    monkeypatch.setattr("placeflow.runner.batch.BATCH_FILES", 2)
+    files = _planned(con, tmp_path)
+    state = RunState(Writer.over(con), "r1", clock=lambda: T0)
+    r = Stages(step=direct, emit=lambda e: None)
+    batch = Batch(r, state, kind="enrich", emit=lambda e: None, failed=lambda n, e: None)
+    batch.add(files[0])
+    batch.before_wait(0.0)
+    assert len(batch.files) == 1
+    batch.add(files[1])
+    batch.before_wait(0.0)
+    assert not batch.files and len(r.stages["load"]) == 2

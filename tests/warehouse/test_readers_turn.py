@@ -219,3 +219,25 @@ def test_a_writer_waits_for_another_process_s_close_before_its_gap(
     note.write_text(f"{clock.now:.3f} {other} closing")  # a close never said done
     began = clock.now
     assert dbfile.wait_for_gap(db) == pytest.approx(began + dbfile.CLOSE_WAIT, abs=0.03)
+
+
+def test_the_let_go_note_is_replaced_whole(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A let-go's note is written aside and put in place whole: another process's writer
+    polling it meanwhile reads the last note until the new one is there, never an empty or
+    half-written one (which it would take for no note, and open in the readers' gap); nothing
+    is left beside it."""
+    db, note = tmp_path / "w.duckdb", tmp_path / "w.duckdb.free"
+    other = dbfile.os.getpid() + 1
+    note.write_text(f"99.000 {other} closing")
+    seen: list[str] = []
+    replace = dbfile.os.replace
+
+    def watched(src: str, dst: str) -> None:
+        seen.append(note.read_text())  # what a poller reads until the note is replaced
+        replace(src, dst)
+
+    monkeypatch.setattr(dbfile.os, "replace", watched)
+    dbfile.note_let_go(db)
+    assert seen == [f"99.000 {other} closing"]
+    assert note.read_text().split()[1:] == [str(dbfile.os.getpid()), "free"]
+    assert [p.name for p in tmp_path.iterdir()] == ["w.duckdb.free"]

@@ -3,13 +3,19 @@
 A chunk's file, fetched and its sha256 proved (`placeflow.pipeline.fetch`), waits in the batch
 until it holds `BATCH_ROWS` rows, a step of the carry ends (`flush`), or the run's thread is
 about to wait on the service (`before_wait`: a poll's pause, the sender's next job) for
-`LONG_WAIT` seconds or more, or while a file has waited `BATCH_WAIT` seconds; then the batch
-is loaded in one transaction (`placeflow.pipeline.load.load_all`). Against a service that
-answers at once the run's thread mostly waits moments for the sender's next job: loading then
-would load a chunk at a time. A batch refused as a
-whole is loaded again one file at a time, so that a bad file is its chunk's failure alone. A
-file fetched and not yet loaded when the run stops is recorded on its chunk: a resume loads it
-from disk.
+`LONG_WAIT` seconds or more, or while a file has waited `BATCH_WAIT` seconds or `BATCH_FILES`
+files wait; then the batch is loaded in one transaction (`placeflow.pipeline.load.load_all`).
+Against a service that answers at once the run's thread mostly waits moments for the sender's
+next job: loading then would load a chunk at a time. A batch refused as a whole is loaded again
+one file at a time, so that a bad file is its chunk's failure alone. A file fetched and not yet
+loaded when the run stops is recorded on its chunk: a resume loads it from disk.
+
+While the run's writer holds the file in stretches (`placeflow.store.writer.Writer.stretch`:
+its waits on the service are all short), a batch due by its files' wait or number is loaded at
+the start of a stretch, not at its end: a load at the end would keep readers out for the
+stretch and the load in one go. The step's last request ends the stretch (`left`): the step's
+last load (of `BATCH_FILES` files or so), what follows it and the run's close come in a
+stretch of their own.
 """
 
 from __future__ import annotations
@@ -46,6 +52,16 @@ CHUNK_FAILURES = (DownloadError, LoadError, NotFound, TransientError)
 """What settling one chunk may raise that is that chunk's alone: noted on it, retried by a
 resume, never stopping the others (NotFound: its job, asked for a fresh file URL, is unknown to
 the service)."""
+
+BATCH_FILES = 20
+"""Files from which a batch is due at a wait (as at `BATCH_WAIT`). Each file is a scan of its
+own in the load's statement, about 5 ms of CPU besides the load's 45: twenty load in 0.15 CPU
+s, at no more CPU a file than a hundred and fifty, which a synchronous route against a service
+answering at once gathers in ten seconds and loads in 1-3 s of a loaded machine's wall time,
+all of it readers' time."""
+FRESH = 0.25
+"""Seconds of the writer's stretch within which a batch due by its files' wait is loaded at a
+wait; past them it waits for the next stretch (the writer lets go within `STRETCH` seconds)."""
 
 Failed = Callable[[int, Exception], None]
 """Told a chunk whose load failed (`CHUNK_FAILURES`), and why."""
@@ -104,16 +120,33 @@ class Batch:
             except CHUNK_FAILURES as exc:
                 self.failed(fetched.chunk_no, exc)
 
+    def left(self, requests: int) -> None:
+        """`requests` are left to send in the step: the last one's wait ends the writer's
+        stretch, however short (its readers' gap covered by the request), so that the step's
+        last load, what follows it and the run's close come in a stretch of their own."""
+        db = self.state.db
+        if requests == 1 and db.stretch is not None:
+            db.stretch = 0.0
+
     def before_wait(self, seconds: float | None) -> None:
         """The calling thread is about to wait on the service for `seconds` (None: until the
         sender's next job comes): when it is the run's, the batch is loaded first if the wait
-        is `LONG_WAIT` or longer, or its oldest file has waited `BATCH_WAIT`."""
+        is `LONG_WAIT` or longer, or its oldest file has waited `BATCH_WAIT` (or it holds
+        `BATCH_FILES`) and the writer's stretch, if any, has just begun (`FRESH`)."""
         if not self.files or threading.get_ident() != self._thread:
             return
-        if self.state.db.holding() and in_transaction(self.state.con):
+        db = self.state.db
+        holding = db.holding()
+        if holding and in_transaction(self.state.con):
             return  # a wait inside a transaction: the batch is loaded after it, not into it
-        long = seconds is not None and seconds >= LONG_WAIT
-        if long or self._clock() - self._since >= BATCH_WAIT:
+        if seconds is not None and seconds >= LONG_WAIT:
+            self.flush()
+            return
+        waited = self._clock() - self._since
+        due = waited >= BATCH_WAIT or len(self.files) >= BATCH_FILES
+        late = db.stretch is not None and holding and db.held_for() >= FRESH
+        late = late and waited < 3 * BATCH_WAIT  # never put off for good (a slow machine)
+        if due and not late:  # a stretch under way ends within STRETCH: loaded at the next
             self.flush()
 
     @contextmanager

@@ -165,7 +165,8 @@ class _Carry:
         """Synchronous batches, one at a time, each answer's file loaded with the batch (`Batch`:
         at a wait on the service once the oldest has waited, and when the step ends). Their
         waits are short when the run's own work is slower than the key's rate: the writer then
-        lets go at a request once it has held the file `STRETCH` seconds (`Writer.stretch`)."""
+        lets go at a request once it has held the file `STRETCH` seconds (`Writer.stretch`), and
+        at the last one's, so that the step's end is a stretch of its own (`Batch.left`)."""
         chunks = [c for c in self.state.chunks("planned", "submitted") if c.route == "sync"]
         self.state.db.stretch = STRETCH if chunks else None
         try:
@@ -175,7 +176,8 @@ class _Carry:
         self.batch.flush()
 
     def _send_sync(self, chunks: list[Chunk]) -> None:
-        for chunk in chunks:
+        for i, chunk in enumerate(chunks):
+            self.batch.left(len(chunks) - i)  # the last one ends the writer's stretch
             sent = self.r.each("send-batch", send_batch)(
                 self.api, self.state, chunk, kind=self.kind, workdir=self.workdir,
                 emit=self.emit, resend=self.options.resend_uncertain,

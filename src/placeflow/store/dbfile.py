@@ -213,12 +213,15 @@ def note_let_go(path: Path | str, *, closing: bool = False) -> None:
     """Say beside the database when this process let go of it (wall clock and pid), so that a
     writer of another process waiting for it leaves readers a gap first (`wait_for_gap`);
     `closing`: its close (a checkpoint) has begun and the file is free at its end. Best
-    effort, as `note_holder`."""
+    effort, as `note_holder`; the note is replaced whole, never seen half written."""
     if str(path) == ":memory:":
         return
     state = "closing" if closing else "free"
-    with suppress(OSError):
-        Path(f"{path}.free").write_text(f"{time.time():.6f} {os.getpid()} {state}")
+    note = Path(f"{path}.free")
+    written = note.with_name(f".{note.name}.{os.getpid()}")
+    with suppress(OSError):  # replaced whole: a writer of another process polls it meanwhile,
+        written.write_text(f"{time.time():.6f} {os.getpid()} {state}")  # and read half
+        os.replace(written, note)  # written, as no note, it took the gap readers were left
 
 
 READERS_GAP = 0.3
