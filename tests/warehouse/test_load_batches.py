@@ -245,10 +245,18 @@ def test_a_batch_due_late_in_a_stretch_is_loaded_at_the_next_stretch_s_start(
 
 
 def test_a_step_s_last_request_ends_the_writer_s_stretch(tmp_path: Path) -> None:
-    """A stretch of moments goes on at a request while requests are left; the last request's
-    wait lets go of the file however short the stretch (a reader opens it), so that the step's
-    last load and the run's end come in a stretch of their own, after the readers' gap."""
+    """In a step whose writer has let go for readers before, a stretch of moments goes on at a
+    request while requests are left; the last request's wait lets go of the file however short
+    the stretch (a reader opens it), so that the step's last load and the run's end come in a
+    stretch of their own, after the readers' gap. A step of moments (the writer never let go
+    since the carry began: a run of a few places) keeps its stretch to its end."""
     clock, wh, batch, files = _stretched(tmp_path)
+    batch.left(1)
+    wh.waiting(0.0)
+    assert wh.holding() and wh.stretch == 1.0  # a step of one request: no let-go for it
+    clock.now += 1.0
+    wh.waiting(0.0)  # a stretch's end: let go for readers, opened again after the gap
+    clock.now += GAP + 0.01  # the request: longer than the readers' gap
     batch.add(files[0])
     batch.left(2)
     clock.now += 0.1

@@ -87,6 +87,8 @@ class Batch:
         self._since = 0.0
         """When the oldest file of the batch came (on `clock`)."""
         self._thread = threading.get_ident()
+        self._opened = state.db.opened
+        """The writer's opens when the batch was made (the run's carry began)."""
 
     def add(self, fetched: Fetched) -> None:
         """A chunk's verified file joins the batch; a full batch is loaded."""
@@ -123,9 +125,11 @@ class Batch:
     def left(self, requests: int) -> None:
         """`requests` are left to send in the step: the last one's wait ends the writer's
         stretch, however short (its readers' gap covered by the request), so that the step's
-        last load, what follows it and the run's close come in a stretch of their own."""
+        last load, what follows it and the run's close come in a stretch of their own; unless
+        the writer has not let go and opened again since the carry began (a step of moments,
+        a run of a few places: its end is no longer for it, and costs no let-go)."""
         db = self.state.db
-        if requests == 1 and db.stretch is not None:
+        if requests == 1 and db.stretch is not None and db.opened > self._opened:
             db.stretch = 0.0
 
     def before_wait(self, seconds: float | None) -> None:

@@ -113,7 +113,7 @@ class Writer:
         """When every thread had let go, while none holds the file (None: some thread holds it)."""
         self._closer = _IdleCloser(self)
         self.opened = 0
-        """How many times a connection was opened (a test reads it)."""
+        """How many times a connection was opened (tests, and a run's `Batch.left`)."""
         self.on_wait: Callable[[], None] | None = None
         """Called by a thread about to wait while it holds the file (a run's heartbeat)."""
 
