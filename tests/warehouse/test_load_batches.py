@@ -290,3 +290,25 @@ def test_a_batch_of_batch_files_files_is_due_however_new(
     batch.add(files[1])
     batch.before_wait(0.0)
     assert not batch.files and len(r.stages["load"]) == 2
+
+
+def test_the_run_s_account_ends_a_long_hold_at_its_request_when_the_carry_let_go_before(
+    tmp_path: Path,
+) -> None:
+    """In `stretched` (the run's account), a wait on the service after the writer has held the
+    file STRETCH lets go (a reader opens it) when the carry let go for readers before; a carry
+    of moments (never let go) keeps its hold through it."""
+    clock, wh, batch, _ = _stretched(tmp_path)
+    wh.stretch = None  # the steps have ended
+    with batch.stretched():
+        clock.now += 2.0
+        wh.waiting(0.0)
+        assert wh.holding() and wh.stretch is None  # a carry of moments
+    wh.let_go()
+    wh.execute("select 1")  # opened again: the carry let go before
+    with batch.stretched():
+        clock.now += 2.0
+        wh.waiting(0.0)  # the usage after, asked for
+        assert not wh.holding() and _loaded_by_reader(wh.path) == 0
+    assert wh.stretch is None
+    wh.close()

@@ -34,6 +34,7 @@ from placeflow.pipeline.load import Kind, load, load_all
 from placeflow.runner.steps import Stages
 from placeflow.state.runstate import RunState
 from placeflow.store.warehouse import in_transaction
+from placeflow.store.writer import STRETCH
 
 BATCH_ROWS = 122_880
 """Rows of result files from which a batch is loaded (in one transaction, the files that came
@@ -131,6 +132,20 @@ class Batch:
         db = self.state.db
         if requests == 1 and db.stretch is not None and db.opened > self._opened:
             db.stretch = 0.0
+
+    @contextmanager
+    def stretched(self) -> Iterator[None]:
+        """The block (the run's account) in the writer's stretch when the carry let go for
+        readers before (as `left` judges it): its request to the service (the usage after) lets
+        go of a hold that has lasted `STRETCH`, as a step's requests do; a run of moments keeps
+        its hold to its end."""
+        db = self.state.db
+        if db.stretch is None and db.opened > self._opened:
+            db.stretch = STRETCH
+        try:
+            yield
+        finally:
+            db.stretch = None
 
     def before_wait(self, seconds: float | None) -> None:
         """The calling thread is about to wait on the service for `seconds` (None: until the

@@ -366,7 +366,8 @@ class _Carry:
                     self.emit(Note(stopped))
                     self.state.interrupted(stopped)
         finally:
-            summary = self.r.stage("account", account)(self.state, self.api, started=started)
+            with self.batch.stretched():  # its request to the service may end a long hold
+                summary = self.r.stage("account", account)(self.state, self.api, started=started)
         if stopped:
             raise CreditsRanOut(stopped, run_id=self.state.run_id, summary=summary)
         return summary
