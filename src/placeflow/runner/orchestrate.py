@@ -14,6 +14,7 @@ redone, and a resumed chunk carries on from the state its row in `jobs` records.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import ExitStack, contextmanager
 from dataclasses import replace
@@ -60,6 +61,7 @@ from placeflow.state.runstate import (
     utc_now,
 )
 from placeflow.store.dbfile import shared_note
+from placeflow.store.warehouse import settings
 from placeflow.store.writer import Writer, workdir_for
 from placeflow.support.objects import Storage
 
@@ -291,6 +293,11 @@ def _taken_over(
     return state
 
 
+EVERY_CORE = {"threads": str(os.cpu_count() or 1)}
+"""DuckDB's threads for a new run's prepare and open (its fresh, plan and open stages), which
+delay its first request: the writer's other work runs on one thread (WAREHOUSE_SETTINGS)."""
+
+
 @contextmanager
 def _gathered(
     r: Stages, wh: Writer, source: Source, options: RunOptions,
@@ -311,6 +318,8 @@ def _gathered(
             lookup = _known_lookup(wh) if known else None
             gather(r, source, options, scratch, not_a_match=pairs, known=lookup)
         con = stack.enter_context(wh.held())
+        if not small:  # the work before the first request, on every core (WAREHOUSE_SETTINGS)
+            stack.enter_context(settings(con, **EVERY_CORE))
         staging = Staging(con, warehouse=True)
         try:
             if scratch is None:

@@ -82,10 +82,10 @@ class RunState(RunBook):
 
         The plan's rows are copied from its staging tables by DuckDB (run_rows, rejects,
         run_places, run_matches: see `placeflow.pipeline.staging`) and its chunks become `jobs`;
-        None records a refused run, finished at once. The copy runs on every core within the
-        writer's memory cap (WAREHOUSE_SETTINGS): on one thread it took 13.8 s of wall time at
-        1M rows before the first request could go out, on two 10.0 s (3.5 CPU s more), the
-        peak RSS of the run unchanged.
+        None records a refused run, finished at once. The copy runs on every core
+        (placeflow.runner.orchestrate.EVERY_CORE) within the writer's memory cap: on one thread
+        it took 13.8 s of wall time at 1M rows before the first request could go out, on two
+        10.0 s (3.5 CPU s more), the peak RSS of the run unchanged.
         """
         with transaction(self.con):
             self.record(run)
