@@ -5,7 +5,10 @@ from __future__ import annotations
 import duckdb
 import polars as pl
 
+from placeflow.options import RunOptions
+from placeflow.pipeline.plan import PLAN_MEMORY, plan
 from placeflow.pipeline.staging import MOVE_LIMIT, Staging
+from placeflow.state.records import MARKED, REQUESTS
 from placeflow.store.warehouse import WAREHOUSE_SETTINGS
 
 
@@ -41,3 +44,34 @@ def test_move_reads_the_source_under_the_move_cap() -> None:
         assert not source.exists("pf_t")
         assert seen == [_as_duckdb_says(MOVE_LIMIT)]
         assert _limit(source.con) == _as_duckdb_says(WAREHOUSE_SETTINGS["memory_limit"])
+
+
+def test_plan_runs_under_its_memory_cap() -> None:
+    """The plan stage appends every place's request with DuckDB capped at PLAN_MEMORY (its
+    requests spill rather than fill the staging's pool), the writer's cap back after."""
+    n = 25
+    text = pl.Series(["x"] * n)
+    marked = pl.DataFrame(
+        {
+            "row_ord": range(n), "place_key": [f"k{i}" for i in range(n)],
+            "poi_name": [f"Shop {i}" for i in range(n)], "street": text, "address": text,
+            "city": text, "region": text, "postcode": text, "country": ["US"] * n,
+            "latitude": [1.0] * n, "longitude": [2.0] * n, "core_key": text,
+            "disposition": ["submitted"] * n,
+        }
+    )  # fmt: skip
+    with Staging.scratch() as staging:
+        staging.append(MARKED, marked)
+        seen: list[str] = []
+        append = staging.append
+
+        def spying(table: str, frame: pl.DataFrame) -> None:
+            seen.append(_limit(staging.con))
+            append(table, frame)
+
+        staging.append = spying  # type: ignore[method-assign]  # a spy on the appends
+        _, info = plan(staging, RunOptions(route="job", chunk_rows=10, batch_rows=10))
+        assert info.places == n and info.chunks == 3
+        assert staging.count(REQUESTS) == n
+        assert set(seen) == {_as_duckdb_says(PLAN_MEMORY)}
+        assert _limit(staging.con) == _as_duckdb_says(WAREHOUSE_SETTINGS["memory_limit"])

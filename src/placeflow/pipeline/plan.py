@@ -23,6 +23,12 @@ REQUEST_FIELDS = PLACE_FIELDS
 """The place fields a request carries (besides its id, the place_key)."""
 JOB_MIN_REQUESTS = 3
 """A bulk job costs at least a submit, a status poll and a download."""
+PLAN_MEMORY = "256MB"
+"""DuckDB's memory while planning. The plan only scans the marked places a batch at a time and
+appends their requests (~300 bytes a place), which outgrow any pool: at the staging's 512MB,
+the pool filled with requests beside polars' batch and was a large run's peak (2.5M rows:
+1,140-1,180 MB against 930-970 with this cap, the plan's CPU alike; the requests spill to
+disk sooner and are read once, by the open stage)."""
 
 
 @dataclass(frozen=True)
@@ -37,7 +43,13 @@ class PlanInfo:
 def plan(staging: Staging, options: RunOptions) -> tuple[Plan, PlanInfo]:
     """Plan stage: the request of each place still to send (MARKED's submitted rows, in input
     order), chunked: built a batch of whole chunks at a time (memory holds one batch) and
-    appended to REQUESTS in chunk order, each chunk's sha256 taken as its batch is built."""
+    appended to REQUESTS in chunk order, each chunk's sha256 taken as its batch is built; with
+    DuckDB's memory at PLAN_MEMORY."""
+    with staging.limited(PLAN_MEMORY):
+        return _planned(staging, options)
+
+
+def _planned(staging: Staging, options: RunOptions) -> tuple[Plan, PlanInfo]:
     places = staging.count(MARKED, "disposition = 'submitted'")
     route = choose_route(places, options)
     per_batch = (size := chunk_size(route, options)) * max(1, options.batch_rows // size)

@@ -76,10 +76,10 @@ class Staging:
                     other.con.unregister(view)
                 self.drop(table)
 
-    def limited(self) -> AbstractContextManager[None]:
-        """The block runs with DuckDB's memory capped at MEMORY_LIMIT (spilling past it); the
-        connection's own setting comes back after."""
-        return settings(self.con, memory_limit=MEMORY_LIMIT)
+    def limited(self, limit: str = MEMORY_LIMIT) -> AbstractContextManager[None]:
+        """The block runs with DuckDB's memory capped at `limit` (spilling past it); a writer's
+        own setting (WAREHOUSE_SETTINGS, MEMORY_LIMIT's size) comes back after."""
+        return settings(self.con, memory_limit=limit)
 
     def append(self, table: str, frame: pl.DataFrame) -> None:
         """Append a frame to a staging table, creating it (with the frame's columns) if new.
