@@ -7,7 +7,7 @@ import polars as pl
 
 from placeflow.options import RunOptions
 from placeflow.pipeline.plan import PLAN_MEMORY, plan
-from placeflow.pipeline.staging import MOVE_LIMIT, Staging
+from placeflow.pipeline.staging import MOVE_INTO_LIMIT, MOVE_LIMIT, Staging
 from placeflow.state.records import MARKED, REQUESTS
 from placeflow.store.warehouse import WAREHOUSE_SETTINGS
 
@@ -27,8 +27,8 @@ def _as_duckdb_says(value: str) -> str:
 
 def test_move_reads_the_source_under_the_move_cap() -> None:
     """move_to copies every row, drops the source's table, and scans it with the source's
-    DuckDB capped at MOVE_LIMIT (its pool and the target's are not both full at once), the
-    writer's cap back after."""
+    DuckDB capped at MOVE_LIMIT and the target's at MOVE_INTO_LIMIT (two pools are not both full
+    at once), the writer's cap back on both after."""
     with Staging.scratch() as source, Staging.scratch() as target:
         source.append("pf_t", pl.DataFrame({"row_ord": range(1000), "v": ["x"] * 1000}))
         seen: list[str] = []
@@ -36,14 +36,16 @@ def test_move_reads_the_source_under_the_move_cap() -> None:
 
         def spying(table: str, sql: str, params: dict[str, object] | None = None) -> None:
             seen.append(_limit(source.con.cursor()))  # the open scan holds con itself
+            seen.append(_limit(target.con))
             create(table, sql, params)
 
         target.create = spying  # type: ignore[method-assign]  # a spy on the copy
         source.move_to(target, "pf_t")
         assert target.count("pf_t") == 1000
         assert not source.exists("pf_t")
-        assert seen == [_as_duckdb_says(MOVE_LIMIT)]
-        assert _limit(source.con) == _as_duckdb_says(WAREHOUSE_SETTINGS["memory_limit"])
+        assert seen == [_as_duckdb_says(MOVE_LIMIT), _as_duckdb_says(MOVE_INTO_LIMIT)]
+        writers = _as_duckdb_says(WAREHOUSE_SETTINGS["memory_limit"])
+        assert _limit(source.con) == writers and _limit(target.con) == writers
 
 
 def test_plan_runs_under_its_memory_cap() -> None:
