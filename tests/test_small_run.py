@@ -4,7 +4,6 @@ a plain-http service reads no CA bundle, and a staging table's column is asked o
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 from typing import Any
 
@@ -184,54 +183,3 @@ def test_a_command_s_imports_pause_the_collector_and_freeze_only_where_the_proce
         assert gc.isenabled() and gc.get_freeze_count() > frozen
     finally:
         gc.unfreeze()
-
-
-def test_frames_cross_to_duckdb_and_back_as_arrow_streams_with_their_types() -> None:
-    """`registrable` hands DuckDB a frame as an Arrow C stream whose columns DuckDB types as it
-    types the pyarrow table (a frame with a Null-typed column goes as that table), scanned as
-    often as a query reads it; `frame_of` reads a result back as `.pl()` does."""
-    import datetime as dt
-
-    from placeflow.support.arrowless import FrameStream, frame_of, registrable
-
-    frame = pl.DataFrame(
-        {"s": ["a", None], "n": [1, None], "t": [dt.datetime(2024, 1, 1, tzinfo=dt.UTC), None],
-         "l": [["x"], []], "st": [{"a": 1}, None],
-         "e": pl.Series(["x", "y"], dtype=pl.Enum(["x", "y"]))}
-    )  # fmt: skip
-    con = duckdb.connect()
-    con.register("streamed", registrable(frame))
-    con.register("tabled", frame.to_arrow(compat_level=pl.CompatLevel.newest()))
-    assert isinstance(registrable(frame), FrameStream)
-    assert con.sql("describe streamed").fetchall() == con.sql("describe tabled").fetchall()
-    assert con.sql("select count(*) from streamed a join streamed b using (n)").fetchall() == [(1,)]
-    untyped = frame.with_columns(pl.lit(None).alias("none"))
-    assert not isinstance(registrable(untyped), FrameStream)
-    query = "select * from tabled"
-    assert frame_of(con.sql(query)).equals(con.sql(query).pl())
-
-
-def test_a_ten_row_run_loads_no_pyarrow(tmp_path: Path) -> None:
-    """A ten-row run on a new warehouse (the embedded sandbox, its report written) completes
-    in a fresh process that never imports pyarrow: its frames cross as Arrow C streams."""
-    import subprocess
-    import sys
-
-    ten = tmp_path / "ten.csv"
-    ten.write_text(
-        "id,name,address,city,country\n"
-        + "".join(f"u{i},Corner Shop {i},{i} Elm Street,Springfield,USA\n" for i in range(10))
-    )
-    code = (
-        "import sys\n"
-        "from placeflow.cli.main import main\n"
-        f"code = main(['run', {str(ten)!r}, '--db', {str(tmp_path / 'wh.duckdb')!r}, '--json'])\n"
-        "print('pyarrow' in sys.modules, code)\n"
-    )
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("PLACEFLOW_", "PREFECT_API"))}
-    done = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, check=False, env=env
-    )
-    assert done.returncode == 0, done.stderr[-2000:]
-    assert done.stdout.strip().splitlines()[-1] == "False 0"
-    assert list((tmp_path / "reports").glob("*.html"))

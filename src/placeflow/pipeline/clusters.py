@@ -26,7 +26,6 @@ from placeflow.pipeline.known import KnownLookup, new_block_keys
 from placeflow.pipeline.staging import Staging
 from placeflow.state.records import MATCHED
 from placeflow.store.warehouse import sql_text
-from placeflow.support.arrowless import frame_of
 
 EXACT = "exact"
 AUDIT_COLUMNS = ("matched_row", "match_rule", "match_probability")
@@ -130,10 +129,7 @@ def _fuzzy(
         return None
     from placeflow.pipeline.match import fuzzy_match_batches  # Splink loads only when used
 
-    read = (  # a pass of one batch read whole, as an Arrow C stream (no pyarrow for a few rows)
-        [frame_of(staging.con.sql(firsts))] if unique <= MATCH_BATCH_ROWS
-        else staging.batches(firsts, MATCH_BATCH_ROWS)
-    )  # fmt: skip
+    read = staging.batches(firsts, MATCH_BATCH_ROWS)
     batches = (
         b.select(c for c in MATCH_FIELDS if c in b.columns).with_columns(
             pl.col("place_key").is_in(exact.implode()).alias("known")

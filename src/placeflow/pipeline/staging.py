@@ -32,7 +32,6 @@ from placeflow.fields import BATCH_ROWS
 from placeflow.state.records import TABLES
 from placeflow.store.dbfile import has_table
 from placeflow.store.warehouse import settings
-from placeflow.support.arrowless import frame_of, registrable
 
 MEMORY_LIMIT = "512MB"
 """DuckDB's memory for the staging work (it spills past it to its temporary directory)."""
@@ -93,7 +92,7 @@ class Staging:
         """Append a frame to a staging table, creating it (with the frame's columns) if new.
         An empty frame still creates the table, so the stages after always find it."""
         view = f"pf_batch_{secrets.token_hex(4)}"
-        self.con.register(view, registrable(frame))
+        self.con.register(view, frame.to_arrow(compat_level=pl.CompatLevel.newest()))
         try:
             if self.exists(table):
                 self.con.execute(f"insert into {table} by name select * from {view}")  # noqa: S608 - our table names, a random view's
@@ -130,7 +129,8 @@ class Staging:
 
     def query(self, sql: str, params: dict[str, Any] | None = None) -> pl.DataFrame:
         """The result of `sql` as a frame."""
-        return frame_of(self.con.sql(sql, params=params or {}))
+        out: pl.DataFrame = self.con.sql(sql, params=params or {}).pl()
+        return out
 
     def batches(self, sql: str, rows: int = BATCH_ROWS) -> Iterator[pl.DataFrame]:
         """The result of `sql` as frames of up to `rows` rows, in its order, read as they are
