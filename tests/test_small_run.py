@@ -183,3 +183,19 @@ def test_a_command_s_imports_pause_the_collector_and_freeze_only_where_the_proce
         assert gc.isenabled() and gc.get_freeze_count() > frozen
     finally:
         gc.unfreeze()
+
+
+def test_the_cli_s_frozen_imports_leave_a_clean_teardown() -> None:
+    """`python -m placeflow.cli` freezes its imports (FREEZE); where it then exits through the
+    interpreter's teardown (--help, --version, a usage error) the bindings report no object
+    left alive, and the exit codes are argparse's."""
+    import subprocess
+    import sys
+
+    for args, code in ((["--help"], 0), (["--version"], 0), (["run"], 2)):
+        done = subprocess.run(
+            [sys.executable, "-m", "placeflow.cli", *args],
+            capture_output=True, text=True, check=False, timeout=120,
+        )  # fmt: skip
+        assert done.returncode == code, done.stderr[-2000:]
+        assert "nanobind" not in done.stdout + done.stderr, args
