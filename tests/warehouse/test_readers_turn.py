@@ -241,3 +241,30 @@ def test_the_let_go_note_is_replaced_whole(tmp_path: Path, monkeypatch: pytest.M
     assert seen == [f"99.000 {other} closing"]
     assert note.read_text().split()[1:] == [str(dbfile.os.getpid()), "free"]
     assert [p.name for p in tmp_path.iterdir()] == ["w.duckdb.free"]
+
+
+def test_an_idle_let_go_after_a_long_stretch_leaves_readers_their_gap(tmp_path: Path) -> None:
+    """A let-go put off at a wait of moments that comes due once the stretch has lasted
+    `stretch` seconds (the idle closer's, here called as it calls it) leaves the file free GAP
+    seconds: the next open waits out the rest of it, not opening at once into readers' turn;
+    one due within the stretch does not."""
+    clock = Clock()
+    wh = writer.Writer(
+        tmp_path / "w.duckdb", clock=clock, sleep=clock.sleep, lazy=60.0, stretch=1.0
+    )
+    wh.execute("select 1")
+    clock.now += 0.5
+    wh.waiting(0.0)  # put off: the stretch is half a second
+    hold = wh._hold()
+    wh._let_go_idle(hold, hold.idle_at or 0.0)  # due within the stretch
+    clock.now += 0.1
+    wh.execute("select 1")
+    assert clock.slept == [] and wh.held_for() == pytest.approx(0.6)
+    clock.now += 0.3
+    wh.waiting(0.0)  # put off again: 0.9 s
+    clock.now += 0.2  # due once the stretch has lasted a second and more
+    wh._let_go_idle(hold, hold.idle_at or 0.0)
+    clock.now += 0.05
+    wh.execute("select 1")
+    assert clock.slept == [pytest.approx(writer.GAP - 0.05)] and wh.held_for() == 0.0
+    wh.close()

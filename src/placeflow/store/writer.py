@@ -32,6 +32,7 @@ import duckdb
 
 from placeflow.errors import WarehouseError
 from placeflow.store.dbfile import note_holder, note_let_go
+from placeflow.store.idle import IdleCloser
 from placeflow.store.warehouse import (
     FILES,
     connect,
@@ -111,7 +112,7 @@ class Writer:
         """When the current stretch began (None: none yet)."""
         self._free_since: float | None = None
         """When every thread had let go, while none holds the file (None: some thread holds it)."""
-        self._closer = _IdleCloser(self)
+        self._closer = IdleCloser[_Hold](self._let_go_idle)
         self.opened = 0
         """How many times a connection was opened (tests, and a run's `Batch.left`)."""
         self.on_wait: Callable[[], None] | None = None
@@ -302,12 +303,18 @@ class Writer:
 
     def _let_go_idle(self, hold: _Hold, due: float) -> None:
         """The idle closer's let-go of a hold whose put-off let-go came due, unless its thread
-        took the connection back meanwhile."""
+        took the connection back meanwhile; after a stretch of `stretch` seconds, the file is
+        then left free GAP seconds (its thread waits on the service meanwhile), as `waiting`
+        leaves it: a reopen at once would give readers nothing."""
         with hold.lock:
             if hold.idle_at != due or hold.con is None:
                 return
             hold.idle_at = None
+            long = self.stretch is not None and self.held_for() >= self.stretch
             self._forget(hold)
+        with self._lock:
+            if long and self._free_since is not None:
+                self._turn_until = self._free_since + GAP
 
 
 class _Over(Writer):
@@ -339,59 +346,6 @@ class _Over(Writer):
 
     def close(self) -> None:
         self.let_go()
-
-
-class _IdleCloser:
-    """One thread that lets go of the holds whose put-off let-go came due (started at the first
-    put-off, ended by `stop`). `let_go_count` counts its let-goes (a test waits on `let_went`)."""
-
-    def __init__(self, writer: Writer) -> None:
-        self._writer = writer
-        self._cond = threading.Condition()
-        self._due: dict[_Hold, float] = {}
-        self._thread: threading.Thread | None = None
-        self._stopped = False
-        self.let_went = threading.Event()
-        """Set each time it let go of a hold (a test clears and waits on it)."""
-
-    def put_off(self, hold: _Hold, seconds: float) -> float:
-        """Let go of `hold` in `seconds` unless called off; its due time (on this clock)."""
-        due = time.monotonic() + seconds
-        with self._cond:
-            if self._stopped:
-                return due
-            self._due[hold] = due
-            if self._thread is None:
-                self._thread = threading.Thread(
-                    target=self._main, name="placeflow-idle-closer", daemon=True
-                )
-                self._thread.start()
-            self._cond.notify()
-        return due
-
-    def stop(self) -> None:
-        with self._cond:
-            self._stopped = True
-            self._due.clear()
-            self._cond.notify()
-
-    def _main(self) -> None:
-        while True:
-            with self._cond:
-                while not self._stopped:
-                    if not self._due:
-                        self._cond.wait()
-                        continue
-                    hold, due = min(self._due.items(), key=lambda item: item[1])
-                    left = due - time.monotonic()
-                    if left <= 0:
-                        del self._due[hold]
-                        break
-                    self._cond.wait(left)
-                if self._stopped:
-                    return
-            self._writer._let_go_idle(hold, due)
-            self.let_went.set()
 
 
 def workdir_for(db: Path | str, run_id: str) -> Path:
