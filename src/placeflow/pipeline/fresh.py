@@ -13,6 +13,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from typing import Any
 
 import duckdb
 import polars as pl
@@ -167,21 +168,26 @@ def mark_fresh_staged(staging: Staging, options: RunOptions, *, now: datetime) -
         for table, empty in _EMPTY.items():
             staging.create(table, empty)
         candidates = staging.count(CANDIDATES)
-        if staging.warehouse and candidates and _has_runs(con):
+        looked = bool(staging.warehouse and candidates and _has_runs(con))
+        if looked:
             _look_up(staging, options, now, fresh=not options.force)
         staging.create(MARKED, sql_text("prepare/fresh_marked"))
-        counted = con.execute(
-            f"select (select count(*) from {OWN}), (select count(*) from {CORE}),"  # noqa: S608 - our staging tables
-            f" (select count(*) from {MARKED} where disposition = 'held_failing')"
-        ).fetchall()
-        own, by_core, held = (int(n) for n in counted[0])
-        owners = con.execute(
-            f"select claimed.owner_run_id, count(*) from {CLAIMED} as claimed"  # noqa: S608 - our tables
-            f" semi join {MARKED} as marked on claimed.place_key = marked.place_key"
-            " and marked.disposition = 'claimed'"
-            " group by claimed.owner_run_id order by claimed.owner_run_id"
-        ).fetchall()
-        warnings = _rekey_warnings(staging)
+        own, by_core, held = 0, 0, 0
+        owners: list[tuple[Any, ...]] = []
+        warnings: tuple[str, ...] = ()
+        if looked:  # else the work tables are empty: nothing fresh, held, claimed or re-keyed
+            counted = con.execute(
+                f"select (select count(*) from {OWN}), (select count(*) from {CORE}),"  # noqa: S608 - our staging tables
+                f" (select count(*) from {MARKED} where disposition = 'held_failing')"
+            ).fetchall()
+            own, by_core, held = (int(n) for n in counted[0])
+            owners = con.execute(
+                f"select claimed.owner_run_id, count(*) from {CLAIMED} as claimed"  # noqa: S608 - our tables
+                f" semi join {MARKED} as marked on claimed.place_key = marked.place_key"
+                " and marked.disposition = 'claimed'"
+                " group by claimed.owner_run_id order by claimed.owner_run_id"
+            ).fetchall()
+            warnings = _rekey_warnings(staging)
     finally:
         con.execute(f"drop view if exists {CANDIDATES}")
         con.execute(f"drop view if exists {OWN_KEYS}")
