@@ -268,3 +268,29 @@ def test_an_idle_let_go_after_a_long_stretch_leaves_readers_their_gap(tmp_path: 
     wh.execute("select 1")
     assert clock.slept == [pytest.approx(writer.GAP - 0.05)] and wh.held_for() == 0.0
     wh.close()
+
+
+def test_a_sender_s_let_go_after_a_long_stretch_leaves_readers_their_gap(
+    tmp_path: Path,
+) -> None:
+    """When a thread working beside the run (its sender) ends its block and so frees the file
+    after the stretch has lasted `stretch` seconds, the next open waits out the rest of GAP:
+    the run's own thread does not take the file back at once into readers' turn."""
+    clock = Clock()
+    wh = writer.Writer(
+        tmp_path / "w.duckdb", clock=clock, sleep=clock.sleep, lazy=60.0, stretch=1.0
+    )
+
+    def sender() -> None:
+        with wh.working():
+            wh.execute("select 1")
+            clock.now += 1.1  # its request and its writes: past the stretch
+
+    worker = threading.Thread(target=sender)
+    worker.start()
+    worker.join()
+    assert not wh.holding()
+    clock.now += 0.05
+    wh.execute("select 1")  # the run's thread, back from its wait
+    assert clock.slept == [pytest.approx(writer.GAP - 0.05)]
+    wh.close()

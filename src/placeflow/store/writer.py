@@ -207,14 +207,19 @@ class Writer:
     def working(self) -> Iterator[None]:
         """The calling thread works beside the writer's owner (a run's sender) for the block:
         `close` leaves its connection to it, and it lets go at the block's end (closing it for
-        good once the writer is closed), so its connection is closed only after it stopped."""
+        good once the writer is closed), so its connection is closed only after it stopped;
+        a let-go that frees the file after a stretch of `stretch` seconds leaves it free GAP."""
         hold = self._hold()
         hold.working = True
         try:
             yield
         finally:
             hold.working = False
+            long = self.stretch is not None and self.held_for() >= self.stretch
             self.let_go()
+            with self._lock:  # after a long stretch, readers get their gap (as at a wait)
+                if long and self._free_since is not None:
+                    self._turn_until = self._free_since + GAP
 
     def close(self) -> None:
         """Close every thread's connection, each under its hold's lock (as a let-go takes it),
