@@ -29,6 +29,7 @@ from tests.warehouse.helpers import (
     table_rows,
     write_lines,
 )
+from tests.warehouse.test_readers_turn import Clock
 
 CHUNKS = 3
 PER_CHUNK = 4
@@ -179,24 +180,9 @@ def test_a_wait_on_the_service_loads_the_batch_when_long_or_late(
     assert loaded == (2,)
 
 
-class _Clock:
-    """The writer's and the batch's clock: it moves when told, or when the writer sleeps."""
-
-    def __init__(self) -> None:
-        self.now = 100.0
-        self.slept: list[float] = []
-
-    def __call__(self) -> float:
-        return self.now
-
-    def sleep(self, seconds: float) -> None:
-        self.slept.append(seconds)
-        self.now += seconds
-
-
-def _stretched(tmp_path: Path) -> tuple[_Clock, Writer, Batch, list[Fetched]]:
+def _stretched(tmp_path: Path) -> tuple[Clock, Writer, Batch, list[Fetched]]:
     """A run's writer holding its file in stretches of a second, its batch on the same clock."""
-    clock = _Clock()
+    clock = Clock()
     wh = Writer(tmp_path / "w.duckdb", clock=clock, sleep=clock.sleep, lazy=60.0, stretch=1.0)
     files = _planned(wh.con, tmp_path)
     state = RunState(wh, "r1", clock=lambda: T0)
