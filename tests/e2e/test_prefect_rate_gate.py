@@ -60,3 +60,43 @@ def test_two_processes_through_prefect_limits_get_no_429(tmp_path: Path) -> None
     assert key["rate_limited"] == 0
     assert sorted(lim["slot_decay_per_second"] > 0 for lim in limits) == [True, True]
     assert all(KEY not in lim["name"] for lim in limits)
+
+
+GATES = """
+import sys
+from placeflow.flows.rate_gate import PrefectRateGate
+from placeflow.api.limiter import RateLimits
+from placeflow.support.redact import Secret
+
+base_url, key, capacity = sys.argv[1], sys.argv[2], int(sys.argv[3])
+limits = RateLimits.for_tier("free", window_scale=0.2, min_slack=0.15)
+PrefectRateGate(limits, base_url=base_url, api_key=Secret(key), capacity=capacity)
+"""
+
+
+def test_a_gate_on_limits_as_wanted_only_reads_them(tmp_path: Path) -> None:
+    """A key's second gate finds its limits on the server as wanted and leaves them as they
+    are (no create the server refuses and logs as its own error, no update restarting their
+    decay); a gate wanting other slots corrects them."""
+    with prefect_server(tmp_path / "prefect") as server:
+
+        def gate(capacity: int) -> list[dict[str, object]]:
+            done = subprocess.run(
+                [sys.executable, "-c", GATES, "http://api.test", KEY, str(capacity)],
+                env=server.env, cwd=REPO, capture_output=True, text=True, timeout=300,
+            )  # fmt: skip
+            assert done.returncode == 0, done.stderr
+            found = server.api("POST", "/v2/concurrency_limits/filter", {})
+            return sorted(found, key=lambda lim: str(lim["name"]))
+
+        first = gate(1)
+        again = gate(1)
+        log = (server.home / "server.log").read_text(errors="replace")
+        other = gate(2)
+    assert len(first) == 2
+    assert [(lim["updated"], lim["limit"]) for lim in again] == [
+        (lim["updated"], lim["limit"]) for lim in first
+    ]
+    assert "UNIQUE constraint failed" not in log
+    assert [lim["limit"] for lim in other] == [2, 2]
+    assert [lim["updated"] for lim in other] != [lim["updated"] for lim in first]

@@ -12,6 +12,7 @@ decays slots in whole steps from the limit's last update, so it grants at most t
 from __future__ import annotations
 
 import hashlib
+import math
 import threading
 import time
 from dataclasses import dataclass, replace
@@ -22,7 +23,7 @@ from prefect.client.schemas.actions import (
     GlobalConcurrencyLimitUpdate,
 )
 from prefect.concurrency.sync import rate_limit
-from prefect.exceptions import ObjectAlreadyExists
+from prefect.exceptions import ObjectAlreadyExists, ObjectNotFound
 
 from placeflow.api.limiter import RateGate
 from placeflow.fields import RateLimits
@@ -57,18 +58,26 @@ class PrefectRateGate:
         self._ensure_limits()
 
     def _ensure_limits(self) -> None:
-        """Create (or correct) each window's limit on the server."""
+        """Create (or correct) each window's limit on the server. A limit already as wanted
+        (every run's but the key's first) is only read: created again, the server logs the
+        refusal as an error of its own, and updated, its slots' decay starts anew."""
         with get_client(sync_client=True) as client:
             for name, (count, seconds) in zip(self.names, self.limits.windows, strict=True):
                 slots = max(1, min(self._capacity, count))
                 decay = max(count - slots, 1) / self.limits.spacing(seconds)
                 try:
-                    client.create_global_concurrency_limit(
-                        GlobalConcurrencyLimitCreate(
-                            name=name, limit=slots, slot_decay_per_second=decay
+                    have = client.read_global_concurrency_limit_by_name(name)
+                except ObjectNotFound:
+                    try:
+                        client.create_global_concurrency_limit(
+                            GlobalConcurrencyLimitCreate(
+                                name=name, limit=slots, slot_decay_per_second=decay
+                            )
                         )
-                    )
-                except ObjectAlreadyExists:
+                        continue
+                    except ObjectAlreadyExists:  # another process made it meanwhile
+                        have = client.read_global_concurrency_limit_by_name(name)
+                if have.limit != slots or not math.isclose(have.slot_decay_per_second, decay):
                     client.update_global_concurrency_limit(
                         name,
                         GlobalConcurrencyLimitUpdate(limit=slots, slot_decay_per_second=decay),
