@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import ExitStack, contextmanager
+from contextlib import ExitStack, closing, contextmanager
 from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
@@ -309,27 +309,23 @@ def _gathered(
     meanwhile, so that others may read, and moved in after; a small input (`small_input`) in
     the hold itself. Its tables are dropped after the block (the plan is in the run's tables
     by then, or the run refused)."""
-    small = small_input(source)
-    if not small:
-        wh.let_go()
     with ExitStack() as stack:
-        scratch = None if small else stack.enter_context(Staging.scratch())
-        if scratch is not None:
-            lookup = _known_lookup(wh) if known else None
-            gather(r, source, options, scratch, not_a_match=pairs, known=lookup)
-        con = stack.enter_context(wh.held())
-        if not small:  # the work before the first request, on every core (WAREHOUSE_SETTINGS)
+        if small_input(source):
+            con = stack.enter_context(wh.held())
+            staging = stack.enter_context(closing(Staging(con, warehouse=True)))
+            lookup = (lambda keys: known_places(con, keys)) if known else None
+            gather(r, source, options, staging, not_a_match=pairs, known=lookup)
+        else:
+            wh.let_go()
+            scratch = stack.enter_context(Staging.scratch())
+            scratch_lookup = _known_lookup(wh) if known else None
+            gather(r, source, options, scratch, not_a_match=pairs, known=scratch_lookup)
+            con = stack.enter_context(wh.held())
+            # the work before the first request, on every core (WAREHOUSE_SETTINGS)
             stack.enter_context(settings(con, **EVERY_CORE))
-        staging = Staging(con, warehouse=True)
-        try:
-            if scratch is None:
-                lookup = (lambda keys: known_places(con, keys)) if known else None
-                gather(r, source, options, staging, not_a_match=pairs, known=lookup)
-            else:
-                scratch.move_to(staging, DEDUPED, MATCHED, REJECTS)
-            yield staging
-        finally:
-            staging.close()
+            staging = stack.enter_context(closing(Staging(con, warehouse=True)))
+            scratch.move_to(staging, DEDUPED, MATCHED, REJECTS)
+        yield staging
 
 
 def _known_lookup(wh: Writer) -> KnownLookup:
