@@ -4,7 +4,7 @@
 -- or the same, and whose newest successful outcome answering the request was loaded after
 -- $cutoff: a newly filled region or postcode changed the key, not the place. Once per key,
 -- with outcome_key the earlier place whose outcome answers it (the newest, then the least key).
--- Parameters: $signature, $cutoff.
+-- The outcomes are pf_fresh_outcomes (see fresh_keys.sql). Parameters: $signature, $cutoff.
 
 with
 
@@ -30,7 +30,7 @@ successful_outcomes as (
     select
         place_key,
         max(outcome_at) as outcome_at
-    from place_outcomes
+    from pf_fresh_outcomes
     where success and signature_answers(signature, $signature)
     group by place_key
 ),

@@ -1,6 +1,8 @@
 -- fresh_keys: of the candidate places (pf_fresh_candidates: a view over the staged places, or
 -- a registered frame; row_ord and place_key), those whose newest successful outcome answering
 -- the request was loaded after $cutoff, once per key, in the order of its first candidate row.
+-- The outcomes are pf_fresh_outcomes: a view of place_outcomes, or (a run's recheck in its
+-- hold of the warehouse) those loaded since its lookup.
 -- An outcome answers any request it covers (signature_answers): the same signature, an
 -- enrichment with existence and open_closed for a validation, an enrichment for an enrichment
 -- of a subset of its attributes. Failed outcomes are never fresh: a rerun retries them.
@@ -20,7 +22,7 @@ successful_outcomes as (
         place_key,
         run_id,
         outcome_at
-    from place_outcomes
+    from pf_fresh_outcomes
     where success and signature_answers(signature, $signature)
 ),
 

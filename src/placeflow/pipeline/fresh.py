@@ -35,6 +35,14 @@ CLAIMED = "pf_fresh_claimed"
 """The stage's work tables: keys fresh themselves; keys answered under an earlier key of their
 core (place_key, outcome_key); keys held back (place_key, failures_in_a_row, last_error); keys
 run before under other keys; keys another unfinished run is buying (place_key, owner_run_id)."""
+OUTCOMES = "pf_fresh_outcomes"
+"""The outcomes the freshness queries look in: a view of place_outcomes (ALL_OUTCOMES), or a
+table of those loaded since SEEN was taken (SINCE_SEEN: `changed_since`)."""
+SEEN = "pf_fresh_seen"
+"""The loads of outcomes (run_id, chunk_no, outcome_at) the warehouse held when a run looked up
+its fresh places outside its hold of the warehouse (`seen_outcomes`)."""
+ALL_OUTCOMES = f"create or replace temp view {OUTCOMES} as select * from place_outcomes"  # noqa: S608 - our names
+SINCE_SEEN = f"select * from place_outcomes anti join {SEEN} using (run_id, chunk_no, outcome_at)"  # noqa: S608 - our names
 _EMPTY = {
     OWN: "select null::varchar as place_key where false",
     CORE: "select null::varchar as place_key, null::varchar as outcome_key where false",
@@ -100,11 +108,13 @@ def fresh_keys(
         return none
     frame = keys.select(pl.col("place_key").cast(pl.String)).with_row_index("row_ord")
     con.register(CANDIDATES, frame.to_arrow())
+    con.execute(ALL_OUTCOMES)
     try:
         params = {"signature": signature, "cutoff": cutoff}
         found: pl.DataFrame = con.sql(sql_text("queries/fresh_keys"), params=params).pl()
         return found
     finally:
+        con.execute(f"drop view if exists {OUTCOMES}")
         con.unregister(CANDIDATES)
 
 
@@ -121,8 +131,8 @@ def _look_up(staging: Staging, options: RunOptions, now: datetime, *, fresh: boo
     """The work tables from the warehouse: fresh keys (own, then core) unless not `fresh`,
     the re-keyed places, and the held places unless `retry_failed`."""
     if fresh:
-        cutoff = _cutoff(now, timedelta(days=options.max_age_days))
-        at = {"signature": options.signature, "cutoff": cutoff}
+        at = _at(options, now)
+        staging.con.execute(ALL_OUTCOMES)
         staging.create(OWN, sql_text("queries/fresh_keys"), at)
         _create_or_empty(staging, CORE, "queries/fresh_core_keys", **at)
         _create_or_empty(staging, REKEYED, "queries/rekeyed_places")
@@ -130,6 +140,12 @@ def _look_up(staging: Staging, options: RunOptions, now: datetime, *, fresh: boo
         staging.create(HELD, sql_text("queries/failing_places"), {"failures": HOLD_AFTER})
     # Whatever `force` says: a place another run is buying right now is never bought twice.
     _create_or_empty(staging, CLAIMED, "queries/claimed_places", signature=options.signature)
+
+
+def _at(options: RunOptions, now: datetime) -> dict[str, object]:
+    """The freshness queries' parameters: the run's signature and its cutoff."""
+    return {"signature": options.signature,
+            "cutoff": _cutoff(now, timedelta(days=options.max_age_days))}  # fmt: skip
 
 
 def _rekey_warnings(staging: Staging) -> tuple[str, ...]:
@@ -143,7 +159,9 @@ def _rekey_warnings(staging: Staging) -> tuple[str, ...]:
     )
 
 
-def mark_fresh_staged(staging: Staging, options: RunOptions, *, now: datetime) -> FreshInfo:
+def mark_fresh_staged(
+    staging: Staging, options: RunOptions, *, now: datetime, keep_deduped: bool = False
+) -> FreshInfo:
     """Fresh stage: MARKED from the deduped places (DEDUPED, dropped after). The places to send
     that have a fresh outcome become `skipped_fresh`, and those that keep failing
     `held_failing` (unless `retry_failed`).
@@ -153,7 +171,8 @@ def mark_fresh_staged(staging: Staging, options: RunOptions, *, now: datetime) -
     Without a warehouse (`staging.warehouse` False) or with `force`, nothing is fresh (with
     `force`, places that keep failing are still held: `retry_failed` sends them); without a
     warehouse nothing is held either. MARKED's rows are in no particular order: read them by
-    row_ord.
+    row_ord. `keep_deduped`: DEDUPED is kept (a run's lookup outside its hold of the warehouse
+    may have to be made again in it: `changed_since`).
     """
     con = staging.con
     view = sql_text("prepare/fresh_candidates")
@@ -191,8 +210,10 @@ def mark_fresh_staged(staging: Staging, options: RunOptions, *, now: datetime) -
     finally:
         con.execute(f"drop view if exists {CANDIDATES}")
         con.execute(f"drop view if exists {OWN_KEYS}")
+        con.execute(f"drop view if exists {OUTCOMES}")
         staging.drop(*_EMPTY)
-    staging.drop(DEDUPED)
+    if not keep_deduped:
+        staging.drop(DEDUPED)
     return FreshInfo(
         candidates=candidates,
         fresh=own + by_core,
@@ -202,6 +223,47 @@ def mark_fresh_staged(staging: Staging, options: RunOptions, *, now: datetime) -
         claimed=sum(int(n) for _, n in owners),
         owners=tuple((str(r), int(n)) for r, n in owners),
     )
+
+
+def seen_outcomes(staging: Staging) -> None:
+    """SEEN: the loads of outcomes the warehouse holds now, taken in the read that looks up the
+    fresh places, so that `changed_since` can tell what was loaded after it."""
+    staging.create(SEEN, "select distinct run_id, chunk_no, outcome_at from place_outcomes")
+
+
+def changed_since(staging: Staging, options: RunOptions, *, now: datetime) -> int:
+    """How many of MARKED's places to send were answered or taken by another run since the
+    fresh stage looked them up outside the hold (SEEN, moved in with MARKED): a fresh outcome
+    loaded since, under their own key or their core's (unless `force`), or a claim by a run
+    opened since. Asked in the hold that records the run: 0, the plan stands (one place, one
+    purchase); else the stage is made again in the hold. Outcomes replaced since count as
+    loaded since; only a load after SEEN can make a place fresh that was not."""
+    con = staging.con
+    con.execute(
+        f"create or replace temp view {CANDIDATES} as select row_ord, place_key, core_key,"  # noqa: S608 - our staging table
+        f" region, postcode, source_file from {MARKED} where disposition = 'submitted'"
+    )
+    try:
+        if not staging.count(CANDIDATES):
+            return 0
+        asked: list[tuple[str, dict[str, object]]] = [
+            ("queries/claimed_places", {"signature": options.signature})
+        ]
+        if not options.force:
+            staging.create(OUTCOMES, SINCE_SEEN)
+            if staging.count(OUTCOMES):
+                at = _at(options, now)
+                asked += [("queries/fresh_keys", at), ("queries/fresh_core_keys", at)]
+        return sum(_count(con, sql_text(query), params) for query, params in asked)
+    finally:
+        con.execute(f"drop view if exists {CANDIDATES}")
+        staging.drop(OUTCOMES, SEEN)
+
+
+def _count(con: duckdb.DuckDBPyConnection, query: str, params: dict[str, object]) -> int:
+    """The rows `query` (one of sql/queries/) gives."""
+    found = con.execute(f"select count(*) from (\n{query}\n)", params).fetchall()  # noqa: S608 - our queries
+    return int(found[0][0])
 
 
 @contextmanager

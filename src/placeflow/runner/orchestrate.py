@@ -29,6 +29,7 @@ from placeflow.errors import BudgetRefused
 from placeflow.events import Event, Note, RunStarted, StageStarted
 from placeflow.options import RunOptions
 from placeflow.pipeline.account import RunSummary, account
+from placeflow.pipeline.fresh import SEEN, changed_since, seen_outcomes
 from placeflow.pipeline.known import KnownLookup, any_known, known_places
 from placeflow.pipeline.mapping_report import input_report
 from placeflow.pipeline.notamatch import not_a_match_pairs
@@ -49,7 +50,7 @@ from placeflow.runner.steps import SYSTEM_TIMER, Stages, Step, Timer, direct, em
 from placeflow.runner.target import Target, environment_defaults
 from placeflow.state.budgets import kind_of, rest_of
 from placeflow.state.owners import not_carried, owner_of
-from placeflow.state.records import DEDUPED, MATCHED, REJECTS
+from placeflow.state.records import DEDUPED, MARKED, MATCHED, REJECTS, REQUESTS, Plan
 from placeflow.state.runbook import RunBook, run_row
 from placeflow.state.runstate import (
     Clock,
@@ -60,6 +61,7 @@ from placeflow.state.runstate import (
     unfinished_run,
     utc_now,
 )
+from placeflow.store.attach import attached
 from placeflow.store.dbfile import shared_note
 from placeflow.store.warehouse import settings
 from placeflow.store.writer import Writer, workdir_for
@@ -77,6 +79,7 @@ def _open(
     api: PlaceApiClient,
     db: Writer,
     staging: Staging,
+    planned: Plan,
     source: Source,
     options: RunOptions,
     *,
@@ -85,12 +88,11 @@ def _open(
     clock: Clock,
     started: datetime,
 ) -> RunState:
-    """Plan the gathered places, check the budget, and record the run with its plan (or
-    refused) in one go: in one hold of the warehouse, so the places other runs are buying are
-    looked up and this run's own claimed with nothing between (one place, one purchase);
-    `staging` is on `db`'s connection, held for the block."""
+    """Check the budget for the planned places, and record the run with its plan (or refused)
+    in one go: in the hold of the warehouse in which the places other runs are buying were
+    looked up (`_prepared`), so that this run's own are claimed with nothing between (one
+    place, one purchase); `staging` is on `db`'s connection, held for the block."""
     now = clock()
-    planned = plan_places(r, options, staging, now)
     c = counts_of(r)
     usage = None
     cost = estimate(c["to_send"], options, None)
@@ -206,9 +208,11 @@ def run(
             fuzzy = options.dedupe == "fuzzy"
             pairs = not_a_match_pairs(con) if fuzzy else None
             ran = fuzzy and any_known(con)  # a new warehouse is not opened again to say none
-            with _gathered(r, wh, source, options, pairs, known=ran) as staging:
+            with _prepared(r, wh, source, options, pairs, known=ran, now=clock()) as (
+                staging, planned,
+            ):  # fmt: skip
                 state = _open(
-                    r, api, wh, staging, source, options,
+                    r, api, wh, staging, planned, source, options,
                     print_=print_, target=target, clock=clock, started=started,
                 )  # fmt: skip
         wh.on_wait = state.beat
@@ -299,33 +303,48 @@ delay its first request: the writer's other work runs on one thread (WAREHOUSE_S
 
 
 @contextmanager
-def _gathered(
+def _prepared(
     r: Stages, wh: Writer, source: Source, options: RunOptions,
-    pairs: pl.DataFrame | None, *, known: bool,
-) -> Iterator[Staging]:  # fmt: skip
+    pairs: pl.DataFrame | None, *, known: bool, now: datetime,
+) -> Iterator[tuple[Staging, Plan]]:  # fmt: skip
     """The warehouse's staging, held for the block (its tables must outlive the client's
-    waits), with the source read, normalised and deduped into it (`gather`; `known`: the
-    places the warehouse knows are looked up): in a scratch database with the warehouse let go
-    meanwhile, so that others may read, and moved in after; a small input (`small_input`) in
-    the hold itself. Its tables are dropped after the block (the plan is in the run's tables
-    by then, or the run refused)."""
+    waits), with the source read, normalised, deduped (`gather`; `known`: the places the
+    warehouse knows are looked up), looked up and planned into it (`plan_places`), and the plan.
+
+    A small input (`small_input`) is all of it in the hold. A larger one is read in a scratch
+    database with the warehouse let go, then looked up and planned there with the warehouse
+    attached read-only, so that others may read meanwhile; in the hold, its plan is moved in
+    and stands unless a run answered or took one of its places since (`changed_since`), when
+    the lookup and plan are made again in the hold. Either way the places other runs are
+    buying are looked up in the hold that records this run's own (one place, one purchase).
+    The staging's tables are dropped after the block (the plan is in the run's tables by then,
+    or the run refused)."""
     with ExitStack() as stack:
         if small_input(source):
             con = stack.enter_context(wh.held())
             staging = stack.enter_context(closing(Staging(con, warehouse=True)))
             lookup = (lambda keys: known_places(con, keys)) if known else None
             gather(r, source, options, staging, not_a_match=pairs, known=lookup)
-        else:
-            wh.let_go()
-            scratch = stack.enter_context(Staging.scratch())
-            scratch_lookup = _known_lookup(wh) if known else None
-            gather(r, source, options, scratch, not_a_match=pairs, known=scratch_lookup)
-            con = stack.enter_context(wh.held())
-            # the work before the first request, on every core (WAREHOUSE_SETTINGS)
-            stack.enter_context(settings(con, **EVERY_CORE))
-            staging = stack.enter_context(closing(Staging(con, warehouse=True)))
-            scratch.move_to(staging, DEDUPED, MATCHED, REJECTS)
-        yield staging
+            yield staging, plan_places(r, options, staging, now)
+            return
+        wh.let_go()
+        scratch = stack.enter_context(Staging.scratch())
+        scratch_lookup = _known_lookup(wh) if known else None
+        gather(r, source, options, scratch, not_a_match=pairs, known=scratch_lookup)
+        with attached(scratch.con, wh.path, wait=wh.wait):
+            beside = Staging(scratch.con, warehouse=True)  # the scratch, the warehouse beside
+            planned = plan_places(r, options, beside, now, keep_deduped=True)
+            seen_outcomes(beside)
+        con = stack.enter_context(wh.held())
+        # the work before the first request, on every core (WAREHOUSE_SETTINGS)
+        stack.enter_context(settings(con, **EVERY_CORE))
+        staging = stack.enter_context(closing(Staging(con, warehouse=True)))
+        scratch.move_to(staging, MARKED, REQUESTS, MATCHED, REJECTS, SEEN)
+        if changed_since(staging, options, now=now):
+            staging.drop(MARKED, REQUESTS)
+            scratch.move_to(staging, DEDUPED)
+            planned = plan_places(r, options, staging, now)
+        yield staging, planned
 
 
 def _known_lookup(wh: Writer) -> KnownLookup:

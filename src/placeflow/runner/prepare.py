@@ -151,11 +151,14 @@ def gather(
         )  # fmt: skip
 
 
-def plan_places(r: Stages, options: RunOptions, staging: Staging, now: datetime) -> Plan:
-    """fresh → plan on the deduped places (the warehouse's staging: fresh looks up earlier
-    outcomes and the places other runs are buying)."""
+def plan_places(
+    r: Stages, options: RunOptions, staging: Staging, now: datetime, *, keep_deduped: bool = False
+) -> Plan:
+    """fresh → plan on the deduped places (the warehouse's staging, or one the warehouse is
+    attached to: fresh looks up earlier outcomes and the places other runs are buying);
+    `keep_deduped`: as `mark_fresh_staged` takes it."""
     with staging.limited():
-        r.stage("fresh", mark_fresh_staged)(staging, options, now=now)
+        r.stage("fresh", mark_fresh_staged)(staging, options, now=now, keep_deduped=keep_deduped)
         planned, _ = r.stage("plan", plan)(staging, options)
     return planned
 

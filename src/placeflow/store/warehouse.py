@@ -57,7 +57,7 @@ _IDENTIFIER = re.compile(r"^[a-z_][a-z0-9_]*$")
 _LOCK_PID = re.compile(r"\(PID (\d+)\)")
 
 
-def _busy(path: Path, detail: str) -> WarehouseBusy:
+def busy(path: Path, detail: str) -> WarehouseBusy:
     """WarehouseBusy naming the holder: the process DuckDB names, as it said who it is."""
     found = _LOCK_PID.search(detail)
     holder = f"process {found.group(1)}" if found else "another process"
@@ -237,7 +237,7 @@ def open_database(
             if "lock" not in str(exc).lower():
                 raise
             if time.monotonic() + pause > deadline:
-                raise _busy(Path(path), str(exc)) from exc
+                raise busy(Path(path), str(exc)) from exc
         time.sleep(pause)  # bounded: the holder writes for moments, then lets go
         pause = min(pause * 2, 0.5)
 

@@ -1,0 +1,53 @@
+"""The warehouse read beside another database: attached read-only to a run's scratch staging.
+
+A run prepares a large input in a scratch database with the warehouse let go
+(`placeflow.runner.orchestrate`). The fresh stage's lookup and the plan read the warehouse a
+great deal (every outcome, every place sent before) without writing it. Attached read-only,
+the file is shared with every other reader while they run: only writers wait (any process
+writing the warehouse, this run's own writer included, which is let go meanwhile).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import duckdb
+
+from placeflow.store.warehouse import FILES, busy
+
+ALIAS = "pf_warehouse"
+"""The attached warehouse's name in the scratch database."""
+
+
+@contextmanager
+def attached(con: duckdb.DuckDBPyConnection, path: Path | str, *, wait: float) -> Iterator[None]:
+    """In the block, `con`'s unqualified names are the warehouse's at `path` (its tables,
+    views and macros; temporary tables stay `con`'s own), attached read-only; waiting up to
+    `wait` s while another process writes it (`WarehouseBusy` after). This process must not
+    have the file open (a `Writer` let go): DuckDB refuses a second instance of one file."""
+    deadline = time.monotonic() + wait
+    pause = 0.02
+    own = con.execute("select current_database()").fetchall()[0][0]
+    quoted = str(path).replace("'", "''")  # a path is a string literal to ATTACH
+    while True:
+        try:
+            with FILES:  # not while another thread of this process closes the file
+                con.execute(f"attach '{quoted}' as {ALIAS} (read_only)")
+            break
+        except duckdb.IOException as exc:
+            if "lock" not in str(exc).lower():
+                raise
+            if time.monotonic() + pause > deadline:
+                raise busy(Path(path), str(exc)) from exc
+        time.sleep(pause)  # bounded: the holder writes for moments, then lets go
+        pause = min(pause * 2, 0.5)
+    try:
+        con.execute(f"use {ALIAS}")
+        yield
+    finally:
+        con.execute(f'use "{own}"')
+        with FILES:
+            con.execute(f"detach {ALIAS}")

@@ -1,0 +1,166 @@
+"""A large input is looked up and planned beside the warehouse, not in its hold: read-only, so
+readers open it meanwhile, and checked again in the hold that records the run, so that a place
+another run answered or took in between is not bought twice. What is asserted is what a
+reader process and the sandbox themselves saw."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import pytest
+
+import placeflow
+from placeflow.emulator import ManualClock
+from placeflow.options import RunOptions
+from placeflow.pipeline.fresh import changed_since
+from placeflow.runner import orchestrate
+from placeflow.runner.prepare import SMALL_INPUT
+from placeflow.state.checks import run_checks
+
+from .conftest import KEY, ServeSandbox, places, write_csv
+from .test_claims import Running, loopback
+
+N = 500
+"""Places in the input: more than SMALL_INPUT bytes, so read in a scratch database."""
+
+READ = "import duckdb, sys; c = duckdb.connect(sys.argv[1], read_only=True); print(c.execute('select count(*) from runs').fetchall()[0][0])"  # noqa: E501 - one line for -c
+
+
+def after_lookup(monkeypatch: pytest.MonkeyPatch, inside: Callable[[], None] | None = None,
+                 after: Callable[[], None] | None = None) -> None:  # fmt: skip
+    """The first run's look-up beside the warehouse, with `inside` called while the warehouse is
+    attached and `after` once it was let go (before the hold)."""
+    real = orchestrate.attached
+    first = [True]
+
+    @contextmanager
+    def attached(con: duckdb.DuckDBPyConnection, path: Path, *, wait: float) -> Iterator[None]:
+        mine, first[0] = first[0], False
+        with real(con, path, wait=wait):
+            yield
+            if mine and inside is not None:
+                inside()
+        if mine and after is not None:
+            after()
+
+    monkeypatch.setattr(orchestrate, "attached", attached)
+
+
+def counting(monkeypatch: pytest.MonkeyPatch) -> tuple[list[str], list[int], Any]:
+    """A step recording the stages' names, and what each `changed_since` of the hold found."""
+    steps: list[str] = []
+    found: list[int] = []
+
+    def step(name: str, fn: Callable[..., Any]) -> Callable[..., Any]:
+        steps.append(name)
+        return fn
+
+    def counted(*args: Any, **kwargs: Any) -> int:
+        found.append(changed_since(*args, **kwargs))
+        return found[-1]
+
+    monkeypatch.setattr(orchestrate, "changed_since", counted)
+    return steps, found, step
+
+
+def test_readers_open_the_warehouse_while_a_run_looks_up_and_plans_beside_it(
+    tmp_path: Path, serve_sandbox: ServeSandbox, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A second run of a large input, its plan made while another process opens the warehouse
+    read-only and reads it. Nothing was answered or taken since, so the plan made beside the
+    warehouse is the one recorded (the fresh stage ran once); the run buys only the places the
+    first did not."""
+    served = serve_sandbox(fail_rate=0.0)
+    target = loopback(served.base_url)
+    db = tmp_path / "wh.duckdb"
+    first = write_csv(tmp_path / "a.csv", places(N))
+    assert first.stat().st_size > SMALL_INPUT
+    assert placeflow.run([str(first)], db=db, target=target).status == "completed"
+    read: list[subprocess.CompletedProcess[str]] = []
+
+    def reader() -> None:
+        read.append(subprocess.run([sys.executable, "-c", READ, str(db)], capture_output=True,
+                                   text=True, timeout=60, check=False))  # fmt: skip
+
+    after_lookup(monkeypatch, inside=reader)
+    steps, found, step = counting(monkeypatch)
+    second = placeflow.run([str(write_csv(tmp_path / "b.csv", places(N, start=N // 2)))], db=db,
+                           target=target, step=step)  # fmt: skip
+    assert found == [0] and steps.count("fresh") == 1
+    assert read and read[0].returncode == 0, read[0].stderr if read else "no reader ran"
+    assert read[0].stdout.strip() == "1"  # the reader saw the first run, beside the lookup
+    assert (second.status, second.skipped_fresh, second.submitted) == ("completed", N // 2, N // 2)
+    account = served.sandbox.backend.keys[KEY].account
+    assert account.rows_billed_twice() == []
+    assert sum(account.rows_billed.values()) == N + N // 2
+
+
+def test_places_answered_between_the_lookup_and_the_hold_are_not_bought_again(
+    tmp_path: Path, serve_sandbox: ServeSandbox, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Run A looks up its places (none fresh) and lets the warehouse go; run B of the same places
+    buys and loads them all before A takes the hold. A finds them answered since, looks up and
+    plans again in the hold, and buys none: the sandbox billed each place once."""
+    served = serve_sandbox(fail_rate=0.0)
+    target = loopback(served.base_url)
+    db = tmp_path / "wh.duckdb"
+    csv = write_csv(tmp_path / "p.csv", places(N))
+    done: list[Any] = []
+    steps, found, step = counting(monkeypatch)
+    after_lookup(monkeypatch, after=lambda: done.append(
+        placeflow.run([str(csv)], db=db, target=target, new_run=True)))  # fmt: skip
+    a = placeflow.run([str(csv)], db=db, target=target, step=step)
+    (b,) = done
+    assert (b.status, b.submitted) == ("completed", N)
+    assert (a.status, a.submitted, a.skipped_fresh) == ("completed", 0, N)
+    assert found == [0, N]  # B's hold (nothing since its own lookup), then A's: all answered since
+    assert steps.count("fresh") == 2 and steps.count("plan") == 2  # beside, then in the hold
+    account = served.sandbox.backend.keys[KEY].account
+    assert account.rows_billed_twice() == []
+    assert sum(account.rows_billed.values()) == N
+    with duckdb.connect(str(db), read_only=True) as con:
+        checks = run_checks(con)
+    assert checks == dict.fromkeys(checks, 0)
+
+
+def test_places_a_run_took_between_the_lookup_and_the_hold_are_left_to_it(
+    tmp_path: Path, serve_sandbox: ServeSandbox, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Run A looks up its places and lets the warehouse go; run B, half of whose places are A's,
+    opens and sends them (its job cannot end: the sandbox's clock stands still) before A takes
+    the hold. A leaves B's places to B and takes their answers once B loads them; the sandbox
+    billed each place once."""
+    clock = ManualClock()
+    served = serve_sandbox(clock=clock, rows_per_second=1000.0, fail_rate=0.0)
+    target = loopback(served.base_url)
+    db = tmp_path / "wh.duckdb"
+    a_csv = write_csv(tmp_path / "a.csv", places(N))
+    b_csv = write_csv(tmp_path / "b.csv", places(N, start=N // 2))
+    job = RunOptions(route="job", claim_wait=120)
+    b_box: list[Running] = []
+
+    def start_b() -> None:
+        b = Running(lambda ev: placeflow.run([str(b_csv)], db=db, target=target, options=job,
+                                             on_event=ev))  # fmt: skip
+        b_box.append(b)
+        assert b.polled.wait(120), b.error  # B's places are claimed: its job is in flight
+
+    after_lookup(monkeypatch, after=start_b)
+    a = Running(lambda ev: placeflow.run([str(a_csv)], db=db, target=target, options=job,
+                                         on_event=ev))  # fmt: skip
+    assert a.polled.wait(120), a.error  # A opened (its plan recorded) and sent its own places
+    assert b_box[0].thread.is_alive()  # nothing could end while the sandbox's clock stood still
+    clock.advance(3600)
+    first, second = a.done(), b_box[0].done()
+    assert (second.status, second.submitted) == ("completed", N)
+    assert (first.status, first.submitted, first.claimed) == ("completed", N // 2, N // 2)
+    assert first.claims_answered == N // 2
+    account = served.sandbox.backend.keys[KEY].account
+    assert account.rows_billed_twice() == []
+    assert sum(account.rows_billed.values()) == N + N // 2
