@@ -1,6 +1,7 @@
 -- run_matches: the rows of the run being opened ($run_id) that the fuzzy pass merged (match
--- rule probabilistic, pf_staged_marked), each with the merge's place, probability and evidence
--- (pf_staged_matches, by the row's own key).
+-- rule probabilistic; its run_rows, recorded from pf_staged_marked in the same transaction),
+-- each with the merge's place, probability and evidence (pf_staged_matches, by the row's own
+-- key).
 
 insert into run_matches by name
 select
@@ -14,6 +15,6 @@ select
     marked.match_rule,
     matches.match_probability,
     matches.evidence
-from pf_staged_marked as marked
+from run_rows as marked
 inner join pf_staged_matches as matches on marked.own_key = matches.place_key
-where marked.match_rule = 'probabilistic'
+where marked.run_id = $run_id and marked.match_rule = 'probabilistic'

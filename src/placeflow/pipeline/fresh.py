@@ -41,6 +41,9 @@ table of those loaded since SEEN was taken (SINCE_SEEN: `changed_since`)."""
 SEEN = "pf_fresh_seen"
 """The loads of outcomes (run_id, chunk_no, outcome_at) the warehouse held when a run looked up
 its fresh places outside its hold of the warehouse (`seen_outcomes`)."""
+TO_SEND = "pf_fresh_to_send"
+"""The places a plan made outside the hold sends, with the columns the freshness queries read
+(`for_recheck`): what `changed_since` asks about."""
 ALL_OUTCOMES = f"create or replace temp view {OUTCOMES} as select * from place_outcomes"  # noqa: S608 - our names
 SINCE_SEEN = f"select * from place_outcomes anti join {SEEN} using (run_id, chunk_no, outcome_at)"  # noqa: S608 - our names
 _EMPTY = {
@@ -225,24 +228,29 @@ def mark_fresh_staged(
     )
 
 
-def seen_outcomes(staging: Staging) -> None:
-    """SEEN: the loads of outcomes the warehouse holds now, taken in the read that looks up the
-    fresh places, so that `changed_since` can tell what was loaded after it."""
+def for_recheck(staging: Staging) -> tuple[str, str]:
+    """What `changed_since` asks about, from the marked places and the warehouse as they are
+    now (taken in the read that looks up the fresh places): TO_SEND, the places to send; SEEN,
+    the loads of outcomes the warehouse holds, so that a load after it can be told. Their
+    names, to move them into the hold."""
     staging.create(SEEN, "select distinct run_id, chunk_no, outcome_at from place_outcomes")
+    staging.create(
+        TO_SEND,
+        "select row_ord, place_key, core_key, region, postcode, source_file"  # noqa: S608 - our staging table
+        f" from {MARKED} where disposition = 'submitted'",
+    )
+    return TO_SEND, SEEN
 
 
 def changed_since(staging: Staging, options: RunOptions, *, now: datetime) -> int:
-    """How many of MARKED's places to send were answered or taken by another run since the
-    fresh stage looked them up outside the hold (SEEN, moved in with MARKED): a fresh outcome
+    """How many of the places to send (TO_SEND) were answered or taken by another run since
+    the fresh stage looked them up outside the hold (SEEN; both from `for_recheck`): a fresh outcome
     loaded since, under their own key or their core's (unless `force`), or a claim by a run
     opened since. Asked in the hold that records the run: 0, the plan stands (one place, one
     purchase); else the stage is made again in the hold. Outcomes replaced since count as
     loaded since; only a load after SEEN can make a place fresh that was not."""
     con = staging.con
-    con.execute(
-        f"create or replace temp view {CANDIDATES} as select row_ord, place_key, core_key,"  # noqa: S608 - our staging table
-        f" region, postcode, source_file from {MARKED} where disposition = 'submitted'"
-    )
+    con.execute(f"create or replace temp view {CANDIDATES} as select * from {TO_SEND}")  # noqa: S608 - our staging table
     try:
         if not staging.count(CANDIDATES):
             return 0
@@ -257,7 +265,7 @@ def changed_since(staging: Staging, options: RunOptions, *, now: datetime) -> in
         return sum(_count(con, sql_text(query), params) for query, params in asked)
     finally:
         con.execute(f"drop view if exists {CANDIDATES}")
-        staging.drop(OUTCOMES, SEEN)
+        staging.drop(OUTCOMES, SEEN, TO_SEND)
 
 
 def _count(con: duckdb.DuckDBPyConnection, query: str, params: dict[str, object]) -> int:

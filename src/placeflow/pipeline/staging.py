@@ -83,6 +83,20 @@ class Staging:
                     other.con.unregister(view)
                 self.drop(table)
 
+    @contextmanager
+    def lent(self, other: Staging, table: str) -> Iterator[None]:
+        """`table` read by `other`'s statements in the block, under its own name, streamed from
+        here as Arrow batches (this side's DuckDB at MOVE_LIMIT meanwhile): read once, by one
+        statement, without a copy on `other`'s side; dropped here after."""
+        with settings(self.con, memory_limit=MOVE_LIMIT):
+            reader = self.con.sql(f"select * from {table}").to_arrow_reader(BATCH_ROWS)  # noqa: S608 - our table names
+            other.con.register(table, reader)
+            try:
+                yield
+            finally:
+                other.con.unregister(table)
+        self.drop(table)
+
     def limited(self, limit: str = MEMORY_LIMIT) -> AbstractContextManager[None]:
         """The block runs with DuckDB's memory capped at `limit` (spilling past it); a writer's
         own setting (WAREHOUSE_SETTINGS, MEMORY_LIMIT's size) comes back after."""

@@ -29,7 +29,7 @@ from placeflow.errors import BudgetRefused
 from placeflow.events import Event, Note, RunStarted, StageStarted
 from placeflow.options import RunOptions
 from placeflow.pipeline.account import RunSummary, account
-from placeflow.pipeline.fresh import SEEN, changed_since, seen_outcomes
+from placeflow.pipeline.fresh import changed_since, for_recheck
 from placeflow.pipeline.known import KnownLookup, any_known, known_places
 from placeflow.pipeline.mapping_report import input_report
 from placeflow.pipeline.notamatch import not_a_match_pairs
@@ -50,10 +50,11 @@ from placeflow.runner.steps import SYSTEM_TIMER, Stages, Step, Timer, direct, em
 from placeflow.runner.target import Target, environment_defaults
 from placeflow.state.budgets import kind_of, rest_of
 from placeflow.state.owners import not_carried, owner_of
-from placeflow.state.records import DEDUPED, MARKED, MATCHED, REJECTS, REQUESTS, Plan
+from placeflow.state.records import DEDUPED, MATCHED, REJECTS, Plan
 from placeflow.state.runbook import RunBook, run_row
 from placeflow.state.runstate import (
     Clock,
+    Lend,
     RunState,
     new_run_id,
     open_run,
@@ -83,6 +84,7 @@ def _open(
     source: Source,
     options: RunOptions,
     *,
+    lend: Lend | None,
     print_: str,
     target: Target,
     clock: Clock,
@@ -117,7 +119,7 @@ def _open(
         attributes=",".join(options.attributes), include_summary=options.include_summary,
         usage_before=None if usage is None else usage.current_usage,
     )  # fmt: skip
-    r.stage("open", open_run)(state, run, None if refused else planned)
+    r.stage("open", open_run)(state, run, None if refused else planned, lend=lend)
     if refused:
         summary = r.stage("account", account)(state, None, started=started)
         raise BudgetRefused(refused, run_id=state.run_id, summary=finish(summary, r))
@@ -209,10 +211,10 @@ def run(
             pairs = not_a_match_pairs(con) if fuzzy else None
             ran = fuzzy and any_known(con)  # a new warehouse is not opened again to say none
             with _prepared(r, wh, source, options, pairs, known=ran, now=clock()) as (
-                staging, planned,
+                staging, planned, lend,
             ):  # fmt: skip
                 state = _open(
-                    r, api, wh, staging, planned, source, options,
+                    r, api, wh, staging, planned, source, options, lend=lend,
                     print_=print_, target=target, clock=clock, started=started,
                 )  # fmt: skip
         wh.on_wait = state.beat
@@ -306,16 +308,19 @@ delay its first request: the writer's other work runs on one thread (WAREHOUSE_S
 def _prepared(
     r: Stages, wh: Writer, source: Source, options: RunOptions,
     pairs: pl.DataFrame | None, *, known: bool, now: datetime,
-) -> Iterator[tuple[Staging, Plan]]:  # fmt: skip
+) -> Iterator[tuple[Staging, Plan, Lend | None]]:  # fmt: skip
     """The warehouse's staging, held for the block (its tables must outlive the client's
     waits), with the source read, normalised, deduped (`gather`; `known`: the places the
-    warehouse knows are looked up), looked up and planned into it (`plan_places`), and the plan.
+    warehouse knows are looked up), looked up and planned into it (`plan_places`), the plan,
+    and how the open reads the marked places and the requests made outside the hold (None: from
+    the staging).
 
     A small input (`small_input`) is all of it in the hold. A larger one is read in a scratch
     database with the warehouse let go, then looked up and planned there with the warehouse
-    attached read-only, so that others may read meanwhile; in the hold, its plan is moved in
-    and stands unless a run answered or took one of its places since (`changed_since`), when
-    the lookup and plan are made again in the hold. Either way the places other runs are
+    attached read-only, so that others may read meanwhile; in the hold, its plan stands unless
+    a run answered or took one of its places since (`changed_since`), when the lookup and plan
+    are made again in the hold; standing, it is read by the open from the scratch, not copied
+    into the staging first. Either way the places other runs are
     buying are looked up in the hold that records this run's own (one place, one purchase).
     The staging's tables are dropped after the block (the plan is in the run's tables by then,
     or the run refused)."""
@@ -325,7 +330,7 @@ def _prepared(
             staging = stack.enter_context(closing(Staging(con, warehouse=True)))
             lookup = (lambda keys: known_places(con, keys)) if known else None
             gather(r, source, options, staging, not_a_match=pairs, known=lookup)
-            yield staging, plan_places(r, options, staging, now)
+            yield staging, plan_places(r, options, staging, now), None
             return
         wh.let_go()
         scratch = stack.enter_context(Staging.scratch())
@@ -334,17 +339,17 @@ def _prepared(
         with attached(scratch.con, wh.path, wait=wh.wait):
             beside = Staging(scratch.con, warehouse=True)  # the scratch, the warehouse beside
             planned = plan_places(r, options, beside, now, keep_deduped=True)
-            seen_outcomes(beside)
+            recheck = for_recheck(beside)
         con = stack.enter_context(wh.held())
         # the work before the first request, on every core (WAREHOUSE_SETTINGS)
         stack.enter_context(settings(con, **EVERY_CORE))
         staging = stack.enter_context(closing(Staging(con, warehouse=True)))
-        scratch.move_to(staging, MARKED, REQUESTS, MATCHED, REJECTS, SEEN)
+        scratch.move_to(staging, MATCHED, REJECTS, *recheck)
         if changed_since(staging, options, now=now):
-            staging.drop(MARKED, REQUESTS)
             scratch.move_to(staging, DEDUPED)
-            planned = plan_places(r, options, staging, now)
-        yield staging, planned
+            yield staging, plan_places(r, options, staging, now), None
+            return
+        yield staging, planned, lambda table: scratch.lent(staging, table)
 
 
 def _known_lookup(wh: Writer) -> KnownLookup:
