@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import threading
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -22,6 +24,8 @@ from placeflow.pipeline.fresh import changed_since
 from placeflow.runner import orchestrate
 from placeflow.runner.prepare import SMALL_INPUT
 from placeflow.state.checks import run_checks
+from placeflow.store import warehouse
+from placeflow.store.warehouse import open_database
 
 from .conftest import KEY, ServeSandbox, places, write_csv
 from .test_claims import Running, loopback
@@ -40,10 +44,11 @@ def after_lookup(monkeypatch: pytest.MonkeyPatch, inside: Callable[[], None] | N
     first = [True]
 
     @contextmanager
-    def attached(con: duckdb.DuckDBPyConnection, path: Path, *, wait: float) -> Iterator[None]:
+    def attached(con: duckdb.DuckDBPyConnection, path: Path, *, wait: float) -> Iterator[bool]:
         mine, first[0] = first[0], False
-        with real(con, path, wait=wait):
-            yield
+        with real(con, path, wait=wait) as beside:
+            assert beside or not mine  # the run's own look-up is beside the warehouse
+            yield beside
             if mine and inside is not None:
                 inside()
         if mine and after is not None:
@@ -164,3 +169,68 @@ def test_places_a_run_took_between_the_lookup_and_the_hold_are_left_to_it(
     account = served.sandbox.backend.keys[KEY].account
     assert account.rows_billed_twice() == []
     assert sum(account.rows_billed.values()) == N + N // 2
+
+
+def test_a_run_beside_another_of_its_process_looks_up_in_its_hold(
+    tmp_path: Path, serve_sandbox: ServeSandbox, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """While this process has the warehouse open otherwise (another run in a thread of it: here
+    a connection the test keeps), DuckDB refuses to attach the file beside the scratch: the run
+    looks up and plans in its hold instead, and completes."""
+    served = serve_sandbox(fail_rate=0.0)
+    db = tmp_path / "wh.duckdb"
+    csv = write_csv(tmp_path / "p.csv", places(N))
+    assert placeflow.run([str(csv)], db=db, target=loopback(served.base_url)).status == "completed"
+    steps, found, step = counting(monkeypatch)
+    with duckdb.connect(str(db)) as kept:
+        again = placeflow.run([str(csv)], db=db, target=loopback(served.base_url), step=step,
+                              new_run=True)  # fmt: skip
+        assert kept.execute("select count(*) from runs").fetchall() == [(2,)]
+    assert (again.status, again.submitted, again.skipped_fresh) == ("completed", 0, N)
+    assert found == [] and steps.count("fresh") == 1  # no lookup beside it, so nothing to recheck
+    assert sum(served.sandbox.backend.keys[KEY].account.rows_billed.values()) == N
+
+
+def test_a_writer_of_this_process_waits_for_a_lookup_beside_the_warehouse(
+    tmp_path: Path, serve_sandbox: ServeSandbox, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A writer of this process (another run's, in a thread) opening the warehouse while a run
+    has it attached beside its scratch is not refused: it waits, and opens once it is let go."""
+    served = serve_sandbox(fail_rate=0.0)
+    db = tmp_path / "wh.duckdb"
+    target = loopback(served.base_url)
+    assert placeflow.run([str(write_csv(tmp_path / "a.csv", places(N)))], db=db,
+                         target=target).status == "completed"  # fmt: skip
+    opened: list[Any] = []
+    refused = threading.Event()
+
+    class Time:  # the warehouse module's clock, its pause after a refused open marked
+        monotonic = staticmethod(time.monotonic)
+
+        @staticmethod
+        def sleep(seconds: float) -> None:
+            refused.set()
+            time.sleep(seconds)
+
+    monkeypatch.setattr(warehouse, "time", Time)
+
+    def other_writer() -> None:
+        con = open_database(db, read_only=False, wait=120)
+        opened.append(con.execute("select count(*) from runs").fetchall())
+        con.close()
+
+    thread = threading.Thread(target=other_writer, daemon=True)
+
+    def inside() -> None:
+        thread.start()
+        assert refused.wait(60)  # its open was refused while the file is attached: it waits
+        assert not opened
+
+    after_lookup(monkeypatch, inside=inside)
+    second = placeflow.run([str(write_csv(tmp_path / "b.csv", places(N, start=N)))], db=db,
+                           target=target)  # fmt: skip
+    thread.join(120)
+    assert opened == [[(1,)]] or opened == [
+        [(2,)]
+    ]  # it opened between the lookup and the run's end
+    assert (second.status, second.submitted) == ("completed", N)

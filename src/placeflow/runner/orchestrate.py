@@ -317,11 +317,12 @@ def _prepared(
 
     A small input (`small_input`) is all of it in the hold. A larger one is read in a scratch
     database with the warehouse let go, then looked up and planned there with the warehouse
-    attached read-only, so that others may read meanwhile; in the hold, its plan stands unless
-    a run answered or took one of its places since (`changed_since`), when the lookup and plan
+    attached read-only, so that others may read meanwhile (in the hold instead, when another
+    thread of this process has the file open: `attached`). In the hold, its plan stands unless a
+    run answered or took one of its places since (`changed_since`), when the lookup and plan
     are made again in the hold; standing, it is read by the open from the scratch, not copied
-    into the staging first. Either way the places other runs are
-    buying are looked up in the hold that records this run's own (one place, one purchase).
+    into the staging first. Either way the places other runs are buying are looked up in the
+    hold that records this run's own (one place, one purchase).
     The staging's tables are dropped after the block (the plan is in the run's tables by then,
     or the run refused)."""
     with ExitStack() as stack:
@@ -336,16 +337,19 @@ def _prepared(
         scratch = stack.enter_context(Staging.scratch())
         scratch_lookup = _known_lookup(wh) if known else None
         gather(r, source, options, scratch, not_a_match=pairs, known=scratch_lookup)
-        with attached(scratch.con, wh.path, wait=wh.wait):
-            beside = Staging(scratch.con, warehouse=True)  # the scratch, the warehouse beside
-            planned = plan_places(r, options, beside, now, keep_deduped=True)
-            recheck = for_recheck(beside)
+        planned: Plan | None = None
+        recheck: tuple[str, ...] = ()
+        with attached(scratch.con, wh.path, wait=wh.wait) as beside:
+            if beside:  # the scratch, the warehouse beside it
+                ahead = Staging(scratch.con, warehouse=True)
+                planned = plan_places(r, options, ahead, now, keep_deduped=True)
+                recheck = for_recheck(ahead)
         con = stack.enter_context(wh.held())
         # the work before the first request, on every core (WAREHOUSE_SETTINGS)
         stack.enter_context(settings(con, **EVERY_CORE))
         staging = stack.enter_context(closing(Staging(con, warehouse=True)))
         scratch.move_to(staging, MATCHED, REJECTS, *recheck)
-        if changed_since(staging, options, now=now):
+        if planned is None or changed_since(staging, options, now=now):
             scratch.move_to(staging, DEDUPED)
             yield staging, plan_places(r, options, staging, now), None
             return

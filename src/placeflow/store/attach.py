@@ -23,11 +23,13 @@ ALIAS = "pf_warehouse"
 
 
 @contextmanager
-def attached(con: duckdb.DuckDBPyConnection, path: Path | str, *, wait: float) -> Iterator[None]:
+def attached(con: duckdb.DuckDBPyConnection, path: Path | str, *, wait: float) -> Iterator[bool]:
     """In the block, `con`'s unqualified names are the warehouse's at `path` (its tables,
     views and macros; temporary tables stay `con`'s own), attached read-only; waiting up to
-    `wait` s while another process writes it (`WarehouseBusy` after). This process must not
-    have the file open (a `Writer` let go): DuckDB refuses a second instance of one file."""
+    `wait` s while another process writes it (`WarehouseBusy` after). False (nothing attached)
+    when this process has the file open otherwise: DuckDB refuses a second instance of one file
+    in a process, so a run in another thread of it keeps its hold (the caller reads the
+    warehouse in its own hold instead, as before), and the run's own `Writer` must be let go."""
     deadline = time.monotonic() + wait
     pause = 0.02
     own = con.execute("select current_database()").fetchall()[0][0]
@@ -37,6 +39,9 @@ def attached(con: duckdb.DuckDBPyConnection, path: Path | str, *, wait: float) -
             with FILES:  # not while another thread of this process closes the file
                 con.execute(f"attach '{quoted}' as {ALIAS} (read_only)")
             break
+        except duckdb.ResourceInUseException:  # this process has it open: not beside it
+            yield False
+            return
         except duckdb.IOException as exc:
             if "lock" not in str(exc).lower():
                 raise
@@ -46,7 +51,7 @@ def attached(con: duckdb.DuckDBPyConnection, path: Path | str, *, wait: float) -
         pause = min(pause * 2, 0.5)
     try:
         con.execute(f"use {ALIAS}")
-        yield
+        yield True
     finally:
         con.execute(f'use "{own}"')
         with FILES:

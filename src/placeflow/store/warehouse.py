@@ -233,8 +233,8 @@ def open_database(
                     return con
                 con.close()  # opened in the gap of a let-go made meanwhile: after the gap
             continue
-        except duckdb.IOException as exc:
-            if "lock" not in str(exc).lower():
+        except (duckdb.IOException, duckdb.ResourceInUseException) as exc:  # in use: store.attach
+            if "lock" not in str(exc).lower() and "in use" not in str(exc).lower():
                 raise
             if time.monotonic() + pause > deadline:
                 raise busy(Path(path), str(exc)) from exc
