@@ -21,13 +21,13 @@ import placeflow
 from placeflow.emulator import ManualClock
 from placeflow.options import RunOptions
 from placeflow.pipeline.fresh import changed_since
-from placeflow.runner import orchestrate
+from placeflow.runner import opening
 from placeflow.runner.prepare import SMALL_INPUT
 from placeflow.state.checks import run_checks
 from placeflow.store import warehouse
 from placeflow.store.warehouse import open_database
 
-from .conftest import KEY, ServeSandbox, places, write_csv
+from .conftest import KEY, Served, ServeSandbox, places, write_csv
 from .test_claims import Running, loopback
 
 N = 500
@@ -36,11 +36,18 @@ N = 500
 READ = "import duckdb, sys; c = duckdb.connect(sys.argv[1], read_only=True); print(c.execute('select count(*) from runs').fetchall()[0][0])"  # noqa: E501 - one line for -c
 
 
+def billed_once(served: Served, places: int) -> None:
+    """The sandbox itself billed `places` rows in all, none twice."""
+    account = served.sandbox.backend.keys[KEY].account
+    assert account.rows_billed_twice() == []
+    assert sum(account.rows_billed.values()) == places
+
+
 def after_lookup(monkeypatch: pytest.MonkeyPatch, inside: Callable[[], None] | None = None,
                  after: Callable[[], None] | None = None) -> None:  # fmt: skip
     """The first run's look-up beside the warehouse, with `inside` called while the warehouse is
     attached and `after` once it was let go (before the hold)."""
-    real = orchestrate.attached
+    real = opening.attached
     first = [True]
 
     @contextmanager
@@ -54,7 +61,7 @@ def after_lookup(monkeypatch: pytest.MonkeyPatch, inside: Callable[[], None] | N
         if mine and after is not None:
             after()
 
-    monkeypatch.setattr(orchestrate, "attached", attached)
+    monkeypatch.setattr(opening, "attached", attached)
 
 
 def counting(monkeypatch: pytest.MonkeyPatch) -> tuple[list[str], list[int], Any]:
@@ -70,7 +77,7 @@ def counting(monkeypatch: pytest.MonkeyPatch) -> tuple[list[str], list[int], Any
         found.append(changed_since(*args, **kwargs))
         return found[-1]
 
-    monkeypatch.setattr(orchestrate, "changed_since", counted)
+    monkeypatch.setattr(opening, "changed_since", counted)
     return steps, found, step
 
 
@@ -101,17 +108,15 @@ def test_readers_open_the_warehouse_while_a_run_looks_up_and_plans_beside_it(
     assert read and read[0].returncode == 0, read[0].stderr if read else "no reader ran"
     assert read[0].stdout.strip() == "1"  # the reader saw the first run, beside the lookup
     assert (second.status, second.skipped_fresh, second.submitted) == ("completed", N // 2, N // 2)
-    account = served.sandbox.backend.keys[KEY].account
-    assert account.rows_billed_twice() == []
-    assert sum(account.rows_billed.values()) == N + N // 2
+    billed_once(served, N + N // 2)
 
 
 def test_places_answered_between_the_lookup_and_the_hold_are_not_bought_again(
     tmp_path: Path, serve_sandbox: ServeSandbox, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Run A looks up its places (none fresh) and lets the warehouse go; run B of the same places
-    buys and loads them all before A takes the hold. A finds them answered since, looks up and
-    plans again in the hold, and buys none: the sandbox billed each place once."""
+    buys and loads them all before A takes the hold. A finds them answered since, lets go, looks
+    up and plans again beside the warehouse, and buys none: the sandbox billed each place once."""
     served = serve_sandbox(fail_rate=0.0)
     target = loopback(served.base_url)
     db = tmp_path / "wh.duckdb"
@@ -124,11 +129,9 @@ def test_places_answered_between_the_lookup_and_the_hold_are_not_bought_again(
     (b,) = done
     assert (b.status, b.submitted) == ("completed", N)
     assert (a.status, a.submitted, a.skipped_fresh) == ("completed", 0, N)
-    assert found == [0, N]  # B's hold (nothing since its own lookup), then A's: all answered since
-    assert steps.count("fresh") == 2 and steps.count("plan") == 2  # beside, then in the hold
-    account = served.sandbox.backend.keys[KEY].account
-    assert account.rows_billed_twice() == []
-    assert sum(account.rows_billed.values()) == N
+    assert found == [0, N, 0]  # B's hold; A's: all answered since; A's again, once looked again
+    assert steps.count("fresh") == 2 and steps.count("plan") == 2  # beside the warehouse twice
+    billed_once(served, N)
     with duckdb.connect(str(db), read_only=True) as con:
         checks = run_checks(con)
     assert checks == dict.fromkeys(checks, 0)
@@ -166,9 +169,7 @@ def test_places_a_run_took_between_the_lookup_and_the_hold_are_left_to_it(
     assert (second.status, second.submitted) == ("completed", N)
     assert (first.status, first.submitted, first.claimed) == ("completed", N // 2, N // 2)
     assert first.claims_answered == N // 2
-    account = served.sandbox.backend.keys[KEY].account
-    assert account.rows_billed_twice() == []
-    assert sum(account.rows_billed.values()) == N + N // 2
+    billed_once(served, N + N // 2)
 
 
 def test_a_run_beside_another_of_its_process_looks_up_in_its_hold(
@@ -188,7 +189,7 @@ def test_a_run_beside_another_of_its_process_looks_up_in_its_hold(
         assert kept.execute("select count(*) from runs").fetchall() == [(2,)]
     assert (again.status, again.submitted, again.skipped_fresh) == ("completed", 0, N)
     assert found == [] and steps.count("fresh") == 1  # no lookup beside it, so nothing to recheck
-    assert sum(served.sandbox.backend.keys[KEY].account.rows_billed.values()) == N
+    billed_once(served, N)
 
 
 def test_a_writer_of_this_process_waits_for_a_lookup_beside_the_warehouse(
@@ -234,3 +235,23 @@ def test_a_writer_of_this_process_waits_for_a_lookup_beside_the_warehouse(
         [(2,)]
     ]  # it opened between the lookup and the run's end
     assert (second.status, second.submitted) == ("completed", N)
+
+
+def test_a_run_whose_places_keep_changing_looks_up_in_its_hold_at_last(
+    tmp_path: Path, serve_sandbox: ServeSandbox, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """When every recheck finds its places answered or taken since (as many runs opening one
+    after another would make it), the run looks up and plans beside the warehouse BESIDE_TRIES
+    times, then once more in its hold, and buys what is still to buy, once."""
+    served = serve_sandbox(fail_rate=0.0)
+    db = tmp_path / "wh.duckdb"
+    target = loopback(served.base_url)
+    assert placeflow.run([str(write_csv(tmp_path / "a.csv", places(N)))], db=db,
+                         target=target).status == "completed"  # fmt: skip
+    steps, _, step = counting(monkeypatch)
+    monkeypatch.setattr(opening, "changed_since", lambda *_args, **_kwargs: 1)
+    second = placeflow.run([str(write_csv(tmp_path / "b.csv", places(N, start=N // 2)))], db=db,
+                           target=target, step=step)  # fmt: skip
+    assert steps.count("fresh") == opening.BESIDE_TRIES + 1
+    assert (second.status, second.skipped_fresh, second.submitted) == ("completed", N // 2, N // 2)
+    billed_once(served, N + N // 2)

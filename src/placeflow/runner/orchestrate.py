@@ -14,23 +14,19 @@ redone, and a resumed chunk carries on from the state its row in `jobs` records.
 
 from __future__ import annotations
 
-import os
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import ExitStack, closing, contextmanager
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
 
 import duckdb
-import polars as pl
 
 from placeflow.api.client import PlaceApiClient
 from placeflow.errors import BudgetRefused
 from placeflow.events import Event, Note, RunStarted, StageStarted
 from placeflow.options import RunOptions
 from placeflow.pipeline.account import RunSummary, account
-from placeflow.pipeline.fresh import changed_since, for_recheck
-from placeflow.pipeline.known import KnownLookup, any_known, known_places
+from placeflow.pipeline.known import any_known
 from placeflow.pipeline.mapping_report import input_report
 from placeflow.pipeline.notamatch import not_a_match_pairs
 from placeflow.pipeline.plan import estimate
@@ -38,19 +34,17 @@ from placeflow.pipeline.source import Source
 from placeflow.pipeline.staging import Staging
 from placeflow.runner import budget
 from placeflow.runner.carry import carry_out
+from placeflow.runner.opening import prepared
 from placeflow.runner.prepare import (
     as_source,
     counts_of,
     fingerprint,
-    gather,
-    plan_places,
-    small_input,
 )
 from placeflow.runner.steps import SYSTEM_TIMER, Stages, Step, Timer, direct, emitter
 from placeflow.runner.target import Target, environment_defaults
 from placeflow.state.budgets import kind_of, rest_of
 from placeflow.state.owners import not_carried, owner_of
-from placeflow.state.records import DEDUPED, MATCHED, REJECTS, Plan
+from placeflow.state.records import Plan
 from placeflow.state.runbook import RunBook, run_row
 from placeflow.state.runstate import (
     Clock,
@@ -62,9 +56,7 @@ from placeflow.state.runstate import (
     unfinished_run,
     utc_now,
 )
-from placeflow.store.attach import attached
 from placeflow.store.dbfile import shared_note
-from placeflow.store.warehouse import settings
 from placeflow.store.writer import Writer, workdir_for
 from placeflow.support.objects import Storage
 
@@ -210,7 +202,7 @@ def run(
             fuzzy = options.dedupe == "fuzzy"
             pairs = not_a_match_pairs(con) if fuzzy else None
             ran = fuzzy and any_known(con)  # a new warehouse is not opened again to say none
-            with _prepared(r, wh, source, options, pairs, known=ran, now=clock()) as (
+            with prepared(r, wh, source, options, pairs, known=ran, now=clock()) as (
                 staging, planned, lend,
             ):  # fmt: skip
                 state = _open(
@@ -297,76 +289,6 @@ def _taken_over(
         r.emit(Note(moved))
     r.emit(RunStarted(run_id, kind, rest, resumed=True))
     return state
-
-
-EVERY_CORE = {"threads": str(os.cpu_count() or 1)}
-"""DuckDB's threads for a new run's prepare and open (its fresh, plan and open stages), which
-delay its first request: the writer's other work runs on one thread (WAREHOUSE_SETTINGS)."""
-
-
-@contextmanager
-def _prepared(
-    r: Stages, wh: Writer, source: Source, options: RunOptions,
-    pairs: pl.DataFrame | None, *, known: bool, now: datetime,
-) -> Iterator[tuple[Staging, Plan, Lend | None]]:  # fmt: skip
-    """The warehouse's staging, held for the block (its tables must outlive the client's
-    waits), with the source read, normalised, deduped (`gather`; `known`: the places the
-    warehouse knows are looked up), looked up and planned into it (`plan_places`), the plan,
-    and how the open reads the marked places and the requests made outside the hold (None: from
-    the staging).
-
-    A small input (`small_input`) is all of it in the hold. A larger one is read in a scratch
-    database with the warehouse let go, then looked up and planned there with the warehouse
-    attached read-only, so that others may read meanwhile (in the hold instead, when another
-    thread of this process has the file open: `attached`). In the hold, its plan stands unless a
-    run answered or took one of its places since (`changed_since`), when the lookup and plan
-    are made again in the hold; standing, it is read by the open from the scratch, not copied
-    into the staging first. Either way the places other runs are buying are looked up in the
-    hold that records this run's own (one place, one purchase).
-    The staging's tables are dropped after the block (the plan is in the run's tables by then,
-    or the run refused)."""
-    with ExitStack() as stack:
-        if small_input(source):
-            con = stack.enter_context(wh.held())
-            staging = stack.enter_context(closing(Staging(con, warehouse=True)))
-            lookup = (lambda keys: known_places(con, keys)) if known else None
-            gather(r, source, options, staging, not_a_match=pairs, known=lookup)
-            yield staging, plan_places(r, options, staging, now), None
-            return
-        wh.let_go()
-        scratch = stack.enter_context(Staging.scratch())
-        scratch_lookup = _known_lookup(wh) if known else None
-        gather(r, source, options, scratch, not_a_match=pairs, known=scratch_lookup)
-        planned: Plan | None = None
-        recheck: tuple[str, ...] = ()
-        with attached(scratch.con, wh.path, wait=wh.wait) as beside:
-            if beside:  # the scratch, the warehouse beside it
-                ahead = Staging(scratch.con, warehouse=True)
-                planned = plan_places(r, options, ahead, now, keep_deduped=True)
-                recheck = for_recheck(ahead)
-        con = stack.enter_context(wh.held())
-        # the work before the first request, on every core (WAREHOUSE_SETTINGS)
-        stack.enter_context(settings(con, **EVERY_CORE))
-        staging = stack.enter_context(closing(Staging(con, warehouse=True)))
-        scratch.move_to(staging, MATCHED, REJECTS, *recheck)
-        if planned is None or changed_since(staging, options, now=now):
-            scratch.move_to(staging, DEDUPED)
-            yield staging, plan_places(r, options, staging, now), None
-            return
-        yield staging, planned, lambda table: scratch.lent(staging, table)
-
-
-def _known_lookup(wh: Writer) -> KnownLookup:
-    """The dedupe stage's look-up of known places: the warehouse taken for the one query
-    (waiting for a writer as any statement does) and let go again."""
-
-    def lookup(keys: pl.DataFrame) -> pl.DataFrame:
-        try:
-            return known_places(wh.con, keys)
-        finally:
-            wh.let_go()
-
-    return lookup
 
 
 def _resumable(

@@ -102,7 +102,7 @@ class RunState(RunBook):
         None records a refused run, finished at once. `lend`: the marked places and the
         requests are read from another database, each lent for the one statement that reads it
         (`Staging.lent`), not from the connection's own staging. The copy runs on every core
-        (placeflow.runner.orchestrate.EVERY_CORE) within the writer's memory cap: on one thread
+        (placeflow.runner.opening.EVERY_CORE) within the writer's memory cap: on one thread
         it took 13.8 s of wall time at 1M rows before the first request could go out, on two
         10.0 s (3.5 CPU s more), the peak RSS of the run unchanged.
         """

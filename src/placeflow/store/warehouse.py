@@ -188,7 +188,7 @@ spills past it): DuckDB's default keeps up to 80% of RAM, gigabytes at ten milli
 `max_vacuum_tasks` 0: a checkpoint merges no row groups (each let-go after a load rewrote the
 load before, 0.5 CPU s a close; rows are seldom deleted here). `threads` 1: a run's loads cost
 15% less CPU on one thread and take no longer on a busy machine; the work before a run's first
-request, which it delays, runs on every core (placeflow.runner.orchestrate.EVERY_CORE)."""
+request, which it delays, runs on every core (placeflow.runner.opening.EVERY_CORE)."""
 
 
 def writer_settings(con: duckdb.DuckDBPyConnection) -> None:

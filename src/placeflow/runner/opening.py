@@ -1,0 +1,119 @@
+"""A new run's places prepared for its open: read, deduped, looked up and planned, with the
+warehouse held as little as the input allows (`prepared`; `placeflow.runner.orchestrate` opens
+the run inside its block).
+
+    small input:  [hold: read ─▶ normalize ─▶ dedupe ─▶ fresh ─▶ plan ─▶ (open)]
+    larger input: read ─▶ normalize ─▶ dedupe          (a scratch database, the warehouse let go)
+                  fresh ─▶ plan                        (the warehouse attached read-only beside it)
+                  [hold: changed since? ─▶ (open)]     (no: the plan stands; yes: again beside)
+
+One place, one purchase: the places other runs are buying or have answered are looked up in the
+hold that records this run's own, whatever the path (`changed_since`).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from contextlib import ExitStack, closing, contextmanager
+from datetime import datetime
+from functools import partial
+
+import polars as pl
+
+from placeflow.options import RunOptions
+from placeflow.pipeline.fresh import changed_since, for_recheck
+from placeflow.pipeline.known import KnownLookup, known_places
+from placeflow.pipeline.source import Source
+from placeflow.pipeline.staging import Staging
+from placeflow.runner.prepare import gather, plan_places, small_input
+from placeflow.runner.steps import Stages
+from placeflow.state.records import DEDUPED, MARKED, MATCHED, REJECTS, REQUESTS, Plan
+from placeflow.state.runstate import Lend
+from placeflow.store.attach import attached
+from placeflow.store.warehouse import settings
+from placeflow.store.writer import Writer
+
+EVERY_CORE = {"threads": str(os.cpu_count() or 1)}
+"""DuckDB's threads for a new run's prepare and open (its fresh, plan and open stages), which
+delay its first request: the writer's other work runs on one thread (WAREHOUSE_SETTINGS)."""
+BESIDE_TRIES = 3
+"""Times a larger input is looked up and planned beside the warehouse before it is done in the
+hold: each try after the first follows another run's open or load between the lookup and the
+hold (two runs started together meet it once), and costs CPU, not readers' time."""
+
+
+@contextmanager
+def prepared(
+    r: Stages, wh: Writer, source: Source, options: RunOptions,
+    pairs: pl.DataFrame | None, *, known: bool, now: datetime,
+) -> Iterator[tuple[Staging, Plan, Lend | None]]:  # fmt: skip
+    """The warehouse's staging, held for the block (its tables must outlive the client's
+    waits), with the source read, normalised, deduped (`gather`; `known`: the places the
+    warehouse knows are looked up), looked up and planned (`plan_places`); the plan; and how
+    the open reads the marked places and the requests made outside the hold (None: from the
+    staging).
+
+    A small input (`small_input`) is all of it in the hold. A larger one is read in a scratch
+    database with the warehouse let go, then looked up and planned there with the warehouse
+    attached read-only, so that others may read meanwhile. In the hold, its plan stands unless a
+    run answered or took one of its places since (`changed_since`): then the hold is let go and
+    the lookup and plan made beside it again, up to BESIDE_TRIES times, and in the hold after
+    that (and at once when another thread of this process has the file open: `attached`). A
+    plan standing is read by the open from the scratch, not copied into the staging first. The
+    staging's tables are dropped after the block (the plan is in the run's tables by then, or
+    the run refused)."""
+    with ExitStack() as stack:
+        if small_input(source):
+            staging = _held(stack, wh, cores=False)  # moments of work: the writer's one thread
+            con = staging.con
+            lookup = (lambda keys: known_places(con, keys)) if known else None
+            gather(r, source, options, staging, not_a_match=pairs, known=lookup)
+            yield staging, plan_places(r, options, staging, now), None
+            return
+        wh.let_go()
+        scratch = stack.enter_context(Staging.scratch())
+        scratch_lookup = _known_lookup(wh) if known else None
+        gather(r, source, options, scratch, not_a_match=pairs, known=scratch_lookup)
+        for _ in range(BESIDE_TRIES):
+            with attached(scratch.con, wh.path, wait=wh.wait) as beside:
+                if not beside:
+                    break
+                ahead = Staging(scratch.con, warehouse=True)  # the scratch, the warehouse beside
+                scratch.drop(MARKED, REQUESTS)  # an earlier try's
+                planned = plan_places(r, options, ahead, now, keep_deduped=True)
+                recheck = for_recheck(ahead)
+            with ExitStack() as hold:
+                staging = _held(hold, wh)
+                scratch.move_to(staging, *recheck)
+                if not changed_since(staging, options, now=now):
+                    scratch.move_to(staging, MATCHED, REJECTS)
+                    yield staging, planned, partial(scratch.lent, staging)
+                    return
+            wh.let_go()  # its temporary tables with it
+        staging = _held(stack, wh)
+        scratch.drop(MARKED, REQUESTS)
+        scratch.move_to(staging, DEDUPED, MATCHED, REJECTS)
+        yield staging, plan_places(r, options, staging, now), None
+
+
+def _held(stack: ExitStack, wh: Writer, *, cores: bool = True) -> Staging:
+    """The warehouse's staging, held until `stack` closes (its tables dropped then); with
+    `cores`, the work before the first request on every core (EVERY_CORE)."""
+    con = stack.enter_context(wh.held())
+    if cores:
+        stack.enter_context(settings(con, **EVERY_CORE))
+    return stack.enter_context(closing(Staging(con, warehouse=True)))
+
+
+def _known_lookup(wh: Writer) -> KnownLookup:
+    """The dedupe stage's look-up of known places: the warehouse taken for the one query
+    (waiting for a writer as any statement does) and let go again."""
+
+    def lookup(keys: pl.DataFrame) -> pl.DataFrame:
+        try:
+            return known_places(wh.con, keys)
+        finally:
+            wh.let_go()
+
+    return lookup
