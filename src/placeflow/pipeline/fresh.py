@@ -40,7 +40,7 @@ OUTCOMES = "pf_fresh_outcomes"
 table of those loaded since SEEN was taken (SINCE_SEEN: `changed_since`)."""
 SEEN = "pf_fresh_seen"
 """The loads of outcomes (run_id, chunk_no, outcome_at) the warehouse held when a run looked up
-its fresh places outside its hold of the warehouse (`seen_outcomes`)."""
+its fresh places outside its hold of the warehouse (`for_recheck`)."""
 TO_SEND = "pf_fresh_to_send"
 """The places a plan made outside the hold sends, with the columns the freshness queries read
 (`for_recheck`): what `changed_since` asks about."""
@@ -174,8 +174,8 @@ def mark_fresh_staged(
     Without a warehouse (`staging.warehouse` False) or with `force`, nothing is fresh (with
     `force`, places that keep failing are still held: `retry_failed` sends them); without a
     warehouse nothing is held either. MARKED's rows are in no particular order: read them by
-    row_ord. `keep_deduped`: DEDUPED is kept (a run's lookup outside its hold of the warehouse
-    may have to be made again in it: `changed_since`).
+    row_ord. `keep_deduped`: DEDUPED is kept (a lookup made beside the warehouse may have to be
+    made again: `changed_since`).
     """
     con = staging.con
     view = sql_text("prepare/fresh_candidates")
@@ -247,8 +247,10 @@ def changed_since(staging: Staging, options: RunOptions, *, now: datetime) -> in
     the fresh stage looked them up outside the hold (SEEN; both from `for_recheck`): a fresh outcome
     loaded since, under their own key or their core's (unless `force`), or a claim by a run
     opened since. Asked in the hold that records the run: 0, the plan stands (one place, one
-    purchase); else the stage is made again in the hold. Outcomes replaced since count as
-    loaded since; only a load after SEEN can make a place fresh that was not."""
+    purchase); else the lookup and plan are made again (`placeflow.runner.opening`). Outcomes
+    replaced since count as loaded since: only a load after SEEN can make a place fresh that was
+    not. Places that failed once more since are not held back by it: that costs a purchase, not
+    a second one."""
     con = staging.con
     con.execute(f"create or replace temp view {CANDIDATES} as select * from {TO_SEND}")  # noqa: S608 - our staging table
     try:
