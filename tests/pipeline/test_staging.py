@@ -77,3 +77,23 @@ def test_plan_runs_under_its_memory_cap() -> None:
         assert staging.count(REQUESTS) == n
         assert set(seen) == {_as_duckdb_says(PLAN_MEMORY)}
         assert _limit(staging.con) == _as_duckdb_says(WAREHOUSE_SETTINGS["memory_limit"])
+
+
+def test_a_move_out_of_a_pool_that_cannot_shrink_runs_at_its_own_cap() -> None:
+    """A source holding more than MOVE_LIMIT that it cannot give up (here: a database with
+    nowhere to spill; at ten million places, a plan of gigabytes) keeps its own cap for the
+    move, which copies every row, instead of failing the run; its cap is as before after."""
+    con = duckdb.connect(":memory:", config={"temp_directory": ""})
+    try:
+        source = Staging(con, warehouse=False)
+        con.execute(
+            "create temp table pf_t as select range as row_ord,"
+            " repeat('x', 100) || range::varchar as v from range(2000000)"
+        )
+        own = _limit(con)
+        with Staging.scratch() as target:
+            source.move_to(target, "pf_t")
+            assert target.count("pf_t") == 2_000_000
+        assert _limit(con) == own
+    finally:
+        con.close()

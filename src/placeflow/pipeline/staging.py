@@ -21,7 +21,7 @@ from __future__ import annotations
 import secrets
 import tempfile
 from collections.abc import Iterator
-from contextlib import AbstractContextManager, contextmanager
+from contextlib import AbstractContextManager, ExitStack, contextmanager, suppress
 from pathlib import Path
 from typing import Any
 
@@ -44,6 +44,17 @@ MOVE_INTO_LIMIT = "256MB"
 """The memory of the staging the tables are moved into, meanwhile: the copy spills sooner, and
 the fresh stage reads it back once either way (2.5M rows: the move's peak 1,060-1,090 MB with
 MEMORY_LIMIT there, 830 with this cap, its CPU and the fresh stage's alike)."""
+
+
+@contextmanager
+def capped(con: duckdb.DuckDBPyConnection, limit: str) -> Iterator[None]:
+    """The block with DuckDB's memory capped at `limit` (its own cap back after), where it can
+    be: a pool holding more than `limit` that it cannot give up at once (a scratch database
+    holding a plan of ten million places) keeps its own cap, which bounds it as well."""
+    with ExitStack() as stack:
+        with suppress(duckdb.OutOfMemoryException):  # not lowered: at the connection's own cap
+            stack.enter_context(settings(con, memory_limit=limit))
+        yield
 
 
 class Staging:
@@ -70,8 +81,8 @@ class Staging:
         batch), and drop them here; this side's DuckDB capped at MOVE_LIMIT meanwhile, the
         other's at MOVE_INTO_LIMIT (each writer's own cap back after)."""
         with (
-            settings(self.con, memory_limit=MOVE_LIMIT),
-            settings(other.con, memory_limit=MOVE_INTO_LIMIT),
+            capped(self.con, MOVE_LIMIT),
+            capped(other.con, MOVE_INTO_LIMIT),
         ):
             for table in tables:
                 reader = self.con.sql(f"select * from {table}").to_arrow_reader(BATCH_ROWS)  # noqa: S608 - our table names
@@ -88,7 +99,7 @@ class Staging:
         """`table` read by `other`'s statements in the block, under its own name, streamed from
         here as Arrow batches (this side's DuckDB at MOVE_LIMIT meanwhile): read once, by one
         statement, without a copy on `other`'s side; dropped here after."""
-        with settings(self.con, memory_limit=MOVE_LIMIT):
+        with capped(self.con, MOVE_LIMIT):
             reader = self.con.sql(f"select * from {table}").to_arrow_reader(BATCH_ROWS)  # noqa: S608 - our table names
             other.con.register(table, reader)
             try:
@@ -98,9 +109,9 @@ class Staging:
         self.drop(table)
 
     def limited(self, limit: str = MEMORY_LIMIT) -> AbstractContextManager[None]:
-        """The block runs with DuckDB's memory capped at `limit` (spilling past it); a writer's
-        own setting (WAREHOUSE_SETTINGS, MEMORY_LIMIT's size) comes back after."""
-        return settings(self.con, memory_limit=limit)
+        """The block runs with DuckDB's memory capped at `limit` where it can be (`capped`;
+        spilling past it); a writer's own setting (WAREHOUSE_SETTINGS) comes back after."""
+        return capped(self.con, limit)
 
     def append(self, table: str, frame: pl.DataFrame) -> None:
         """Append a frame to a staging table, creating it (with the frame's columns) if new.
