@@ -8,7 +8,6 @@ from __future__ import annotations
 import subprocess
 import sys
 import threading
-import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -24,7 +23,7 @@ from placeflow.pipeline.fresh import changed_since
 from placeflow.runner import opening
 from placeflow.runner.prepare import SMALL_INPUT
 from placeflow.state.checks import run_checks
-from placeflow.store import warehouse
+from placeflow.store import dbfile
 from placeflow.store.warehouse import open_database
 
 from .conftest import KEY, Served, ServeSandbox, places, write_csv
@@ -205,15 +204,13 @@ def test_a_writer_of_this_process_waits_for_a_lookup_beside_the_warehouse(
     opened: list[Any] = []
     refused = threading.Event()
 
-    class Time:  # the warehouse module's clock, its pause after a refused open marked
-        monotonic = staticmethod(time.monotonic)
+    tried = dbfile.Backoff.refused
 
-        @staticmethod
-        def sleep(seconds: float) -> None:
-            refused.set()
-            time.sleep(seconds)
+    def refusing(backoff: dbfile.Backoff, exc: duckdb.Error) -> None:  # a refused open marked
+        refused.set()
+        tried(backoff, exc)
 
-    monkeypatch.setattr(warehouse, "time", Time)
+    monkeypatch.setattr(dbfile.Backoff, "refused", refusing)
 
     def other_writer() -> None:
         con = open_database(db, read_only=False, wait=120)

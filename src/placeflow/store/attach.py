@@ -9,14 +9,14 @@ writing the warehouse, this run's own writer included, which is let go meanwhile
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
 import duckdb
 
-from placeflow.store.warehouse import FILES, busy
+from placeflow.store.dbfile import Backoff
+from placeflow.store.warehouse import FILES
 
 ALIAS = "pf_warehouse"
 """The attached warehouse's name in the scratch database."""
@@ -30,8 +30,7 @@ def attached(con: duckdb.DuckDBPyConnection, path: Path | str, *, wait: float) -
     when this process has the file open otherwise: DuckDB refuses a second instance of one file
     in a process, so a run in another thread of it keeps its hold (the caller reads the
     warehouse in its own hold instead, as before), and the run's own `Writer` must be let go."""
-    deadline = time.monotonic() + wait
-    pause = 0.02
+    backoff = Backoff(path, wait)
     own = con.execute("select current_database()").fetchall()[0][0]
     quoted = str(path).replace("'", "''")  # a path is a string literal to ATTACH
     while True:
@@ -45,10 +44,7 @@ def attached(con: duckdb.DuckDBPyConnection, path: Path | str, *, wait: float) -
         except duckdb.IOException as exc:
             if "lock" not in str(exc).lower():
                 raise
-            if time.monotonic() + pause > deadline:
-                raise busy(Path(path), str(exc)) from exc
-        time.sleep(pause)  # bounded: the holder writes for moments, then lets go
-        pause = min(pause * 2, 0.5)
+            backoff.refused(exc)
     try:
         con.execute(f"use {ALIAS}")
         yield True

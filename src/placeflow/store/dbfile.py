@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 import secrets
 import stat
 import sys
@@ -21,10 +22,11 @@ from collections.abc import Callable
 from contextlib import suppress
 from datetime import UTC, datetime
 from pathlib import Path
+from time import monotonic, sleep
 
 import duckdb
 
-from placeflow.errors import NotAWarehouse
+from placeflow.errors import NotAWarehouse, WarehouseBusy
 
 DUCKDB_MAGIC = b"DUCK"
 """Bytes 8 to 11 of every DuckDB database file (its main header, after an 8-byte checksum)."""
@@ -329,3 +331,34 @@ def has_table(con: duckdb.DuckDBPyConnection, name: str) -> bool:
     except duckdb.CatalogException:
         return False
     return True
+
+
+_LOCK_PID = re.compile(r"\(PID (\d+)\)")
+
+
+def busy(path: Path, detail: str) -> WarehouseBusy:
+    """WarehouseBusy naming the holder: the process DuckDB names, as it said who it is."""
+    found = _LOCK_PID.search(detail)
+    holder = f"process {found.group(1)}" if found else "another process"
+    said = holder_of(path)
+    if said and (found is None or said.startswith(f"process {found.group(1)} ")):
+        holder = said
+    return WarehouseBusy(path, holder=holder, detail=detail)
+
+
+class Backoff:
+    """The tries of one open (or attach) of the warehouse while another process holds it:
+    `refused` after each refused try sleeps a little longer each time (0.02 s, doubling to
+    0.5 s: the holder writes for moments, then lets go), and raises `WarehouseBusy` naming the
+    holder once `wait` seconds have passed."""
+
+    def __init__(self, path: Path | str, wait: float) -> None:
+        self.path = Path(path)
+        self.deadline = monotonic() + wait
+        self.pause = 0.02
+
+    def refused(self, exc: duckdb.Error) -> None:
+        if monotonic() + self.pause > self.deadline:
+            raise busy(self.path, str(exc)) from exc
+        sleep(self.pause)  # the real clock: a waiting open is not the notes' (`time` above)
+        self.pause = min(self.pause * 2, 0.5)

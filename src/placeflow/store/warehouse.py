@@ -19,7 +19,6 @@ import re
 import secrets
 import tempfile
 import threading
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from datetime import UTC, datetime
@@ -33,15 +32,14 @@ from placeflow.errors import (
     MigrationError,
     NoWarehouse,
     OptionsError,
-    WarehouseBusy,
     WarehouseError,
 )
 from placeflow.store.dbfile import (
+    Backoff,
     check_warehouse,
     copy_template,
     create_aside,
     gap_taken,
-    holder_of,
     kept,
     wait_for_gap,
 )
@@ -54,19 +52,6 @@ MEMORY = ":memory:"
 
 _MIGRATION_FILE = re.compile(r"^(?P<version>\d{3})_(?P<name>[a-z0-9_]+)\.sql$")
 _IDENTIFIER = re.compile(r"^[a-z_][a-z0-9_]*$")
-_LOCK_PID = re.compile(r"\(PID (\d+)\)")
-
-
-def busy(path: Path, detail: str) -> WarehouseBusy:
-    """WarehouseBusy naming the holder: the process DuckDB names, as it said who it is."""
-    found = _LOCK_PID.search(detail)
-    holder = f"process {found.group(1)}" if found else "another process"
-    said = holder_of(path)
-    if said and (found is None or said.startswith(f"process {found.group(1)} ")):
-        holder = said
-    return WarehouseBusy(path, holder=holder, detail=detail)
-
-
 # --- sql/ ------------------------------------------------------------------------------------
 
 
@@ -222,8 +207,7 @@ def open_database(
 ) -> duckdb.DuckDBPyConnection:
     """duckdb.connect, trying again for up to `wait` s while another process holds the file;
     a writer's each try no sooner than readers' gap after another process let go of it."""
-    deadline = time.monotonic() + wait
-    pause = 0.02
+    backoff = Backoff(path, wait)
     while True:
         tried = 0.0 if read_only else wait_for_gap(path)  # writers taking turns leave a gap
         try:
@@ -236,10 +220,7 @@ def open_database(
         except (duckdb.IOException, duckdb.ResourceInUseException) as exc:  # in use: store.attach
             if "lock" not in str(exc).lower() and "in use" not in str(exc).lower():
                 raise
-            if time.monotonic() + pause > deadline:
-                raise busy(Path(path), str(exc)) from exc
-        time.sleep(pause)  # bounded: the holder writes for moments, then lets go
-        pause = min(pause * 2, 0.5)
+            backoff.refused(exc)
 
 
 READ_WAIT = 10.0
