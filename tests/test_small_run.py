@@ -199,3 +199,42 @@ def test_the_cli_s_frozen_imports_leave_a_clean_teardown() -> None:
         )  # fmt: skip
         assert done.returncode == code, done.stderr[-2000:]
         assert "nanobind" not in done.stdout + done.stderr, args
+
+
+IMPORTS_PROBE = """
+import sys
+from placeflow.cli.main import main
+
+code = main(sys.argv[1:])
+print(sorted(m for m in ("pyarrow", "splink", "prefect") if m in sys.modules), file=sys.stderr)
+sys.exit(code)
+"""
+
+
+def test_a_small_run_imports_no_pyarrow_splink_or_prefect(tmp_path: Path) -> None:
+    """A 10-row run on a new warehouse (the embedded sandbox) completes without importing
+    pyarrow (about 70 ms of CPU: its frames cross to DuckDB as Arrow streams), Splink or
+    Prefect; the sandbox it ran against charged its places."""
+    import os
+    import subprocess
+    import sys
+
+    ten = tmp_path / "ten.csv"
+    ten.write_text(
+        "id,name,address,city,country\n"
+        + "".join(f"u{i},Corner Shop {i},{i} Elm Street,Springfield,USA\n" for i in range(10))
+    )
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PLACEFLOW_", "PREFECT_"))}
+    db = tmp_path / "wh.duckdb"
+    done = subprocess.run(
+        [sys.executable, "-c", IMPORTS_PROBE, "run", str(ten), "--db", str(db), "--json"],
+        capture_output=True, text=True, env=env, check=False, timeout=300,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    said = [line for line in done.stderr.splitlines() if line.startswith("[")]
+    assert said == ["[]"], done.stderr[-3000:]  # (the bindings' teardown notes may follow)
+    document = json.loads(done.stdout)
+    assert document["status"] == "completed" and document["charged"] == 10
+    kept = json.loads((tmp_path / "wh.duckdb.sandbox" / "state.json").read_text())
+    (account,) = [k["account"] for k in kept["keys"].values()]  # as the embedded sandbox kept it
+    assert account["charged"] == 10 and kept["requests"]["POST /v1/enrich-batch"] == {"200": 1}

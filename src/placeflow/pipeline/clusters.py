@@ -26,6 +26,7 @@ from placeflow.pipeline.known import KnownLookup, new_block_keys
 from placeflow.pipeline.staging import Staging
 from placeflow.state.records import MATCHED
 from placeflow.store.warehouse import sql_text
+from placeflow.support.arrow import scannable
 
 EXACT = "exact"
 AUDIT_COLUMNS = ("matched_row", "match_rule", "match_probability")
@@ -129,7 +130,9 @@ def _fuzzy(
         return None
     from placeflow.pipeline.match import fuzzy_match_batches  # Splink loads only when used
 
-    read = staging.batches(firsts, MATCH_BATCH_ROWS)
+    # one batch is read whole (an Arrow reader is pyarrow's, 70 ms of a small run's import)
+    few = unique <= MATCH_BATCH_ROWS
+    read = [staging.query(firsts)] if few else staging.batches(firsts, MATCH_BATCH_ROWS)
     batches = (
         b.select(c for c in MATCH_FIELDS if c in b.columns).with_columns(
             pl.col("place_key").is_in(exact.implode()).alias("known")
@@ -150,7 +153,7 @@ def _fuzzy(
 
 def _exactly_known(staging: Staging, known_places: pl.DataFrame) -> pl.Series:
     """The keys of the staged places that are known places themselves (the same exact key)."""
-    staging.con.register("pf_known_found", known_places.select("place_key").to_arrow())
+    staging.con.register("pf_known_found", scannable(known_places.select("place_key")))
     try:
         found = staging.query(
             "select distinct place_key from pf_staged_places"

@@ -23,6 +23,7 @@ from placeflow.options import RunOptions
 from placeflow.pipeline.staging import Staging
 from placeflow.state.records import DEDUPED, MARKED
 from placeflow.store.warehouse import sql_text
+from placeflow.support.arrow import fetched, scannable
 
 CANDIDATES = "pf_fresh_candidates"
 OWN_KEYS = "pf_fresh_own_keys"
@@ -110,11 +111,11 @@ def fresh_keys(
     if not _has_runs(con):
         return none
     frame = keys.select(pl.col("place_key").cast(pl.String)).with_row_index("row_ord")
-    con.register(CANDIDATES, frame.to_arrow())
+    con.register(CANDIDATES, scannable(frame))
     con.execute(ALL_OUTCOMES)
     try:
         params = {"signature": signature, "cutoff": cutoff}
-        found: pl.DataFrame = con.sql(sql_text("queries/fresh_keys"), params=params).pl()
+        found: pl.DataFrame = fetched(con.sql(sql_text("queries/fresh_keys"), params=params))
         return found
     finally:
         con.execute(f"drop view if exists {OUTCOMES}")

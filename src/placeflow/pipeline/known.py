@@ -22,6 +22,7 @@ import duckdb
 import polars as pl
 
 from placeflow.store.warehouse import sql_text
+from placeflow.support.arrow import fetched, scannable
 
 KnownLookup = Callable[[pl.DataFrame], pl.DataFrame]
 """The new places' block keys (block_key) -> the known places sharing one (`known_places`'
@@ -76,7 +77,7 @@ def new_block_keys(con: duckdb.DuckDBPyConnection, fuzzy_input: str) -> pl.DataF
     con.execute(BLOCK_KEYS_MACRO)
     con.execute(f"create or replace temp view {INPUT_VIEW} as {fuzzy_input}")
     try:
-        keys: pl.DataFrame = con.sql(sql_text("prepare/known_block_keys")).pl()
+        keys: pl.DataFrame = fetched(con.sql(sql_text("prepare/known_block_keys")))
     finally:
         con.execute(f"drop view if exists {INPUT_VIEW}")
     return keys
@@ -93,11 +94,11 @@ def known_places(con: duckdb.DuckDBPyConnection, keys: pl.DataFrame) -> pl.DataF
     if keys.height == 0 or not any_known(con):
         return pl.DataFrame(schema=KNOWN_SCHEMA)
     con.execute(BLOCK_KEYS_MACRO)
-    con.register(KEYS_VIEW, keys.select("block_key").to_arrow())
+    con.register(KEYS_VIEW, scannable(keys.select("block_key")))
     try:
-        found: pl.DataFrame = con.sql(
-            sql_text("queries/known_places"), params={"most": MOST_PER_KEY}
-        ).pl()
+        found: pl.DataFrame = fetched(
+            con.sql(sql_text("queries/known_places"), params={"most": MOST_PER_KEY})
+        )
     finally:
         con.unregister(KEYS_VIEW)
     return found.select(pl.col(c).cast(t) for c, t in KNOWN_SCHEMA.items())

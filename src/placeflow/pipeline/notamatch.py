@@ -28,6 +28,7 @@ import polars as pl
 from placeflow.errors import OptionsError, UnknownReference
 from placeflow.store.dbfile import has_table
 from placeflow.store.warehouse import sql_text
+from placeflow.support.arrow import fetched
 
 PAIR_SCHEMA = {"place_key_a": pl.String, "place_key_b": pl.String}
 _FILE_ROW = re.compile(r"^(?P<file>.+):(?P<row>[0-9]+)$")
@@ -149,5 +150,7 @@ def merges(con: duckdb.DuckDBPyConnection, run_id: str) -> pl.DataFrame:
     """The merges the fuzzy pass made in `run_id`, one row per merged place: both sides' file,
     row, id, name, street, city and phone, the probability and the evidence (`run_matches`)
     (sql/queries/run_merges.sql); empty for a run without any."""
-    found: pl.DataFrame = con.sql(sql_text("queries/run_merges"), params={"run_id": run_id}).pl()
+    found: pl.DataFrame = fetched(
+        con.sql(sql_text("queries/run_merges"), params={"run_id": run_id})
+    )
     return found

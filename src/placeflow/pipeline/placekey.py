@@ -38,6 +38,7 @@ import polars as pl
 
 from placeflow.fields import PLACE_FIELDS
 from placeflow.pipeline.columnar import apply, parallel, patched, per_value
+from placeflow.support.arrow import fetched, scannable
 
 KEY_VERSION = "pk1"
 SEPARATOR = "\x1f"
@@ -257,11 +258,11 @@ def digest_keys(texts: pl.Series) -> pl.Series:
             for t in texts.to_list()
         ]
         return pl.Series("place_key", digested, dtype=pl.String)
-    frame = texts.rename("k").to_frame().to_arrow(compat_level=pl.CompatLevel.newest())
+    frame = scannable(texts.rename("k").to_frame())
     with _hasher().cursor() as con:  # the rows' order is kept (DuckDB's insertion order)
         con.register("texts", frame)
         sql = "select 'pk_' || left(md5(k), 24) as place_key from texts"
-        out: pl.DataFrame = con.sql(sql).pl()
+        out: pl.DataFrame = fetched(con.sql(sql))
     return out.get_column("place_key")
 
 

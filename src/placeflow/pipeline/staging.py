@@ -32,6 +32,7 @@ from placeflow.fields import BATCH_ROWS
 from placeflow.state.records import TABLES
 from placeflow.store.dbfile import has_table
 from placeflow.store.warehouse import settings
+from placeflow.support.arrow import fetched, scannable
 
 MEMORY_LIMIT = "512MB"
 """DuckDB's memory for the staging work (it spills past it to its temporary directory)."""
@@ -117,7 +118,7 @@ class Staging:
         """Append a frame to a staging table, creating it (with the frame's columns) if new.
         An empty frame still creates the table, so the stages after always find it."""
         view = f"pf_batch_{secrets.token_hex(4)}"
-        self.con.register(view, frame.to_arrow(compat_level=pl.CompatLevel.newest()))
+        self.con.register(view, scannable(frame))
         try:
             if self.exists(table):
                 self.con.execute(f"insert into {table} by name select * from {view}")  # noqa: S608 - our table names, a random view's
@@ -154,7 +155,7 @@ class Staging:
 
     def query(self, sql: str, params: dict[str, Any] | None = None) -> pl.DataFrame:
         """The result of `sql` as a frame."""
-        out: pl.DataFrame = self.con.sql(sql, params=params or {}).pl()
+        out: pl.DataFrame = fetched(self.con.sql(sql, params=params or {}))
         return out
 
     def batches(self, sql: str, rows: int = BATCH_ROWS) -> Iterator[pl.DataFrame]:

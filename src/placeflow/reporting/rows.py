@@ -23,6 +23,7 @@ from placeflow.options import RunOptions
 from placeflow.pipeline.csvfile import ROW, codec_name, read_csv_table, separator_for
 from placeflow.pipeline.read import PARQUET_MAGIC
 from placeflow.store.warehouse import READ_WAIT, connect, reading
+from placeflow.support.arrow import fetched
 from placeflow.support.csvsafe import csv_safe
 
 ROWS_SQL = (
@@ -67,7 +68,7 @@ def row_outcomes(
         if not stored:
             raise UsageError(f"no run {run_id!r} in {db}; `placeflow runs` lists them")
         wanted = list(only or ())
-        rows: pl.DataFrame = con.sql(ROWS_SQL, params=[run_id, wanted, wanted]).pl()
+        rows: pl.DataFrame = fetched(con.sql(ROWS_SQL, params=[run_id, wanted, wanted]))
     if not original or rows.height == 0:
         return rows
     options = stored_read_options(stored[0][0])
@@ -124,14 +125,14 @@ def _frame(relation: duckdb.DuckDBPyRelation) -> pl.DataFrame:
     cast to text first."""
     types = [str(t) for t in relation.dtypes]
     if not any(UNREADABLE.search(t) for t in types):
-        whole: pl.DataFrame = relation.pl()
+        whole: pl.DataFrame = fetched(relation)
         return whole
     shown = []
     for name, kind in zip(relation.columns, types, strict=True):
         quoted = '"' + name.replace('"', '""') + '"'
         as_text = UNREADABLE.search(kind) is not None
         shown.append(f"cast({quoted} as varchar) as {quoted}" if as_text else quoted)
-    as_read: pl.DataFrame = relation.project(", ".join(shown)).pl()
+    as_read: pl.DataFrame = fetched(relation.project(", ".join(shown)))
     return as_read
 
 

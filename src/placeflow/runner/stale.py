@@ -26,6 +26,7 @@ from placeflow.options import RunOptions
 from placeflow.pipeline.read import ReadInfo, ReadStream
 from placeflow.state.runstate import Clock, utc_now
 from placeflow.store.warehouse import reading, settings, sql_text
+from placeflow.support.arrow import fetched
 
 
 def select_stale(
@@ -76,10 +77,10 @@ def _stale_places(con: duckdb.DuckDBPyConnection, params: dict[str, object]) -> 
     there the query is planned without statistics propagation; elsewhere as it always was."""
     query = sql_text("queries/stale_places")
     if con.execute("select exists (select 1 from runs)").fetchall()[0][0]:  # all: none left
-        found: pl.DataFrame = con.sql(query, params=params).pl()
+        found: pl.DataFrame = fetched(con.sql(query, params=params))
         return found
     with settings(con, disabled_optimizers="statistics_propagation"):
-        found = con.sql(query, params=params).pl()
+        found = fetched(con.sql(query, params=params))
     return found
 
 

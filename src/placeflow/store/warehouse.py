@@ -43,6 +43,7 @@ from placeflow.store.dbfile import (
     kept,
     wait_for_gap,
 )
+from placeflow.support.arrow import scannable
 
 if TYPE_CHECKING:  # polars loads only where a frame is written (a report needs none)
     import polars as pl
@@ -368,11 +369,10 @@ def insert_frame(con: duckdb.DuckDBPyConnection, table: str, frame: pl.DataFrame
         raise OptionsError(f"not a table name: {table!r}")
     if frame.height == 0:
         return 0
-    import polars as pl
 
     view = f"_placeflow_frame_{secrets.token_hex(4)}"
-    # Arrow's string views are polars' own layout: DuckDB reads the frame without a copy.
-    con.register(view, frame.to_arrow(compat_level=pl.CompatLevel.newest()))
+    # polars' stream gives Arrow's string views, its own layout: DuckDB reads without a copy.
+    con.register(view, scannable(frame))
     try:
         con.execute(f'insert into "{table}" by name select * from {view}')  # noqa: S608 - checked names
     finally:

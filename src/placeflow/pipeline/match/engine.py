@@ -46,6 +46,7 @@ from placeflow.pipeline.match.model import (
     levels_sql,
     settings,
 )
+from placeflow.support.arrow import fetched, scannable
 
 __all__ = ["DEFAULT_THRESHOLD", "OUTPUT_SCHEMA", "RULE", "MatchInfo", "fuzzy_match",
            "fuzzy_match_batches"]  # fmt: skip
@@ -139,7 +140,7 @@ def _features(batch: pl.DataFrame, first_id: int, ids_may_repeat: bool) -> pl.Da
 
 def _insert(con: duckdb.DuckDBPyConnection, feats: pl.DataFrame, *, first: bool) -> None:
     """A batch's features into the raw places table (created by the first)."""
-    con.register("pf_match_batch", feats.to_arrow(compat_level=pl.CompatLevel.newest()))
+    con.register("pf_match_batch", scannable(feats))
     try:
         into = "create table pf_match_raw as" if first else "insert into pf_match_raw by name"
         con.execute(f"{into} select * from pf_match_batch")  # noqa: S608 - one of two fixed statements
@@ -236,7 +237,7 @@ def _scored_edges(con: duckdb.DuckDBPyConnection, threshold: float) -> tuple[pl.
         con.execute(f"drop table if exists {name}")
     # sorted in polars: DuckDB's sort of the pairs ran out of the pass's memory at 10M places
     sql = f"select match_id_l, match_id_r, match_probability from {EDGES_TABLE}"  # noqa: S608 - our table
-    return con.sql(sql).pl().sort("match_id_l", "match_id_r"), candidates
+    return fetched(con.sql(sql)).sort("match_id_l", "match_id_r"), candidates
 
 
 def _named(con: duckdb.DuckDBPyConnection, merged: pl.DataFrame) -> pl.DataFrame:
@@ -244,7 +245,7 @@ def _named(con: duckdb.DuckDBPyConnection, merged: pl.DataFrame) -> pl.DataFrame
     (IDS_TABLE), with their pair's evidence (EDGES_TABLE), as OUTPUT_SCHEMA in that order,
     and `cluster_known` (the cluster's first place is known). A place already known is never
     merged (its cluster is answered by it or by another known place, never re-sent): left out."""
-    con.register(MERGED_TABLE, merged.to_arrow())
+    con.register(MERGED_TABLE, scannable(merged))
     try:
         sql = (
             "select x.match_id, p.place_key, c.place_key as cluster_key,"  # noqa: S608 - our tables
@@ -272,14 +273,14 @@ def _apart_ids(con: duckdb.DuckDBPyConnection, not_a_match: pl.DataFrame | None)
     schema = pl.Schema({"a": pl.Int64, "b": pl.Int64})
     if not_a_match is None or not_a_match.height == 0:
         return pl.DataFrame(schema=schema)
-    pairs = not_a_match.select("place_key_a", "place_key_b")
-    con.register("pf_not_a_match", pairs.to_arrow())
+    con.register("pf_not_a_match", scannable(not_a_match.select("place_key_a", "place_key_b")))
     try:
-        one: pl.DataFrame = con.sql(
+        sql = (
             "select ia.match_id as a, ib.match_id as b from pf_not_a_match n"  # noqa: S608 - our table names
             f" join {IDS_TABLE} ia on ia.place_key = n.place_key_a"
             f" join {IDS_TABLE} ib on ib.place_key = n.place_key_b"
-        ).pl()
+        )
+        one = fetched(con.sql(sql))
     finally:
         con.unregister("pf_not_a_match")
     both = pl.concat(

@@ -19,6 +19,7 @@ import duckdb
 import polars as pl
 
 from placeflow.pipeline.match.model import CONFLICT
+from placeflow.support.arrow import fetched, scannable
 
 PAIRS = pl.Schema({"a": pl.Int64, "b": pl.Int64})
 
@@ -34,14 +35,14 @@ def components(
     ends = pl.concat([edges.get_column("match_id_l"), edges.get_column("match_id_r")])
     nodes = ends.unique().sort().rename("match_id").to_frame()
     cc = cluster_pairwise_predictions_at_threshold(
-        nodes.to_arrow(),
+        nodes.to_arrow(),  # Splink takes pyarrow tables (the fuzzy pass imports it anyway)
         edges.select("match_id_l", "match_id_r", "match_probability").to_arrow(),
         db_api=DuckDBAPI(con),
         node_id_column_name="match_id",
         threshold_match_probability=threshold,
     )
     sql = f"select match_id, cluster_id from {cc.physical_name}"  # noqa: S608 - Splink's table name
-    out: pl.DataFrame = con.sql(sql).pl()
+    out: pl.DataFrame = fetched(con.sql(sql))
     con.execute(f"drop table if exists {cc.physical_name}")
     return out.select("match_id", pl.col("match_id").min().over("cluster_id").alias("cluster"))
 
@@ -54,15 +55,17 @@ def forbidden(
     big = clusters.filter(pl.len().over("cluster") >= 3)
     if big.height == 0:
         return pl.DataFrame(schema=PAIRS)
-    con.register("pf_match_members", big.to_arrow())
+    con.register("pf_match_members", scannable(big))
     try:
-        found: pl.DataFrame = con.sql(
-            "select x.match_id as a, y.match_id as b from pf_match_members x"  # noqa: S608 - our tables and rules
-            " join pf_match_members y on x.cluster = y.cluster and x.match_id < y.match_id"
-            f" join {places} l on l.match_id = x.match_id"
-            f" join {places} r on r.match_id = y.match_id"
-            f" where {CONFLICT}"
-        ).pl()
+        found: pl.DataFrame = fetched(
+            con.sql(
+                "select x.match_id as a, y.match_id as b from pf_match_members x"  # noqa: S608 - our tables and rules
+                " join pf_match_members y on x.cluster = y.cluster and x.match_id < y.match_id"
+                f" join {places} l on l.match_id = x.match_id"
+                f" join {places} r on r.match_id = y.match_id"
+                f" where {CONFLICT}"
+            )
+        )
     finally:
         con.unregister("pf_match_members")
     marked = apart.filter(pl.col("a") < pl.col("b"))

@@ -13,6 +13,7 @@ from placeflow.pipeline.fresh import FreshInfo
 from placeflow.pipeline.research.fields import field_signature, make_spec
 from placeflow.pipeline.research.plan import ResearchSpec
 from placeflow.store.warehouse import sql_text
+from placeflow.support.arrow import scannable
 
 
 def field_shas(spec: ResearchSpec) -> dict[str, str]:
@@ -31,8 +32,8 @@ def fresh_places(
 ) -> pl.Series:
     """Of `keys` (a place_key column), the places with a usable answer loaded after `cutoff`
     for every field signature of `shas`."""
-    con.register("research_fresh_candidates", keys.select("place_key").to_arrow())
-    con.register("research_fresh_specs", pl.DataFrame({"field_sha": list(shas)}).to_arrow())
+    con.register("research_fresh_candidates", scannable(keys.select("place_key")))
+    con.register("research_fresh_specs", scannable(pl.DataFrame({"field_sha": list(shas)})))
     try:
         rows = con.execute(sql_text("queries/research_fresh"), {"cutoff": cutoff}).fetchall()
     finally:
