@@ -87,6 +87,7 @@ def prepared(
                 staging = _held(hold, wh)
                 scratch.move_to(staging, *recheck)
                 if not changed_since(staging, options, now=now):
+                    scratch.drop(DEDUPED)  # the plan stands: not wanted again, its pool let go
                     scratch.move_to(staging, MATCHED, REJECTS)
                     yield staging, planned, partial(scratch.lent, staging)
                     return
