@@ -28,6 +28,7 @@ final as (
     select
         run_places.place_key,
         open_runs.run_id,
+        run_places.chunk_no,
         open_runs.signature,
         open_runs.created_at
     from run_places
@@ -42,5 +43,6 @@ select * from final;
 comment on view place_claims is 'The places unfinished runs are buying now (planned in a chunk not yet loaded or failed): a later run or refresh whose request their answer answers leaves them to that run.';
 comment on column place_claims.place_key is 'The place being bought.';
 comment on column place_claims.run_id is 'The unfinished run buying it (running or interrupted).';
+comment on column place_claims.chunk_no is 'The chunk of that run the place is planned in (a chunk claims its places until it is loaded or failed).';
 comment on column place_claims.signature is 'That run''s request signature (what its answer answers: signature_answers).';
 comment on column place_claims.created_at is 'When that run was opened (the oldest claim of a place wins).';

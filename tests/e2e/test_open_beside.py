@@ -63,17 +63,30 @@ def after_lookup(monkeypatch: pytest.MonkeyPatch, inside: Callable[[], None] | N
     monkeypatch.setattr(opening, "attached", attached)
 
 
+BROUGHT: list[bool] = []
+"""Per `changed_since` of a hold (`counting`): whether it brought the places to send into the
+hold, which it does only when an outcome was loaded or a chunk began claiming since the lookup."""
+
+
 def counting(monkeypatch: pytest.MonkeyPatch) -> tuple[list[str], list[int], Any]:
-    """A step recording the stages' names, and what each `changed_since` of the hold found."""
+    """A step recording the stages' names, and what each `changed_since` of the hold found
+    (and, in BROUGHT, whether it brought the places to send in)."""
     steps: list[str] = []
     found: list[int] = []
+    BROUGHT.clear()
 
     def step(name: str, fn: Callable[..., Any]) -> Callable[..., Any]:
         steps.append(name)
         return fn
 
-    def counted(*args: Any, **kwargs: Any) -> int:
-        found.append(changed_since(*args, **kwargs))
+    def counted(*args: Any, to_send: Callable[[str], None], **kwargs: Any) -> int:
+        BROUGHT.append(False)
+
+        def bring(table: str) -> None:
+            BROUGHT[-1] = True
+            to_send(table)
+
+        found.append(changed_since(*args, to_send=bring, **kwargs))
         return found[-1]
 
     monkeypatch.setattr(opening, "changed_since", counted)
@@ -104,6 +117,7 @@ def test_readers_open_the_warehouse_while_a_run_looks_up_and_plans_beside_it(
     second = placeflow.run([str(write_csv(tmp_path / "b.csv", places(N, start=N // 2)))], db=db,
                            target=target, step=step)  # fmt: skip
     assert found == [0] and steps.count("fresh") == 1
+    assert BROUGHT == [False]  # nothing loaded or claimed since: the plan's places stay outside
     assert read and read[0].returncode == 0, read[0].stderr if read else "no reader ran"
     assert read[0].stdout.strip() == "1"  # the reader saw the first run, beside the lookup
     assert (second.status, second.skipped_fresh, second.submitted) == ("completed", N // 2, N // 2)
@@ -129,6 +143,7 @@ def test_places_answered_between_the_lookup_and_the_hold_are_not_bought_again(
     assert (b.status, b.submitted) == ("completed", N)
     assert (a.status, a.submitted, a.skipped_fresh) == ("completed", 0, N)
     assert found == [0, N, 0]  # B's hold; A's: all answered since; A's again, once looked again
+    assert BROUGHT == [False, True, False]  # A's places looked up in its hold once: B loaded
     assert steps.count("fresh") == 2 and steps.count("plan") == 2  # beside the warehouse twice
     billed_once(served, N)
     with duckdb.connect(str(db), read_only=True) as con:
@@ -159,6 +174,7 @@ def test_places_a_run_took_between_the_lookup_and_the_hold_are_left_to_it(
         assert b.polled.wait(120), b.error  # B's places are claimed: its job is in flight
 
     after_lookup(monkeypatch, after=start_b)
+    _, found, _ = counting(monkeypatch)
     a = Running(lambda ev: placeflow.run([str(a_csv)], db=db, target=target, options=job,
                                          on_event=ev))  # fmt: skip
     assert a.polled.wait(120), a.error  # A opened (its plan recorded) and sent its own places
@@ -168,6 +184,8 @@ def test_places_a_run_took_between_the_lookup_and_the_hold_are_left_to_it(
     assert (second.status, second.submitted) == ("completed", N)
     assert (first.status, first.submitted, first.claimed) == ("completed", N // 2, N // 2)
     assert first.claims_answered == N // 2
+    # B's hold; A's: half its places claimed since by B's chunk, brought in and looked up; again
+    assert (found, BROUGHT) == ([0, N // 2, 0], [False, True, False])
     billed_once(served, N + N // 2)
 
 

@@ -9,7 +9,7 @@ size is held in polars. `mark_fresh` runs the same on a frame.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -42,11 +42,15 @@ table of those loaded since SEEN was taken (SINCE_SEEN: `changed_since`)."""
 SEEN = "pf_fresh_seen"
 """The loads of outcomes (run_id, chunk_no, outcome_at) the warehouse held when a run looked up
 its fresh places outside its hold of the warehouse (`for_recheck`)."""
+SEEN_CLAIMS = "pf_fresh_seen_claims"
+"""The chunks (run_id, chunk_no) whose places other runs claimed then (place_claims): a chunk
+claiming after it can be told."""
 TO_SEND = "pf_fresh_to_send"
 """The places a plan made outside the hold sends, with the columns the freshness queries read
 (`for_recheck`): what `changed_since` asks about."""
 ALL_OUTCOMES = f"create or replace temp view {OUTCOMES} as select * from place_outcomes"  # noqa: S608 - our names
 SINCE_SEEN = f"select * from place_outcomes anti join {SEEN} using (run_id, chunk_no, outcome_at)"  # noqa: S608 - our names
+NEW_CLAIMS = f"select * from place_claims anti join {SEEN_CLAIMS} using (run_id, chunk_no)"  # noqa: S608 - our names
 _EMPTY = {
     OWN: "select null::varchar as place_key where false",
     CORE: "select null::varchar as place_key, null::varchar as outcome_key where false",
@@ -229,46 +233,64 @@ def mark_fresh_staged(
     )
 
 
-def for_recheck(staging: Staging) -> tuple[str, str]:
+def for_recheck(staging: Staging) -> tuple[str, ...]:
     """What `changed_since` asks about, from the marked places and the warehouse as they are
-    now (taken in the read that looks up the fresh places): TO_SEND, the places to send; SEEN,
-    the loads of outcomes the warehouse holds, so that a load after it can be told. Their
-    names, to move them into the hold."""
+    now (taken in the read that looks up the fresh places): SEEN, the loads of outcomes the
+    warehouse holds, and SEEN_CLAIMS, the chunks other runs are buying, so that a load or a
+    claim after them can be told; TO_SEND, the places to send. Their names, to move them into
+    the hold: SEEN and SEEN_CLAIMS (a row a load or a chunk) first, TO_SEND (a row a place) only
+    when asked."""
     staging.create(SEEN, "select distinct run_id, chunk_no, outcome_at from place_outcomes")
+    staging.create(SEEN_CLAIMS, "select distinct run_id, chunk_no from place_claims")
     staging.create(
         TO_SEND,
         "select row_ord, place_key, core_key, region, postcode, source_file"  # noqa: S608 - our staging table
         f" from {MARKED} where disposition = 'submitted'",
     )
-    return TO_SEND, SEEN
+    return SEEN, SEEN_CLAIMS
 
 
-def changed_since(staging: Staging, options: RunOptions, *, now: datetime) -> int:
+def changed_since(
+    staging: Staging, options: RunOptions, *, now: datetime, to_send: Callable[[str], None]
+) -> int:
     """How many of the places to send (TO_SEND) were answered or taken by another run since
-    the fresh stage looked them up outside the hold (SEEN; both from `for_recheck`): a fresh outcome
-    loaded since, under their own key or their core's (unless `force`), or a claim by a run
-    opened since. Asked in the hold that records the run: 0, the plan stands (one place, one
-    purchase); else the lookup and plan are made again (`placeflow.runner.opening`). Outcomes
-    replaced since count as loaded since: only a load after SEEN can make a place fresh that was
-    not. Places that failed once more since are not held back by it: that costs a purchase, not
-    a second one."""
+    the fresh stage looked them up outside the hold (SEEN, SEEN_CLAIMS; all from
+    `for_recheck`): a fresh outcome loaded since, under their own key or their core's (unless
+    `force`), or a claim by a chunk that was not claiming then. Asked in the hold that records
+    the run: 0, the plan stands (one place, one purchase); else the lookup and plan are made
+    again (`placeflow.runner.opening`). Outcomes replaced since count as loaded since: only a
+    load after SEEN can make a place fresh that was not. Places that failed once more since are
+    not held back by it: that costs a purchase, not a second one.
+
+    The hold's work follows what changed, not the plan's size: when no outcome was loaded and
+    no chunk began claiming since, the plan stands at once; else `to_send(TO_SEND)` brings the
+    places to send into the staging and they are looked up."""
     con = staging.con
-    con.execute(f"create or replace temp view {CANDIDATES} as select * from {TO_SEND}")  # noqa: S608 - our staging table
     try:
+        loaded = not options.force and _any(con, SINCE_SEEN)
+        claimed = _any(con, NEW_CLAIMS)
+        if not (loaded or claimed):
+            return 0
+        to_send(TO_SEND)
+        con.execute(f"create or replace temp view {CANDIDATES} as select * from {TO_SEND}")  # noqa: S608 - our staging table
         if not staging.count(CANDIDATES):
             return 0
-        asked: list[tuple[str, dict[str, object]]] = [
-            ("queries/claimed_places", {"signature": options.signature})
-        ]
-        if not options.force:
+        asked: list[tuple[str, dict[str, object]]] = []
+        if claimed:
+            asked.append(("queries/claimed_places", {"signature": options.signature}))
+        if loaded:
             staging.create(OUTCOMES, SINCE_SEEN)
-            if staging.count(OUTCOMES):
-                at = _at(options, now)
-                asked += [("queries/fresh_keys", at), ("queries/fresh_core_keys", at)]
+            at = _at(options, now)
+            asked += [("queries/fresh_keys", at), ("queries/fresh_core_keys", at)]
         return sum(_count(con, sql_text(query), params) for query, params in asked)
     finally:
         con.execute(f"drop view if exists {CANDIDATES}")
-        staging.drop(OUTCOMES, SEEN, TO_SEND)
+        staging.drop(OUTCOMES, SEEN, SEEN_CLAIMS, TO_SEND)
+
+
+def _any(con: duckdb.DuckDBPyConnection, query: str) -> bool:
+    """Whether `query` gives a row."""
+    return bool(con.execute(f"select exists ({query})").fetchall()[0][0])
 
 
 def _count(con: duckdb.DuckDBPyConnection, query: str, params: dict[str, object]) -> int:

@@ -85,8 +85,9 @@ def prepared(
                 recheck = for_recheck(ahead)
             with ExitStack() as hold:
                 staging = _held(hold, wh)
-                scratch.move_to(staging, *recheck)
-                if not changed_since(staging, options, now=now):
+                scratch.move_to(staging, *recheck)  # a row a load or a chunk: small
+                to_send = partial(scratch.move_to, staging)  # a row a place: only when asked
+                if not changed_since(staging, options, now=now, to_send=to_send):
                     scratch.drop(DEDUPED)  # the plan stands: not wanted again, its pool let go
                     scratch.move_to(staging, MATCHED, REJECTS)
                     yield staging, planned, partial(scratch.lent, staging)
