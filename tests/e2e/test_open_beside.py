@@ -209,6 +209,26 @@ def test_a_run_beside_another_of_its_process_looks_up_in_its_hold(
     billed_once(served, N)
 
 
+def test_a_plan_of_more_than_beside_most_places_is_made_in_the_hold(
+    tmp_path: Path, serve_sandbox: ServeSandbox, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A larger input of more places than BESIDE_MOST is read and deduped beside the warehouse
+    but looked up and planned in its hold (no recheck: nothing was looked up outside it), and
+    buys only the places not answered before."""
+    served = serve_sandbox(fail_rate=0.0)
+    db = tmp_path / "wh.duckdb"
+    target = loopback(served.base_url)
+    first = write_csv(tmp_path / "a.csv", places(N))
+    assert placeflow.run([str(first)], db=db, target=target).status == "completed"
+    monkeypatch.setattr(opening, "BESIDE_MOST", N - 1)
+    steps, found, step = counting(monkeypatch)
+    second = placeflow.run([str(write_csv(tmp_path / "b.csv", places(N, start=N // 2)))], db=db,
+                           target=target, step=step)  # fmt: skip
+    assert found == [] and steps.count("fresh") == 1
+    assert (second.status, second.skipped_fresh, second.submitted) == ("completed", N // 2, N // 2)
+    billed_once(served, N + N // 2)
+
+
 def test_a_writer_of_this_process_waits_for_a_lookup_beside_the_warehouse(
     tmp_path: Path, serve_sandbox: ServeSandbox, monkeypatch: pytest.MonkeyPatch
 ) -> None:
