@@ -26,11 +26,11 @@ from placeflow.store.warehouse import sql_text
 from placeflow.support.arrow import fetched, scannable
 
 CANDIDATES = "pf_fresh_candidates"
+"""What the freshness queries read the places to look up from: a view over the staged places
+(sql/prepare/fresh_candidates.sql), or a registered frame (`fresh_keys`)."""
 OWN_KEYS = "pf_fresh_own_keys"
 """The staged rows' own keys (a view): a place answered under none of them was matched by the
 dedupe to a place the warehouse knows."""
-"""What the freshness queries read the places to look up from: a view over the staged places
-(sql/prepare/fresh_candidates.sql), or a registered frame (`fresh_keys`)."""
 OWN, CORE, HELD, REKEYED = "pf_fresh_own", "pf_fresh_core", "pf_fresh_held", "pf_fresh_rekeyed"
 CLAIMED = "pf_fresh_claimed"
 """The stage's work tables: keys fresh themselves; keys answered under an earlier key of their
