@@ -48,6 +48,9 @@ def test_a_column_of_nulls_alone_crosses_as_before() -> None:
     types = dict(con.execute("select column_name, column_type from (describe v)").fetchall())
     assert types == {"k": "VARCHAR", "gone": '"NULL"'}
     assert con.execute("select count(*) from v where gone is null").fetchall() == [(2,)]
+    for column, value in (("l", [None]), ("s", {"a": None})):  # a list of nulls, a struct of one
+        con.register("w", scannable(pl.DataFrame({column: [value, value]})))
+        assert con.execute("select count(*) from w").fetchall() == [(2,)], column
 
 
 def test_a_fetched_relation_is_the_frame_duckdb_would_give() -> None:

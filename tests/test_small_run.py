@@ -238,3 +238,34 @@ def test_a_small_run_imports_no_pyarrow_splink_or_prefect(tmp_path: Path) -> Non
     kept = json.loads((tmp_path / "wh.duckdb.sandbox" / "state.json").read_text())
     (account,) = [k["account"] for k in kept["keys"].values()]  # as the embedded sandbox kept it
     assert account["charged"] == 10 and kept["requests"]["POST /v1/enrich-batch"] == {"200": 1}
+
+
+def test_a_run_ending_through_the_interpreter_s_teardown_leaves_nothing_of_duckdb_alive(
+    tmp_path: Path,
+) -> None:
+    """A run whose process exits through the interpreter's teardown (as it does once Prefect is
+    imported) leaves no DuckDB object alive: the bindings report no leak. A frame read from a
+    relation once kept the relation, and so its connection, alive to the end."""
+    import os
+    import subprocess
+    import sys
+
+    ten = tmp_path / "ten.csv"
+    ten.write_text(
+        "id,name,address,city,country\n"
+        + "".join(f"u{i},Corner Shop {i},{i} Elm Street,Springfield,USA\n" for i in range(10))
+    )
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PLACEFLOW_", "PREFECT_"))}
+    argv = ["placeflow", "run", str(ten), "--db", str(tmp_path / "wh.duckdb"), "--json"]
+    probe = (
+        "import prefect, runpy, sys\n"  # with Prefect loaded, __main__ exits through sys.exit
+        f"sys.argv = {argv!r}\n"
+        "runpy.run_module('placeflow.cli', run_name='__main__')\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, env=env, check=False,
+        timeout=300,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert json.loads(done.stdout)["status"] == "completed"
+    assert "nanobind" not in done.stderr, done.stderr[-3000:]

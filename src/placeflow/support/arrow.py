@@ -18,6 +18,7 @@ import polars as pl
 
 if TYPE_CHECKING:
     import duckdb
+    from polars._typing import PolarsDataType
 
 
 class Scannable:
@@ -35,14 +36,39 @@ class Scannable:
 
 def scannable(frame: pl.DataFrame) -> object:
     """`frame` as DuckDB's `register` takes it, without pyarrow; a frame with a column of
-    polars' Null type goes through pyarrow as before (DuckDB refuses that column from a stream,
-    which carries its nulls without a validity bitmap, and reads it as DuckDB's NULL type from
-    a pyarrow table)."""
-    if any(dtype == pl.Null for dtype in frame.schema.values()):
+    polars' Null type (or a list or struct of it) goes through pyarrow as before: DuckDB refuses
+    that column from a stream, which carries its nulls without a validity bitmap, and reads it
+    as DuckDB's NULL type from a pyarrow table."""
+    if any(_holds_null_type(dtype) for dtype in frame.schema.values()):
         return frame.to_arrow(compat_level=pl.CompatLevel.newest())
     return Scannable(frame)
 
 
+def _holds_null_type(dtype: PolarsDataType) -> bool:
+    """Whether `dtype` is polars' Null type or holds it (a list's items, a struct's field)."""
+    if dtype == pl.Null:
+        return True
+    if isinstance(dtype, pl.List | pl.Array):
+        return _holds_null_type(dtype.inner)
+    if isinstance(dtype, pl.Struct):
+        return any(_holds_null_type(field.dtype) for field in dtype.fields)
+    return False
+
+
 def fetched(relation: duckdb.DuckDBPyRelation) -> pl.DataFrame:
-    """A relation's rows as a polars frame (what `relation.pl()` gives), without pyarrow."""
-    return pl.DataFrame(relation)
+    """A relation's rows as a polars frame (what `relation.pl()` gives), without pyarrow. The
+    stream is taken from the relation first: handed the relation itself, polars kept it (and so
+    its connection) alive to the interpreter's teardown, where DuckDB's bindings report leaks."""
+    return pl.DataFrame(_Once(relation.__arrow_c_stream__()))
+
+
+class _Once:
+    """A stream already taken from DuckDB, read once by polars."""
+
+    __slots__ = ("stream",)
+
+    def __init__(self, stream: object) -> None:
+        self.stream = stream
+
+    def __arrow_c_stream__(self, requested_schema: object | None = None) -> object:
+        return self.stream
