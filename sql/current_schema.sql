@@ -263,6 +263,15 @@ create table run_matches (
     evidence json  -- JSON: each comparison's name -> {level: the label of the level the pair fell in, weight: its match weight (log2 of its Bayes factor; positive for a match)}, as Splink scored the pair; the hard rules (phones, ids, numbers, units, levels, terminals, branch names, chains) had let it through.
 );
 
+-- Runs whose plan is being written in parts (rows, rejects, matches, places): their rows in run_rows, rejects, run_matches and run_places are not part of the warehouse yet, and every reader across runs leaves them out; the row goes in the transaction that records the run (or sweeps its parts).
+create table run_openings (
+    run_id varchar not null,  -- The run being opened (it has no runs row yet).
+    owner_host varchar not null,  -- The host of the process writing the parts.
+    owner_pid bigint not null,  -- That process's id: a later run sweeps the parts of an opening whose process is gone (on this host), or whose lease file has not beaten for placeflow.state.lease.LEASE (on another).
+    started_at timestamp with time zone not null,  -- When the first part was written.
+    PRIMARY KEY(run_id)
+);
+
 -- The unique places a run sends, each with its chunk, position and the exact request.
 create table run_places (
     run_id varchar not null,  -- The run that sends the place.

@@ -27,7 +27,7 @@ TABLES = {
     "runs", "run_rows", "rejects", "run_places", "jobs", "validations", "enrichments",
     "credit_ledger", "schema_migrations", "billing_readings", "place_changes", "not_a_match",
     "export_state", "export_log", "research_requests", "research_answers", "run_matches",
-    "view_set", "budgets",
+    "view_set", "budgets", "run_openings",
 }  # fmt: skip
 VIEWS = {
     "place_outcomes", "places_latest", "run_credits", "place_facts", "place_history",
