@@ -1,11 +1,10 @@
--- run_rows_kept: the rows of the run being opened ($run_id) that normalize kept, each with its
--- disposition (submitted, duplicate, skipped_fresh, held_failing, claimed), the place answering
--- it (and the run buying it, when claimed), its own key (before a merge), its normalised
--- fields and its match-only fields (phone, website), from the staged plan (pf_staged_marked).
+-- run_rows_kept: the run_rows of the run being opened that normalize kept (its run_id is added
+-- by the caller: placeflow.state.runstate.PLAN_ROWS), each with its disposition (submitted,
+-- duplicate, skipped_fresh, held_failing, claimed), the place answering it (and the run buying
+-- it, when claimed), its own key (before a merge), its normalised fields and its match-only
+-- fields (phone, website), from the staged plan (pf_staged_marked).
 
-insert into run_rows by name
 select
-    $run_id as run_id,
     row_ord,
     source_file,
     source_row,

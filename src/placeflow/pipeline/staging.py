@@ -29,7 +29,7 @@ import duckdb
 import polars as pl
 
 from placeflow.fields import BATCH_ROWS
-from placeflow.state.records import REQUESTS, TABLES
+from placeflow.state.records import TABLES
 from placeflow.store.dbfile import has_table
 from placeflow.store.warehouse import settings
 from placeflow.support.arrow import fetched, scannable
@@ -41,11 +41,6 @@ MOVE_LIMIT = "128MB"
 At MEMORY_LIMIT, the scratch's pool, full from the dedupe, stayed full while the warehouse's
 filled with the copy: two pools at once were a large run's peak (2.5M rows: 1,430 MB against
 1,080 with this cap, for the same CPU)."""
-LEND_ROWS = 16_384
-"""Rows of each Arrow batch the requests are lent in (`Staging.lent`): their JSON text is wide,
-and the batches in flight add to both pools' memory while the open reads them (at BATCH_ROWS,
-2,500,000 places' open peaked 190 MB higher). Other tables are lent in BATCH_ROWS: a batch
-costs the scan its own overhead (the marked places of 1,000,000 took 0.4 s longer in 16,384)."""
 MOVE_INTO_LIMIT = "256MB"
 """The memory of the staging the tables are moved into, meanwhile: the copy spills sooner, and
 the fresh stage reads it back once either way (2.5M rows: the move's peak 1,060-1,090 MB with
@@ -99,21 +94,6 @@ class Staging:
                 finally:
                     other.con.unregister(view)
                 self.drop(table)
-
-    @contextmanager
-    def lent(self, other: Staging, table: str) -> Iterator[None]:
-        """`table` read by `other`'s statements in the block, under its own name, streamed from
-        here as Arrow batches (this side's DuckDB at MOVE_LIMIT meanwhile): read once, by one
-        statement, without a copy on `other`'s side; dropped here after."""
-        with capped(self.con, MOVE_LIMIT):
-            rows = LEND_ROWS if table == REQUESTS else BATCH_ROWS
-            reader = self.con.sql(f"select * from {table}").to_arrow_reader(rows)  # noqa: S608 - our table names
-            other.con.register(table, reader)
-            try:
-                yield
-            finally:
-                other.con.unregister(table)
-        self.drop(table)
 
     def limited(self, limit: str = MEMORY_LIMIT) -> AbstractContextManager[None]:
         """The block runs with DuckDB's memory capped at `limit` where it can be (`capped`;

@@ -25,11 +25,12 @@ from placeflow.options import RunOptions
 from placeflow.pipeline.fresh import changed_since, for_recheck
 from placeflow.pipeline.known import KnownLookup, known_places
 from placeflow.pipeline.source import Source
-from placeflow.pipeline.staging import Staging
+from placeflow.pipeline.staging import MOVE_LIMIT, Staging
 from placeflow.runner.prepare import gather, plan_places, small_input
 from placeflow.runner.steps import Stages
-from placeflow.state.records import DEDUPED, MARKED, MATCHED, REJECTS, REQUESTS, Plan
-from placeflow.state.runstate import Lend
+from placeflow.state.opening import opening
+from placeflow.state.records import DEDUPED, MARKED, MATCHED, REJECTS, REQUESTS, Plan, plan_rows
+from placeflow.state.runbook import Clock
 from placeflow.store.attach import attached
 from placeflow.store.warehouse import settings
 from placeflow.store.writer import Writer
@@ -40,8 +41,9 @@ delay its first request: the writer's other work runs on one thread (WAREHOUSE_S
 BESIDE_MOST = 3_000_000
 """Deduped places above which a run looks up and plans in its hold, as a smaller one does after
 BESIDE_TRIES: its open alone then keeps readers out for many seconds (ten million places: 54 s),
-and a plan of that size lent to the open from the scratch cost more than it saved (10,000,000
-places: 13% more CPU, 220 MB more peak RSS; 2,500,000: 2% and 40 MB)."""
+and a plan of that size made beside the warehouse cost more than it saved (measured when the
+open read it from the scratch in one transaction, at 10,000,000 places: 13% more CPU, 220 MB
+more peak RSS; 2,500,000: 2% and 40 MB)."""
 BESIDE_TRIES = 3
 """Times a larger input is looked up and planned beside the warehouse before it is done in the
 hold: each try after the first follows another run's open or load between the lookup and the
@@ -51,37 +53,41 @@ hold (two runs started together meet it once), and costs CPU, not readers' time.
 @contextmanager
 def prepared(
     r: Stages, wh: Writer, source: Source, options: RunOptions,
-    pairs: pl.DataFrame | None, *, known: bool, now: datetime,
-) -> Iterator[tuple[Staging, Plan, Lend | None]]:  # fmt: skip
+    pairs: pl.DataFrame | None, *, known: bool, now: datetime, run_id: str, clock: Clock,
+) -> Iterator[tuple[Staging, Plan, bool]]:  # fmt: skip
     """The warehouse's staging, held for the block (its tables must outlive the client's
     waits), with the source read, normalised, deduped (`gather`; `known`: the places the
-    warehouse knows are looked up), looked up and planned (`plan_places`); the plan; and how
-    the open reads the marked places and the requests made outside the hold (None: from the
-    staging).
+    warehouse knows are looked up), looked up and planned (`plan_places`); the plan; and
+    whether its rows were written in parts under `run_id` before the hold (the open then
+    records the run and its chunks alone: `placeflow.state.opening`).
 
     A small input (`small_input`) is all of it in the hold. A larger one is read in a scratch
     database with the warehouse let go, then looked up and planned there with the warehouse
-    attached read-only, so that others may read meanwhile. In the hold, its plan stands unless a
-    run answered or took one of its places since (`changed_since`): then the hold is let go and
-    the lookup and plan made beside it again, up to BESIDE_TRIES times, and in the hold after
-    that (and at once for more than BESIDE_MOST places, or when another thread of this process
-    has the file open: `attached`). A plan standing is read by the open from the scratch, not
-    copied into the staging first. The staging's tables are dropped after the block (the plan
-    is in the run's tables by then, or the run refused)."""
+    attached read-only, so that others may read meanwhile, and its rows written in parts, the
+    writer letting readers in between stretches. In the hold, its plan stands unless a run
+    answered or took one of its places since (`changed_since`): then the hold is let go, its
+    parts dropped and the lookup and plan made beside it again, up to BESIDE_TRIES times, and
+    in the hold after that (and at once for more than BESIDE_MOST places, or when another
+    thread of this process has the file open: `attached`). The staging's tables are dropped
+    after the block (the plan is in the run's tables by then, or the run refused), and the
+    parts of a run not recorded by then."""
     with ExitStack() as stack:
         if small_input(source):
             staging = _held(stack, wh, cores=False)  # moments of work: the writer's one thread
             con = staging.con
             lookup = (lambda keys: known_places(con, keys)) if known else None
             gather(r, source, options, staging, not_a_match=pairs, known=lookup)
-            yield staging, plan_places(r, options, staging, now), None
+            yield staging, plan_places(r, options, staging, now), False
             return
         wh.let_go()
         scratch = stack.enter_context(Staging.scratch())
         scratch_lookup = _known_lookup(wh) if known else None
         gather(r, source, options, scratch, not_a_match=pairs, known=scratch_lookup)
         tries = BESIDE_TRIES if scratch.count(DEDUPED) <= BESIDE_MOST else 0
+        parts = stack.enter_context(opening(wh, run_id, clock=clock)) if tries else None
         for _ in range(tries):
+            assert parts is not None
+            wh.let_go()  # the sweep's or an earlier try's: the lookup attaches the file
             with attached(scratch.con, wh.path, wait=wh.wait) as beside:
                 if not beside:
                     break
@@ -89,20 +95,24 @@ def prepared(
                 scratch.drop(MARKED, REQUESTS)  # an earlier try's
                 planned = plan_places(r, options, ahead, now, keep_deduped=True)
                 recheck = for_recheck(ahead)
+            parts.begin()  # named even when the plan has no rows (every place claimed)
+            with scratch.limited(MOVE_LIMIT):  # it is read a batch at a time
+                for table, select in plan_rows(scratch.con):
+                    parts.write(table, scratch.batches(select))
             with ExitStack() as hold:
                 staging = _held(hold, wh)
                 scratch.move_to(staging, *recheck)  # a row a load or a chunk: small
                 to_send = partial(scratch.move_to, staging)  # a row a place: only when asked
                 if not changed_since(staging, options, now=now, to_send=to_send):
-                    scratch.drop(DEDUPED)  # the plan stands: not wanted again, its pool let go
-                    scratch.move_to(staging, MATCHED, REJECTS)
-                    yield staging, planned, partial(scratch.lent, staging)
+                    scratch.drop(DEDUPED, MARKED, REQUESTS, MATCHED, REJECTS)  # in the parts
+                    yield staging, planned, True
                     return
             wh.let_go()  # its temporary tables with it
+            parts.drop()  # written again from the plan made again
         staging = _held(stack, wh)
         scratch.drop(MARKED, REQUESTS)
         scratch.move_to(staging, DEDUPED, MATCHED, REJECTS)
-        yield staging, plan_places(r, options, staging, now), None
+        yield staging, plan_places(r, options, staging, now), False
 
 
 def _held(stack: ExitStack, wh: Writer, *, cores: bool = True) -> Staging:

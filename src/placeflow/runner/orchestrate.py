@@ -48,7 +48,6 @@ from placeflow.state.records import Plan
 from placeflow.state.runbook import RunBook, run_row
 from placeflow.state.runstate import (
     Clock,
-    Lend,
     RunState,
     new_run_id,
     open_run,
@@ -76,7 +75,8 @@ def _open(
     source: Source,
     options: RunOptions,
     *,
-    lend: Lend | None,
+    run_id: str,
+    parts: bool,
     print_: str,
     target: Target,
     clock: Clock,
@@ -97,7 +97,7 @@ def _open(
     refused = r.stage("budget", budget.check)(
         staging.con, cost, options, kind=kind, now=now, usage=usage
     )  # the budgets read in the hold that records this run's reservation (its estimate)
-    state = RunState(db, new_run_id(now), clock=clock)
+    state = RunState(db, run_id, clock=clock)
     counts = {name: c[name] for name in ("rows_read", "rejected", "duplicates", "skipped_fresh")}
     fresh = r.stages["fresh"]
     run = run_row(
@@ -111,7 +111,7 @@ def _open(
         attributes=",".join(options.attributes), include_summary=options.include_summary,
         usage_before=None if usage is None else usage.current_usage,
     )  # fmt: skip
-    r.stage("open", open_run)(state, run, None if refused else planned, lend=lend)
+    r.stage("open", open_run)(state, run, None if refused else planned, parts=parts)
     if refused:
         summary = r.stage("account", account)(state, None, started=started)
         raise BudgetRefused(refused, run_id=state.run_id, summary=finish(summary, r))
@@ -202,11 +202,12 @@ def run(
             fuzzy = options.dedupe == "fuzzy"
             pairs = not_a_match_pairs(con) if fuzzy else None
             ran = fuzzy and any_known(con)  # a new warehouse is not opened again to say none
-            with prepared(r, wh, source, options, pairs, known=ran, now=clock()) as (
-                staging, planned, lend,
-            ):  # fmt: skip
+            now, run_id = clock(), new_run_id(started)
+            with prepared(
+                r, wh, source, options, pairs, known=ran, now=now, run_id=run_id, clock=clock
+            ) as (staging, planned, parts):
                 state = _open(
-                    r, api, wh, staging, planned, source, options, lend=lend,
+                    r, api, wh, staging, planned, source, options, run_id=run_id, parts=parts,
                     print_=print_, target=target, clock=clock, started=started,
                 )  # fmt: skip
         wh.on_wait = state.beat

@@ -11,9 +11,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
+import duckdb
 import polars as pl
 
 from placeflow.fields import JobKind
+from placeflow.store.warehouse import sql_text
 
 # --- the staging tables (`placeflow.pipeline.staging` keeps them) ----------------------------
 
@@ -36,6 +38,25 @@ REQUESTS = "pf_staged_requests"
 TABLES = (PLACES, REJECTS, DEDUPED, MATCHED, MARKED, REQUESTS)
 STAGED = "select count(*) > 0 from duckdb_tables() where temporary and table_name = ?"
 """Whether a staging table (the parameter) exists on the connection."""
+
+
+def plan_rows(con: duckdb.DuckDBPyConnection) -> list[tuple[str, str]]:
+    """The rows a plan staged on `con` records, without their run_id: (table, select) for its
+    input rows kept and rejected (run_rows), its fuzzy merges (run_matches, when the dedupe
+    staged any), its rejects and its places with their requests (run_places). The run's open
+    inserts them in its one transaction (`RunState.open`), or a larger run writes them in parts
+    before it is recorded (`placeflow.state.opening`)."""
+    rows = [
+        ("run_rows", sql_text("open/run_rows_kept")),
+        ("run_rows", sql_text("open/run_rows_rejected")),
+    ]
+    if con.execute(STAGED, [MATCHED]).fetchall()[0][0]:  # staged by the fuzzy dedupe
+        rows.append(("run_matches", sql_text("open/run_matches")))
+    rows += [
+        ("rejects", f"select * from {REJECTS}"),  # noqa: S608 - our staging table
+        ("run_places", f"select * from {REQUESTS}"),  # noqa: S608 - our staging table
+    ]
+    return rows
 
 
 # --- the plan and its chunks ----------------------------------------------------------------

@@ -14,8 +14,7 @@ closed by the account stage.
 from __future__ import annotations
 
 import secrets
-from collections.abc import Callable, Sequence
-from contextlib import AbstractContextManager, nullcontext
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal
@@ -23,20 +22,12 @@ from typing import Any, Literal
 import duckdb
 import polars as pl
 
+from placeflow.errors import WarehouseError
 from placeflow.state.lifecycle import JOBS, NO_RESULT_FILE, UNCERTAIN, UNKNOWN_JOB, move, move_all
-from placeflow.state.records import (
-    MARKED,
-    MATCHED,
-    REJECTS,
-    REQUESTS,
-    STAGED,
-    Chunk,
-    Plan,
-    jobs_table,
-)
+from placeflow.state.records import Chunk, Plan, jobs_table, plan_rows
 from placeflow.state.runbook import Clock, RunBook, utc_now
 from placeflow.state.runread import StoredRun, stored_run, unfinished_run
-from placeflow.store.warehouse import insert_frame, sql_text, transaction
+from placeflow.store.warehouse import insert_frame, transaction
 
 __all__ = [
     "Chunk", "Clock", "RunState", "Settlement", "StoredRun", "new_run_id", "open_run",
@@ -49,16 +40,11 @@ def new_run_id(now: datetime, prefix: str = "run") -> str:
     return f"{prefix}_{now.strftime('%Y%m%dT%H%M%S')}_{secrets.token_hex(3)}"
 
 
-Lend = Callable[[str], AbstractContextManager[object]]
-"""A staging table of another database, lent under its own name for the block
-(`placeflow.pipeline.staging.Staging.lent`)."""
-
-
 def open_run(
-    state: RunState, run: dict[str, Any], plan: Plan | None, *, lend: Lend | None = None
+    state: RunState, run: dict[str, Any], plan: Plan | None, *, parts: bool = False
 ) -> None:
     """Record a run and its plan (see `RunState.open`): a plain function, for a step wrapper."""
-    state.open(run, plan, lend=lend)
+    state.open(run, plan, parts=parts)
 
 
 def record_rows(con: duckdb.DuckDBPyConnection, run_id: str, plan: dict[str, pl.DataFrame]) -> None:
@@ -94,16 +80,16 @@ class RunState(RunBook):
 
     # --- opening ------------------------------------------------------------------------------
 
-    def open(self, run: dict[str, Any], plan: Plan | None, *, lend: Lend | None = None) -> None:
+    def open(self, run: dict[str, Any], plan: Plan | None, *, parts: bool = False) -> None:
         """Record the run (a `runs` row's columns) and its plan in one transaction.
 
-        The plan's rows are copied from its staging tables by DuckDB (run_rows, rejects,
-        run_places, run_matches: see `placeflow.pipeline.staging`) and its chunks become `jobs`;
-        None records a refused run, finished at once. `lend`: the marked places and the
-        requests are read from another database, each lent for the one statement that reads it
-        (`Staging.lent`), not from the connection's own staging. The copy runs on every core
-        (placeflow.runner.opening.EVERY_CORE) within the writer's memory cap: on one thread
-        it took 13.8 s of wall time at 1M rows before the first request could go out, on two
+        The plan's rows are copied from its staging tables by DuckDB (`plan_rows`: run_rows,
+        run_matches, rejects, run_places) and its chunks become `jobs`; None records a refused
+        run, finished at once. With `parts`, the plan's rows were written before, in parts
+        (`placeflow.state.opening`): the run and its chunks are recorded, and its run_openings
+        row taken out, so its rows and claims appear together. The copy runs on every core
+        (placeflow.runner.opening.EVERY_CORE) within the writer's memory cap: on one thread it
+        took 13.8 s of wall time at 1M rows before the first request could go out, on two
         10.0 s (3.5 CPU s more), the peak RSS of the run unchanged.
         """
         with transaction(self.con):
@@ -112,21 +98,22 @@ class RunState(RunBook):
                 self._run(finished_at=run["created_at"])
                 return
             run_id = {"run_id": self.run_id}
-            lent = lend or (lambda _table: nullcontext())
-            with lent(MARKED):
-                self.con.execute(sql_text("open/run_rows_kept"), run_id)
-            self.con.execute(sql_text("open/run_rows_rejected"), run_id)
-            if self.con.execute(STAGED, [MATCHED]).fetchall()[0][0]:  # staged by dedupe
-                self.con.execute(sql_text("open/run_matches"), run_id)
-            self.con.execute(
-                f"insert into rejects by name select $run_id as run_id, * from {REJECTS}",  # noqa: S608 - our staging table
-                run_id,
-            )
-            with lent(REQUESTS):
-                self.con.execute(
-                    f"insert into run_places by name select $run_id as run_id, * from {REQUESTS}",  # noqa: S608 - our staging table
-                    run_id,
-                )
+            if parts:
+                found = self.con.execute(
+                    "delete from run_openings where run_id = $run_id", run_id
+                ).fetchall()
+                if found[0][0] != 1:  # its parts were swept: recording it would lose its rows
+                    raise WarehouseError(
+                        f"run {self.run_id}'s plan, written in parts, is no longer in the"
+                        " warehouse (swept as an opening whose process was gone?): nothing was"
+                        " sent; run the command again"
+                    )
+            else:
+                for table, select in plan_rows(self.con):
+                    self.con.execute(
+                        f"insert into {table} by name select $run_id as run_id, * from ({select})",  # noqa: S608 - our tables and statements
+                        run_id,
+                    )
             jobs = jobs_table(
                 plan.chunks, run_id=self.run_id, kind=run["mode"], now=run["created_at"]
             )

@@ -187,6 +187,19 @@ class Writer:
                 return
             hold.idle_at = self._closer.put_off(hold, self.lazy)
 
+    def paced(self) -> None:
+        """Between two pieces of the calling thread's own long work (a plan written in parts),
+        where no wait on the service comes to let readers in: once the stretch has lasted
+        `stretch` seconds (STRETCH when none is set), let go, and open again no sooner than GAP
+        seconds after the close."""
+        hold = self._hold()
+        if hold.con is None or hold.held or self.held_for() < (self.stretch or STRETCH):
+            return
+        self.let_go()
+        with self._lock:
+            if self._free_since is not None:
+                self._turn_until = self._free_since + GAP
+
     def held_for(self) -> float:
         """Seconds the current stretch has lasted (0 once the file has been free `GAP` s)."""
         with self._lock:
