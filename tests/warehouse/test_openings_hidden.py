@@ -238,3 +238,18 @@ def test_no_earlier_run_is_known_while_the_only_rows_are_an_openings(
     assert not any_known(con)
     con.execute("delete from run_openings")
     assert any_known(con)
+
+
+def test_a_reader_of_a_warehouse_from_before_openings_reads_across_runs(tmp_path: Path) -> None:
+    """A read-only connection (a preview, a report) to a warehouse from before migration 023,
+    which it cannot migrate, reads the queries that leave openings out (an empty stand-in)."""
+    db = tmp_path / "old.duckdb"
+    with connect(db) as writer:
+        writer.execute(
+            "insert into run_rows (run_id, row_ord, source_file, source_row, place_key,"
+            " disposition) values ('r1', 0, 'in.csv', 1, 'A', 'submitted')"
+        )
+        writer.execute("drop table run_openings")
+    with connect(db, read_only=True) as reader:
+        assert any_known(reader)
+        assert _is_key(reader, "A")
