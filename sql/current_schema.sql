@@ -395,7 +395,7 @@ create table view_set (
 );
 
 -- views (each defined in sql/views/NAME.sql):
---   crosswalk: Every input row of every run, from the user's id and file position to the place it became: what a warehouse user joins their own records on.
+--   crosswalk: Every input row of every run, from the user's id and file position to the place it became: what a warehouse user joins their own records on. A run still being opened (run_openings) is left out until it is recorded.
 --   place_claims: The places unfinished runs are buying now (planned in a chunk not yet loaded or failed): a later run or refresh whose request their answer answers leaves them to that run.
 --   place_facts: What each successful outcome told us, one row per field it answered (failed outcomes answer nothing).
 --   place_history: Every version of every place (SCD type 2): what was known from valid_from until valid_to.
@@ -405,4 +405,4 @@ create table view_set (
 --   research_ledger: Every credit a research request charged (or may have), from credit_ledger: deep research has no holds.
 --   research_runs: The research runs (runs of mode research), as the table of that name had them before migration 017.
 --   run_credits: Per run: credits estimated, held, charged and released per the ledger, against the service's usage delta.
---   run_row_outcomes: Every input row of every run with its disposition, its normalised fields and its place's latest outcome (placeflow rows writes it out).
+--   run_row_outcomes: Every input row of every run with its disposition, its normalised fields and its place's latest outcome (placeflow rows writes it out). A run still being opened (run_openings) is left out until it is recorded.

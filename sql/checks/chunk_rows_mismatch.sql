@@ -1,8 +1,13 @@
 -- chunk_rows_mismatch: a chunk whose jobs.rows differs from the places planned in it, or
 -- planned places whose chunk has no jobs row. A research run's planned places are in
 -- run_places too; its requests are research_requests, not jobs, so they are not chunks here.
+-- A run still being opened (run_openings) has places and no jobs yet: left out.
 
 with
+
+openings as (
+    select run_id from run_openings
+),
 
 chunks as (
     select
@@ -14,12 +19,13 @@ chunks as (
 
 planned_counts as (
     select
-        run_id,
-        chunk_no,
+        run_places.run_id,
+        run_places.chunk_no,
         count(*) as places
     from run_places
-    where run_id not in (select run_id from runs where mode = 'research')
-    group by run_id, chunk_no
+    anti join openings on run_places.run_id = openings.run_id
+    where run_places.run_id not in (select run_id from runs where mode = 'research')
+    group by run_places.run_id, run_places.chunk_no
 ),
 
 final as (

@@ -1,14 +1,20 @@
 -- planned_place_not_submitted: a place the run sends that no input row of the run was
--- submitted for (money spent on a place nobody asked for).
+-- submitted for (money spent on a place nobody asked for). A run still being opened
+-- (run_openings) may have its places written before its rows: left out.
 
 with
 
+openings as (
+    select run_id from run_openings
+),
+
 planned as (
     select
-        run_id,
-        place_key,
-        chunk_no
+        run_places.run_id,
+        run_places.place_key,
+        run_places.chunk_no
     from run_places
+    anti join openings on run_places.run_id = openings.run_id
 ),
 
 submitted_rows as (

@@ -1,21 +1,28 @@
 -- rejected_row_without_reject: an input row marked rejected without its rejects row (the
--- reason), or a rejects row whose input row is not marked rejected.
+-- reason), or a rejects row whose input row is not marked rejected. A run still being opened
+-- (run_openings) may have one written before the other: left out.
 
 with
 
+openings as (
+    select run_id from run_openings
+),
+
 rejected_rows as (
     select
-        run_id,
-        row_ord
+        run_rows.run_id,
+        run_rows.row_ord
     from run_rows
-    where disposition = 'rejected'
+    anti join openings on run_rows.run_id = openings.run_id
+    where run_rows.disposition = 'rejected'
 ),
 
 reject_reasons as (
     select
-        run_id,
-        row_ord
+        rejects.run_id,
+        rejects.row_ord
     from rejects
+    anti join openings on rejects.run_id = openings.run_id
 ),
 
 rows_without_reason as (

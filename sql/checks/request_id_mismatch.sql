@@ -1,14 +1,19 @@
 -- request_id_mismatch: a planned request whose id is not its place_key (results are matched
--- back by that id).
+-- back by that id). A run still being opened (run_openings) is left out until it is recorded.
 
 with
 
+openings as (
+    select run_id from run_openings
+),
+
 planned as (
     select
-        run_id,
-        place_key,
-        request
+        run_places.run_id,
+        run_places.place_key,
+        run_places.request
     from run_places
+    anti join openings on run_places.run_id = openings.run_id
 ),
 
 final as (

@@ -1,15 +1,21 @@
 -- submitted_place_not_planned: an input row marked submitted whose place the run does not send
--- (no run_places row).
+-- (no run_places row). A run still being opened (run_openings) may have its rows written
+-- before its places: left out.
 
 with
 
+openings as (
+    select run_id from run_openings
+),
+
 submitted_rows as (
     select
-        run_id,
-        row_ord,
-        place_key
+        run_rows.run_id,
+        run_rows.row_ord,
+        run_rows.place_key
     from run_rows
-    where disposition = 'submitted'
+    anti join openings on run_rows.run_id = openings.run_id
+    where run_rows.disposition = 'submitted'
 ),
 
 planned as (

@@ -4,7 +4,8 @@
 -- or the same, and whose newest successful outcome answering the request was loaded after
 -- $cutoff: a newly filled region or postcode changed the key, not the place. Once per key,
 -- with outcome_key the earlier place whose outcome answers it (the newest, then the least key).
--- The outcomes are pf_fresh_outcomes (see fresh_keys.sql). Parameters: $signature, $cutoff.
+-- The outcomes are pf_fresh_outcomes (see fresh_keys.sql). The places of a run still being
+-- opened (run_openings) are not sent places yet. Parameters: $signature, $cutoff.
 
 with
 
@@ -17,13 +18,18 @@ candidates as (
     from pf_fresh_candidates
 ),
 
+openings as (
+    select run_id from run_openings
+),
+
 sent_places as (
     select
-        place_key,
-        core_key,
-        request
+        run_places.place_key,
+        run_places.core_key,
+        run_places.request
     from run_places
-    where core_key is not null
+    anti join openings on run_places.run_id = openings.run_id
+    where run_places.core_key is not null
 ),
 
 successful_outcomes as (

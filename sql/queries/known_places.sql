@@ -7,6 +7,8 @@
 -- for the keys (the new ones probed in a hash table), then once more for the few rows picked.
 -- A key more than $most known places share selects none of them (a chain's name in a city, a
 -- hotline): their other keys (house number, postcode, a phone of their own) still do.
+-- The rows of a run still being opened (run_openings) are not known yet: left out of `sent`,
+-- and so of the rows picked (the run ids come from it).
 -- Parameters: $most.
 
 with
@@ -15,20 +17,25 @@ keys as (
     select block_key from pf_known_keys
 ),
 
+openings as (
+    select run_id from run_openings
+),
+
 sent as (
     select
-        run_id,
-        place_key,
-        poi_name,
-        coalesce(street, address) as line,
-        city,
-        postcode,
-        country,
-        latitude,
-        longitude,
-        phone
+        run_rows.run_id,
+        run_rows.place_key,
+        run_rows.poi_name,
+        coalesce(run_rows.street, run_rows.address) as line,
+        run_rows.city,
+        run_rows.postcode,
+        run_rows.country,
+        run_rows.latitude,
+        run_rows.longitude,
+        run_rows.phone
     from run_rows
-    where disposition = 'submitted' and place_key is not null
+    anti join openings on run_rows.run_id = openings.run_id
+    where run_rows.disposition = 'submitted' and run_rows.place_key is not null
 ),
 
 parts as (

@@ -3,13 +3,22 @@
 -- got there: its own key before dedupe (own_key), its disposition and the match that merged
 -- it. One row per run_rows row; run_opened_at (when its run was opened, the same for every row
 -- of the run) is what an export's watermark follows: a run's rows are written with it, once.
+-- The rows of a run still being opened (run_openings) are left out until it is recorded.
 
 create or replace view crosswalk as
 
 with
 
+openings as (
+    select run_id from run_openings
+),
+
+-- the rows of a run being opened (run_openings: its plan written in parts, no runs row yet) are
+-- not part of the warehouse until the transaction that records the run: left out here
 rows_ as (
-    select * from run_rows
+    select run_rows.*
+    from run_rows
+    anti join openings on run_rows.run_id = openings.run_id
 ),
 
 opened as (
@@ -40,7 +49,7 @@ final as (
 
 select * from final;
 
-comment on view crosswalk is 'Every input row of every run, from the user''s id and file position to the place it became: what a warehouse user joins their own records on.';
+comment on view crosswalk is 'Every input row of every run, from the user''s id and file position to the place it became: what a warehouse user joins their own records on. A run still being opened (run_openings) is left out until it is recorded.';
 comment on column crosswalk.run_id is 'The run that read the row (a place run or a research run).';
 comment on column crosswalk.row_ord is '0-based position of the row over all the run''s inputs, in reading order.';
 comment on column crosswalk.source_file is 'The input file the row came from.';

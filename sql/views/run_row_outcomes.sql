@@ -1,14 +1,24 @@
 -- run_row_outcomes: every input row of every run with its disposition, its normalised fields
 -- and the latest outcome of its place (places_latest through outcome_key: its own key, or the
 -- earlier key of the same place a fresh outcome was found under); rejected rows carry the
--- reason. What `placeflow rows RUN_ID` writes out.
+-- reason. What `placeflow rows RUN_ID` writes out. The rows of a run still being opened
+-- (run_openings) are left out until it is recorded.
 
 create or replace view run_row_outcomes as
 
 with
 
+openings as (
+    select run_id from run_openings
+),
+
+-- the rows of a run being opened (run_openings: its plan written in parts, no runs row yet) are
+-- not part of the warehouse until the transaction that records the run: left out here, and
+-- their rejects with them (joined to these rows)
 run_rows_ as (
-    select * from run_rows
+    select run_rows.*
+    from run_rows
+    anti join openings on run_rows.run_id = openings.run_id
 ),
 
 rejects_ as (
@@ -66,7 +76,7 @@ final as (
 
 select * from final;
 
-comment on view run_row_outcomes is 'Every input row of every run with its disposition, its normalised fields and its place''s latest outcome (placeflow rows writes it out).';
+comment on view run_row_outcomes is 'Every input row of every run with its disposition, its normalised fields and its place''s latest outcome (placeflow rows writes it out). A run still being opened (run_openings) is left out until it is recorded.';
 comment on column run_row_outcomes.run_id is 'The run that read the row.';
 comment on column run_row_outcomes.row_ord is '0-based position of the row over the run''s inputs.';
 comment on column run_row_outcomes.source_file is 'The input file the row came from.';

@@ -84,8 +84,13 @@ def new_block_keys(con: duckdb.DuckDBPyConnection, fuzzy_input: str) -> pl.DataF
 
 
 def any_known(con: duckdb.DuckDBPyConnection) -> bool:
-    """Whether an earlier run sent places (a new warehouse has none to look up)."""
-    return bool(con.execute("select exists (select 1 from run_rows)").fetchall()[0][0])
+    """Whether an earlier run sent places (a new warehouse has none to look up); the rows of
+    a run still being opened (run_openings) are not known yet."""
+    found = con.execute(
+        "select exists (select 1 from run_rows"
+        " anti join run_openings on run_rows.run_id = run_openings.run_id)"
+    ).fetchall()
+    return bool(found[0][0])
 
 
 def known_places(con: duckdb.DuckDBPyConnection, keys: pl.DataFrame) -> pl.DataFrame:

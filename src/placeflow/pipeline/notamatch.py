@@ -83,9 +83,13 @@ def resolve(con: duckdb.DuckDBPyConnection, reference: str, run_id: str | None =
 
 
 def _is_key(con: duckdb.DuckDBPyConnection, text: str) -> bool:
-    """Whether `text` is a key some row has (a key never holds a colon, but be sure)."""
+    """Whether `text` is a key some row has (a key never holds a colon, but be sure); not the
+    rows of a run still being opened (run_openings)."""
     found = con.execute(
-        "select exists (select 1 from run_rows where own_key = $k or place_key = $k)", {"k": text}
+        "select exists (select 1 from run_rows"
+        " anti join run_openings on run_rows.run_id = run_openings.run_id"
+        " where run_rows.own_key = $k or run_rows.place_key = $k)",
+        {"k": text},
     ).fetchall()
     return bool(found[0][0])
 

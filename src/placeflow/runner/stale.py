@@ -223,13 +223,15 @@ class WarehouseSource:
         return frame, info
 
     def _no_country(self, con: duckdb.DuckDBPyConnection) -> tuple[str, ...]:
-        """Why --country selected nothing, when no place the warehouse knows is in it."""
+        """Why --country selected nothing, when no place the warehouse knows is in it (the
+        places of a run still being opened, run_openings, are not known yet)."""
         if self.country is None:
             return ()
         known, of_country, without = con.execute(
             "select count(distinct place_key),"
             " count(distinct place_key) filter (upper(request ->> 'country') = upper(?)),"
-            " count(distinct place_key) filter (request ->> 'country' is null) from run_places",
+            " count(distinct place_key) filter (request ->> 'country' is null) from run_places"
+            " anti join run_openings on run_places.run_id = run_openings.run_id",
             [self.country],
         ).fetchall()[0]
         if of_country:

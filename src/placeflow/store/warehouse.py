@@ -40,6 +40,7 @@ from placeflow.store.dbfile import (
     copy_template,
     create_aside,
     gap_taken,
+    has_table,
     kept,
     wait_for_gap,
 )
@@ -115,6 +116,10 @@ def connect(
     if read_only:  # a reader's queries (a report of ten million rows) keep to the cap too
         if not sealed:  # (a sealed one has it from its config)
             con.execute(f"set memory_limit = '{WAREHOUSE_SETTINGS['memory_limit']}'")
+        if not in_memory and not has_table(con, "main.run_openings"):
+            # From before migration 023 (a reader cannot migrate): no run is being opened, and
+            # the queries that leave an opening's parts out read an empty stand-in.
+            con.execute("create temp table run_openings (run_id varchar primary key)")
     else:
         try:
             writer_settings(con)
