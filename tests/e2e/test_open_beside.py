@@ -43,15 +43,16 @@ def billed_once(served: Served, places: int) -> None:
 
 
 def after_lookup(monkeypatch: pytest.MonkeyPatch, inside: Callable[[], None] | None = None,
-                 after: Callable[[], None] | None = None) -> None:  # fmt: skip
-    """The first run's look-up beside the warehouse, with `inside` called while the warehouse is
-    attached and `after` once it was let go (before the hold)."""
+                 after: Callable[[], None] | None = None, *, at: int = 0) -> None:  # fmt: skip
+    """The first run's look-up beside the warehouse (`at` 0; 1: its look once its parts are
+    written), with `inside` called while the warehouse is attached and `after` once it was let
+    go (before what follows it)."""
     real = opening.attached
-    first = [True]
+    calls = [0]
 
     @contextmanager
     def attached(con: duckdb.DuckDBPyConnection, path: Path, *, wait: float) -> Iterator[bool]:
-        mine, first[0] = first[0], False
+        mine, calls[0] = calls[0] == at, calls[0] + 1
         with real(con, path, wait=wait) as beside:
             assert beside or not mine  # the run's own look-up is beside the warehouse
             yield beside
@@ -63,34 +64,38 @@ def after_lookup(monkeypatch: pytest.MonkeyPatch, inside: Callable[[], None] | N
     monkeypatch.setattr(opening, "attached", attached)
 
 
-BROUGHT: list[bool] = []
-"""Per `changed_since` of a hold (`counting`): whether it brought the places to send into the
-hold, which it does only when an outcome was loaded or a chunk began claiming since the lookup."""
+Ask = tuple[str, int, bool]
+"""One `changed_since` (`counting`): where it was asked (beside the warehouse, after the parts
+are written, or in the hold), what it found, and whether it looked the places to send up (it
+does only when an outcome was loaded or a chunk began claiming since the lookup, or the look)."""
 
 
-def counting(monkeypatch: pytest.MonkeyPatch) -> tuple[list[str], list[int], Any]:
-    """A step recording the stages' names, and what each `changed_since` of the hold found
-    (and, in BROUGHT, whether it brought the places to send in)."""
+def counting(monkeypatch: pytest.MonkeyPatch) -> tuple[list[str], list[Ask], Any]:
+    """A step recording the stages' names, and every `changed_since` asked (`Ask`)."""
     steps: list[str] = []
-    found: list[int] = []
-    BROUGHT.clear()
+    asks: list[Ask] = []
 
     def step(name: str, fn: Callable[..., Any]) -> Callable[..., Any]:
         steps.append(name)
         return fn
 
     def counted(*args: Any, to_send: Callable[[str], None], **kwargs: Any) -> int:
-        BROUGHT.append(False)
+        looked = [False]
 
         def bring(table: str) -> None:
-            BROUGHT[-1] = True
+            looked[0] = True
             to_send(table)
 
-        found.append(changed_since(*args, to_send=bring, **kwargs))
-        return found[-1]
+        found = changed_since(*args, to_send=bring, **kwargs)
+        asks.append(("beside" if to_send is opening._here else "hold", found, looked[0]))
+        return found
 
     monkeypatch.setattr(opening, "changed_since", counted)
-    return steps, found, step
+    return steps, asks, step
+
+
+QUIET = [("beside", 0, False), ("hold", 0, False)]
+"""A run's asks when nothing changed since its lookup: no place looked up again, anywhere."""
 
 
 def test_readers_open_the_warehouse_while_a_run_looks_up_and_plans_beside_it(
@@ -113,11 +118,10 @@ def test_readers_open_the_warehouse_while_a_run_looks_up_and_plans_beside_it(
                                    text=True, timeout=60, check=False))  # fmt: skip
 
     after_lookup(monkeypatch, inside=reader)
-    steps, found, step = counting(monkeypatch)
+    steps, asks, step = counting(monkeypatch)
     second = placeflow.run([str(write_csv(tmp_path / "b.csv", places(N, start=N // 2)))], db=db,
                            target=target, step=step)  # fmt: skip
-    assert found == [0] and steps.count("fresh") == 1
-    assert BROUGHT == [False]  # nothing loaded or claimed since: the plan's places stay outside
+    assert asks == QUIET and steps.count("fresh") == 1  # nothing loaded or claimed since
     assert read and read[0].returncode == 0, read[0].stderr if read else "no reader ran"
     assert read[0].stdout.strip() == "1"  # the reader saw the first run, beside the lookup
     assert (second.status, second.skipped_fresh, second.submitted) == ("completed", N // 2, N // 2)
@@ -135,20 +139,44 @@ def test_places_answered_between_the_lookup_and_the_hold_are_not_bought_again(
     db = tmp_path / "wh.duckdb"
     csv = write_csv(tmp_path / "p.csv", places(N))
     done: list[Any] = []
-    steps, found, step = counting(monkeypatch)
+    steps, asks, step = counting(monkeypatch)
     after_lookup(monkeypatch, after=lambda: done.append(
         placeflow.run([str(csv)], db=db, target=target, new_run=True)))  # fmt: skip
     a = placeflow.run([str(csv)], db=db, target=target, step=step)
     (b,) = done
     assert (b.status, b.submitted) == ("completed", N)
     assert (a.status, a.submitted, a.skipped_fresh) == ("completed", 0, N)
-    assert found == [0, N, 0]  # B's hold; A's: all answered since; A's again, once looked again
-    assert BROUGHT == [False, True, False]  # A's places looked up in its hold once: B loaded
+    # B's; A's look beside the warehouse once its parts were written: all answered since (B
+    # loaded them), looked up there, not in the hold; A's again once it planned again
+    assert asks == [*QUIET, ("beside", N, True), *QUIET]
     assert steps.count("fresh") == 2 and steps.count("plan") == 2  # beside the warehouse twice
     billed_once(served, N)
     with duckdb.connect(str(db), read_only=True) as con:
         checks = run_checks(con)
     assert checks == dict.fromkeys(checks, 0)
+
+
+def test_places_answered_between_the_look_and_the_hold_are_found_in_the_hold(
+    tmp_path: Path, serve_sandbox: ServeSandbox, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Run A writes its parts and looks beside the warehouse (nothing changed); run B of the same
+    places then buys and loads them all before A takes the hold: the hold asks what changed
+    since that look, looks A's places up there, lets go and A plans again and buys none."""
+    served = serve_sandbox(fail_rate=0.0)
+    target = loopback(served.base_url)
+    db = tmp_path / "wh.duckdb"
+    csv = write_csv(tmp_path / "p.csv", places(N))
+    done: list[Any] = []
+    steps, asks, step = counting(monkeypatch)
+    after_lookup(monkeypatch, at=1, after=lambda: done.append(
+        placeflow.run([str(csv)], db=db, target=target, new_run=True)))  # fmt: skip
+    a = placeflow.run([str(csv)], db=db, target=target, step=step)
+    (b,) = done
+    assert (b.status, b.submitted) == ("completed", N)
+    assert (a.status, a.submitted, a.skipped_fresh) == ("completed", 0, N)
+    assert asks == [("beside", 0, False), *QUIET, ("hold", N, True), *QUIET]
+    assert steps.count("fresh") == 2  # beside the warehouse twice
+    billed_once(served, N)
 
 
 def test_places_a_run_took_between_the_lookup_and_the_hold_are_left_to_it(
@@ -174,7 +202,7 @@ def test_places_a_run_took_between_the_lookup_and_the_hold_are_left_to_it(
         assert b.polled.wait(120), b.error  # B's places are claimed: its job is in flight
 
     after_lookup(monkeypatch, after=start_b)
-    _, found, _ = counting(monkeypatch)
+    _, asks, _ = counting(monkeypatch)
     a = Running(lambda ev: placeflow.run([str(a_csv)], db=db, target=target, options=job,
                                          on_event=ev))  # fmt: skip
     assert a.polled.wait(120), a.error  # A opened (its plan recorded) and sent its own places
@@ -184,8 +212,8 @@ def test_places_a_run_took_between_the_lookup_and_the_hold_are_left_to_it(
     assert (second.status, second.submitted) == ("completed", N)
     assert (first.status, first.submitted, first.claimed) == ("completed", N // 2, N // 2)
     assert first.claims_answered == N // 2
-    # B's hold; A's: half its places claimed since by B's chunk, brought in and looked up; again
-    assert (found, BROUGHT) == ([0, N // 2, 0], [False, True, False])
+    # B's; A's look beside: half its places claimed since by B's chunk, looked up there; again
+    assert asks == [*QUIET, ("beside", N // 2, True), *QUIET]
     billed_once(served, N + N // 2)
 
 
@@ -199,13 +227,13 @@ def test_a_run_beside_another_of_its_process_looks_up_in_its_hold(
     db = tmp_path / "wh.duckdb"
     csv = write_csv(tmp_path / "p.csv", places(N))
     assert placeflow.run([str(csv)], db=db, target=loopback(served.base_url)).status == "completed"
-    steps, found, step = counting(monkeypatch)
+    steps, asks, step = counting(monkeypatch)
     with duckdb.connect(str(db)) as kept:
         again = placeflow.run([str(csv)], db=db, target=loopback(served.base_url), step=step,
                               new_run=True)  # fmt: skip
         assert kept.execute("select count(*) from runs").fetchall() == [(2,)]
     assert (again.status, again.submitted, again.skipped_fresh) == ("completed", 0, N)
-    assert found == [] and steps.count("fresh") == 1  # no lookup beside it, so nothing to recheck
+    assert asks == [] and steps.count("fresh") == 1  # no lookup beside it, so nothing to recheck
     billed_once(served, N)
 
 
@@ -221,10 +249,10 @@ def test_a_plan_of_more_than_beside_most_places_is_made_in_the_hold(
     first = write_csv(tmp_path / "a.csv", places(N))
     assert placeflow.run([str(first)], db=db, target=target).status == "completed"
     monkeypatch.setattr(opening, "BESIDE_MOST", N - 1)
-    steps, found, step = counting(monkeypatch)
+    steps, asks, step = counting(monkeypatch)
     second = placeflow.run([str(write_csv(tmp_path / "b.csv", places(N, start=N // 2)))], db=db,
                            target=target, step=step)  # fmt: skip
-    assert found == [] and steps.count("fresh") == 1
+    assert asks == [] and steps.count("fresh") == 1
     assert (second.status, second.skipped_fresh, second.submitted) == ("completed", N // 2, N // 2)
     billed_once(served, N + N // 2)
 

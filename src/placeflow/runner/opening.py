@@ -64,9 +64,12 @@ def prepared(
     A small input (`small_input`) is all of it in the hold. A larger one is read in a scratch
     database with the warehouse let go, then looked up and planned there with the warehouse
     attached read-only, so that others may read meanwhile, and its rows written in parts, the
-    writer letting readers in between stretches. In the hold, its plan stands unless a run
-    answered or took one of its places since (`changed_since`): then the hold is let go, its
-    parts dropped and the lookup and plan made beside it again, up to BESIDE_TRIES times, and
+    writer letting readers in between stretches. Whether a run answered or took one of its
+    places since the lookup (`changed_since`) is asked beside the warehouse once the parts are
+    written (the places to send are in the scratch), and again in the hold, about what changed
+    since that look alone (moments: no place is brought into the hold unless something did).
+    Either finding one, the hold is let go, the parts dropped and the lookup and plan made
+    beside it again, up to BESIDE_TRIES times, and
     in the hold after that (and at once for more than BESIDE_MOST places, or when another
     thread of this process has the file open: `attached`). The staging's tables are dropped
     after the block (the plan is in the run's tables by then, or the run refused), and the
@@ -99,20 +102,30 @@ def prepared(
             with scratch.limited(MOVE_LIMIT):  # it is read a batch at a time
                 for table, select in plan_rows(scratch.con):
                     parts.write(table, scratch.batches(select))
-            with ExitStack() as hold:
-                staging = _held(hold, wh)
-                scratch.move_to(staging, *recheck)  # a row a load or a chunk: small
-                to_send = partial(scratch.move_to, staging)  # a row a place: only when asked
-                if not changed_since(staging, options, now=now, to_send=to_send):
-                    scratch.drop(DEDUPED, MARKED, REQUESTS, MATCHED, REJECTS)  # in the parts
-                    yield staging, planned, True
-                    return
-            wh.let_go()  # its temporary tables with it
+            wh.let_go()  # the look beside attaches the file
+            with attached(scratch.con, wh.path, wait=wh.wait) as beside:
+                moved = bool(beside) and bool(changed_since(ahead, options, now=now, to_send=_here))
+                if beside and not moved:  # the hold asks what changed since this look: moments
+                    recheck = for_recheck(ahead)
+            if not moved:
+                with ExitStack() as hold:
+                    staging = _held(hold, wh)
+                    scratch.move_to(staging, *recheck)  # a row a load or a chunk: small
+                    to_send = partial(scratch.move_to, staging)  # a row a place: when asked
+                    if not changed_since(staging, options, now=now, to_send=to_send):
+                        scratch.drop(DEDUPED, MARKED, REQUESTS, MATCHED, REJECTS)  # in parts
+                        yield staging, planned, True
+                        return
+                wh.let_go()  # its temporary tables with it
             parts.drop()  # written again from the plan made again
         staging = _held(stack, wh)
         scratch.drop(MARKED, REQUESTS)
         scratch.move_to(staging, DEDUPED, MATCHED, REJECTS)
         yield staging, plan_places(r, options, staging, now), False
+
+
+def _here(_table: str) -> None:
+    """`changed_since`'s `to_send` beside the warehouse: the places to send are here already."""
 
 
 def _held(stack: ExitStack, wh: Writer, *, cores: bool = True) -> Staging:
