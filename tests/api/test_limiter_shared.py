@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import fcntl
-import gc
 import hashlib
 import multiprocessing
 import os
@@ -38,8 +37,14 @@ REAL_TIME = pytest.mark.slow
 in the slow suite; the default suite holds the shared file log to its windows under an injected
 clock (test_two_limiters_on_one_file_keep_the_windows_together, test_defer_reaches_...)."""
 
-FORK = multiprocessing.get_context("fork")
-"""Forked workers: separate processes (each opens the log itself) without a fresh import."""
+SPAWN = multiprocessing.get_context("spawn")
+"""Workers started from a fresh interpreter (each opens the log itself; `hammer` is imported).
+Not forked: a child forked from this worker inherits what the suite's earlier tests left in it
+(Prefect's services and their exit hooks, the sandbox's threads). Forked after a flow had run,
+each child sent its requests and then exited 1 without a word: multiprocessing's fork bootstrap
+runs the `threading` exit hooks, Prefect 3.8.8's after-fork reset of its QueueService clears the
+service's `_done_event` while its hook stays registered, the hook's `drain` then fails
+`assert self._done_event is not None`, and `popen_fork` turns that into `os._exit(1)`."""
 
 
 def hammer(base_url: str, directory: Path, shared: bool, n: int, ready: Any, go: Any) -> None:
@@ -69,15 +74,12 @@ def sandbox() -> Iterator[tuple[Sandbox, str]]:
 
 def run_two_processes(base_url: str, directory: Path, *, shared: bool, n: int) -> None:
     """Two processes on one key, released together, each sending `n` GET /v1/usage."""
-    go = FORK.Event()
-    readies = [FORK.Event() for _ in range(2)]
+    go = SPAWN.Event()
+    readies = [SPAWN.Event() for _ in range(2)]
     procs = [
-        FORK.Process(target=hammer, args=(base_url, directory, shared, n, ready, go))
+        SPAWN.Process(target=hammer, args=(base_url, directory, shared, n, ready, go))
         for ready in readies
     ]
-    # the parent's garbage is collected here: a collection in a forked child of garbage it
-    # inherited (native libraries' objects, whose threads did not survive the fork) crashed it
-    gc.collect()
     for p in procs:
         p.start()
     try:

@@ -13,7 +13,8 @@ is handled. When jobs are running, the first Ctrl-C's line says so and the CLI w
 `SECOND_WAIT` seconds for that second Ctrl-C before it leaves. A cancelled job's unprocessed
 places are not answered by a resume (it loads what the job processed and completes the run):
 the line then also names the command that sends them, the run's own command again (a new run,
-once the resume has completed this one).
+once the resume has completed this one). A cancel asked for that fails, or does not answer
+within `CANCEL_WAIT`, is said in the line too: the jobs may still be running, and how to go on.
 
 The live display is cleared (`before_saying`) before anything is printed: it would redraw over
 the line. The handler runs in the main thread between any two of its steps, so it acts once
@@ -41,6 +42,8 @@ from placeflow.support.text import printable
 
 MARK_WAIT = 3.0
 """Seconds to wait for the warehouse to take the `interrupted` mark before leaving without it."""
+CANCEL_WAIT = 3.0
+"""Seconds to wait for the service to take the cancel of the running jobs, when asked for."""
 SECOND_WAIT = 4.0
 """Seconds the first Ctrl-C waits for a second one (which also cancels the running jobs)."""
 
@@ -126,9 +129,10 @@ class Interrupt:
     def stop(self) -> dict[str, Any]:
         """Mark the run, cancel its jobs when asked; the outcome as the JSON document."""
         answered = _bounded(
-            lambda: mark_run(self.db, run_id=self.run_id, since=self.since, message=_ctrl_c)
+            lambda: mark_run(self.db, run_id=self.run_id, since=self.since, message=_ctrl_c),
+            MARK_WAIT,
         )
-        found: Marked | None = None if answered is UNANSWERED else answered
+        found: Marked | None = None if _unanswered(answered) else answered
         if found is None and self.run_id is not None:
             found = Marked(self.run_id, "interrupted", marked=False)
         if found is None:
@@ -157,12 +161,17 @@ class Interrupt:
             )
             cancel = self._wait_second(SECOND_WAIT)
         signal.signal(signal.SIGINT, signal.SIG_IGN)
-        cancelled = None
+        cancelled, asked = None, None
         if cancel and found.jobs_running:
-            cancelled = _bounded(lambda: _cancel(self.db, found.run_id))
-            cancelled = None if cancelled is UNANSWERED else cancelled
+            asked = _bounded(lambda: _cancel(self.db, found.run_id), CANCEL_WAIT)
+            cancelled = None if _unanswered(asked) else asked
         message, then = head, None
-        if cancelled:  # a resume loads what they processed; the rest needs a new run
+        if cancel and found.jobs_running and cancelled is None:  # asked for, not done: say so
+            message = f"placeflow: interrupted; {saved}); " + _not_cancelled(
+                asked, found.jobs_running, nxt
+            )
+            hinted = False  # news after the hint of a second Ctrl-C: said too
+        elif cancelled:  # a resume loads what they processed; the rest needs a new run
             then = self.command or "the command that started the run, again"
             message = (
                 f"placeflow: interrupted; {saved}, {cancelled} cancelled); load what they"
@@ -216,23 +225,51 @@ def _ctrl_c(run_id: str, db: str) -> str:
 
 
 UNANSWERED = object()
-"""What `_bounded` returns when the work failed or did not end in time."""
+"""What `_bounded` returns when the work did not end within its wait."""
 
 
-def _bounded(work: Callable[[], Any]) -> Any:
-    """`work()` in a thread, waited for up to MARK_WAIT seconds; UNANSWERED if it failed or
-    hung."""
+class Failed:
+    """What `_bounded` returns when the work raised: the error, to be said."""
+
+    def __init__(self, error: Exception) -> None:
+        self.error = error
+
+
+def _unanswered(outcome: Any) -> bool:
+    """Whether `_bounded`'s work gave no answer: it hung past its wait or raised."""
+    return outcome is UNANSWERED or isinstance(outcome, Failed)
+
+
+def _not_cancelled(outcome: Any, running: int, nxt: str) -> str:
+    """The line's news when the cancel the user asked for did not happen: why, that the jobs
+    may still be running (billed for what they process), and what to do."""
+    why = (
+        f"cancelling its {running} running job(s) failed"
+        f" ({printable(type(outcome.error).__name__)}: {printable(str(outcome.error))})"
+        if isinstance(outcome, Failed)
+        else f"cancelling its {running} running job(s) did not answer within {CANCEL_WAIT:g} s"
+    )
+    return (
+        f"{why}, so they may still be running, billed for what they process; finish it with:"
+        f" {nxt} (it loads what they processed), adding --cancel-on-interrupt and pressing"
+        " Ctrl-C to try the cancel again"
+    )
+
+
+def _bounded(work: Callable[[], Any], wait: float | None = MARK_WAIT) -> Any:
+    """`work()` in a thread, waited for up to `wait` seconds (None: until it ends); UNANSWERED
+    if it hung, `Failed` if it raised."""
     box: list[Any] = []
 
     def target() -> None:
         try:
             box.append(work())
-        except Exception:  # the mark is a courtesy: resume works without it
-            return
+        except Exception as exc:  # said by the caller, never raised: the process is leaving
+            box.append(Failed(exc))
 
     worker = threading.Thread(target=target, daemon=True)
     worker.start()
-    worker.join(MARK_WAIT)
+    worker.join(wait)
     return box[0] if box else UNANSWERED
 
 
