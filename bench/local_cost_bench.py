@@ -14,7 +14,7 @@ that the trees meet the same load on this shared machine:
 Its section of bench/RESULTS.md lies between local-cost markers.
 
     .venv/bin/python bench/local_cost_bench.py [--tree before=/path/to/old/checkout]
-        [--repeat 3] [--rows 300000] [--big-rows 1000000] [--workdir DIR]
+        [--repeat 3] [--rows 300000] [--job-repeat 1] [--big-rows 1000000] [--workdir DIR]
 """
 
 from __future__ import annotations
@@ -44,6 +44,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--tree", action="append", default=[], help="NAME=PATH of another checkout")
     p.add_argument("--repeat", type=int, default=3)
+    p.add_argument(
+        "--job-repeat", type=int, default=1,
+        help="runs of each tree at --rows (a median row is added when more than one)",
+    )  # fmt: skip
     p.add_argument("--rows", type=int, default=300_000, help="job-route run size (0: skip)")
     p.add_argument("--big-rows", type=int, default=0, help="one more size, run once (0: skip)")
     p.add_argument("--workdir", default=None)
@@ -181,6 +185,16 @@ def render(results: dict[str, Any], command: str, started: datetime) -> str:
                     f" {r['rss']:,.0f} | {load:.1f} |"
                 )
         for name in results["trees"]:
+            if len(j[name]) > 1:
+                ratio = med([r["cpu"] / r["base_cpu"] for r in j[name]])
+                lines.append(
+                    f"| {name}, median of {len(j[name])} | {med([r['cpu'] for r in j[name]]):.1f} |"
+                    f" {med([r['base_cpu'] for r in j[name]]):.1f} | **{ratio:.2f}** |"
+                    f" {med([r['wall'] for r in j[name]]):.1f} |"
+                    f" {med([r['base_wall'] for r in j[name]]):.1f} |"
+                    f" {med([r['rss'] for r in j[name]]):,.0f} | |"
+                )
+        for name in results["trees"]:
             stages = j[name][-1]["stages"]
             top = sorted(((v, k) for k, v in stages.items() if k != "total"), reverse=True)[:5]
             said = ", ".join(f"{k} {v:.1f}" for v, k in top)
@@ -200,7 +214,7 @@ def main(argv: list[str] | None = None) -> None:
     results: dict[str, Any] = {"trees": list(trees), "small": small(trees, work, args.repeat)}
     print(f"[local-cost] small: {results['small']}", file=sys.stderr, flush=True)
     if args.rows:
-        results["job"] = {"rows": args.rows, **job_route(trees, work, args.rows, 1)}
+        results["job"] = {"rows": args.rows, **job_route(trees, work, args.rows, args.job_repeat)}
     if args.big_rows:
         results["big"] = {"rows": args.big_rows, **job_route(trees, work, args.big_rows, 1)}
     given = argv if argv is not None else sys.argv[1:]
