@@ -12,6 +12,7 @@ back as Arrow data all the same, with no pyarrow in between.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 import polars as pl
@@ -22,16 +23,17 @@ if TYPE_CHECKING:
 
 
 class Scannable:
-    """A polars frame DuckDB can scan any number of times: each scan takes a new stream of
-    the same frame (a bare stream capsule can be read once)."""
+    """Arrow data as a C stream from `streams`, called for each read: a frame DuckDB can scan
+    any number of times (each scan takes a new stream of it), or a stream already taken, read
+    once (a bare stream capsule can be read once)."""
 
-    __slots__ = ("frame",)
+    __slots__ = ("streams",)
 
-    def __init__(self, frame: pl.DataFrame) -> None:
-        self.frame = frame
+    def __init__(self, streams: Callable[[object | None], object]) -> None:
+        self.streams = streams
 
     def __arrow_c_stream__(self, requested_schema: object | None = None) -> object:
-        return self.frame.__arrow_c_stream__(requested_schema)
+        return self.streams(requested_schema)
 
 
 def scannable(frame: pl.DataFrame) -> object:
@@ -41,7 +43,7 @@ def scannable(frame: pl.DataFrame) -> object:
     as DuckDB's NULL type from a pyarrow table."""
     if any(_holds_null_type(dtype) for dtype in frame.schema.values()):
         return frame.to_arrow(compat_level=pl.CompatLevel.newest())
-    return Scannable(frame)
+    return Scannable(frame.__arrow_c_stream__)
 
 
 def _holds_null_type(dtype: PolarsDataType) -> bool:
@@ -59,16 +61,5 @@ def fetched(relation: duckdb.DuckDBPyRelation) -> pl.DataFrame:
     """A relation's rows as a polars frame (what `relation.pl()` gives), without pyarrow. The
     stream is taken from the relation first: handed the relation itself, polars kept it (and so
     its connection) alive to the interpreter's teardown, where DuckDB's bindings report leaks."""
-    return pl.DataFrame(_Once(relation.__arrow_c_stream__()))
-
-
-class _Once:
-    """A stream already taken from DuckDB, read once by polars."""
-
-    __slots__ = ("stream",)
-
-    def __init__(self, stream: object) -> None:
-        self.stream = stream
-
-    def __arrow_c_stream__(self, requested_schema: object | None = None) -> object:
-        return self.stream
+    stream = relation.__arrow_c_stream__()
+    return pl.DataFrame(Scannable(lambda _schema: stream))
