@@ -125,6 +125,9 @@ def test_readers_open_the_warehouse_between_the_parts_and_do_not_see_them(
     monkeypatch.setattr(Parts, "write", write)
     summary = placeflow.run([str(csv)], db=db, target=loopback(served.base_url))
     assert summary.status == "completed" and summary.rows_read == N
+    order = [name for name in summary.timings if name in ("plan", "budget", "open", "submit")]
+    assert order == ["plan", "budget", "open", "submit"]  # the parts' time is the open's
+    assert summary.timings["open"] > 0
     assert looks == [{"openings": 1, "opening_rows": N, "runs": 0, "crosswalk": 0, "all_rows": N}]
     billed_once(served, N)
     assert settled(db) == {"openings": 0, "orphans": 0, "rows": {"completed": N}, "problems": {}}

@@ -28,7 +28,7 @@ from placeflow.pipeline.source import Source
 from placeflow.pipeline.staging import MOVE_LIMIT, Staging
 from placeflow.runner.prepare import gather, plan_places, small_input
 from placeflow.runner.steps import Stages
-from placeflow.state.opening import opening
+from placeflow.state.opening import Parts, opening
 from placeflow.state.records import DEDUPED, MARKED, MATCHED, REJECTS, REQUESTS, Plan, plan_rows
 from placeflow.state.runbook import Clock
 from placeflow.store.attach import attached
@@ -98,10 +98,8 @@ def prepared(
                 scratch.drop(MARKED, REQUESTS)  # an earlier try's
                 planned = plan_places(r, options, ahead, now, keep_deduped=True)
                 recheck = for_recheck(ahead)
-            parts.begin()  # named even when the plan has no rows (every place claimed)
-            with scratch.limited(MOVE_LIMIT):  # it is read a batch at a time
-                for table, select in plan_rows(scratch.con):
-                    parts.write(table, scratch.batches(select))
+            r.expect("budget", "open")  # the timings in the data's order: the budget's first
+            r.timed("open", partial(_write_plan, parts, scratch))  # the open's work, ahead
             wh.let_go()  # the look beside attaches the file
             with attached(scratch.con, wh.path, wait=wh.wait) as beside:
                 moved = bool(beside) and bool(changed_since(ahead, options, now=now, to_send=_here))
@@ -122,6 +120,15 @@ def prepared(
         scratch.drop(MARKED, REQUESTS)
         scratch.move_to(staging, DEDUPED, MATCHED, REJECTS)
         yield staging, plan_places(r, options, staging, now), False
+
+
+def _write_plan(parts: Parts, scratch: Staging) -> None:
+    """The plan staged in `scratch` written in parts, named first even when it has no rows (a
+    refresh whose places were all claimed)."""
+    parts.begin()
+    with scratch.limited(MOVE_LIMIT):  # it is read a batch at a time
+        for table, select in plan_rows(scratch.con):
+            parts.write(table, scratch.batches(select))
 
 
 def _here(_table: str) -> None:

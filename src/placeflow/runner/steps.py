@@ -100,6 +100,11 @@ class Stages:
                 within[-1][0] += spent_wall
                 within[-1][1] += spent_cpu
 
+    def timed(self, name: StageName, fn: Callable[[], R]) -> R:
+        """`fn()` timed under `name` without announcing it: work of a stage done ahead of its
+        own call (a larger run's plan written in parts before its open)."""
+        return self._timed(name, fn)
+
     def timings(self) -> tuple[dict[str, float], dict[str, float]]:
         """Wall and CPU seconds by stage, in the order they first ran, each with `total`: the
         invocation's time so far, which the stages' sum never exceeds."""
