@@ -128,32 +128,42 @@ def test_readers_open_the_warehouse_while_a_run_looks_up_and_plans_beside_it(
     billed_once(served, N + N // 2)
 
 
-def test_places_answered_between_the_lookup_and_the_hold_are_not_bought_again(
-    tmp_path: Path, serve_sandbox: ServeSandbox, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """Run A looks up its places (none fresh) and lets the warehouse go; run B of the same places
-    buys and loads them all before A takes the hold. A finds them answered since, lets go, looks
-    up and plans again beside the warehouse, and buys none: the sandbox billed each place once."""
+def answered_meanwhile(
+    tmp_path: Path, serve_sandbox: ServeSandbox, monkeypatch: pytest.MonkeyPatch, *, at: int
+) -> tuple[Served, list[Ask], list[str]]:
+    """Run A of N places; run B of the same places buys and loads them all right after A's
+    attach number `at` (0: its lookup; 1: its look once its parts are written). A buys none,
+    B all; the sandbox, its asks and its steps."""
     served = serve_sandbox(fail_rate=0.0)
     target = loopback(served.base_url)
     db = tmp_path / "wh.duckdb"
     csv = write_csv(tmp_path / "p.csv", places(N))
     done: list[Any] = []
     steps, asks, step = counting(monkeypatch)
-    after_lookup(monkeypatch, after=lambda: done.append(
+    after_lookup(monkeypatch, at=at, after=lambda: done.append(
         placeflow.run([str(csv)], db=db, target=target, new_run=True)))  # fmt: skip
     a = placeflow.run([str(csv)], db=db, target=target, step=step)
     (b,) = done
     assert (b.status, b.submitted) == ("completed", N)
     assert (a.status, a.submitted, a.skipped_fresh) == ("completed", 0, N)
-    # B's; A's look beside the warehouse once its parts were written: all answered since (B
-    # loaded them), looked up there, not in the hold; A's again once it planned again
-    assert asks == [*QUIET, ("beside", N, True), *QUIET]
-    assert steps.count("fresh") == 2 and steps.count("plan") == 2  # beside the warehouse twice
     billed_once(served, N)
     with duckdb.connect(str(db), read_only=True) as con:
         checks = run_checks(con)
     assert checks == dict.fromkeys(checks, 0)
+    return served, asks, steps
+
+
+def test_places_answered_between_the_lookup_and_the_hold_are_not_bought_again(
+    tmp_path: Path, serve_sandbox: ServeSandbox, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Run A looks up its places (none fresh) and lets the warehouse go; run B of the same places
+    buys and loads them all before A takes the hold. A finds them answered since, lets go, looks
+    up and plans again beside the warehouse, and buys none: the sandbox billed each place once."""
+    _, asks, steps = answered_meanwhile(tmp_path, serve_sandbox, monkeypatch, at=0)
+    # B's; A's look beside the warehouse once its parts were written: all answered since (B
+    # loaded them), looked up there, not in the hold; A's again once it planned again
+    assert asks == [*QUIET, ("beside", N, True), *QUIET]
+    assert steps.count("fresh") == 2 and steps.count("plan") == 2  # beside the warehouse twice
 
 
 def test_places_answered_between_the_look_and_the_hold_are_found_in_the_hold(
@@ -162,21 +172,9 @@ def test_places_answered_between_the_look_and_the_hold_are_found_in_the_hold(
     """Run A writes its parts and looks beside the warehouse (nothing changed); run B of the same
     places then buys and loads them all before A takes the hold: the hold asks what changed
     since that look, looks A's places up there, lets go and A plans again and buys none."""
-    served = serve_sandbox(fail_rate=0.0)
-    target = loopback(served.base_url)
-    db = tmp_path / "wh.duckdb"
-    csv = write_csv(tmp_path / "p.csv", places(N))
-    done: list[Any] = []
-    steps, asks, step = counting(monkeypatch)
-    after_lookup(monkeypatch, at=1, after=lambda: done.append(
-        placeflow.run([str(csv)], db=db, target=target, new_run=True)))  # fmt: skip
-    a = placeflow.run([str(csv)], db=db, target=target, step=step)
-    (b,) = done
-    assert (b.status, b.submitted) == ("completed", N)
-    assert (a.status, a.submitted, a.skipped_fresh) == ("completed", 0, N)
+    _, asks, steps = answered_meanwhile(tmp_path, serve_sandbox, monkeypatch, at=1)
     assert asks == [("beside", 0, False), *QUIET, ("hold", N, True), *QUIET]
     assert steps.count("fresh") == 2  # beside the warehouse twice
-    billed_once(served, N)
 
 
 def test_places_a_run_took_between_the_lookup_and_the_hold_are_left_to_it(
