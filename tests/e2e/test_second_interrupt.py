@@ -150,7 +150,7 @@ def test_second_ctrl_c_cancels_the_submitted_job(
         assert noise not in out + err, (out + err)[-3000:]
     doc = json.loads(out)  # exactly one document
     run_id = doc["run_id"]
-    assert doc["status"] == "interrupted" and doc["cancelled"] == 1
+    assert doc["status"] == "interrupted" and doc["cancelled"] == 1, doc["message"]
     assert doc["next"] == f"placeflow resume {run_id} --db {db}"
     assert doc["then"] == shlex.join(["placeflow", "run", str(csv), "--db", str(db),
                                       "--route", "job", "--json"])  # fmt: skip
