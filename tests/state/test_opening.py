@@ -19,7 +19,7 @@ import polars as pl
 import pytest
 
 from placeflow.errors import WarehouseError
-from placeflow.state import opening as opening_module
+from placeflow.state import owners
 from placeflow.state.lease import LEASE, lease_path
 from placeflow.state.opening import Parts, opening, sweep
 from placeflow.state.owners import this_host
@@ -156,4 +156,4 @@ def test_this_process_sweeps_an_opening_of_its_own_it_no_longer_makes(db: Path) 
 @pytest.fixture(autouse=True)
 def _no_openings_left() -> Iterator[None]:
     yield
-    assert not opening_module._OPENING  # every opening of the test ended
+    assert not owners._ACTIVE  # every opening of the test ended

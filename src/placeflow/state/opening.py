@@ -21,26 +21,20 @@ warehouse (`placeflow.state.lease`) has not beaten for `LEASE`.
 from __future__ import annotations
 
 import os
-import threading
 from collections.abc import Callable, Iterable, Iterator
-from contextlib import contextmanager, nullcontext
+from contextlib import contextmanager
 from datetime import datetime
 
 import polars as pl
 
 from placeflow.errors import WarehouseError
-from placeflow.state.lease import LEASE, Lease, lease_path, read_beat
-from placeflow.state.owners import STALE_AFTER, pid_alive, this_host
+from placeflow.state.lease import lease_path, read_beat
+from placeflow.state.owners import Owner, carrying, this_host
 from placeflow.store.warehouse import insert_frame
 from placeflow.store.writer import Writer
 
 PART_TABLES = ("run_rows", "rejects", "run_matches", "run_places")
 """The tables a run's plan is written to in parts (every row carries the run's run_id)."""
-
-_OPENING: set[str] = set()
-"""Runs this process is opening now (a process id alone does not tell them from a crashed
-opening of an earlier invocation in the same process, as a test stops one)."""
-_OPENING_LOCK = threading.Lock()
 
 
 class Parts:
@@ -49,8 +43,6 @@ class Parts:
     def __init__(self, wh: Writer, run_id: str, clock: Callable[[], datetime]) -> None:
         self.wh, self.run_id, self.clock = wh, run_id, clock
         self.begun = False
-        self.rows = 0
-        """Rows written in parts so far (all tables)."""
 
     def begin(self) -> None:
         """Name the run in run_openings (once): its parts are hidden from then on, and its
@@ -79,7 +71,6 @@ class Parts:
             with self.wh.transaction() as con:
                 written += insert_frame(con, table, frame.with_columns(with_run))
             self.wh.paced()
-        self.rows += written
         return written
 
     def drop(self) -> None:
@@ -91,29 +82,19 @@ class Parts:
 
 @contextmanager
 def opening(wh: Writer, run_id: str, *, clock: Callable[[], datetime]) -> Iterator[Parts]:
-    """The block may write `run_id`'s plan in parts (`Parts.write`), its lease file beating
-    meanwhile (`placeflow.state.lease`); the run's recording takes its `run_openings` row out
-    (`placeflow.state.runstate.RunState.open`). On the way out, parts of a run not recorded by
-    then are dropped. Openings of other processes that are gone are swept first (`sweep`)."""
+    """The block may write `run_id`'s plan in parts (`Parts.write`), carried by this process
+    (`carrying`: its lease file beats meanwhile); the run's recording takes its `run_openings`
+    row out (`placeflow.state.runstate.RunState.open`). On the way out, parts of a run not
+    recorded by then are dropped. Openings of other processes that are gone are swept first
+    (`sweep`)."""
     sweep(wh, clock())
-    with _OPENING_LOCK:
-        _OPENING.add(run_id)
     parts = Parts(wh, run_id, clock)
-    beats = (
-        Lease(lease_path(wh.path, run_id), host=this_host(), pid=os.getpid(), clock=clock)
-        if wh.path.name != ":memory:"
-        else nullcontext()
-    )
-    try:
-        with beats:
-            try:
-                yield parts
-            finally:
-                if parts.begun and still_opening(wh, run_id):
-                    drop(wh, run_id)
-    finally:
-        with _OPENING_LOCK:
-            _OPENING.discard(run_id)
+    with carrying(run_id, con=wh.con, clock=clock):
+        try:
+            yield parts
+        finally:
+            if parts.begun and still_opening(wh, run_id):
+                drop(wh, run_id)
 
 
 def still_opening(wh: Writer, run_id: str) -> bool:
@@ -134,29 +115,24 @@ def drop(wh: Writer, run_id: str) -> None:
 
 
 def sweep(wh: Writer, now: datetime) -> list[str]:
-    """Drop the parts of every opening whose process is gone (see the module); the run ids
-    swept."""
+    """Drop the parts of every opening whose process is gone (`Owner.alive`, its start as its
+    first beat); the run ids swept."""
     rows = wh.execute(
         "select run_id, owner_host, owner_pid, started_at from run_openings order by started_at"
     ).fetchall()
     gone = [
         str(run_id)
         for run_id, host, pid, started in rows
-        if not _alive(wh, str(run_id), str(host), int(pid), started, now)
+        if not _owner(wh, str(run_id), str(host), int(pid), started).alive(now)
     ]
     for run_id in gone:
         drop(wh, run_id)
     return gone
 
 
-def _alive(wh: Writer, run_id: str, host: str, pid: int, started: datetime, now: datetime) -> bool:
-    """Whether the process opening `run_id` is still there: on this host its process id (this
-    process: while it opens that run), on another its newest beat within LEASE."""
-    if host == this_host():
-        if pid == os.getpid():
-            with _OPENING_LOCK:
-                return run_id in _OPENING
-        return pid_alive(pid) and now - started <= STALE_AFTER
+def _owner(wh: Writer, run_id: str, host: str, pid: int, started: datetime) -> Owner:
+    """The process opening `run_id` as an owner: its start, and its lease file's beat when the
+    file is that process's."""
     beat = read_beat(lease_path(wh.path, run_id))
-    last = beat.at if beat is not None and (beat.host, beat.pid) == (host, pid) else started
-    return now - last <= LEASE
+    leased = beat.at if beat is not None and (beat.host, beat.pid) == (host, pid) else None
+    return Owner(run_id, "opening", host, pid, started, leased)

@@ -64,7 +64,7 @@ class Owner:
         if self.pid == os.getpid():
             with _ACTIVE_LOCK:  # this process: alive only while a thread of it carries it out
                 return self.run_id in _ACTIVE
-        return pid_alive(self.pid) and now - beat <= STALE_AFTER
+        return _pid_alive(self.pid) and now - beat <= STALE_AFTER
 
     def lease_ends(self, now: datetime) -> datetime | None:
         """When the owner's lease passes unless it beats again (another host's owner only)."""
@@ -114,7 +114,7 @@ def this_host() -> str:
     return socket.gethostname()
 
 
-def pid_alive(pid: int) -> bool:
+def _pid_alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
